@@ -1,0 +1,23 @@
+-- release.lua: drop one hold of a reentrant lock (Redisson RLock unlock).
+--
+-- KEYS[1]  lock name (HASH holder -> hold count)
+-- KEYS[2]  unlock channel "redisson_lock__channel:{name}"
+-- ARGV[1]  unlock message, "0"
+-- ARGV[2]  lease in milliseconds, re-applied while holds remain
+-- ARGV[3]  holder id
+--
+-- Returns:
+--   nil  the holder does not hold the lock (lease expired, force-unlocked, never held)
+--   0    one hold dropped, the holder still holds it (nothing is published)
+--   1    last hold dropped: the key is deleted and "0" is published on the channel
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if count > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1

@@ -1,0 +1,186 @@
+//! One acquisition attempt over all masters (SPEC §3, steps 1–5) and the release that
+//! every path shares.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::Inner;
+use crate::error::{Error, Result};
+use crate::master::Master;
+use crate::quorum::{fan_out, no_quorum};
+use crate::scripts::{self, Acquire, AcquireMode, Release};
+
+/// A granted attempt.
+pub(crate) struct Grant {
+    pub(crate) validity: Duration,
+    pub(crate) token: Option<u64>,
+    pub(crate) fresh: bool,
+    pub(crate) started: Instant,
+}
+
+/// What one attempt came to.
+pub(crate) enum Outcome {
+    Granted(Grant),
+    /// Held by someone else (or a split vote): wait for a message, at most `retry_in`.
+    Busy { retry_in: Duration, split: bool },
+    /// No majority answered at all.
+    Unavailable(Error),
+}
+
+/// What an attempt needs to know.
+pub(crate) struct Request<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) holder: &'a str,
+    pub(crate) lease: Duration,
+    pub(crate) mode: AcquireMode,
+    /// The holder already holds the lock: on failure, release only where granted.
+    pub(crate) reentrant: bool,
+}
+
+/// Steps 1–5 of Redlock: fan out, count, check validity, clean up on failure.
+pub(crate) async fn attempt(inner: &Inner, req: &Request<'_>) -> Result<Outcome> {
+    let started = Instant::now();
+    let lease_ms = req.lease.as_millis() as u64;
+    let results = fan_out(&inner.masters, |m| {
+        scripts::acquire(m, req.name, lease_ms, req.holder, req.mode)
+    })
+    .await;
+    let (mut grants, mut pttls, mut wrong_type) = (Vec::new(), Vec::new(), None);
+    for (i, r) in results.iter().enumerate() {
+        match r {
+            Ok(Acquire::Granted { fresh, token }) => grants.push((i, *fresh, *token)),
+            Ok(Acquire::Busy { pttl_ms }) => pttls.push(*pttl_ms),
+            Err(Error::WrongType { name, addr }) => {
+                wrong_type = Some(Error::WrongType {
+                    name: name.clone(),
+                    addr: addr.clone(),
+                })
+            }
+            Err(_) => {}
+        }
+    }
+    let quorum = inner.quorum;
+    if grants.len() >= quorum && wrong_type.is_none() {
+        let token = match grants.iter().filter_map(|g| g.2).max() {
+            Some(t) if inner.masters.len() > 1 => write_back(inner, req.name, t).await,
+            other => Ok(other),
+        };
+        let validity = inner
+            .validity_of(req.lease)
+            .saturating_sub(started.elapsed());
+        if let (Ok(token), false) = (token, validity.is_zero()) {
+            let fresh = grants.iter().filter(|g| g.1).count() >= quorum;
+            return Ok(Outcome::Granted(Grant {
+                validity,
+                token,
+                fresh,
+                started,
+            }));
+        }
+    }
+    // Step 5: release everywhere the request may have landed.
+    let granted: Vec<usize> = grants.iter().map(|g| g.0).collect();
+    if !granted.is_empty() || pttls.len() < results.len() {
+        let only = req.reentrant.then_some(granted.as_slice());
+        let fair = matches!(req.mode, AcquireMode::Fair { .. });
+        let _ = release_on(inner, req.name, req.holder, lease_ms, fair, only).await;
+    }
+    if let Some(e) = wrong_type {
+        return Err(e);
+    }
+    let answered = grants.len() + pttls.len();
+    if answered < quorum {
+        return Ok(Outcome::Unavailable(no_quorum(grants.len(), quorum, results)));
+    }
+    Ok(Outcome::Busy {
+        retry_in: retry_hint(inner, &pttls),
+        split: !grants.is_empty(),
+    })
+}
+
+/// How long a waiter may sleep without a message: until the earliest lease on a
+/// master that refused us runs out.
+fn retry_hint(inner: &Inner, pttls: &[i64]) -> Duration {
+    let fallback = inner.config.watchdog_timeout;
+    let stale = inner.config.fair_stale_timeout / 3;
+    pttls
+        .iter()
+        .map(|&ms| match ms {
+            ms if ms > 0 => Duration::from_millis(ms as u64),
+            -2 => stale,
+            _ => fallback,
+        })
+        .min()
+        .unwrap_or(fallback)
+}
+
+/// Fencing under Redlock: the token handed out is the maximum seen, first written back
+/// to a majority so no later acquisition can see a smaller one.
+async fn write_back(inner: &Inner, name: &str, token: u64) -> Result<Option<u64>> {
+    let results = fan_out(&inner.masters, |m| scripts::fenced_sync(m, name, token)).await;
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    if ok < inner.quorum {
+        return Err(no_quorum(ok, inner.quorum, results));
+    }
+    Ok(Some(token))
+}
+
+/// Releases one hold on every master (or only on `only`). Ok(true) when a majority
+/// released, with `Released` meaning the lock is now free.
+pub(crate) async fn release_on(
+    inner: &Inner,
+    name: &str,
+    holder: &str,
+    lease_ms: u64,
+    fair: bool,
+    only: Option<&[usize]>,
+) -> Result<Release> {
+    let subset: Vec<Arc<Master>>;
+    let masters = match only {
+        Some(only) => {
+            subset = only.iter().map(|&i| inner.masters[i].clone()).collect();
+            &subset
+        }
+        None => &inner.masters,
+    };
+    let results = fan_out(masters, |m| scripts::release(m, name, lease_ms, holder, fair)).await;
+    let count = |want: Release| results.iter().filter(|r| matches!(r, Ok(x) if *x == want)).count();
+    let (released, still, not_held) = (
+        count(Release::Released),
+        count(Release::StillHeld),
+        count(Release::NotHeld),
+    );
+    if released > 0 && !fair {
+        inner.pubsub.notify_local(&crate::names::channel(name));
+    }
+    let quorum = inner.quorum;
+    if released + still >= quorum {
+        return Ok(if released >= still {
+            Release::Released
+        } else {
+            Release::StillHeld
+        });
+    }
+    if not_held >= quorum || (not_held > 0 && inner.masters.len() - not_held < quorum) {
+        return Err(Error::NotHeld {
+            name: name.to_string(),
+            holder: holder.to_string(),
+        });
+    }
+    if let Some(e) = results.iter().find_map(|r| match r {
+        Err(Error::WrongType { name, addr }) => Some(Error::WrongType {
+            name: name.clone(),
+            addr: addr.clone(),
+        }),
+        _ => None,
+    }) {
+        return Err(e);
+    }
+    Err(no_quorum(released + still, quorum, results))
+}
+
+/// A random delay in `[1 ms, max]` to desynchronise competing clients.
+pub(crate) fn jitter(max: Duration) -> Duration {
+    let max_us = max.as_micros().max(1000) as u64;
+    Duration::from_micros(rand::random_range(1000..=max_us))
+}

@@ -1,0 +1,272 @@
+//! [`Config`]: which masters to use and how the lock behaves. Every field documents its
+//! default.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// The longest lease (and watchdog timeout) accepted: 30 days.
+pub const MAX_LEASE: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Environment variable read by [`Config::from_env`]: comma-separated Redis URLs.
+pub const ENV_VAR: &str = "REDLATCH_REDIS";
+
+/// Client configuration: the masters and the timing of the lock.
+///
+/// One URL is single-master mode; several URLs are Redlock over independent masters
+/// (use an odd number, 3 or 5; the quorum is N/2+1).
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub(crate) urls: Vec<String>,
+    pub(crate) watchdog_timeout: Duration,
+    pub(crate) drift_factor: f64,
+    pub(crate) master_timeout: Duration,
+    pub(crate) retry_jitter: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) pool_size: usize,
+    pub(crate) fair_stale_timeout: Duration,
+    pub(crate) unavailable_timeout: Option<Duration>,
+}
+
+impl Config {
+    /// One Redis master. `master_timeout` defaults to 1 s in this mode.
+    pub fn single(url: impl Into<String>) -> Self {
+        Self::with_urls(vec![url.into()], Duration::from_secs(1))
+    }
+
+    /// Redlock over N independent masters (not replicas of each other), quorum N/2+1.
+    /// `master_timeout` defaults to 50 ms in this mode.
+    pub fn redlock<I, S>(urls: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let urls = urls.into_iter().map(Into::into).collect();
+        Self::with_urls(urls, Duration::from_millis(50))
+    }
+
+    /// Reads [`ENV_VAR`] (`REDLATCH_REDIS`): one URL means single mode, a
+    /// comma-separated list means Redlock.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when the variable is unset or empty.
+    pub fn from_env() -> Result<Self> {
+        let raw = std::env::var(ENV_VAR)
+            .map_err(|_| Error::Config(format!("{ENV_VAR} is not set")))?;
+        Self::from_list(&raw)
+    }
+
+    /// Parses a comma-separated URL list like `REDLATCH_REDIS` holds.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when the list is empty.
+    pub fn from_list(raw: &str) -> Result<Self> {
+        let urls: Vec<&str> = raw
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        match urls.as_slice() {
+            [] => Err(Error::Config(format!("no redis url in {raw:?}"))),
+            [one] => Ok(Self::single(*one)),
+            many => Ok(Self::redlock(many.iter().copied())),
+        }
+    }
+
+    fn with_urls(urls: Vec<String>, master_timeout: Duration) -> Self {
+        Config {
+            urls,
+            watchdog_timeout: Duration::from_secs(30),
+            drift_factor: 0.01,
+            master_timeout,
+            retry_jitter: Duration::from_millis(50),
+            connect_timeout: Duration::from_secs(2),
+            pool_size: 2,
+            fair_stale_timeout: Duration::from_secs(5),
+            unavailable_timeout: None,
+        }
+    }
+
+    /// Lease used when no explicit lease is given; the watchdog renews it every
+    /// timeout/3 while a guard lives. Default 30 s (Redisson's `lockWatchdogTimeout`).
+    pub fn watchdog_timeout(mut self, timeout: Duration) -> Self {
+        self.watchdog_timeout = timeout;
+        self
+    }
+
+    /// Clock drift allowed for, as a fraction of the lease; 2 ms are added on top.
+    /// Default 0.01.
+    pub fn drift_factor(mut self, factor: f64) -> Self {
+        self.drift_factor = factor;
+        self
+    }
+
+    /// Per-master timeout of every command (acquire, release, renew, queries). Default
+    /// 50 ms in Redlock mode, 1 s in single mode. Keep it small compared to the lease.
+    pub fn master_timeout(mut self, timeout: Duration) -> Self {
+        self.master_timeout = timeout;
+        self
+    }
+
+    /// Upper bound of the random back-off before retrying an attempt that failed for
+    /// lack of a majority or because masters were unreachable. Default 50 ms.
+    /// Never added to a wake-up by an unlock message.
+    pub fn retry_jitter(mut self, jitter: Duration) -> Self {
+        self.retry_jitter = jitter;
+        self
+    }
+
+    /// Time allowed to open a connection to a master. Default 2 s.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Multiplexed command connections per master (each pipelines many requests).
+    /// One pub/sub connection per master comes on top. Default 2.
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size;
+        self
+    }
+
+    /// Fair lock: a waiter that stops refreshing its queue entry (it crashed) is evicted
+    /// after this long. Live waiters refresh every third of it. Default 5 s.
+    pub fn fair_stale_timeout(mut self, timeout: Duration) -> Self {
+        self.fair_stale_timeout = timeout;
+        self
+    }
+
+    /// How long `lock()` keeps retrying while no majority of masters answers at all
+    /// before it returns the error. Default: the watchdog timeout.
+    pub fn unavailable_timeout(mut self, timeout: Duration) -> Self {
+        self.unavailable_timeout = Some(timeout);
+        self
+    }
+
+    /// The configured URLs.
+    pub fn urls(&self) -> &[String] {
+        &self.urls
+    }
+
+    /// Majority needed: N/2+1.
+    pub fn quorum(&self) -> usize {
+        self.urls.len() / 2 + 1
+    }
+
+    pub(crate) fn unavailable_after(&self) -> Duration {
+        self.unavailable_timeout.unwrap_or(self.watchdog_timeout)
+    }
+
+    /// Checks every field; parses the URLs.
+    pub(crate) fn validate(&self) -> Result<Vec<redis::ConnectionInfo>> {
+        if self.urls.is_empty() {
+            return Err(Error::Config("no redis master given".into()));
+        }
+        if self.urls.len() > 64 {
+            return Err(Error::Config("at most 64 masters are supported".into()));
+        }
+        check_lease("watchdog_timeout", self.watchdog_timeout)?;
+        if self.watchdog_timeout < Duration::from_millis(30) {
+            return Err(Error::Config("watchdog_timeout must be at least 30ms".into()));
+        }
+        if !(0.0..0.5).contains(&self.drift_factor) {
+            return Err(Error::Config("drift_factor must be in [0, 0.5)".into()));
+        }
+        for (what, d) in [
+            ("master_timeout", self.master_timeout),
+            ("connect_timeout", self.connect_timeout),
+            ("fair_stale_timeout", self.fair_stale_timeout),
+        ] {
+            if d.is_zero() || d > MAX_LEASE {
+                return Err(Error::Config(format!("{what} must be > 0 and <= 30 days")));
+            }
+        }
+        if self.master_timeout >= self.watchdog_timeout {
+            return Err(Error::Config(
+                "master_timeout must be shorter than watchdog_timeout".into(),
+            ));
+        }
+        if self.fair_stale_timeout < Duration::from_millis(30) {
+            return Err(Error::Config("fair_stale_timeout must be at least 30ms".into()));
+        }
+        if self.pool_size == 0 || self.pool_size > 64 {
+            return Err(Error::Config("pool_size must be in 1..=64".into()));
+        }
+        let infos = self.urls.iter().map(|u| parse_url(u)).collect::<Result<Vec<_>>>()?;
+        let mut addrs: Vec<String> = infos.iter().map(|i| i.addr().to_string()).collect();
+        addrs.sort();
+        if let Some(w) = addrs.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::Config(format!(
+                "master {} is listed twice; Redlock needs independent masters",
+                w[0]
+            )));
+        }
+        Ok(infos)
+    }
+}
+
+/// A lease must be at least 1 ms and at most [`MAX_LEASE`].
+pub(crate) fn check_lease(what: &str, lease: Duration) -> Result<u64> {
+    let ms = lease.as_millis();
+    if ms == 0 {
+        return Err(Error::InvalidLease(format!("{what} must be at least 1ms, got {lease:?}")));
+    }
+    if lease > MAX_LEASE {
+        return Err(Error::InvalidLease(format!("{what} {lease:?} is longer than 30 days")));
+    }
+    Ok(ms as u64)
+}
+
+fn parse_url(url: &str) -> Result<redis::ConnectionInfo> {
+    let bad = |reason: String| Error::InvalidUrl {
+        url: url.to_string(),
+        reason,
+    };
+    let scheme = url.split("://").next().unwrap_or_default();
+    match scheme {
+        "redis" | "redis+unix" | "unix" => {}
+        "rediss" if cfg!(feature = "tls") => {}
+        "rediss" => return Err(bad("TLS support is not compiled in (cargo feature `tls`)".into())),
+        _ if !url.contains("://") => return Err(bad("expected redis://host:port".into())),
+        other => return Err(bad(format!("unsupported scheme {other:?}"))),
+    }
+    redis::IntoConnectionInfo::into_connection_info(url).map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_mode() {
+        assert_eq!(Config::single("redis://a").master_timeout, Duration::from_secs(1));
+        let c = Config::redlock(["redis://a:1", "redis://b:1", "redis://c:1"]);
+        assert_eq!(c.master_timeout, Duration::from_millis(50));
+        assert_eq!(c.quorum(), 2);
+        assert_eq!(c.watchdog_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn bad_urls_and_values_are_rejected() {
+        assert!(matches!(
+            Config::single("http://x").validate(),
+            Err(Error::InvalidUrl { .. })
+        ));
+        assert!(matches!(Config::single("nonsense").validate(), Err(Error::InvalidUrl { .. })));
+        assert!(Config::single("redis://127.0.0.1:1").validate().is_ok());
+        let zero = Config::single("redis://x").watchdog_timeout(Duration::ZERO);
+        assert!(zero.validate().is_err());
+        let dup = Config::redlock(["redis://127.0.0.1:1", "redis://127.0.0.1:1/2"]);
+        assert!(matches!(dup.validate(), Err(Error::Config(_))));
+        assert!(Config::single("redis://x").drift_factor(0.7).validate().is_err());
+        assert!(Config::from_list(" , ").is_err());
+        assert_eq!(Config::from_list("redis://a:1,redis://b:1").unwrap().urls.len(), 2);
+    }
+
+    #[test]
+    fn leases_must_be_between_a_millisecond_and_thirty_days() {
+        assert!(check_lease("lease", Duration::from_micros(500)).is_err());
+        assert!(check_lease("lease", MAX_LEASE + Duration::from_secs(1)).is_err());
+        assert_eq!(check_lease("lease", Duration::from_secs(2)).unwrap(), 2000);
+    }
+}

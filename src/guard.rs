@@ -1,0 +1,142 @@
+//! [`LockGuard`]: proof of one hold; releases it on `unlock` or drop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::attempt::release_on;
+use crate::client::Inner;
+use crate::error::{Error, Result};
+use crate::holds::Hold;
+
+/// One hold on a lock. Dropping it releases the hold in a background task;
+/// [`unlock`](LockGuard::unlock) releases it and reports what happened.
+///
+/// A guard may move to another task: it releases with the holder id it was acquired
+/// with. While it lives and no explicit lease was given, the watchdog keeps the lease.
+#[must_use = "dropping the guard releases the lock at once"]
+pub struct LockGuard {
+    inner: Arc<Inner>,
+    hold: Arc<Hold>,
+    lease_ms: u64,
+    watchdog: bool,
+    fair: bool,
+    token: Option<u64>,
+    validity: Duration,
+    runtime: tokio::runtime::Handle,
+    armed: bool,
+}
+
+impl LockGuard {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        hold: Arc<Hold>,
+        lease_ms: u64,
+        watchdog: bool,
+        fair: bool,
+        token: Option<u64>,
+        validity: Duration,
+    ) -> Self {
+        LockGuard {
+            inner,
+            hold,
+            lease_ms,
+            watchdog,
+            fair,
+            token,
+            validity,
+            runtime: tokio::runtime::Handle::current(),
+            armed: true,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.hold.name
+    }
+
+    /// The holder id (`"{client_uuid}:{n}"`) this hold was taken with.
+    pub fn holder(&self) -> &str {
+        &self.hold.holder
+    }
+
+    /// The fencing token of a fenced lock (strictly greater than every token handed out
+    /// before for this name); `None` for other locks. Pass it to the storage you write
+    /// to, and let it reject writes with an older token.
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.token
+    }
+
+    /// Cancelled when the lock is known to be lost: the watchdog found it gone or could
+    /// not renew it on a majority within its validity, it was force-unlocked by this
+    /// client, or the client shut down. Select on `lost().cancelled()` to abort work.
+    pub fn lost(&self) -> CancellationToken {
+        self.hold.lost.clone()
+    }
+
+    /// How long the lock was valid for when acquired: lease − elapsed − drift
+    /// (Redlock step 4). With the watchdog the lease is extended while the guard lives.
+    pub fn validity(&self) -> Duration {
+        self.validity
+    }
+
+    /// Releases this hold now.
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] if the lease expired, the lock was force-unlocked or the
+    /// watchdog reported it lost; [`Error::NoQuorum`] / a master's error if a majority
+    /// of masters could not be reached (the lease then runs out on its own).
+    ///
+    /// # Cancel safety
+    /// If the future is dropped the release may or may not have happened; the lease
+    /// bounds how long the lock can stay held.
+    pub async fn unlock(mut self) -> Result<()> {
+        self.armed = false;
+        if !self.inner.holds.released(&self.hold, self.watchdog) {
+            return Err(Error::NotHeld {
+                name: self.hold.name.to_string(),
+                holder: self.hold.holder.to_string(),
+            });
+        }
+        release_on(
+            &self.inner,
+            &self.hold.name,
+            &self.hold.holder,
+            self.lease_ms,
+            self.fair,
+            None,
+        )
+        .await
+        .map(drop)
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if !self.armed || !self.inner.holds.released(&self.hold, self.watchdog) {
+            return;
+        }
+        let (inner, hold) = (self.inner.clone(), self.hold.clone());
+        let (lease_ms, fair) = (self.lease_ms, self.fair);
+        let runtime = tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
+        runtime.spawn(async move {
+            if let Err(e) = release_on(&inner, &hold.name, &hold.holder, lease_ms, fair, None).await {
+                tracing::warn!(lock = %hold.name, error = %e, "release on drop failed");
+            }
+        });
+    }
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("name", &self.hold.name)
+            .field("holder", &self.hold.holder)
+            .field("watchdog", &self.watchdog)
+            .field("token", &self.token)
+            .field("validity", &self.validity)
+            .finish()
+    }
+}

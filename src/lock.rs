@@ -1,0 +1,271 @@
+//! [`Lock`]: a handle on one named lock (plain, fair or fenced).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::Value;
+
+use crate::client::Client;
+use crate::config::check_lease;
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::holder;
+use crate::names;
+use crate::quorum::{answers, fan_out, majority_floor, majority_true};
+use crate::scripts;
+use crate::wait::{acquire, Call};
+
+/// Which flavour of lock a [`Lock`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Reentrant, non-fair (Redisson `RLock`).
+    Plain,
+    /// Reentrant, FIFO (Redisson `RFairLock`).
+    Fair,
+    /// Reentrant with fencing tokens (Redisson `RFencedLock`).
+    Fenced,
+}
+
+/// A reentrant distributed lock on one name, shared by all tasks and processes that
+/// use the same name (Redisson clients included).
+///
+/// A holder is one tokio task of one client: nested `lock()` calls in the same task
+/// re-enter (the hold count grows), other tasks wait.
+///
+/// # When not to rely on it alone
+/// A lease cannot stop a holder that is paused (GC, a stalled VM, a long swap) from
+/// writing after its lease ran out and someone else took the lock. If that matters,
+/// use [`Client::fenced_lock`] and make the storage reject writes carrying an older
+/// [fencing token](LockGuard::fencing_token). A single master with an asynchronous
+/// replica is not safe across failover; use Redlock over independent masters.
+#[derive(Clone)]
+pub struct Lock {
+    client: Client,
+    name: Arc<str>,
+    kind: Kind,
+}
+
+impl Lock {
+    pub(crate) fn new(client: Client, name: String, kind: Kind) -> Self {
+        Lock {
+            client,
+            name: name.into(),
+            kind,
+        }
+    }
+
+    /// The lock's name (its Redis key).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Plain, fair or fenced.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Waits as long as it takes, then holds the lock under the watchdog.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`], [`Error::WrongType`] (the key is not a lock), or the
+    /// error of the masters when no majority answered for `unavailable_timeout`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future leaves no lock held, no subscription and (after a background
+    /// clean-up) no fair-queue entry.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn demo(client: redlatch::Client) -> redlatch::Result<()> {
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// // ... critical section ...
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn lock(&self) -> Result<LockGuard> {
+        self.acquire(None, None).await.map(|g| g.expect("unbounded wait"))
+    }
+
+    /// Waits as long as it takes, then holds the lock for `lease` (no watchdog).
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock), plus [`Error::InvalidLease`] for a zero, sub-millisecond
+    /// or longer-than-30-days lease.
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
+        self.acquire(None, Some(lease))
+            .await
+            .map(|g| g.expect("unbounded wait"))
+    }
+
+    /// Waits at most `wait` (`Duration::ZERO`: one attempt); `Ok(None)` if the lock
+    /// stayed busy. The lease is the watchdog's.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock); if no majority answered when the wait ran out, that
+    /// error is returned instead of `Ok(None)`.
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    pub async fn try_lock(&self, wait: Duration) -> Result<Option<LockGuard>> {
+        self.acquire(Some(wait), None).await
+    }
+
+    /// Waits at most `wait`, then holds the lock for `lease` (no watchdog).
+    ///
+    /// # Errors
+    /// As [`try_lock`](Self::try_lock) and [`lock_with_lease`](Self::lock_with_lease).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    pub async fn try_lock_with_lease(
+        &self,
+        wait: Duration,
+        lease: Duration,
+    ) -> Result<Option<LockGuard>> {
+        self.acquire(Some(wait), Some(lease)).await
+    }
+
+    async fn acquire(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<LockGuard>> {
+        names::validate(&self.name)?;
+        let inner = &self.client.inner;
+        let watchdog = lease.is_none();
+        let lease = lease.unwrap_or(inner.config.watchdog_timeout);
+        let lease_ms = check_lease("lease", lease)?;
+        let call = Call {
+            name: self.name.clone(),
+            holder: holder::current(&inner.id),
+            kind: self.kind,
+            lease,
+            wait,
+        };
+        let Some(grant) = acquire(inner, &call).await? else {
+            return Ok(None);
+        };
+        let hold = inner
+            .holds
+            .acquired(&call.name, &call.holder, grant.fresh, watchdog, grant.started);
+        Ok(Some(LockGuard::new(
+            inner.clone(),
+            hold,
+            lease_ms,
+            watchdog,
+            self.kind == Kind::Fair,
+            grant.token,
+            grant.validity,
+        )))
+    }
+
+    /// True if anyone holds the lock (on a majority of masters).
+    ///
+    /// # Errors
+    /// [`Error::NoQuorum`] or the master's error when a majority does not answer.
+    pub async fn is_locked(&self) -> Result<bool> {
+        let v = self.query(redis::cmd("EXISTS").arg(&*self.name)).await?;
+        Ok(majority_true(&v.iter().map(|x| as_int(x) == 1).collect::<Vec<_>>(), self.quorum()))
+    }
+
+    /// True if the calling task holds the lock (on a majority of masters).
+    ///
+    /// # Errors
+    /// As [`is_locked`](Self::is_locked), plus [`Error::WrongType`].
+    pub async fn is_held_by_current_task(&self) -> Result<bool> {
+        Ok(self.hold_count().await? > 0)
+    }
+
+    /// The calling task's reentrant hold count (what a majority of masters agree on at
+    /// least); 0 if it does not hold the lock.
+    ///
+    /// # Errors
+    /// As [`is_held_by_current_task`](Self::is_held_by_current_task).
+    pub async fn hold_count(&self) -> Result<u32> {
+        let holder = holder::current(&self.client.inner.id);
+        let v = self
+            .query(redis::cmd("HGET").arg(&*self.name).arg(&*holder))
+            .await?;
+        let counts = v.iter().map(|x| as_int(x).max(0) as u32).collect();
+        Ok(majority_floor(counts, self.quorum()))
+    }
+
+    /// How long the lock stays held if nobody renews it (what a majority agrees on at
+    /// least); `None` if it is not locked or has no expiry.
+    ///
+    /// # Errors
+    /// As [`is_locked`](Self::is_locked).
+    pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
+        let v = self.query(redis::cmd("PTTL").arg(&*self.name)).await?;
+        let ttl = majority_floor(v.iter().map(as_int).collect(), self.quorum());
+        Ok((ttl > 0).then(|| Duration::from_millis(ttl as u64)))
+    }
+
+    /// Deletes the lock whoever holds it and wakes its waiters (the head waiter for a
+    /// fair lock). Returns true if a lock was deleted. This client's guards of the lock
+    /// report it [lost](LockGuard::lost); other clients notice at their next renewal.
+    ///
+    /// # Errors
+    /// [`Error::WrongType`] if the key is not a lock; [`Error::NoQuorum`] or the
+    /// master's error when a majority does not answer.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        names::validate(&self.name)?;
+        let inner = &self.client.inner;
+        let fair = self.kind == Kind::Fair;
+        let results = fan_out(&inner.masters, |m| scripts::force_release(m, &self.name, fair)).await;
+        if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
+            return Err(results.into_iter().find_map(Result::err).expect("an error"));
+        }
+        let deleted = answers(results, inner.quorum)?.contains(&true);
+        inner.holds.lose_name(&self.name);
+        inner.pubsub.notify_local(&names::channel(&self.name));
+        Ok(deleted)
+    }
+
+    fn quorum(&self) -> usize {
+        self.client.inner.quorum
+    }
+
+    /// Runs a read on every master; the answers of at least a majority.
+    async fn query(&self, cmd: &mut redis::Cmd) -> Result<Vec<Value>> {
+        names::validate(&self.name)?;
+        let cmd = &*cmd;
+        let results = fan_out(&self.client.inner.masters, |m| async move {
+            m.query::<Value>(cmd.clone()).await.map_err(|e| match e {
+                Error::Redis { source, addr } if source.to_string().contains("WRONGTYPE") => {
+                    Error::WrongType {
+                        name: self.name.to_string(),
+                        addr,
+                    }
+                }
+                other => other,
+            })
+        })
+        .await;
+        answers(results, self.quorum())
+    }
+}
+
+fn as_int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        Value::BulkString(b) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}

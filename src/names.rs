@@ -1,0 +1,79 @@
+//! Redisson's key and channel names, and lock-name validation.
+//!
+//! Derived names are `prefix:{name}`; when `name` already contains `{`, no braces are
+//! added (`prefix:name`), exactly as Redisson's `RedissonObject.suffixName`/`prefixName`.
+
+use crate::error::{Error, Result};
+
+/// The longest lock name accepted, in bytes (64 KiB).
+pub const MAX_NAME_LEN: usize = 64 * 1024;
+
+/// Checks a lock name: not empty, at most [`MAX_NAME_LEN`] bytes.
+pub(crate) fn validate(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::InvalidName("the name is empty".into()));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::InvalidName(format!(
+            "the name is {} bytes long, the limit is {MAX_NAME_LEN}",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `prefix:{name}`, or `prefix:name` when `name` already has a hash tag.
+pub(crate) fn derived(prefix: &str, name: &str) -> String {
+    if name.contains('{') {
+        format!("{prefix}:{name}")
+    } else {
+        format!("{prefix}:{{{name}}}")
+    }
+}
+
+/// The channel a full release publishes `"0"` on.
+pub(crate) fn channel(name: &str) -> String {
+    derived("redisson_lock__channel", name)
+}
+
+/// The fair lock's waiter queue (LIST).
+pub(crate) fn queue(name: &str) -> String {
+    derived("redisson_lock_queue", name)
+}
+
+/// The fair lock's waiter deadlines (ZSET).
+pub(crate) fn timeouts(name: &str) -> String {
+    derived("redisson_lock_timeout", name)
+}
+
+/// The fenced lock's token counter.
+pub(crate) fn token(name: &str) -> String {
+    derived("redisson_lock_token", name)
+}
+
+/// A fair waiter's own wake-up channel.
+pub(crate) fn waiter_channel(name: &str, holder: &str) -> String {
+    format!("{}:{holder}", channel(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn braces_are_added_unless_the_name_has_a_hash_tag() {
+        assert_eq!(channel("orders:42"), "redisson_lock__channel:{orders:42}");
+        assert_eq!(channel("{orders}:42"), "redisson_lock__channel:{orders}:42");
+        assert_eq!(queue("a"), "redisson_lock_queue:{a}");
+        assert_eq!(timeouts("a"), "redisson_lock_timeout:{a}");
+        assert_eq!(token("a"), "redisson_lock_token:{a}");
+        assert_eq!(waiter_channel("a", "u:1"), "redisson_lock__channel:{a}:u:1");
+    }
+
+    #[test]
+    fn empty_and_oversized_names_are_rejected() {
+        assert!(validate("").is_err());
+        assert!(validate(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
+        assert!(validate(&"x".repeat(MAX_NAME_LEN)).is_ok());
+    }
+}

@@ -1,0 +1,324 @@
+//! The pub/sub hub: one subscriber connection per master, shared by every waiter of
+//! the client; channels are reference-counted.
+//!
+//! Invariants:
+//! 1. The desired set is the map's keys: a channel is in it exactly while at least one
+//!    [`Subscription`] for it lives. Each master's actor reconciles its connection with
+//!    that set (SUBSCRIBE what is missing, UNSUBSCRIBE what nobody wants any more).
+//! 2. A message on a channel, from any master, bumps the channel's wake counter; a
+//!    waiter records the counter before it re-tries, so a message that arrives between
+//!    the failed attempt and the wait is never lost (tokio `Notify`'s enable-first rule).
+//! 3. When a connection drops, its actor reconnects, resubscribes everything and bumps
+//!    every channel: messages may have been missed, so every waiter re-tries.
+//! 4. Dropping a subscription only edits the map and pokes the actors (no await), so a
+//!    cancelled waiter unsubscribes promptly and `Drop` never blocks.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::{PubSubSink, PubSubStream};
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+
+struct Channel {
+    refs: usize,
+    wake: watch::Sender<u64>,
+    /// Bit i set: master i has confirmed the subscription on its current connection.
+    confirmed: watch::Sender<u64>,
+}
+
+/// What a master's actor has to look at.
+#[derive(Default)]
+struct Port {
+    poke: Notify,
+    pending: parking_lot::Mutex<Vec<String>>,
+}
+
+struct Shared {
+    channels: parking_lot::Mutex<HashMap<String, Channel>>,
+    ports: Vec<Port>,
+}
+
+/// The client's pub/sub hub.
+pub(crate) struct PubSub {
+    shared: Arc<Shared>,
+    quorum: usize,
+}
+
+/// A waiter's interest in one channel.
+pub(crate) struct Subscription {
+    shared: Arc<Shared>,
+    name: String,
+    wake: watch::Receiver<u64>,
+    confirmed: watch::Receiver<u64>,
+    quorum: u32,
+}
+
+impl PubSub {
+    /// Starts one actor per master; they stop when `shutdown` is cancelled.
+    pub(crate) fn start(
+        clients: Vec<redis::Client>,
+        quorum: usize,
+        timeout: Duration,
+        shutdown: &CancellationToken,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            channels: Default::default(),
+            ports: clients.iter().map(|_| Port::default()).collect(),
+        });
+        for (idx, client) in clients.into_iter().enumerate() {
+            let actor = Actor {
+                shared: shared.clone(),
+                idx,
+                client,
+                timeout,
+                actual: HashSet::new(),
+                conn: None,
+            };
+            tokio::spawn(actor.run(shutdown.clone()));
+        }
+        PubSub { shared, quorum }
+    }
+
+    /// Registers interest in `channel`; see [`Subscription::ready`].
+    pub(crate) fn subscribe(&self, channel: String) -> Subscription {
+        let mut map = self.shared.channels.lock();
+        let new = !map.contains_key(&channel);
+        let entry = map.entry(channel.clone()).or_insert_with(|| Channel {
+            refs: 0,
+            wake: watch::channel(0).0,
+            confirmed: watch::channel(0).0,
+        });
+        entry.refs += 1;
+        let sub = Subscription {
+            shared: self.shared.clone(),
+            wake: entry.wake.subscribe(),
+            confirmed: entry.confirmed.subscribe(),
+            name: channel,
+            quorum: self.quorum as u32,
+        };
+        drop(map);
+        if new {
+            self.shared.poke_all(&sub.name);
+        }
+        sub
+    }
+
+    /// Wakes local waiters of `channel` at once (our own release: no need to wait for
+    /// the message to come back from Redis).
+    pub(crate) fn notify_local(&self, channel: &str) {
+        if let Some(c) = self.shared.channels.lock().get(channel) {
+            c.wake.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Channels currently wanted by waiters of this client.
+    pub(crate) fn channel_count(&self) -> usize {
+        self.shared.channels.lock().len()
+    }
+}
+
+impl Shared {
+    fn poke_all(&self, channel: &str) {
+        for port in &self.ports {
+            port.pending.lock().push(channel.to_string());
+            port.poke.notify_one();
+        }
+    }
+
+    fn wake(&self, channel: &str) {
+        if let Some(c) = self.channels.lock().get(channel) {
+            c.wake.send_modify(|n| *n += 1);
+        }
+    }
+}
+
+impl Subscription {
+    /// Waits until a majority of masters confirmed the subscription, at most `within`
+    /// (a master that is down must not stall the waiter: it falls back to the TTL).
+    pub(crate) async fn ready(&mut self, within: Duration) {
+        let quorum = self.quorum;
+        let _ = tokio::time::timeout(
+            within,
+            self.confirmed.wait_for(|bits| bits.count_ones() >= quorum),
+        )
+        .await;
+    }
+
+    /// Marks every wake-up so far as seen; call before each attempt.
+    pub(crate) fn mark_seen(&mut self) {
+        self.wake.borrow_and_update();
+    }
+
+    /// Waits for a wake-up not yet seen, at most `max`. True if woken by a message.
+    pub(crate) async fn wait(&mut self, max: Duration) -> bool {
+        matches!(tokio::time::timeout(max, self.wake.changed()).await, Ok(Ok(())))
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut map = self.shared.channels.lock();
+        let last = match map.get_mut(&self.name) {
+            Some(c) => {
+                c.refs -= 1;
+                c.refs == 0
+            }
+            None => false,
+        };
+        if last {
+            map.remove(&self.name);
+            drop(map);
+            self.shared.poke_all(&self.name);
+        }
+    }
+}
+
+/// One master's subscriber connection.
+struct Actor {
+    shared: Arc<Shared>,
+    idx: usize,
+    client: redis::Client,
+    timeout: Duration,
+    actual: HashSet<String>,
+    conn: Option<(PubSubSink, PubSubStream)>,
+}
+
+impl Actor {
+    async fn run(mut self, shutdown: CancellationToken) {
+        let mut backoff = Duration::from_millis(50);
+        let mut retry_at: Option<tokio::time::Instant> = None;
+        loop {
+            let port = &self.shared.ports[self.idx];
+            let connected = self.conn.is_some();
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => return,
+                msg = next_message(&mut self.conn), if connected => {
+                    match msg {
+                        Some(m) => {
+                            self.shared.wake(m.get_channel_name());
+                            continue;
+                        }
+                        None => self.disconnected("connection closed"),
+                    }
+                }
+                _ = port.poke.notified() => {}
+                _ = sleep_until(retry_at), if retry_at.is_some() => {}
+            }
+            retry_at = None;
+            match self.reconcile().await {
+                Ok(()) => backoff = Duration::from_millis(50),
+                Err(e) => {
+                    tracing::debug!(master = self.idx, error = %e, "pub/sub reconcile failed");
+                    self.disconnected(&e);
+                    retry_at = Some(tokio::time::Instant::now() + backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// Invariant 3: forget the connection, clear our confirmations, wake everyone.
+    fn disconnected(&mut self, why: &str) {
+        if self.conn.take().is_some() {
+            tracing::warn!(master = self.idx, why, "pub/sub connection lost; reconnecting");
+        }
+        self.actual.clear();
+        let bit = !(1u64 << self.idx);
+        for c in self.shared.channels.lock().values() {
+            c.confirmed.send_modify(|b| *b &= bit);
+            c.wake.send_modify(|n| *n += 1);
+        }
+        // Whatever is still wanted must be subscribed again on the next connection.
+        let wanted: Vec<String> = self.shared.channels.lock().keys().cloned().collect();
+        self.shared.ports[self.idx].pending.lock().extend(wanted);
+    }
+
+    /// Invariant 1: bring the connection in line with the desired set.
+    async fn reconcile(&mut self) -> Result<(), String> {
+        let pending: HashSet<String> =
+            std::mem::take(&mut *self.shared.ports[self.idx].pending.lock())
+                .into_iter()
+                .collect();
+        let (mut subscribe, mut confirm, mut unsubscribe) = (vec![], vec![], vec![]);
+        {
+            let map = self.shared.channels.lock();
+            for name in pending {
+                match (map.contains_key(&name), self.actual.contains(&name)) {
+                    (true, false) => subscribe.push(name),
+                    (true, true) => confirm.push(name),
+                    (false, true) => unsubscribe.push(name),
+                    (false, false) => {}
+                }
+            }
+        }
+        if subscribe.is_empty() && unsubscribe.is_empty() {
+            self.confirm(&confirm);
+            return Ok(());
+        }
+        if self.conn.is_none() {
+            if subscribe.is_empty() {
+                return Ok(());
+            }
+            let pubsub = tokio::time::timeout(self.timeout, self.client.get_async_pubsub())
+                .await
+                .map_err(|_| "connect timed out".to_string())?
+                .map_err(|e| e.to_string())?;
+            self.conn = Some(pubsub.split());
+            // Everything wanted goes on the new connection.
+            subscribe = self.shared.channels.lock().keys().cloned().collect();
+            unsubscribe.clear();
+        }
+        let sink = &mut self.conn.as_mut().expect("connected").0;
+        if !unsubscribe.is_empty() {
+            within(self.timeout, sink.unsubscribe(&unsubscribe)).await?;
+            for name in &unsubscribe {
+                self.actual.remove(name);
+            }
+        }
+        if !subscribe.is_empty() {
+            within(self.timeout, sink.subscribe(&subscribe)).await?;
+            self.actual.extend(subscribe.iter().cloned());
+        }
+        confirm.extend(subscribe);
+        self.confirm(&confirm);
+        Ok(())
+    }
+
+    fn confirm(&self, names: &[String]) {
+        let map = self.shared.channels.lock();
+        for name in names {
+            if let Some(c) = map.get(name) {
+                c.confirmed.send_modify(|b| *b |= 1 << self.idx);
+            }
+        }
+    }
+}
+
+async fn within<F>(timeout: Duration, f: F) -> Result<(), String>
+where
+    F: std::future::Future<Output = redis::RedisResult<()>>,
+{
+    match tokio::time::timeout(timeout, f).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("subscribe timed out".into()),
+    }
+}
+
+async fn next_message(conn: &mut Option<(PubSubSink, PubSubStream)>) -> Option<redis::Msg> {
+    match conn {
+        Some((_, stream)) => stream.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,87 @@
+//! Fan-out to N masters and the majority rules, in one place (redsync's
+//! `actOnPoolsAsync`): every operation sends the same request to all masters in
+//! parallel and judges the answers here.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+
+use crate::error::{Error, Result};
+use crate::master::Master;
+
+/// Runs `f` on every master at once; one result per master, in master order.
+/// Each call is bounded by the master's own timeout, so the whole fan-out takes as
+/// long as the slowest answer, never the sum.
+pub(crate) async fn fan_out<'a, T, F, Fut>(masters: &'a [Arc<Master>], f: F) -> Vec<Result<T>>
+where
+    F: Fn(&'a Master) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    if let [only] = masters {
+        return vec![f(only).await];
+    }
+    join_all(masters.iter().map(|m| f(m))).await
+}
+
+/// The error for an operation that reached `acquired` of `needed` masters. With a
+/// single master its own error is returned as is, so single mode reads naturally.
+pub(crate) fn no_quorum<T>(acquired: usize, needed: usize, results: Vec<Result<T>>) -> Error {
+    let n = results.len();
+    let mut errors = results.into_iter().filter_map(Result::err);
+    match (n, errors.next_back()) {
+        (1, Some(e)) => e,
+        (_, last) => Error::NoQuorum {
+            acquired,
+            needed,
+            source: last.map(Box::new),
+        },
+    }
+}
+
+/// Judges a read: Ok(answers) when at least `quorum` masters answered.
+pub(crate) fn answers<T>(results: Vec<Result<T>>, quorum: usize) -> Result<Vec<T>> {
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    if ok < quorum {
+        return Err(no_quorum(ok, quorum, results));
+    }
+    Ok(results.into_iter().filter_map(Result::ok).collect())
+}
+
+/// The largest value that at least `quorum` of `values` reach: what a majority agrees
+/// on at least. `values` must hold at least `quorum` entries.
+pub(crate) fn majority_floor<T: Ord + Copy>(mut values: Vec<T>, quorum: usize) -> T {
+    values.sort_unstable_by(|a, b| b.cmp(a));
+    values[quorum - 1]
+}
+
+/// True when at least `quorum` of the answers are true.
+pub(crate) fn majority_true(values: &[bool], quorum: usize) -> bool {
+    values.iter().filter(|b| **b).count() >= quorum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn majority_floor_is_what_a_majority_reaches() {
+        assert_eq!(majority_floor(vec![5, 1, 3], 2), 3);
+        assert_eq!(majority_floor(vec![0, 0, 9, 9, 1], 3), 1);
+        assert_eq!(majority_floor(vec![7], 1), 7);
+    }
+
+    #[test]
+    fn majority_true_counts() {
+        assert!(majority_true(&[true, false, true], 2));
+        assert!(!majority_true(&[true, false, false], 2));
+    }
+
+    #[test]
+    fn a_lone_master_reports_its_own_error() {
+        let e = no_quorum::<()>(0, 1, vec![Err(Error::Config("x".into()))]);
+        assert!(matches!(e, Error::Config(_)));
+        let e = no_quorum::<()>(1, 2, vec![Ok(()), Err(Error::Config("x".into())), Ok(())]);
+        assert!(matches!(e, Error::NoQuorum { acquired: 1, needed: 2, source: Some(_) }));
+    }
+}

@@ -1,0 +1,245 @@
+//! One [`redis::Script`] per file in `lua/` and typed async wrappers around them.
+//!
+//! Scripts run with EVALSHA; after `SCRIPT FLUSH` or a restart, NOSCRIPT makes
+//! `redis::Script` load the script and retry once. Every value is passed as KEYS/ARGV.
+
+use std::sync::LazyLock;
+
+use redis::{Script, Value};
+
+use crate::error::{Error, Result};
+use crate::master::Master;
+use crate::names;
+
+macro_rules! fair_script {
+    ($file:literal) => {
+        concat!(
+            include_str!("../lua/fair_evict.lua"),
+            include_str!(concat!("../lua/", $file))
+        )
+    };
+}
+
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/acquire.lua")));
+static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/release.lua")));
+static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/renew.lua")));
+static FORCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/force_release.lua")));
+static FENCED_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/fenced_acquire.lua")));
+static FENCED_SYNC: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/fenced_sync.lua")));
+static FAIR_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(fair_script!("fair_acquire.lua")));
+static FAIR_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(fair_script!("fair_release.lua")));
+static FAIR_CANCEL: LazyLock<Script> =
+    LazyLock::new(|| Script::new(fair_script!("fair_cancel.lua")));
+static FAIR_FORCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(fair_script!("fair_force_release.lua")));
+
+/// What an acquire script answered on one master.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Acquire {
+    /// Granted: `fresh` if the key was created, else re-entered; `token` for fenced locks.
+    Granted { fresh: bool, token: Option<u64> },
+    /// Held by someone else for `pttl_ms` more (-1: no expiry, -2: free but queued).
+    Busy { pttl_ms: i64 },
+}
+
+/// What a release script answered on one master.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Release {
+    NotHeld,
+    StillHeld,
+    Released,
+}
+
+/// How the acquire script is chosen.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum AcquireMode {
+    Plain,
+    Fenced,
+    /// Fair: `join` the queue when busy; waiter deadline = now + `stale_ms`.
+    Fair { join: bool, stale_ms: u64 },
+}
+
+/// Maps a WRONGTYPE reply to [`Error::WrongType`].
+fn typed(name: &str, e: Error) -> Error {
+    match e {
+        Error::Redis { source, addr } if source.to_string().contains("WRONGTYPE") => {
+            Error::WrongType {
+                name: name.to_string(),
+                addr,
+            }
+        }
+        other => other,
+    }
+}
+
+fn protocol(master: &Master, what: &str, v: &Value) -> Error {
+    master.err(redis::RedisError::from((
+        redis::ErrorKind::Parse,
+        "unexpected script reply",
+        format!("{what}: {v:?}"),
+    )))
+}
+
+fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        _ => None,
+    }
+}
+
+pub(crate) async fn acquire(
+    m: &Master,
+    name: &str,
+    lease_ms: u64,
+    holder: &str,
+    mode: AcquireMode,
+) -> Result<Acquire> {
+    let mut inv = match mode {
+        AcquireMode::Plain => ACQUIRE.key(name),
+        AcquireMode::Fenced => FENCED_ACQUIRE.key(name),
+        AcquireMode::Fair { .. } => FAIR_ACQUIRE.key(name),
+    };
+    match mode {
+        AcquireMode::Plain => {}
+        AcquireMode::Fenced => {
+            inv.key(names::token(name));
+        }
+        AcquireMode::Fair { .. } => {
+            inv.key(names::queue(name))
+                .key(names::timeouts(name))
+                .key(names::channel(name));
+        }
+    }
+    inv.arg(lease_ms).arg(holder);
+    if let AcquireMode::Fair { join, stale_ms } = mode {
+        inv.arg(stale_ms).arg(if join { "1" } else { "0" });
+    }
+    let v: Value = m
+        .run(|mut c| async move { inv.invoke_async(&mut c).await })
+        .await
+        .map_err(|e| typed(name, e))?;
+    let Value::Array(items) = &v else {
+        return Err(protocol(m, "acquire", &v));
+    };
+    let (status, value) = match (items.first().and_then(int), items.get(1).and_then(int)) {
+        (Some(s), Some(x)) => (s, x),
+        _ => return Err(protocol(m, "acquire", &v)),
+    };
+    let token = items.get(2).and_then(int).map(|t| t as u64);
+    Ok(match status {
+        0 => Acquire::Busy { pttl_ms: value },
+        1 | 2 => Acquire::Granted {
+            fresh: status == 1,
+            token: token.filter(|_| matches!(mode, AcquireMode::Fenced)),
+        },
+        _ => return Err(protocol(m, "acquire", &v)),
+    })
+}
+
+pub(crate) async fn release(
+    m: &Master,
+    name: &str,
+    lease_ms: u64,
+    holder: &str,
+    fair: bool,
+) -> Result<Release> {
+    let mut inv = if fair {
+        let mut inv = FAIR_RELEASE.key(name);
+        inv.key(names::queue(name))
+            .key(names::timeouts(name))
+            .key(names::channel(name));
+        inv
+    } else {
+        let mut inv = RELEASE.key(name);
+        inv.key(names::channel(name));
+        inv
+    };
+    inv.arg("0").arg(lease_ms).arg(holder);
+    let v: Option<i64> = m
+        .run(|mut c| async move { inv.invoke_async(&mut c).await })
+        .await
+        .map_err(|e| typed(name, e))?;
+    Ok(match v {
+        None => Release::NotHeld,
+        Some(0) => Release::StillHeld,
+        Some(_) => Release::Released,
+    })
+}
+
+/// Renews `(name, holder)` pairs to `lease_ms`; one bool per pair, true = still held.
+pub(crate) async fn renew(
+    m: &Master,
+    locks: &[(&str, &str)],
+    lease_ms: u64,
+    timeout: std::time::Duration,
+) -> Result<Vec<bool>> {
+    let mut inv = RENEW.prepare_invoke();
+    inv.arg(lease_ms);
+    for (name, holder) in locks {
+        inv.key(*name).arg(*holder);
+    }
+    let v: Vec<i64> = m
+        .run_within(timeout, |mut c| async move { inv.invoke_async(&mut c).await })
+        .await?;
+    if v.len() != locks.len() {
+        return Err(protocol(m, "renew", &Value::Int(v.len() as i64)));
+    }
+    Ok(v.into_iter().map(|x| x == 1).collect())
+}
+
+pub(crate) async fn force_release(m: &Master, name: &str, fair: bool) -> Result<bool> {
+    let mut inv = if fair {
+        let mut inv = FAIR_FORCE.key(name);
+        inv.key(names::queue(name))
+            .key(names::timeouts(name))
+            .key(names::channel(name));
+        inv
+    } else {
+        let mut inv = FORCE.key(name);
+        inv.key(names::channel(name));
+        inv
+    };
+    inv.arg("0");
+    let v: i64 = m
+        .run(|mut c| async move { inv.invoke_async(&mut c).await })
+        .await
+        .map_err(|e| typed(name, e))?;
+    Ok(v == 1)
+}
+
+/// Removes `holder` from the fair queue of `name`; true if it was queued.
+pub(crate) async fn fair_cancel(m: &Master, name: &str, holder: &str) -> Result<bool> {
+    let mut inv = FAIR_CANCEL.key(name);
+    inv.key(names::queue(name))
+        .key(names::timeouts(name))
+        .key(names::channel(name))
+        .arg(holder);
+    let v: i64 = m
+        .run(|mut c| async move { inv.invoke_async(&mut c).await })
+        .await?;
+    Ok(v == 1)
+}
+
+/// Raises the fencing counter of `name` to at least `token`; returns the counter.
+pub(crate) async fn fenced_sync(m: &Master, name: &str, token: u64) -> Result<u64> {
+    let mut inv = FENCED_SYNC.key(names::token(name));
+    inv.arg(token);
+    let v: u64 = m
+        .run(|mut c| async move { inv.invoke_async(&mut c).await })
+        .await?;
+    Ok(v)
+}
+
+/// The script sources, for tools that load them by hand (`redlatch bench`).
+pub fn sources() -> [(&'static str, &'static str); 2] {
+    [
+        ("acquire", include_str!("../lua/acquire.lua")),
+        ("release", include_str!("../lua/release.lua")),
+    ]
+}
+

@@ -1,0 +1,159 @@
+//! The acquisition loop: attempt, subscribe, wait for the unlock message (or the TTL
+//! bound), re-try (SPEC §6).
+//!
+//! Invariants:
+//! 1. The subscription exists, confirmed by a majority of masters, before the attempt
+//!    that follows a failed one; the wake counter is marked seen before every attempt.
+//! 2. An idle waiter sends nothing to Redis: it sleeps until a message or the TTL the
+//!    script returned (fair waiters also refresh their queue deadline every
+//!    stale_timeout/3).
+//! 3. A woken waiter re-tries at once; jitter is only for split votes and outages.
+//! 4. Dropping the future leaves nothing behind: the gate pass and the subscription are
+//!    dropped, and a fair waiter's queue entry is removed by a background task.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::attempt::{attempt, jitter, Grant, Outcome, Request};
+use crate::client::Inner;
+use crate::error::Result;
+use crate::lock::Kind;
+use crate::names;
+use crate::quorum::fan_out;
+use crate::scripts::{self, AcquireMode};
+
+/// Parameters of one `lock`/`try_lock` call.
+pub(crate) struct Call {
+    pub(crate) name: Arc<str>,
+    pub(crate) holder: Arc<str>,
+    pub(crate) kind: Kind,
+    pub(crate) lease: Duration,
+    /// None: wait as long as it takes.
+    pub(crate) wait: Option<Duration>,
+}
+
+/// Acquires or gives up; `Ok(None)` when the wait ran out under contention.
+pub(crate) async fn acquire(inner: &Arc<Inner>, call: &Call) -> Result<Option<Grant>> {
+    let deadline = call.wait.map(|w| Instant::now() + w);
+    let reentrant = inner.holds.get(&call.name, &call.holder).is_some();
+    let once = call.wait == Some(Duration::ZERO);
+    let mode = match call.kind {
+        Kind::Plain => AcquireMode::Plain,
+        Kind::Fenced => AcquireMode::Fenced,
+        Kind::Fair => AcquireMode::Fair {
+            join: !once,
+            stale_ms: inner.config.fair_stale_timeout.as_millis() as u64,
+        },
+    };
+    let req = Request {
+        name: &call.name,
+        holder: &call.holder,
+        lease: call.lease,
+        mode,
+        reentrant,
+    };
+    // Local waiters of a non-fair lock line up in the gate (see gate.rs).
+    let _pass = if reentrant || once || call.kind == Kind::Fair {
+        None
+    } else {
+        let enter = inner.gates.enter(&call.name);
+        match deadline {
+            Some(d) => match tokio::time::timeout_at(d, enter).await {
+                Ok(p) => Some(p),
+                Err(_) => return Ok(None),
+            },
+            None => Some(enter.await),
+        }
+    };
+    // Invariant 4: a fair waiter leaves the queue however this future ends.
+    let queued = scopeguard::guard(false, |queued| {
+        if queued {
+            let (inner, name, holder) = (inner.clone(), call.name.clone(), call.holder.clone());
+            tokio::spawn(async move { leave_queue(&inner, &name, &holder).await });
+        }
+    });
+    wait_loop(inner, call, &req, deadline, once, queued).await
+}
+
+async fn wait_loop(
+    inner: &Arc<Inner>,
+    call: &Call,
+    req: &Request<'_>,
+    deadline: Option<Instant>,
+    once: bool,
+    mut queued: scopeguard::ScopeGuard<bool, impl FnOnce(bool)>,
+) -> Result<Option<Grant>> {
+    let fair = call.kind == Kind::Fair;
+    let mut sub = None;
+    let mut unavailable_since: Option<Instant> = None;
+    loop {
+        if let Some(s) = sub.as_mut() {
+            crate::pubsub::Subscription::mark_seen(s);
+        }
+        let (retry_in, backoff, error) = match attempt(inner, req).await? {
+            Outcome::Granted(g) => {
+                *queued = false;
+                return Ok(Some(g));
+            }
+            Outcome::Busy { retry_in, split } => {
+                unavailable_since = None;
+                *queued = fair && !once;
+                (retry_in, split.then(|| jitter(inner.config.retry_jitter)), None)
+            }
+            Outcome::Unavailable(e) => {
+                let since = *unavailable_since.get_or_insert_with(Instant::now);
+                if deadline.is_none() && since.elapsed() >= inner.config.unavailable_after() {
+                    return Err(e);
+                }
+                *queued = fair && !once;
+                let pause = jitter(inner.config.retry_jitter).max(Duration::from_millis(10));
+                (pause, Some(pause), Some(e))
+            }
+        };
+        let now = Instant::now();
+        if once || deadline.is_some_and(|d| now >= d) {
+            if std::mem::take(&mut *queued) {
+                leave_queue(inner, &call.name, &call.holder).await;
+            }
+            return error.map_or(Ok(None), Err);
+        }
+        let waiter = match sub.as_mut() {
+            Some(s) => s,
+            None => {
+                // Invariant 1: subscribe, then re-try at once.
+                let channel = if fair {
+                    names::waiter_channel(&call.name, &call.holder)
+                } else {
+                    names::channel(&call.name)
+                };
+                let mut s = inner.pubsub.subscribe(channel);
+                let bound = deadline.map_or(inner.config.connect_timeout, |d| {
+                    inner.config.connect_timeout.min(d - now)
+                });
+                s.ready(bound).await;
+                sub = Some(s);
+                continue;
+            }
+        };
+        let mut max = backoff.unwrap_or(retry_in);
+        if fair {
+            max = max.min(inner.config.fair_stale_timeout / 3);
+        }
+        if let Some(d) = deadline {
+            max = max.min(d - now);
+        }
+        waiter.wait(max).await;
+    }
+}
+
+/// Removes a fair waiter from the queue on every master (best effort: a master that
+/// misses it evicts the entry after the stale timeout).
+pub(crate) async fn leave_queue(inner: &Inner, name: &str, holder: &str) {
+    let results = fan_out(&inner.masters, |m| scripts::fair_cancel(m, name, holder)).await;
+    for e in results.into_iter().filter_map(Result::err) {
+        tracing::debug!(lock = name, error = %e, "leaving the fair queue failed");
+    }
+}
+
