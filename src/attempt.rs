@@ -22,7 +22,10 @@ pub(crate) struct Grant {
 pub(crate) enum Outcome {
     Granted(Grant),
     /// Held by someone else (or a split vote): wait for a message, at most `retry_in`.
-    Busy { retry_in: Duration, split: bool },
+    Busy {
+        retry_in: Duration,
+        split: bool,
+    },
     /// No majority answered at all.
     Unavailable(Error),
 }
@@ -90,7 +93,11 @@ pub(crate) async fn attempt(inner: &Inner, req: &Request<'_>) -> Result<Outcome>
     }
     let answered = grants.len() + pttls.len();
     if answered < quorum {
-        return Ok(Outcome::Unavailable(no_quorum(grants.len(), quorum, results)));
+        return Ok(Outcome::Unavailable(no_quorum(
+            grants.len(),
+            quorum,
+            results,
+        )));
     }
     Ok(Outcome::Busy {
         retry_in: retry_hint(inner, &pttls),
@@ -143,8 +150,16 @@ pub(crate) async fn release_on(
         }
         None => &inner.masters,
     };
-    let results = fan_out(masters, |m| scripts::release(m, name, lease_ms, holder, fair)).await;
-    let count = |want: Release| results.iter().filter(|r| matches!(r, Ok(x) if *x == want)).count();
+    let results = fan_out(masters, |m| {
+        scripts::release(m, name, lease_ms, holder, fair)
+    })
+    .await;
+    let count = |want: Release| {
+        results
+            .iter()
+            .filter(|r| matches!(r, Ok(x) if *x == want))
+            .count()
+    };
     let (released, still, not_held) = (
         count(Release::Released),
         count(Release::StillHeld),

@@ -101,7 +101,10 @@ impl Client {
         .await;
         answers(pings, quorum)?;
         if masters.len() > 1 && masters.len() % 2 == 0 {
-            tracing::warn!(n = masters.len(), "an even number of masters tolerates no more failures than one fewer");
+            tracing::warn!(
+                n = masters.len(),
+                "an even number of masters tolerates no more failures than one fewer"
+            );
         }
         let shutdown = CancellationToken::new();
         let clients = masters.iter().map(|m| m.redis_client().clone()).collect();
@@ -156,7 +159,11 @@ impl Client {
 
     /// Addresses (`host:port`) of the masters, in configuration order.
     pub fn masters(&self) -> Vec<String> {
-        self.inner.masters.iter().map(|m| m.addr().to_string()).collect()
+        self.inner
+            .masters
+            .iter()
+            .map(|m| m.addr().to_string())
+            .collect()
     }
 
     /// Masters needed for a majority (N/2+1).

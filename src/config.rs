@@ -51,8 +51,8 @@ impl Config {
     /// # Errors
     /// [`Error::Config`] when the variable is unset or empty.
     pub fn from_env() -> Result<Self> {
-        let raw = std::env::var(ENV_VAR)
-            .map_err(|_| Error::Config(format!("{ENV_VAR} is not set")))?;
+        let raw =
+            std::env::var(ENV_VAR).map_err(|_| Error::Config(format!("{ENV_VAR} is not set")))?;
         Self::from_list(&raw)
     }
 
@@ -167,7 +167,9 @@ impl Config {
         }
         check_lease("watchdog_timeout", self.watchdog_timeout)?;
         if self.watchdog_timeout < Duration::from_millis(30) {
-            return Err(Error::Config("watchdog_timeout must be at least 30ms".into()));
+            return Err(Error::Config(
+                "watchdog_timeout must be at least 30ms".into(),
+            ));
         }
         if !(0.0..0.5).contains(&self.drift_factor) {
             return Err(Error::Config("drift_factor must be in [0, 0.5)".into()));
@@ -187,12 +189,18 @@ impl Config {
             ));
         }
         if self.fair_stale_timeout < Duration::from_millis(30) {
-            return Err(Error::Config("fair_stale_timeout must be at least 30ms".into()));
+            return Err(Error::Config(
+                "fair_stale_timeout must be at least 30ms".into(),
+            ));
         }
         if self.pool_size == 0 || self.pool_size > 64 {
             return Err(Error::Config("pool_size must be in 1..=64".into()));
         }
-        let infos = self.urls.iter().map(|u| parse_url(u)).collect::<Result<Vec<_>>>()?;
+        let infos = self
+            .urls
+            .iter()
+            .map(|u| parse_url(u))
+            .collect::<Result<Vec<_>>>()?;
         let mut addrs: Vec<String> = infos.iter().map(|i| i.addr().to_string()).collect();
         addrs.sort();
         if let Some(w) = addrs.windows(2).find(|w| w[0] == w[1]) {
@@ -209,10 +217,14 @@ impl Config {
 pub(crate) fn check_lease(what: &str, lease: Duration) -> Result<u64> {
     let ms = lease.as_millis();
     if ms == 0 {
-        return Err(Error::InvalidLease(format!("{what} must be at least 1ms, got {lease:?}")));
+        return Err(Error::InvalidLease(format!(
+            "{what} must be at least 1ms, got {lease:?}"
+        )));
     }
     if lease > MAX_LEASE {
-        return Err(Error::InvalidLease(format!("{what} {lease:?} is longer than 30 days")));
+        return Err(Error::InvalidLease(format!(
+            "{what} {lease:?} is longer than 30 days"
+        )));
     }
     Ok(ms as u64)
 }
@@ -226,7 +238,11 @@ fn parse_url(url: &str) -> Result<redis::ConnectionInfo> {
     match scheme {
         "redis" | "redis+unix" | "unix" => {}
         "rediss" if cfg!(feature = "tls") => {}
-        "rediss" => return Err(bad("TLS support is not compiled in (cargo feature `tls`)".into())),
+        "rediss" => {
+            return Err(bad(
+                "TLS support is not compiled in (cargo feature `tls`)".into()
+            ))
+        }
         _ if !url.contains("://") => return Err(bad("expected redis://host:port".into())),
         other => return Err(bad(format!("unsupported scheme {other:?}"))),
     }
@@ -239,7 +255,10 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_mode() {
-        assert_eq!(Config::single("redis://a").master_timeout, Duration::from_secs(1));
+        assert_eq!(
+            Config::single("redis://a").master_timeout,
+            Duration::from_secs(1)
+        );
         let c = Config::redlock(["redis://a:1", "redis://b:1", "redis://c:1"]);
         assert_eq!(c.master_timeout, Duration::from_millis(50));
         assert_eq!(c.quorum(), 2);
@@ -252,15 +271,27 @@ mod tests {
             Config::single("http://x").validate(),
             Err(Error::InvalidUrl { .. })
         ));
-        assert!(matches!(Config::single("nonsense").validate(), Err(Error::InvalidUrl { .. })));
+        assert!(matches!(
+            Config::single("nonsense").validate(),
+            Err(Error::InvalidUrl { .. })
+        ));
         assert!(Config::single("redis://127.0.0.1:1").validate().is_ok());
         let zero = Config::single("redis://x").watchdog_timeout(Duration::ZERO);
         assert!(zero.validate().is_err());
         let dup = Config::redlock(["redis://127.0.0.1:1", "redis://127.0.0.1:1/2"]);
         assert!(matches!(dup.validate(), Err(Error::Config(_))));
-        assert!(Config::single("redis://x").drift_factor(0.7).validate().is_err());
+        assert!(Config::single("redis://x")
+            .drift_factor(0.7)
+            .validate()
+            .is_err());
         assert!(Config::from_list(" , ").is_err());
-        assert_eq!(Config::from_list("redis://a:1,redis://b:1").unwrap().urls.len(), 2);
+        assert_eq!(
+            Config::from_list("redis://a:1,redis://b:1")
+                .unwrap()
+                .urls
+                .len(),
+            2
+        );
     }
 
     #[test]

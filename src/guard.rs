@@ -120,9 +120,11 @@ impl Drop for LockGuard {
         }
         let (inner, hold) = (self.inner.clone(), self.hold.clone());
         let (lease_ms, fair) = (self.lease_ms, self.fair);
-        let runtime = tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
+        let runtime =
+            tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
         runtime.spawn(async move {
-            if let Err(e) = release_on(&inner, &hold.name, &hold.holder, lease_ms, fair, None).await {
+            if let Err(e) = release_on(&inner, &hold.name, &hold.holder, lease_ms, fair, None).await
+            {
                 tracing::warn!(lock = %hold.name, error = %e, "release on drop failed");
             }
         });

@@ -50,7 +50,10 @@ pub(crate) struct Holds {
 impl Holds {
     /// The live hold of `holder` on `name`, if any.
     pub(crate) fn get(&self, name: &Arc<str>, holder: &Arc<str>) -> Option<Arc<Hold>> {
-        self.map.lock().get(&(name.clone(), holder.clone())).cloned()
+        self.map
+            .lock()
+            .get(&(name.clone(), holder.clone()))
+            .cloned()
     }
 
     /// Records an acquisition. `fresh`: the lock was created rather than re-entered; a

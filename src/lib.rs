@@ -16,6 +16,7 @@ mod names;
 mod pubsub;
 mod quorum;
 mod scripts;
+mod status;
 mod wait;
 mod watchdog;
 
@@ -26,3 +27,4 @@ pub use guard::LockGuard;
 pub use lock::{Kind, Lock};
 pub use names::MAX_NAME_LEN;
 pub use scripts::sources as script_sources;
+pub use status::MasterStatus;

@@ -59,6 +59,11 @@ impl Lock {
         &self.name
     }
 
+    /// The client this lock belongs to.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// Plain, fair or fenced.
     pub fn kind(&self) -> Kind {
         self.kind
@@ -84,7 +89,9 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn lock(&self) -> Result<LockGuard> {
-        self.acquire(None, None).await.map(|g| g.expect("unbounded wait"))
+        self.acquire(None, None)
+            .await
+            .map(|g| g.expect("unbounded wait"))
     }
 
     /// Waits as long as it takes, then holds the lock for `lease` (no watchdog).
@@ -149,9 +156,13 @@ impl Lock {
         let Some(grant) = acquire(inner, &call).await? else {
             return Ok(None);
         };
-        let hold = inner
-            .holds
-            .acquired(&call.name, &call.holder, grant.fresh, watchdog, grant.started);
+        let hold = inner.holds.acquired(
+            &call.name,
+            &call.holder,
+            grant.fresh,
+            watchdog,
+            grant.started,
+        );
         Ok(Some(LockGuard::new(
             inner.clone(),
             hold,
@@ -169,7 +180,10 @@ impl Lock {
     /// [`Error::NoQuorum`] or the master's error when a majority does not answer.
     pub async fn is_locked(&self) -> Result<bool> {
         let v = self.query(redis::cmd("EXISTS").arg(&*self.name)).await?;
-        Ok(majority_true(&v.iter().map(|x| as_int(x) == 1).collect::<Vec<_>>(), self.quorum()))
+        Ok(majority_true(
+            &v.iter().map(|x| as_int(x) == 1).collect::<Vec<_>>(),
+            self.quorum(),
+        ))
     }
 
     /// True if the calling task holds the lock (on a majority of masters).
@@ -216,7 +230,10 @@ impl Lock {
         names::validate(&self.name)?;
         let inner = &self.client.inner;
         let fair = self.kind == Kind::Fair;
-        let results = fan_out(&inner.masters, |m| scripts::force_release(m, &self.name, fair)).await;
+        let results = fan_out(&inner.masters, |m| {
+            scripts::force_release(m, &self.name, fair)
+        })
+        .await;
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
         }

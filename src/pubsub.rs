@@ -154,7 +154,10 @@ impl Subscription {
 
     /// Waits for a wake-up not yet seen, at most `max`. True if woken by a message.
     pub(crate) async fn wait(&mut self, max: Duration) -> bool {
-        matches!(tokio::time::timeout(max, self.wake.changed()).await, Ok(Ok(())))
+        matches!(
+            tokio::time::timeout(max, self.wake.changed()).await,
+            Ok(Ok(()))
+        )
     }
 }
 
@@ -224,7 +227,11 @@ impl Actor {
     /// Invariant 3: forget the connection, clear our confirmations, wake everyone.
     fn disconnected(&mut self, why: &str) {
         if self.conn.take().is_some() {
-            tracing::warn!(master = self.idx, why, "pub/sub connection lost; reconnecting");
+            tracing::warn!(
+                master = self.idx,
+                why,
+                "pub/sub connection lost; reconnecting"
+            );
         }
         self.actual.clear();
         let bit = !(1u64 << self.idx);

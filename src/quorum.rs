@@ -82,6 +82,13 @@ mod tests {
         let e = no_quorum::<()>(0, 1, vec![Err(Error::Config("x".into()))]);
         assert!(matches!(e, Error::Config(_)));
         let e = no_quorum::<()>(1, 2, vec![Ok(()), Err(Error::Config("x".into())), Ok(())]);
-        assert!(matches!(e, Error::NoQuorum { acquired: 1, needed: 2, source: Some(_) }));
+        assert!(matches!(
+            e,
+            Error::NoQuorum {
+                acquired: 1,
+                needed: 2,
+                source: Some(_)
+            }
+        ));
     }
 }

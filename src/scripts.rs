@@ -20,8 +20,10 @@ macro_rules! fair_script {
     };
 }
 
-static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/acquire.lua")));
-static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/release.lua")));
+static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/acquire.lua")));
+static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/release.lua")));
 static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/renew.lua")));
 static FORCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../lua/force_release.lua")));
@@ -61,7 +63,10 @@ pub(crate) enum AcquireMode {
     Plain,
     Fenced,
     /// Fair: `join` the queue when busy; waiter deadline = now + `stale_ms`.
-    Fair { join: bool, stale_ms: u64 },
+    Fair {
+        join: bool,
+        stale_ms: u64,
+    },
 }
 
 /// Maps a WRONGTYPE reply to [`Error::WrongType`].
@@ -184,7 +189,10 @@ pub(crate) async fn renew(
         inv.key(*name).arg(*holder);
     }
     let v: Vec<i64> = m
-        .run_within(timeout, |mut c| async move { inv.invoke_async(&mut c).await })
+        .run_within(
+            timeout,
+            |mut c| async move { inv.invoke_async(&mut c).await },
+        )
         .await?;
     if v.len() != locks.len() {
         return Err(protocol(m, "renew", &Value::Int(v.len() as i64)));
@@ -242,4 +250,3 @@ pub fn sources() -> [(&'static str, &'static str); 2] {
         ("release", include_str!("../lua/release.lua")),
     ]
 }
-

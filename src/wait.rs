@@ -100,7 +100,11 @@ async fn wait_loop(
             Outcome::Busy { retry_in, split } => {
                 unavailable_since = None;
                 *queued = fair && !once;
-                (retry_in, split.then(|| jitter(inner.config.retry_jitter)), None)
+                (
+                    retry_in,
+                    split.then(|| jitter(inner.config.retry_jitter)),
+                    None,
+                )
             }
             Outcome::Unavailable(e) => {
                 let since = *unavailable_since.get_or_insert_with(Instant::now);
@@ -156,4 +160,3 @@ pub(crate) async fn leave_queue(inner: &Inner, name: &str, holder: &str) {
         tracing::debug!(lock = name, error = %e, "leaving the fair queue failed");
     }
 }
-

@@ -1,0 +1,137 @@
+//! Read-only inspection of a lock on every master, for operators (`redlatch status`).
+
+use std::time::Duration;
+
+use redis::Value;
+
+use crate::error::Result;
+use crate::lock::Lock;
+use crate::names;
+use crate::quorum::fan_out;
+
+/// What one master holds for a lock.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct MasterStatus {
+    /// `host:port` of the master.
+    pub master: String,
+    /// Set when the master could not be read; the other fields are then empty.
+    pub error: Option<String>,
+    /// Redis type of the key: `hash` for a lock, `none` when free, anything else is
+    /// not a lock.
+    pub key_type: String,
+    /// Holder ids with their hold counts.
+    pub holders: Vec<(String, u64)>,
+    /// Time left on the lease; `None` when the key is absent or has no expiry.
+    pub ttl: Option<Duration>,
+    /// Fair-lock waiters in queue order, with their deadline in ms since the epoch.
+    pub queue: Vec<(String, Option<i64>)>,
+    /// The fencing counter, if the lock was ever used as a fenced lock.
+    pub fencing_counter: Option<u64>,
+}
+
+impl Lock {
+    /// Reads the lock's state on every master (holders, TTL, fair queue, fencing
+    /// counter). Never fails because one master is down: its entry carries the error.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`](crate::Error::InvalidName) only.
+    pub async fn status(&self) -> Result<Vec<MasterStatus>> {
+        names::validate(self.name())?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("TYPE").arg(self.name());
+        pipe.cmd("PTTL").arg(self.name());
+        pipe.cmd("HGETALL").arg(self.name());
+        pipe.cmd("LRANGE")
+            .arg(names::queue(self.name()))
+            .arg(0)
+            .arg(-1);
+        pipe.cmd("ZRANGE")
+            .arg(names::timeouts(self.name()))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES");
+        pipe.cmd("GET").arg(names::token(self.name()));
+        let pipe = &pipe;
+        let masters = &self.client().inner.masters;
+        let results = fan_out(masters, |m| {
+            m.run(|mut c| async move { pipe.query_async::<Vec<Value>>(&mut c).await })
+        })
+        .await;
+        Ok(masters
+            .iter()
+            .zip(results)
+            .map(|(m, r)| decode(m.addr().to_string(), r))
+            .collect())
+    }
+}
+
+fn decode(master: String, r: Result<Vec<Value>>) -> MasterStatus {
+    let mut st = MasterStatus {
+        master,
+        ..Default::default()
+    };
+    let v = match r {
+        Ok(v) if v.len() == 6 => v,
+        Ok(v) => {
+            st.error = Some(format!("unexpected reply of {} items", v.len()));
+            return st;
+        }
+        Err(e) => {
+            st.error = Some(e.to_string());
+            return st;
+        }
+    };
+    st.key_type = text(&v[0]).unwrap_or_default();
+    st.ttl = int(&v[1])
+        .filter(|t| *t > 0)
+        .map(|t| Duration::from_millis(t as u64));
+    if let Value::Array(items) = &v[2] {
+        st.holders = items
+            .chunks(2)
+            .filter_map(|p| Some((text(&p[0])?, int(p.get(1)?)?.max(0) as u64)))
+            .collect();
+    }
+    let deadlines: Vec<(String, i64)> = match &v[4] {
+        Value::Array(items) => items
+            .chunks(2)
+            .filter_map(|p| Some((text(&p[0])?, int(p.get(1)?)?)))
+            .collect(),
+        Value::Map(items) => items
+            .iter()
+            .filter_map(|(k, s)| Some((text(k)?, int(s)?)))
+            .collect(),
+        _ => vec![],
+    };
+    if let Value::Array(items) = &v[3] {
+        st.queue = items
+            .iter()
+            .filter_map(text)
+            .map(|w| {
+                let d = deadlines.iter().find(|(h, _)| *h == w).map(|(_, d)| *d);
+                (w, d)
+            })
+            .collect();
+    }
+    st.fencing_counter = int(&v[5]).map(|t| t.max(0) as u64);
+    st
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Okay => Some("OK".into()),
+        _ => None,
+    }
+}
+
+fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::Double(d) => Some(*d as i64),
+        other => text(other)
+            .and_then(|s| s.parse::<f64>().ok())
+            .map(|f| f as i64),
+    }
+}

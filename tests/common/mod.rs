@@ -1,0 +1,87 @@
+#![allow(dead_code)]
+//! Shared integration-test harness: include with `mod common;` from any file under tests/.
+//!
+//! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
+//! * [`start_many`], [`numsub`]: small helpers on top of it.
+//! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
+
+mod server;
+
+pub use server::RedisServer;
+
+use std::time::{Duration, Instant};
+
+const POLL_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Start `n` independent servers (distinct ports and dirs).
+pub fn start_many(n: usize) -> Vec<RedisServer> {
+    (0..n).map(|_| RedisServer::start()).collect()
+}
+
+/// Number of subscribers of `channel` (`PUBSUB NUMSUB channel`).
+pub fn numsub(server: &RedisServer, channel: &str) -> i64 {
+    let (_name, count): (String, i64) = server.cmd(&["PUBSUB", "NUMSUB", channel]);
+    count
+}
+
+/// Polls `cond` every 10 ms until it returns true or `within` has elapsed; returns whether it
+/// became true. `cond` is always evaluated at least once, and once more at the deadline.
+/// For test assertions about eventual state only.
+pub fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        std::thread::sleep(POLL_INTERVAL.min(deadline - now));
+    }
+}
+
+/// Async [`eventually`] for `#[tokio::test]` code: sleeps with `tokio::time::sleep`, so other
+/// tasks keep running between polls.
+pub async fn eventually_async(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        tokio::time::sleep(POLL_INTERVAL.min(deadline - now)).await;
+    }
+}
+
+/// A port the OS just considered free (bound on 127.0.0.1:0 and released); never 6379.
+fn free_port() -> u16 {
+    loop {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("cannot bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local_addr").port();
+        if port != 6379 {
+            return port;
+        }
+    }
+}
+
+/// PID of the redis-server answering PING at `url` (from INFO server), if any answers.
+/// Used at startup to make sure the server on the port is ours, not a stranger's.
+fn serving_pid(url: &str) -> Option<u32> {
+    let client = redis::Client::open(url).ok()?;
+    let mut conn = client
+        .get_connection_with_timeout(Duration::from_millis(500))
+        .ok()?;
+    conn.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    let pong: String = redis::cmd("PING").query(&mut conn).ok()?;
+    if pong != "PONG" {
+        return None;
+    }
+    let info: String = redis::cmd("INFO").arg("server").query(&mut conn).ok()?;
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix("process_id:"))
+        .and_then(|p| p.trim().parse().ok())
+}

@@ -1,0 +1,292 @@
+//! A throw-away `redis-server` process per test: free port, private temp dir, killed on drop.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+const FRESH_PORT_ATTEMPTS: usize = 5;
+/// On restart the port must stay the same, so a taken port is retried after a short sleep.
+const SAME_PORT_ATTEMPTS: usize = 20;
+const SAME_PORT_BACKOFF: Duration = Duration::from_millis(250);
+const CMD_TIMEOUT: Duration = Duration::from_secs(10);
+
+static DIR_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Why one attempt to bring a server up did not work.
+enum StartError {
+    /// redis-server exited because another process owns the port.
+    PortInUse,
+    /// Anything else; the string explains it (the caller adds the log).
+    Other(String),
+}
+
+pub struct RedisServer {
+    port: u16,
+    dir: PathBuf,
+    args: Vec<String>,
+    child: Mutex<Option<Child>>,
+    pid: u32,
+    paused: AtomicBool,
+}
+
+impl RedisServer {
+    /// Start a fresh redis-server on a free 127.0.0.1 port with its own temp dir.
+    pub fn start() -> RedisServer {
+        Self::start_with(&[])
+    }
+
+    /// Same as [`RedisServer::start`], with extra redis-server args appended.
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        let dir = std::env::temp_dir().join(format!(
+            "redlatch-test-{}-{}",
+            std::process::id(),
+            DIR_COUNTER.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create test dir {}: {e}", dir.display()));
+        let mut server = RedisServer {
+            port: 0,
+            dir,
+            args: extra.iter().map(|s| s.to_string()).collect(),
+            child: Mutex::new(None),
+            pid: 0,
+            paused: AtomicBool::new(false),
+        };
+        for attempt in 1..=FRESH_PORT_ATTEMPTS {
+            server.port = super::free_port();
+            match server.spawn_and_wait() {
+                Ok(()) => return server,
+                Err(StartError::PortInUse) if attempt < FRESH_PORT_ATTEMPTS => continue,
+                Err(StartError::PortInUse) => server.fail(&format!(
+                    "port still taken after {FRESH_PORT_ATTEMPTS} attempts"
+                )),
+                Err(StartError::Other(why)) => server.fail(&why),
+            }
+        }
+        unreachable!()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// `127.0.0.1:PORT`
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// PID of the current (or last) redis-server process.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The server's private directory (log, AOF files).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A fresh synchronous connection (5 s connect timeout, no read timeout).
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+            .unwrap_or_else(|e| panic!("cannot connect to test redis at {}: {e}", self.addr()))
+    }
+
+    /// Run one command on a fresh connection (10 s timeouts) and return the typed reply.
+    pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        assert!(
+            !args.is_empty(),
+            "RedisServer::cmd needs at least the command name"
+        );
+        let mut conn = self.conn();
+        let _ = conn.set_read_timeout(Some(CMD_TIMEOUT));
+        let _ = conn.set_write_timeout(Some(CMD_TIMEOUT));
+        redis::cmd(args[0])
+            .arg(&args[1..])
+            .query::<T>(&mut conn)
+            .unwrap_or_else(|e| panic!("redis command {args:?} on {} failed: {e}", self.addr()))
+    }
+
+    /// SIGKILL the process and reap it; idempotent.
+    pub fn kill(&mut self) {
+        let mut guard = self.child_guard();
+        if let Some(mut child) = guard.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.paused.store(false, Ordering::SeqCst);
+    }
+
+    /// SIGSTOP: the server keeps its sockets but stops answering.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+        self.paused.store(true, Ordering::SeqCst);
+    }
+
+    /// SIGCONT after [`RedisServer::pause`].
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+        self.paused.store(false, Ordering::SeqCst);
+    }
+
+    /// Start again on the same port, with the same args and dir; kills first if still running.
+    pub fn restart(&mut self) {
+        self.kill();
+        for attempt in 1..=SAME_PORT_ATTEMPTS {
+            match self.spawn_and_wait() {
+                Ok(()) => return,
+                Err(StartError::PortInUse) if attempt < SAME_PORT_ATTEMPTS => {
+                    thread::sleep(SAME_PORT_BACKOFF)
+                }
+                Err(StartError::PortInUse) => {
+                    self.fail("restart: port stayed taken by another process")
+                }
+                Err(StartError::Other(why)) => self.fail(&format!("restart: {why}")),
+            }
+        }
+    }
+
+    /// Whether the redis-server process is alive (a paused server counts as running).
+    pub fn is_running(&self) -> bool {
+        match self.child_guard().as_mut() {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// The server's log file contents (all runs, including restarts).
+    pub fn log(&self) -> String {
+        std::fs::read(self.log_path())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_else(|e| format!("<cannot read {}: {e}>", self.log_path().display()))
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("redis.log")
+    }
+
+    fn child_guard(&self) -> MutexGuard<'_, Option<Child>> {
+        self.child.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        assert!(
+            self.is_running(),
+            "redis-server on port {} is not running",
+            self.port
+        );
+        // SAFETY: plain kill(2) on the PID of our own, not yet reaped, child.
+        let rc = unsafe { libc::kill(self.pid as libc::pid_t, sig) };
+        assert_eq!(
+            rc,
+            0,
+            "kill({}, {sig}) failed: {}",
+            self.pid,
+            std::io::Error::last_os_error()
+        );
+    }
+
+    fn fail(&mut self, why: &str) -> ! {
+        self.kill();
+        let stdio = std::fs::read(self.dir.join("redis.stdio")).unwrap_or_default();
+        panic!(
+            "redis-server on port {} (dir {}) did not start: {why}\n--- redis.log ---\n{}\n\
+             --- stdout/stderr ---\n{}",
+            self.port,
+            self.dir.display(),
+            self.log(),
+            String::from_utf8_lossy(&stdio)
+        );
+    }
+
+    /// Spawn redis-server on `self.port` and wait until it answers PING as *our* process.
+    fn spawn_and_wait(&mut self) -> Result<(), StartError> {
+        let log_path = self.log_path();
+        let log_start = std::fs::metadata(&log_path).map(|m| m.len()).unwrap_or(0) as usize;
+        let port = self.port.to_string();
+        let dir = self.dir.to_string_lossy().into_owned();
+        let logfile = log_path.to_string_lossy().into_owned();
+        #[rustfmt::skip]
+        let base = [
+            "--port", &port, "--bind", "127.0.0.1", "--dir", &dir, "--logfile", &logfile,
+            "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
+        ];
+        // Early failures (bad arguments) happen before the logfile is opened and go to stderr.
+        let stdio = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("redis.stdio"))
+            .expect("cannot create redis.stdio");
+        let child = Command::new("redis-server")
+            .args(base)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(stdio.try_clone().expect("dup redis.stdio"))
+            .stderr(stdio)
+            .spawn()
+            .unwrap_or_else(|e| {
+                if e.kind() == ErrorKind::NotFound {
+                    panic!("`redis-server` not found on PATH; run scripts/test.sh (it installs it)")
+                }
+                panic!("cannot spawn redis-server: {e}")
+            });
+        self.pid = child.id();
+        *self.child_guard() = Some(child);
+        self.paused.store(false, Ordering::SeqCst);
+
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let exited = self
+                .child_guard()
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+            if let Some(status) = exited {
+                self.kill();
+                let log = self.log();
+                let this_run = log.get(log_start..).unwrap_or(&log);
+                if this_run.contains("Address already in use") {
+                    return Err(StartError::PortInUse);
+                }
+                return Err(StartError::Other(format!(
+                    "redis-server exited with {status}"
+                )));
+            }
+            if super::serving_pid(&self.url()) == Some(self.pid) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(StartError::Other(format!(
+                    "no PING reply within {READY_TIMEOUT:?}"
+                )));
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let mut guard = self.child_guard();
+        if let Some(mut child) = guard.take() {
+            if self.paused.load(Ordering::SeqCst) {
+                // SAFETY: kill(2) on our own unreaped child.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGCONT) };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        drop(guard);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
