@@ -31,9 +31,9 @@ pub(crate) enum Outcome {
 }
 
 /// What an attempt needs to know.
-pub(crate) struct Request<'a> {
-    pub(crate) name: &'a str,
-    pub(crate) holder: &'a str,
+pub(crate) struct Request {
+    pub(crate) name: Arc<str>,
+    pub(crate) holder: Arc<str>,
     pub(crate) lease: Duration,
     pub(crate) mode: AcquireMode,
     /// The holder already holds the lock: on failure, release only where granted.
@@ -41,11 +41,26 @@ pub(crate) struct Request<'a> {
 }
 
 /// Steps 1–5 of Redlock: fan out, count, check validity, clean up on failure.
-pub(crate) async fn attempt(inner: &Inner, req: &Request<'_>) -> Result<Outcome> {
+///
+/// Cancel safety: if the future is dropped after the acquire went out and before a
+/// grant was handed over, a background task releases on all masters, so a cancelled
+/// `lock()` never leaves a lock behind. (A cancelled re-entrant attempt is not undone:
+/// the release could remove one of the holder's real holds instead.)
+pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome> {
     let started = Instant::now();
     let lease_ms = req.lease.as_millis() as u64;
+    let fair = matches!(req.mode, AcquireMode::Fair { .. });
+    let undo = scopeguard::guard(!req.reentrant, |armed| {
+        if armed {
+            let (inner, name, holder) = (inner.clone(), req.name.clone(), req.holder.clone());
+            tokio::spawn(async move {
+                let _ = release_on(&inner, &name, &holder, lease_ms, fair, None).await;
+            });
+        }
+    });
+    let (name, holder) = (&*req.name, &*req.holder);
     let results = fan_out(&inner.masters, |m| {
-        scripts::acquire(m, req.name, lease_ms, req.holder, req.mode)
+        scripts::acquire(m, name, lease_ms, holder, req.mode)
     })
     .await;
     let (mut grants, mut pttls, mut wrong_type) = (Vec::new(), Vec::new(), None);
@@ -65,7 +80,7 @@ pub(crate) async fn attempt(inner: &Inner, req: &Request<'_>) -> Result<Outcome>
     let quorum = inner.quorum;
     if grants.len() >= quorum && wrong_type.is_none() {
         let token = match grants.iter().filter_map(|g| g.2).max() {
-            Some(t) if inner.masters.len() > 1 => write_back(inner, req.name, t).await,
+            Some(t) if inner.masters.len() > 1 => write_back(inner, name, t).await,
             other => Ok(other),
         };
         let validity = inner
@@ -73,6 +88,7 @@ pub(crate) async fn attempt(inner: &Inner, req: &Request<'_>) -> Result<Outcome>
             .saturating_sub(started.elapsed());
         if let (Ok(token), false) = (token, validity.is_zero()) {
             let fresh = grants.iter().filter(|g| g.1).count() >= quorum;
+            scopeguard::ScopeGuard::into_inner(undo);
             return Ok(Outcome::Granted(Grant {
                 validity,
                 token,
@@ -85,9 +101,9 @@ pub(crate) async fn attempt(inner: &Inner, req: &Request<'_>) -> Result<Outcome>
     let granted: Vec<usize> = grants.iter().map(|g| g.0).collect();
     if !granted.is_empty() || pttls.len() < results.len() {
         let only = req.reentrant.then_some(granted.as_slice());
-        let fair = matches!(req.mode, AcquireMode::Fair { .. });
-        let _ = release_on(inner, req.name, req.holder, lease_ms, fair, only).await;
+        let _ = release_on(inner, name, holder, lease_ms, fair, only).await;
     }
+    scopeguard::ScopeGuard::into_inner(undo);
     if let Some(e) = wrong_type {
         return Err(e);
     }

@@ -85,7 +85,7 @@ impl Client {
                 Master::new(
                     info,
                     config.pool_size,
-                    config.master_timeout,
+                    config.effective_master_timeout(),
                     config.connect_timeout,
                 )
                 .map(Arc::new)

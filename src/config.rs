@@ -20,7 +20,8 @@ pub struct Config {
     pub(crate) urls: Vec<String>,
     pub(crate) watchdog_timeout: Duration,
     pub(crate) drift_factor: f64,
-    pub(crate) master_timeout: Duration,
+    pub(crate) master_timeout: Option<Duration>,
+    default_master_timeout: Duration,
     pub(crate) retry_jitter: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) pool_size: usize,
@@ -78,7 +79,8 @@ impl Config {
             urls,
             watchdog_timeout: Duration::from_secs(30),
             drift_factor: 0.01,
-            master_timeout,
+            master_timeout: None,
+            default_master_timeout: master_timeout,
             retry_jitter: Duration::from_millis(50),
             connect_timeout: Duration::from_secs(2),
             pool_size: 2,
@@ -102,10 +104,18 @@ impl Config {
     }
 
     /// Per-master timeout of every command (acquire, release, renew, queries). Default
-    /// 50 ms in Redlock mode, 1 s in single mode. Keep it small compared to the lease.
+    /// 50 ms in Redlock mode, 1 s in single mode (at most a third of the watchdog
+    /// timeout either way). Keep it small compared to the lease.
     pub fn master_timeout(mut self, timeout: Duration) -> Self {
-        self.master_timeout = timeout;
+        self.master_timeout = Some(timeout);
         self
+    }
+
+    /// The master timeout in force: the one set, or the mode's default capped at a
+    /// third of the watchdog timeout.
+    pub fn effective_master_timeout(&self) -> Duration {
+        self.master_timeout
+            .unwrap_or_else(|| self.default_master_timeout.min(self.watchdog_timeout / 3))
     }
 
     /// Upper bound of the random back-off before retrying an attempt that failed for
@@ -175,7 +185,7 @@ impl Config {
             return Err(Error::Config("drift_factor must be in [0, 0.5)".into()));
         }
         for (what, d) in [
-            ("master_timeout", self.master_timeout),
+            ("master_timeout", self.effective_master_timeout()),
             ("connect_timeout", self.connect_timeout),
             ("fair_stale_timeout", self.fair_stale_timeout),
         ] {
@@ -183,7 +193,7 @@ impl Config {
                 return Err(Error::Config(format!("{what} must be > 0 and <= 30 days")));
             }
         }
-        if self.master_timeout >= self.watchdog_timeout {
+        if self.effective_master_timeout() >= self.watchdog_timeout {
             return Err(Error::Config(
                 "master_timeout must be shorter than watchdog_timeout".into(),
             ));
@@ -255,12 +265,12 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_mode() {
-        assert_eq!(
-            Config::single("redis://a").master_timeout,
-            Duration::from_secs(1)
-        );
+        let single = Config::single("redis://a");
+        assert_eq!(single.effective_master_timeout(), Duration::from_secs(1));
+        let short = single.watchdog_timeout(Duration::from_millis(600));
+        assert_eq!(short.effective_master_timeout(), Duration::from_millis(200));
         let c = Config::redlock(["redis://a:1", "redis://b:1", "redis://c:1"]);
-        assert_eq!(c.master_timeout, Duration::from_millis(50));
+        assert_eq!(c.effective_master_timeout(), Duration::from_millis(50));
         assert_eq!(c.quorum(), 2);
         assert_eq!(c.watchdog_timeout, Duration::from_secs(30));
     }

@@ -48,8 +48,8 @@ pub(crate) async fn acquire(inner: &Arc<Inner>, call: &Call) -> Result<Option<Gr
         },
     };
     let req = Request {
-        name: &call.name,
-        holder: &call.holder,
+        name: call.name.clone(),
+        holder: call.holder.clone(),
         lease: call.lease,
         mode,
         reentrant,
@@ -80,7 +80,7 @@ pub(crate) async fn acquire(inner: &Arc<Inner>, call: &Call) -> Result<Option<Gr
 async fn wait_loop(
     inner: &Arc<Inner>,
     call: &Call,
-    req: &Request<'_>,
+    req: &Request,
     deadline: Option<Instant>,
     once: bool,
     mut queued: scopeguard::ScopeGuard<bool, impl FnOnce(bool)>,
@@ -92,6 +92,8 @@ async fn wait_loop(
         if let Some(s) = sub.as_mut() {
             crate::pubsub::Subscription::mark_seen(s);
         }
+        // A cancelled fair attempt may already have queued us (invariant 4).
+        *queued = fair && !once;
         let (retry_in, backoff, error) = match attempt(inner, req).await? {
             Outcome::Granted(g) => {
                 *queued = false;
@@ -99,7 +101,6 @@ async fn wait_loop(
             }
             Outcome::Busy { retry_in, split } => {
                 unavailable_since = None;
-                *queued = fair && !once;
                 (
                     retry_in,
                     split.then(|| jitter(inner.config.retry_jitter)),
@@ -111,7 +112,6 @@ async fn wait_loop(
                 if deadline.is_none() && since.elapsed() >= inner.config.unavailable_after() {
                     return Err(e);
                 }
-                *queued = fair && !once;
                 let pause = jitter(inner.config.retry_jitter).max(Duration::from_millis(10));
                 (pause, Some(pause), Some(e))
             }

@@ -1,0 +1,71 @@
+//! Which masters to use (`--redis`, `REDLATCH_REDIS`, the default) and connecting with
+//! a bounded timeout.
+
+use std::time::Duration;
+
+use clap::Args;
+use redlatch::{Client, Config, ENV_VAR};
+
+use crate::exit::{self, Failure};
+
+/// Used when neither `--redis` nor `REDLATCH_REDIS` names a master.
+pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
+/// Time allowed to open a connection and get a PING answer from a majority.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Per-master command timeouts the library uses by default (single / Redlock).
+const SINGLE_MASTER_TIMEOUT: Duration = Duration::from_secs(1);
+const REDLOCK_MASTER_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// The `--redis` option shared by every subcommand.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RedisArgs {
+    /// Redis master URL (redis://[user:pass@]host:port[/db]). Repeat it for Redlock
+    /// over independent masters (use 3 or 5). Default: $REDLATCH_REDIS
+    /// (comma-separated), then redis://127.0.0.1:6379.
+    #[arg(long = "redis", value_name = "URL")]
+    pub urls: Vec<String>,
+}
+
+impl RedisArgs {
+    /// The configuration these flags (or the environment) describe.
+    pub fn config(&self) -> Result<Config, Failure> {
+        match self.urls.as_slice() {
+            [one] => Ok(Config::single(one.clone())),
+            [_, _, ..] => Ok(Config::redlock(self.urls.iter().cloned())),
+            [] => match std::env::var(ENV_VAR) {
+                Ok(list) if !list.trim().is_empty() => Config::from_list(&list)
+                    .map_err(|e| exit::from_error(&format!("bad {ENV_VAR}"), &e)),
+                _ => Ok(Config::single(DEFAULT_URL)),
+            },
+        }
+    }
+}
+
+/// Sets the watchdog timeout, keeping the per-master timeout well below it (the
+/// library refuses a master timeout that is not shorter than the watchdog's).
+pub fn with_watchdog(config: Config, watchdog: Duration) -> Config {
+    let default = if config.urls().len() > 1 {
+        REDLOCK_MASTER_TIMEOUT
+    } else {
+        SINGLE_MASTER_TIMEOUT
+    };
+    let master = default.min(watchdog / 5).max(Duration::from_millis(5));
+    config.watchdog_timeout(watchdog).master_timeout(master)
+}
+
+/// Connects within [`CONNECT_TIMEOUT`] (plus a little slack for the whole fan-out).
+pub async fn connect(config: Config) -> Result<Client, Failure> {
+    let urls = config.urls().join(", ");
+    let config = config.connect_timeout(CONNECT_TIMEOUT);
+    let bound = CONNECT_TIMEOUT * 2;
+    match tokio::time::timeout(bound, Client::connect(config)).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(exit::from_error(&format!("cannot use redis {urls}"), &e)),
+        Err(_) => Err(Failure::new(
+            exit::UNAVAILABLE,
+            format!("cannot reach redis {urls}: no answer within {bound:?}"),
+        )),
+    }
+}

@@ -1,0 +1,95 @@
+//! Exit codes (sysexits.h where one fits) and the one-line failure every subcommand
+//! reports through.
+
+use std::process::ExitCode;
+
+/// Bad flags, a bad duration, a missing `--`, an invalid name or URL (EX_USAGE).
+pub const USAGE: u8 = 64;
+/// The key named by NAME holds something that is not a lock (EX_DATAERR).
+pub const DATA: u8 = 65;
+/// Redis unreachable, no quorum of masters, or a master refused (EX_UNAVAILABLE).
+pub const UNAVAILABLE: u8 = 69;
+/// A bug or an unexpected condition in redlatch itself (EX_SOFTWARE).
+pub const INTERNAL: u8 = 70;
+/// The lock was not acquired within `--wait` (EX_TEMPFAIL).
+pub const NOT_ACQUIRED: u8 = 75;
+/// The lock was lost while CMD ran; CMD was terminated (or had already ended).
+pub const LOST: u8 = 76;
+/// CMD exists but cannot be executed (as sh).
+pub const NOT_EXECUTABLE: u8 = 126;
+/// CMD was not found (as sh).
+pub const NOT_FOUND: u8 = 127;
+
+/// The exit-code table shown by `--help`.
+pub const TABLE: &str = "\
+Exit status of `redlatch run`:
+  N        CMD's own exit status
+  128+S    CMD was killed by signal S (e.g. 143 for SIGTERM)
+  64       usage error: bad flag, bad duration, missing `--`, invalid URL or name
+  65       the key NAME holds a value that is not a lock
+  69       Redis unreachable, or no majority of the masters answered
+  70       internal error
+  75       the lock was not acquired within --wait
+  76       the lock was lost while CMD ran (CMD was sent SIGTERM, then SIGKILL after
+           --kill-grace), or the release found it already gone
+  126      CMD is not executable
+  127      CMD was not found
+`status` and `unlock` use 0 for success and the same codes for errors.";
+
+/// A failure to report: one line on stderr, then exit with `code`.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(USAGE, message)
+    }
+
+    /// Prints `redlatch: <message>` on stderr and returns the exit code.
+    pub fn report(self) -> ExitCode {
+        eprintln!("redlatch: {}", self.message);
+        ExitCode::from(self.code)
+    }
+}
+
+/// Maps a library error to the exit code a script can act on.
+pub fn code_of(e: &redlatch::Error) -> u8 {
+    use redlatch::Error as E;
+    match e {
+        E::Config(_) | E::InvalidUrl { .. } | E::InvalidName(_) | E::InvalidLease(_) => USAGE,
+        E::WrongType { .. } => DATA,
+        E::NotHeld { .. } => LOST,
+        E::Redis { .. } | E::Timeout { .. } | E::NoQuorum { .. } => UNAVAILABLE,
+        _ => INTERNAL,
+    }
+}
+
+/// A library error as a failure, `context` first: `"cannot reach redis: ..."`.
+pub fn from_error(context: &str, e: &redlatch::Error) -> Failure {
+    Failure::new(code_of(e), format!("{context}: {}", chain(e)))
+}
+
+/// The error and its sources on one line.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text.replace('\n', " ")
+}

@@ -1,0 +1,134 @@
+//! `redlatch`: Redisson-compatible distributed locks from the shell.
+//!
+//! A thin layer over the library's public API: `run` (flock(1) across machines),
+//! `status`, `unlock --force` and `bench`.
+
+mod bench;
+mod child;
+mod conn;
+mod duration;
+mod exit;
+mod run;
+mod status;
+mod unlock;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Parser, Subcommand};
+
+const EXAMPLES: &str = "\
+Examples:
+  redlatch run nightly-backup --wait 10s -- ./backup.sh --full
+  redlatch run orders:42 --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- make deploy
+  redlatch status nightly-backup --json
+  redlatch unlock --force nightly-backup
+
+Masters: --redis URL (repeat for Redlock), else $REDLATCH_REDIS (comma-separated), else
+redis://127.0.0.1:6379. Durations: 500ms, 10s, 2m, 1h, 1m30s.
+Exit status of `run`: CMD's, 128+signal, 64 usage, 65 not a lock, 69 Redis unavailable,
+70 internal, 75 not acquired within --wait, 76 lock lost, 126/127 CMD not executable /
+not found (details: redlatch run --help).";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "redlatch",
+    version,
+    about = "Distributed locks on Redis (Redisson-compatible): flock(1) across machines",
+    after_help = EXAMPLES,
+    arg_required_else_help = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Hold a lock while a command runs.
+    #[command(override_usage = "redlatch run NAME [OPTIONS] -- CMD [ARGS]...")]
+    Run(run::RunArgs),
+    /// Show holders, hold counts, TTL, fair queue and fencing counter on every master.
+    Status(status::StatusArgs),
+    /// Delete a lock whoever holds it (needs --force) and wake its waiters.
+    Unlock(unlock::UnlockArgs),
+    /// Run load workloads against the masters.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(e) => return parse_failure(&e, &argv),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return exit::Failure::new(exit::INTERNAL, format!("no runtime: {e}")).report(),
+    };
+    // A current-thread runtime: CMD is forked from the main thread, which its
+    // parent-death signal is tied to (see child.rs).
+    runtime.block_on(async move {
+        match cli.command {
+            Command::Run(args) => run::run(args).await,
+            Command::Status(args) => status::run(args).await,
+            Command::Unlock(args) => unlock::run(args).await,
+            Command::Bench(args) => bench::run(args).await,
+        }
+    })
+}
+
+/// Help and version go to stdout with status 0; every other parse error is one line
+/// on stderr and exit 64.
+fn parse_failure(e: &clap::Error, argv: &[OsString]) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            return ExitCode::from(exit::USAGE);
+        }
+        _ => {}
+    }
+    let message = if missing_separator(e, argv) {
+        "run: missing `--` before the command (usage: redlatch run NAME [OPTIONS] -- CMD [ARGS]...)"
+            .to_string()
+    } else {
+        first_line(e)
+    };
+    exit::Failure::usage(message).report()
+}
+
+/// `redlatch run NAME cmd` (no `--`): clap sees an unexpected positional argument or
+/// a missing CMD.
+fn missing_separator(e: &clap::Error, argv: &[OsString]) -> bool {
+    let is_run = argv.get(1).is_some_and(|a| a == "run");
+    if !is_run || argv.iter().any(|a| a == "--") {
+        return false;
+    }
+    match e.kind() {
+        ErrorKind::MissingRequiredArgument => true,
+        ErrorKind::UnknownArgument => match e.get(ContextKind::InvalidArg) {
+            Some(ContextValue::String(arg)) => !arg.starts_with('-'),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// clap's message without the usage block: `error: X` becomes `X (see --help)`.
+fn first_line(e: &clap::Error) -> String {
+    let rendered = e.to_string();
+    let line = rendered
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
+    let line = line.strip_prefix("error: ").unwrap_or(line);
+    format!("{line} (see --help)")
+}

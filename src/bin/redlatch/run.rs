@@ -1,0 +1,231 @@
+//! `redlatch run NAME [OPTIONS] -- CMD [ARGS...]`: flock(1) across machines.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use redlatch::{Lock, LockGuard};
+use tokio::process::Child;
+use tokio::time::Instant;
+
+use crate::child::{self, Signals};
+use crate::conn::{self, RedisArgs};
+use crate::duration::{self, human};
+use crate::exit::{self, Failure};
+
+/// Time allowed for the explicit release once CMD ended.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
+/// After an interrupted fair wait, time given to the background task that removes our
+/// queue entry before the process exits.
+const QUEUE_CLEANUP: Duration = Duration::from_millis(300);
+
+#[derive(Args, Debug)]
+#[command(after_help = exit::TABLE)]
+pub struct RunArgs {
+    /// Lock name: the Redis key (the same key a Redisson RLock of that name uses).
+    pub name: String,
+
+    /// Give up if the lock is still busy after DUR (exit 75); `0s` tries once.
+    /// Default: wait as long as it takes.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub wait: Option<Duration>,
+
+    /// Fixed lease instead of the watchdog. The lock expires DUR after it was taken,
+    /// so CMD is terminated like on a lost lock if it still runs when the lease's
+    /// validity ends (lease minus clock-drift allowance).
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub lease: Option<Duration>,
+
+    /// Fair lock: waiters get the lock in arrival order (Redisson RFairLock).
+    #[arg(long, conflicts_with = "fenced")]
+    pub fair: bool,
+
+    /// Fenced lock: CMD gets a fencing token in $REDLATCH_FENCING_TOKEN that grows
+    /// with every acquisition (Redisson RFencedLock).
+    #[arg(long)]
+    pub fenced: bool,
+
+    /// After a lost lock, time between SIGTERM and SIGKILL to CMD.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration::parse)]
+    pub kill_grace: Duration,
+
+    /// Watchdog lease: renewed every third of it while CMD runs; a crashed redlatch's
+    /// lock frees after at most this long.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration::parse,
+          env = "REDLATCH_WATCHDOG_TIMEOUT")]
+    pub watchdog: Duration,
+
+    #[command(flatten)]
+    pub redis: RedisArgs,
+
+    /// The command to run while holding the lock (after `--`). It gets redlatch's
+    /// stdio and $REDLATCH_LOCK, $REDLATCH_HOLDER, $REDLATCH_FENCING_TOKEN (--fenced).
+    #[arg(last = true, required = true, value_name = "CMD",
+          value_parser = clap::value_parser!(OsString))]
+    pub cmd: Vec<OsString>,
+}
+
+/// How CMD's run under the lock ended.
+struct Ended {
+    status: std::process::ExitStatus,
+    /// Why the lock was lost while CMD ran, if it was.
+    lost: Option<String>,
+}
+
+pub async fn run(args: RunArgs) -> ExitCode {
+    match execute(args).await {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => failure.report(),
+    }
+}
+
+async fn execute(args: RunArgs) -> Result<u8, Failure> {
+    child::check_runnable(&args.cmd[0])?;
+    let mut signals = Signals::install()?;
+    let config = conn::with_watchdog(args.redis.config()?, args.watchdog);
+    let client = conn::connect(config).await?;
+    let lock = match (args.fair, args.fenced) {
+        (true, _) => client.fair_lock(args.name.clone()),
+        (_, true) => client.fenced_lock(args.name.clone()),
+        _ => client.lock(args.name.clone()),
+    };
+    let guard = acquire(&lock, &args, &mut signals).await?;
+    let mut env = vec![
+        ("REDLATCH_LOCK", args.name.clone()),
+        ("REDLATCH_HOLDER", guard.holder().to_string()),
+    ];
+    if let Some(token) = guard.fencing_token() {
+        env.push(("REDLATCH_FENCING_TOKEN", token.to_string()));
+    }
+    let child = match child::spawn(&args.cmd, &env) {
+        Ok(child) => child,
+        Err(failure) => {
+            let _ = tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await;
+            return Err(failure);
+        }
+    };
+    let ended = supervise(child, &guard, &args, &mut signals).await?;
+    Ok(release(guard, ended, &args.name).await)
+}
+
+/// Takes the lock, or fails with 75 (wait ran out), 128+sig (interrupted) or the
+/// library's error.
+async fn acquire(lock: &Lock, args: &RunArgs, signals: &mut Signals) -> Result<LockGuard, Failure> {
+    let attempt = async {
+        match (args.wait, args.lease) {
+            (None, None) => lock.lock().await.map(Some),
+            (None, Some(lease)) => lock.lock_with_lease(lease).await.map(Some),
+            (Some(wait), None) => lock.try_lock(wait).await,
+            (Some(wait), Some(lease)) => lock.try_lock_with_lease(wait, lease).await,
+        }
+    };
+    let result = tokio::select! {
+        r = attempt => r,
+        sig = signals.recv() => {
+            if args.fair {
+                tokio::time::sleep(QUEUE_CLEANUP).await;
+            }
+            return Err(Failure::new(
+                128 + sig as u8,
+                format!("{} while waiting for lock {:?}; not acquired", child::signal_name(sig), args.name),
+            ));
+        }
+    };
+    match result {
+        Ok(Some(guard)) => Ok(guard),
+        Ok(None) => Err(Failure::new(
+            exit::NOT_ACQUIRED,
+            format!(
+                "lock {:?} not acquired within {}: it is busy",
+                args.name,
+                human(args.wait.unwrap_or_default())
+            ),
+        )),
+        Err(e) => Err(exit::from_error(&format!("cannot take lock {:?}", args.name), &e)),
+    }
+}
+
+/// Waits for CMD to end, forwarding signals, and terminates it if the lock is lost.
+async fn supervise(
+    mut child: Child,
+    guard: &LockGuard,
+    args: &RunArgs,
+    signals: &mut Signals,
+) -> Result<Ended, Failure> {
+    let lost_token = guard.lost();
+    let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
+    let lease_end = args.lease.map_or(far, |_| Instant::now() + guard.validity());
+    let mut lost: Option<String> = None;
+    let mut kill_at: Option<Instant> = None;
+    loop {
+        let reason = tokio::select! {
+            status = child.wait() => {
+                let status = status.map_err(|e| {
+                    Failure::new(exit::INTERNAL, format!("cannot wait for CMD: {e}"))
+                })?;
+                return Ok(Ended { status, lost });
+            }
+            sig = signals.recv() => {
+                child::send(&child, sig);
+                continue;
+            }
+            _ = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() => {
+                eprintln!("redlatch: CMD still running {} after SIGTERM; sending SIGKILL", human(args.kill_grace));
+                child::send(&child, libc::SIGKILL);
+                kill_at = None;
+                continue;
+            }
+            _ = lost_token.cancelled(), if lost.is_none() => {
+                "the watchdog could not renew it (expired, deleted or force-unlocked)".to_string()
+            }
+            _ = tokio::time::sleep_until(lease_end), if lost.is_none() && args.lease.is_some() => {
+                format!("its --lease of {} ran out", human(args.lease.unwrap_or_default()))
+            }
+        };
+        eprintln!(
+            "redlatch: lock {:?} lost while CMD ran: {reason}; sending SIGTERM to CMD, SIGKILL after {}",
+            args.name,
+            human(args.kill_grace)
+        );
+        child::send(&child, libc::SIGTERM);
+        kill_at = Some(Instant::now() + args.kill_grace);
+        lost = Some(reason);
+    }
+}
+
+/// Releases the lock explicitly (a process exit would skip a background release) and
+/// decides the exit status.
+async fn release(guard: LockGuard, ended: Ended, name: &str) -> u8 {
+    let code = child::status_code(ended.status);
+    let result = tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await;
+    if ended.lost.is_some() {
+        return exit::LOST;
+    }
+    match result {
+        Ok(Ok(())) => code,
+        Ok(Err(e)) if e.is_not_held() => {
+            eprintln!(
+                "redlatch: lock {name:?} was lost while CMD ran (found not held at release); \
+                 CMD exited with status {code}"
+            );
+            exit::LOST
+        }
+        Ok(Err(e)) => {
+            eprintln!(
+                "redlatch: warning: releasing lock {name:?} failed, it frees when its lease \
+                 runs out: {}",
+                exit::chain(&e)
+            );
+            code
+        }
+        Err(_) => {
+            eprintln!(
+                "redlatch: warning: releasing lock {name:?} timed out after {}; it frees \
+                 when its lease runs out",
+                human(RELEASE_TIMEOUT)
+            );
+            code
+        }
+    }
+}

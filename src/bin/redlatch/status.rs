@@ -1,0 +1,199 @@
+//! `redlatch status NAME`: what every master holds for a lock.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+use redlatch::{Client, MasterStatus};
+use serde_json::{json, Value};
+
+use crate::conn::{self, RedisArgs};
+use crate::duration::human;
+use crate::exit::{self, Failure};
+
+const JSON_SHAPE: &str = "\
+With --json, one JSON document on stdout:
+  { \"name\": \"NAME\", \"masters_total\": 3, \"quorum\": 2, \"answered\": 3,
+    \"locked\": true,              // one holder holds it on a majority of masters
+    \"holder\": \"uuid:n\" | null,  // that holder
+    \"masters\": [ { \"master\": \"host:port\",
+                   \"error\": null | \"why this master could not be read\",
+                   \"type\": \"hash\" | \"none\" | other Redis type (not a lock),
+                   \"holders\": [ { \"holder\": \"uuid:n\", \"count\": 1 } ],
+                   \"ttl_ms\": 29500 | null,
+                   \"queue\": [ { \"holder\": \"uuid:n\", \"deadline_ms\": 1700000000000 | null,
+                                \"deadline_in_ms\": 4200 | null } ],
+                   \"fencing_counter\": 7 | null } ] }
+Exit status: 0 when a majority of masters answered, 69 otherwise (see `run --help`).";
+
+#[derive(Args, Debug)]
+#[command(after_help = JSON_SHAPE)]
+pub struct StatusArgs {
+    /// Lock name.
+    pub name: String,
+
+    /// The lock is a fair lock: always show its waiter queue, even when empty.
+    #[arg(long)]
+    pub fair: bool,
+
+    /// Print one JSON document instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub redis: RedisArgs,
+}
+
+pub async fn run(args: StatusArgs) -> ExitCode {
+    match execute(&args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}
+
+async fn execute(args: &StatusArgs) -> Result<(), Failure> {
+    let client = conn::connect(args.redis.config()?).await?;
+    let masters = read(&client, &args.name, args.fair).await?;
+    if args.json {
+        println!("{}", to_json(&args.name, &client, &masters));
+    } else {
+        print!("{}", table(&args.name, &client, &masters, args.fair));
+    }
+    check_quorum(&client, &masters)
+}
+
+/// Reads the lock on every master.
+pub async fn read(client: &Client, name: &str, fair: bool) -> Result<Vec<MasterStatus>, Failure> {
+    let lock = if fair {
+        client.fair_lock(name)
+    } else {
+        client.lock(name)
+    };
+    lock.status()
+        .await
+        .map_err(|e| exit::from_error(&format!("cannot read lock {name:?}"), &e))
+}
+
+/// Fails with 69 when fewer than a majority of masters could be read.
+pub fn check_quorum(client: &Client, masters: &[MasterStatus]) -> Result<(), Failure> {
+    let answered = masters.iter().filter(|m| m.error.is_none()).count();
+    if answered >= client.quorum() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        exit::UNAVAILABLE,
+        format!(
+            "only {answered} of {} masters answered, {} needed",
+            masters.len(),
+            client.quorum()
+        ),
+    ))
+}
+
+/// The holder present on a majority of masters, if any.
+fn majority_holder(client: &Client, masters: &[MasterStatus]) -> Option<String> {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for (holder, _) in masters.iter().flat_map(|m| &m.holders) {
+        match seen.iter_mut().find(|(h, _)| h == holder) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((holder, 1)),
+        }
+    }
+    seen.into_iter()
+        .find(|(_, n)| *n >= client.quorum())
+        .map(|(h, _)| h.to_string())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn to_json(name: &str, client: &Client, masters: &[MasterStatus]) -> Value {
+    let now = now_ms();
+    let holder = majority_holder(client, masters);
+    json!({
+        "name": name,
+        "masters_total": masters.len(),
+        "quorum": client.quorum(),
+        "answered": masters.iter().filter(|m| m.error.is_none()).count(),
+        "locked": holder.is_some(),
+        "holder": holder,
+        "masters": masters.iter().map(|m| master_json(m, now)).collect::<Vec<_>>(),
+    })
+}
+
+fn master_json(m: &MasterStatus, now: i64) -> Value {
+    json!({
+        "master": m.master,
+        "error": m.error,
+        "type": m.key_type,
+        "holders": m.holders.iter()
+            .map(|(h, n)| json!({ "holder": h, "count": n }))
+            .collect::<Vec<_>>(),
+        "ttl_ms": m.ttl.map(|t| t.as_millis() as u64),
+        "queue": m.queue.iter()
+            .map(|(h, d)| json!({
+                "holder": h,
+                "deadline_ms": d,
+                "deadline_in_ms": d.map(|d| d - now),
+            }))
+            .collect::<Vec<_>>(),
+        "fencing_counter": m.fencing_counter,
+    })
+}
+
+/// The human-readable report.
+pub fn table(name: &str, client: &Client, masters: &[MasterStatus], fair: bool) -> String {
+    let now = now_ms();
+    let mut out = format!(
+        "lock {name:?} on {} master(s), quorum {}: {}\n",
+        masters.len(),
+        client.quorum(),
+        match majority_holder(client, masters) {
+            Some(h) => format!("held by {h}"),
+            None => "not held by any holder on a majority".to_string(),
+        }
+    );
+    for m in masters {
+        out.push_str(&master_lines(m, now, fair));
+    }
+    out
+}
+
+fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
+    if let Some(e) = &m.error {
+        return format!("  {:<22} ERROR {e}\n", m.master);
+    }
+    let ttl = m.ttl.map_or("-".to_string(), human);
+    let state = match m.key_type.as_str() {
+        "none" => "free".to_string(),
+        "hash" => format!("held, ttl {ttl}"),
+        other => format!("NOT A LOCK (key is a {other})"),
+    };
+    let mut out = format!("  {:<22} {state}\n", m.master);
+    for (holder, count) in &m.holders {
+        out.push_str(&format!("      holder {holder}  count {count}\n"));
+    }
+    if fair || !m.queue.is_empty() {
+        out.push_str(&format!("      queue: {} waiter(s)\n", m.queue.len()));
+    }
+    for (i, (holder, deadline)) in m.queue.iter().enumerate() {
+        let when = deadline.map_or("no deadline".to_string(), |d| relative(d - now));
+        out.push_str(&format!("        {}. {holder}  deadline {when}\n", i + 1));
+    }
+    if let Some(counter) = m.fencing_counter {
+        out.push_str(&format!("      fencing counter {counter}\n"));
+    }
+    out
+}
+
+fn relative(delta_ms: i64) -> String {
+    let d = Duration::from_millis(delta_ms.unsigned_abs());
+    if delta_ms >= 0 {
+        format!("in {}", human(d))
+    } else {
+        format!("{} ago (stale)", human(d))
+    }
+}

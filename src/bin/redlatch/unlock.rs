@@ -1,0 +1,90 @@
+//! `redlatch unlock --force NAME`: delete a lock whoever holds it, and wake its waiters.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::conn::{self, RedisArgs};
+use crate::exit::{self, Failure};
+use crate::status;
+
+const WHY_FORCE: &str = "refusing to unlock without --force: this deletes the lock \
+whoever holds it, and its holder keeps running until its watchdog notices (up to a third \
+of its watchdog timeout) or, with a fixed lease, not at all. To release your own lock, \
+let `redlatch run` end";
+
+#[derive(Args, Debug)]
+#[command(after_help = "Prints the lock's state before, then what was removed. \
+Exit status: 0 (also when there was nothing to remove), 64 without --force, \
+65 if NAME is not a lock, 69 if no majority of masters answered.")]
+pub struct UnlockArgs {
+    /// Lock name.
+    pub name: String,
+
+    /// Required: delete the lock on every master whoever holds it.
+    #[arg(long)]
+    pub force: bool,
+
+    /// The lock is a fair lock: wake the head of its queue. Implied when a master
+    /// shows a non-empty queue.
+    #[arg(long)]
+    pub fair: bool,
+
+    #[command(flatten)]
+    pub redis: RedisArgs,
+}
+
+pub async fn run(args: UnlockArgs) -> ExitCode {
+    match execute(&args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}
+
+async fn execute(args: &UnlockArgs) -> Result<(), Failure> {
+    if !args.force {
+        return Err(Failure::usage(WHY_FORCE));
+    }
+    let client = conn::connect(args.redis.config()?).await?;
+    let before = status::read(&client, &args.name, args.fair).await?;
+    let fair = args.fair || before.iter().any(|m| !m.queue.is_empty());
+    println!("before:");
+    print!("{}", status::table(&args.name, &client, &before, fair));
+    let lock = if fair {
+        client.fair_lock(args.name.clone())
+    } else {
+        client.lock(args.name.clone())
+    };
+    let deleted = lock
+        .force_unlock()
+        .await
+        .map_err(|e| exit::from_error(&format!("cannot force-unlock {:?}", args.name), &e))?;
+    println!("{}", summary(&args.name, &before, deleted, fair));
+    Ok(())
+}
+
+fn summary(name: &str, before: &[redlatch::MasterStatus], deleted: bool, fair: bool) -> String {
+    if !deleted {
+        return format!("removed: nothing, lock {name:?} was not held");
+    }
+    let mut holders: Vec<String> = Vec::new();
+    for (holder, count) in before.iter().flat_map(|m| &m.holders) {
+        let entry = format!("{holder} (count {count})");
+        if !holders.contains(&entry) {
+            holders.push(entry);
+        }
+    }
+    let woke = if fair {
+        "woke the head of the queue"
+    } else {
+        "woke its waiters"
+    };
+    format!(
+        "removed: lock {name:?} held by {}; {woke}",
+        if holders.is_empty() {
+            "nobody known".to_string()
+        } else {
+            holders.join(", ")
+        }
+    )
+}
