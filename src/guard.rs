@@ -100,14 +100,14 @@ impl LockGuard {
                 holder: self.hold.holder.to_string(),
             });
         }
-        release_on(
+        Box::pin(release_on(
             &self.inner,
             &self.hold.name,
             &self.hold.holder,
             self.lease_ms,
             self.fair,
             None,
-        )
+        ))
         .await
         .map(drop)
     }

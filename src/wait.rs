@@ -74,7 +74,9 @@ pub(crate) async fn acquire(inner: &Arc<Inner>, call: &Call) -> Result<Option<Gr
             tokio::spawn(async move { leave_queue(&inner, &name, &holder).await });
         }
     });
-    wait_loop(inner, call, &req, deadline, once, queued).await
+    // Boxed: keeps the future type shallow enough for callers' own async fns (rustc's
+    // layout queries overflow on deeply nested futures).
+    Box::pin(wait_loop(inner, call, &req, deadline, once, queued)).await
 }
 
 async fn wait_loop(

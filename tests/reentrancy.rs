@@ -120,6 +120,28 @@ async fn dropping_guards_releases_in_the_background() {
     assert_eq!(client.held_locks(), 0);
 }
 
+/// User code nests our futures in its own async fns; this must compile without raising
+/// the recursion limit (rustc's layout queries overflow on deeply nested futures).
+async fn three_levels_deep(lock: redlatch::Lock) -> redlatch::Result<()> {
+    async fn inner(lock: redlatch::Lock) -> redlatch::Result<()> {
+        let g = lock.lock().await?;
+        drop(lock.try_lock_with_lease(Duration::ZERO, Duration::from_secs(1)).await?);
+        g.unlock().await
+    }
+    async fn middle(lock: redlatch::Lock) -> redlatch::Result<()> {
+        inner(lock).await
+    }
+    middle(lock).await
+}
+
+#[tokio::test]
+async fn lock_calls_nested_in_user_async_fns_compile_and_run() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    tokio::spawn(three_levels_deep(client.lock("deep"))).await.unwrap().unwrap();
+    assert!(!client.lock("deep").is_locked().await.unwrap());
+}
+
 #[test]
 fn lock_futures_and_guards_are_send_and_static() {
     fn send_static<T: Send + 'static>(_: &T) {}

@@ -142,7 +142,10 @@ async fn acquire(lock: &Lock, args: &RunArgs, signals: &mut Signals) -> Result<L
                 human(args.wait.unwrap_or_default())
             ),
         )),
-        Err(e) => Err(exit::from_error(&format!("cannot take lock {:?}", args.name), &e)),
+        Err(e) => Err(exit::from_error(
+            &format!("cannot take lock {:?}", args.name),
+            &e,
+        )),
     }
 }
 
@@ -155,7 +158,9 @@ async fn supervise(
 ) -> Result<Ended, Failure> {
     let lost_token = guard.lost();
     let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
-    let lease_end = args.lease.map_or(far, |_| Instant::now() + guard.validity());
+    let lease_end = args
+        .lease
+        .map_or(far, |_| Instant::now() + guard.validity());
     let mut lost: Option<String> = None;
     let mut kill_at: Option<Instant> = None;
     loop {
