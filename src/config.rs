@@ -158,6 +158,12 @@ impl Config {
         &self.urls
     }
 
+    /// Command connections per master ([`pool_size`](Self::pool_size)); the pub/sub
+    /// connection comes on top.
+    pub fn connections_per_master(&self) -> usize {
+        self.pool_size
+    }
+
     /// Majority needed: N/2+1.
     pub fn quorum(&self) -> usize {
         self.urls.len() / 2 + 1

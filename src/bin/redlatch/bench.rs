@@ -1,30 +1,52 @@
-//! `redlatch bench`: load workloads against real masters. A stub for now: the flags
-//! are fixed, the workloads come later.
+//! `redlatch bench`: the workloads of BENCHMARKS.md against the masters given, one
+//! result per workload (one JSON line each with `--json`).
+
+mod ceiling;
+mod contended;
+mod scale;
+mod server;
+mod simple;
+mod stats;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use redlatch::{Client, Config};
+use serde_json::{json, Map, Value};
 
-use crate::conn::RedisArgs;
+use crate::conn::{self, RedisArgs};
 use crate::duration;
+use crate::exit::{self, Failure};
+
+/// One result line.
+pub type Report = Map<String, Value>;
 
 /// Which workload to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
+    /// Uncontended latency: one task, 3,000 acquire+release pairs.
     #[value(name = "W1", alias = "w1")]
     W1,
+    /// Throughput: 64 tasks, each on its own name.
     #[value(name = "W2", alias = "w2")]
     W2,
+    /// Contended: 16 tasks, one name, blocking lock().
     #[value(name = "W3", alias = "w3")]
     W3,
+    /// W3 with the fair lock.
     #[value(name = "W4", alias = "w4")]
     W4,
+    /// Scale: 100,000 locks held under the watchdog.
     #[value(name = "W5", alias = "w5")]
     W5,
+    /// Waiters: 10,000 tasks waiting on 1,000 names.
     #[value(name = "W6", alias = "w6")]
     W6,
-    /// Every workload in turn.
+    /// redis-benchmark EVALSHA figures of our own scripts (first master only).
+    #[value(name = "ceiling")]
+    Ceiling,
+    /// W1–W6 in turn.
     #[value(name = "all")]
     All,
 }
@@ -35,11 +57,11 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value = "all")]
     pub workload: Workload,
 
-    /// How long each workload runs.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration::parse)]
+    /// How long the timed workloads (W2, W3, W4) run.
+    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = duration::parse)]
     pub duration: Duration,
 
-    /// Print results as JSON.
+    /// Print each result as one JSON line.
     #[arg(long)]
     pub json: bool,
 
@@ -47,8 +69,141 @@ pub struct BenchArgs {
     pub redis: RedisArgs,
 }
 
+/// What every workload gets.
+pub struct Ctx {
+    client: Client,
+    config: Config,
+    urls: Vec<String>,
+    duration: Duration,
+    run_id: String,
+}
+
+impl Ctx {
+    /// A key of this run (cleaned up at the end).
+    fn key(&self, s: &str) -> String {
+        format!("redlatch-bench:{}:{s}", self.run_id)
+    }
+
+    /// Another client on the same masters, with a tweaked configuration.
+    async fn connect_with(&self, f: impl FnOnce(Config) -> Config) -> redlatch::Result<Client> {
+        Client::connect(f(self.config.clone())).await
+    }
+
+    /// The fields every result has.
+    fn report(&self, workload: &str, ops: u64, took: Duration, lat: &mut stats::Samples) -> Report {
+        let seconds = took.as_secs_f64();
+        let v = json!({
+            "lib": "redlatch",
+            "workload": workload,
+            "masters": self.urls.len(),
+            "ops": ops,
+            "seconds": seconds,
+            "ops_per_s": if seconds > 0.0 { ops as f64 / seconds } else { 0.0 },
+            "p50_us": lat.percentile(50.0),
+            "p99_us": lat.percentile(99.0),
+        });
+        v.as_object().expect("object").clone()
+    }
+
+    /// Deletes every key of this run on every master.
+    async fn cleanup(&self) {
+        for url in &self.urls {
+            let Ok(client) = redis::Client::open(url.as_str()) else {
+                continue;
+            };
+            let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+                continue;
+            };
+            let pattern = format!("*redlatch-bench:{}:*", self.run_id);
+            let mut cursor = 0u64;
+            loop {
+                let r: redis::RedisResult<(u64, Vec<String>)> = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query_async(&mut conn)
+                    .await;
+                let Ok((next, keys)) = r else { break };
+                if !keys.is_empty() {
+                    let _: redis::RedisResult<()> =
+                        redis::cmd("UNLINK").arg(&keys).query_async(&mut conn).await;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+    }
+}
+
 pub async fn run(args: BenchArgs) -> ExitCode {
-    let _ = args;
-    eprintln!("redlatch: bench: not implemented yet");
-    ExitCode::from(2)
+    match bench(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => f.report(),
+    }
+}
+
+async fn bench(args: BenchArgs) -> Result<(), Failure> {
+    let config = args.redis.config()?;
+    let client = conn::connect(config.clone()).await?;
+    let ctx = Ctx {
+        urls: config.urls().to_vec(),
+        config,
+        client,
+        duration: args.duration,
+        run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
+    };
+    let list = match args.workload {
+        Workload::All => vec![
+            Workload::W1,
+            Workload::W2,
+            Workload::W3,
+            Workload::W4,
+            Workload::W5,
+            Workload::W6,
+        ],
+        one => vec![one],
+    };
+    let mut result = Ok(());
+    for w in list {
+        let r = match w {
+            Workload::W1 => simple::w1(&ctx).await.map_err(|e| e.to_string()),
+            Workload::W2 => simple::w2(&ctx).await.map_err(|e| e.to_string()),
+            Workload::W3 => contended::run(&ctx, false).await.map_err(|e| e.to_string()),
+            Workload::W4 => contended::run(&ctx, true).await.map_err(|e| e.to_string()),
+            Workload::W5 => scale::w5(&ctx).await.map_err(|e| e.to_string()),
+            Workload::W6 => scale::w6(&ctx).await.map_err(|e| e.to_string()),
+            Workload::Ceiling => ceiling::run(&ctx),
+            Workload::All => unreachable!("expanded above"),
+        };
+        match r {
+            Ok(report) => print(&report, args.json),
+            Err(e) => {
+                result = Err(Failure::new(exit::INTERNAL, format!("bench {w:?}: {e}")));
+                break;
+            }
+        }
+    }
+    ctx.cleanup().await;
+    result
+}
+
+fn print(report: &Report, json: bool) {
+    if json {
+        println!("{}", Value::Object(report.clone()));
+        return;
+    }
+    let fields: Vec<String> = report
+        .iter()
+        .filter(|(k, _)| k.as_str() != "lib")
+        .map(|(k, v)| match v {
+            Value::Number(n) if n.is_f64() => format!("{k}={:.1}", n.as_f64().unwrap_or(0.0)),
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect();
+    println!("{}", fields.join(" "));
 }

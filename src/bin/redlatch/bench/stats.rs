@@ -1,0 +1,64 @@
+//! Latency samples and percentiles.
+
+use std::time::Duration;
+
+/// Latency samples in microseconds.
+#[derive(Default)]
+pub struct Samples(Vec<u64>);
+
+impl Samples {
+    pub fn with_capacity(n: usize) -> Self {
+        Samples(Vec::with_capacity(n))
+    }
+
+    pub fn push(&mut self, d: Duration) {
+        self.0.push(d.as_micros() as u64);
+    }
+
+    pub fn extend(&mut self, other: Samples) {
+        self.0.extend(other.0);
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The p-th percentile (0–100), nearest rank; 0 when empty.
+    pub fn percentile(&mut self, p: f64) -> u64 {
+        if self.0.is_empty() {
+            return 0;
+        }
+        self.0.sort_unstable();
+        let rank = ((p / 100.0) * self.0.len() as f64).ceil() as usize;
+        self.0[rank.clamp(1, self.0.len()) - 1]
+    }
+}
+
+/// Resident set size of this process in bytes (Linux).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let mut s = Samples::default();
+        for us in 1..=100 {
+            s.push(Duration::from_micros(us));
+        }
+        assert_eq!(s.percentile(50.0), 50);
+        assert_eq!(s.percentile(99.0), 99);
+        assert_eq!(s.percentile(100.0), 100);
+        assert_eq!(Samples::default().percentile(50.0), 0);
+    }
+}
