@@ -42,6 +42,8 @@ impl Drop for Alive {
 /// State shared by clients, locks and guards.
 pub(crate) struct Inner {
     pub(crate) id: Uuid,
+    /// `"{id}:"`, shared by every holder id of this client.
+    pub(crate) holder_prefix: String,
     pub(crate) masters: Vec<Arc<Master>>,
     pub(crate) quorum: usize,
     pub(crate) config: Config,
@@ -110,8 +112,10 @@ impl Client {
         let clients = masters.iter().map(|m| m.redis_client().clone()).collect();
         let pubsub = PubSub::start(clients, quorum, config.connect_timeout, &shutdown);
         let period = config.watchdog_timeout / 3;
+        let id = Uuid::new_v4();
         let inner = Arc::new(Inner {
-            id: Uuid::new_v4(),
+            id,
+            holder_prefix: crate::holder::prefix(&id),
             masters,
             quorum,
             config,

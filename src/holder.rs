@@ -15,12 +15,21 @@ thread_local! {
     static THREAD_NO: u64 = NEXT_THREAD_NO.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The holder id of the calling task (or thread) for client `id`.
-pub(crate) fn current(id: &Uuid) -> Arc<str> {
-    match tokio::task::try_id() {
-        Some(task) => format!("{id}:{task}").into(),
-        None => THREAD_NO.with(|n| format!("{id}:{n}")).into(),
-    }
+/// `"{id}:"`, the part of every holder id that is fixed per client.
+pub(crate) fn prefix(id: &Uuid) -> String {
+    format!("{id}:")
+}
+
+/// The holder id of the calling task (or thread), given the client's [`prefix`].
+pub(crate) fn current(prefix: &str) -> Arc<str> {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(prefix.len() + 20);
+    s.push_str(prefix);
+    let _ = match tokio::task::try_id() {
+        Some(task) => write!(s, "{task}"),
+        None => THREAD_NO.with(|n| write!(s, "{n}")),
+    };
+    s.into()
 }
 
 #[cfg(test)]
@@ -30,21 +39,25 @@ mod tests {
     #[tokio::test]
     async fn tasks_get_distinct_ids_and_one_task_keeps_its_id() {
         let id = Uuid::new_v4();
-        let here = tokio::spawn(async move { (current(&id), current(&id)) })
+        let p = prefix(&id);
+        let p2 = p.clone();
+        let here = tokio::spawn(async move { (current(&p2), current(&p2)) })
             .await
             .unwrap();
         assert_eq!(here.0, here.1);
-        let other = tokio::spawn(async move { current(&id) }).await.unwrap();
+        let p3 = p.clone();
+        let other = tokio::spawn(async move { current(&p3) }).await.unwrap();
         assert_ne!(here.0, other);
         assert!(here.0.starts_with(&format!("{id}:")));
     }
 
     #[test]
     fn outside_a_task_the_thread_number_is_used() {
-        let id = Uuid::new_v4();
-        let a = current(&id);
-        assert_eq!(a, current(&id));
-        let b = std::thread::spawn(move || current(&id)).join().unwrap();
+        let p = prefix(&Uuid::new_v4());
+        let a = current(&p);
+        assert_eq!(a, current(&p));
+        let p2 = p.clone();
+        let b = std::thread::spawn(move || current(&p2)).join().unwrap();
         assert_ne!(a, b);
         let n: u64 = a.rsplit(':').next().unwrap().parse().unwrap();
         assert!(n >= 1 << 48);

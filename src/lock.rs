@@ -148,7 +148,7 @@ impl Lock {
         let lease_ms = check_lease("lease", lease)?;
         let call = Call {
             name: self.name.clone(),
-            holder: holder::current(&inner.id),
+            holder: holder::current(&inner.holder_prefix),
             kind: self.kind,
             lease,
             wait,
@@ -200,7 +200,7 @@ impl Lock {
     /// # Errors
     /// As [`is_held_by_current_task`](Self::is_held_by_current_task).
     pub async fn hold_count(&self) -> Result<u32> {
-        let holder = holder::current(&self.client.inner.id);
+        let holder = holder::current(&self.client.inner.holder_prefix);
         let v = self
             .query(redis::cmd("HGET").arg(&*self.name).arg(&*holder))
             .await?;

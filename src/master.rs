@@ -4,8 +4,10 @@
 //! Invariants:
 //! 1. A command never waits longer than `master_timeout` (connecting included: a
 //!    SIGSTOPped master costs one timeout, not a TCP timeout).
-//! 2. A connection that failed with an I/O error is discarded; the next command opens
-//!    a fresh one through the pool, so a restarted master is picked up transparently.
+//! 2. A connection that failed with an I/O error is discarded, together with the other
+//!    slots' connections to the same master (a crashed or restarted master broke them
+//!    all); the next command opens a fresh one through the pool, so a restarted master
+//!    costs one failed command, not one per slot.
 //! 3. Connections are reused without deadpool's per-checkout PING (a round trip per
 //!    command): each slot keeps its pooled object checked out and hands out clones of
 //!    the multiplexed connection.
@@ -105,10 +107,16 @@ impl Master {
 
     /// A connection from slot `i`, opening one through the pool when the slot is empty.
     async fn conn(&self, i: usize) -> Result<MultiplexedConnection> {
-        let slot = &self.slots[i];
-        if let Some(c) = slot.conn.lock().as_ref() {
+        if let Some(c) = self.slots[i].conn.lock().as_ref() {
             return Ok((**c).clone());
         }
+        // Boxed: the pool's future is large and only needed on this cold path; inline
+        // it would be copied around with every command's future.
+        Box::pin(self.refill(i)).await
+    }
+
+    async fn refill(&self, i: usize) -> Result<MultiplexedConnection> {
+        let slot = &self.slots[i];
         let _refill = slot.refill.lock().await;
         if let Some(c) = slot.conn.lock().as_ref() {
             return Ok((**c).clone());
@@ -122,10 +130,13 @@ impl Master {
         Ok(conn)
     }
 
-    /// Drops the connection of slot `i` after an I/O error (invariant 2).
-    fn discard(&self, i: usize) {
-        if let Some(pooled) = self.slots[i].conn.lock().take() {
-            drop(Pooled::take(pooled));
+    /// Drops every slot's connection after an I/O error on one of them (invariant 2).
+    /// Commands in flight keep their clones and finish.
+    fn discard_all(&self) {
+        for slot in self.slots.iter() {
+            if let Some(pooled) = slot.conn.lock().take() {
+                drop(Pooled::take(pooled));
+            }
         }
     }
 
@@ -140,7 +151,7 @@ impl Master {
             let conn = self.conn(i).await?;
             f(conn).await.map_err(|e| {
                 if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
-                    self.discard(i);
+                    self.discard_all();
                 }
                 self.err(e)
             })
