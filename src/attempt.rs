@@ -16,6 +16,9 @@ pub(crate) struct Grant {
     pub(crate) token: Option<u64>,
     pub(crate) fresh: bool,
     pub(crate) started: Instant,
+    /// Granted by every master: nothing of the attempt is left anywhere (a fair waiter
+    /// may still be queued on a master that refused it).
+    pub(crate) everywhere: bool,
 }
 
 /// What one attempt came to.
@@ -94,6 +97,7 @@ pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome
                 token,
                 fresh,
                 started,
+                everywhere: grants.len() == results.len(),
             }));
         }
     }

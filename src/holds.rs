@@ -74,6 +74,8 @@ impl Holds {
                 let mut s = old.state.lock();
                 s.count += 1;
                 s.watchdog_holds += u32::from(watchdog);
+                // The re-entrant grant set the lease back to full on a majority.
+                s.last_renewed = s.last_renewed.max(at);
                 return old.clone();
             }
             old.lost.cancel();

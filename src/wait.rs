@@ -10,6 +10,9 @@
 //! 3. A woken waiter re-tries at once; jitter is only for split votes and outages.
 //! 4. Dropping the future leaves nothing behind: the gate pass and the subscription are
 //!    dropped, and a fair waiter's queue entry is removed by a background task.
+//! 5. A fair waiter granted by a majority but not by every master also leaves the
+//!    queues of the others (it joined them while trying), in the background as it
+//!    returns; otherwise its entry would block those queues until its deadline.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,7 +101,9 @@ async fn wait_loop(
         *queued = fair && !once;
         let (retry_in, backoff, error) = match attempt(inner, req).await? {
             Outcome::Granted(g) => {
-                *queued = false;
+                // Invariant 5: a master that refused us may still queue us; the guard
+                // leaves those queues in the background as this function returns.
+                *queued = fair && !once && !g.everywhere;
                 return Ok(Some(g));
             }
             Outcome::Busy { retry_in, split } => {
@@ -135,7 +140,12 @@ async fn wait_loop(
                     names::channel(&call.name)
                 };
                 let mut s = inner.pubsub.subscribe(channel);
-                let bound = deadline.map_or(inner.config.connect_timeout, |d| {
+                // Bounded by the caller's deadline and, while no majority answers, by
+                // the unavailable timeout (a majority cannot confirm then anyway).
+                let until = deadline.or_else(|| {
+                    unavailable_since.map(|since| since + inner.config.unavailable_after())
+                });
+                let bound = until.map_or(inner.config.connect_timeout, |d| {
                     inner.config.connect_timeout.min(d - now)
                 });
                 s.ready(bound).await;

@@ -2,84 +2,131 @@
 //! timeout/3, batched into one script call per master per chunk of locks.
 //!
 //! Invariants:
-//! 1. A hold counts as renewed when a majority of masters renewed it; its
-//!    `last_renewed` moves to the start of that round.
+//! 1. A hold counts as renewed as soon as a majority of masters renewed it; its
+//!    `last_renewed` moves to the start of that round. A round waits for a silent
+//!    master at most one period, so it never delays the next round.
 //! 2. A hold is lost (token cancelled, renewal stops) when so many masters say "not
-//!    held" that a majority can no longer renew it, or when no majority renewed it for
-//!    longer than its validity (lease minus drift). Other errors are retried next tick.
+//!    held" that a majority can no longer renew it, or as soon as no majority renewed it
+//!    for its validity (lease minus drift): a timer fires at that deadline, also in the
+//!    middle of a slow round, not at the next tick (by then the lease may have run out
+//!    on the masters). Other errors are retried next tick.
 //! 3. The task holds only a `Weak` reference and stops when the client shuts down,
 //!    declaring its holds lost (nobody renews them any more).
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Inner;
 use crate::holds::Hold;
-use crate::quorum::fan_out;
 use crate::scripts;
 
 /// Locks renewed per script call.
-const CHUNK: usize = 2000;
+const CHUNK: usize = 5000;
 
 /// Runs until `shutdown` is cancelled or the client is gone.
 pub(crate) async fn run(inner: Weak<Inner>, shutdown: CancellationToken, period: Duration) {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut due = None;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = tick.tick() => {}
+            _ = sleep_until(due) => {}
         }
         let Some(inner) = inner.upgrade() else { break };
-        renew_all(&inner).await;
+        // Invariant 2: a deadline passing during the round is acted on at once.
+        let round = renew_all(&inner);
+        tokio::pin!(round);
+        due = loop {
+            tokio::select! {
+                next = &mut round => break next,
+                _ = sleep_until(due) => due = expire(&inner),
+            }
+        };
     }
     if let Some(inner) = inner.upgrade() {
         inner.holds.lose_all();
     }
 }
 
-/// One round: renew every watched hold on every master.
-pub(crate) async fn renew_all(inner: &Arc<Inner>) {
+/// One round: renew every watched hold on every master, then declare lost what ran
+/// out of validity. Returns the next validity deadline of a watched hold.
+pub(crate) async fn renew_all(inner: &Arc<Inner>) -> Option<Instant> {
     let holds = inner.holds.watched();
     for chunk in holds.chunks(CHUNK) {
         renew_chunk(inner, chunk).await;
+    }
+    expire(inner)
+}
+
+/// Declares lost every watched hold that no majority renewed within its validity;
+/// returns the earliest deadline among the others.
+fn expire(inner: &Inner) -> Option<Instant> {
+    let validity = inner.validity_of(inner.config.watchdog_timeout);
+    let now = Instant::now();
+    let mut due: Option<Instant> = None;
+    for hold in inner.holds.watched() {
+        let deadline = hold.watchdog_state().1 + validity;
+        if deadline <= now {
+            tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: not renewed by a majority within its validity");
+            inner.holds.lose(&hold);
+        } else {
+            due = Some(due.map_or(deadline, |d| d.min(deadline)));
+        }
+    }
+    due
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 
 async fn renew_chunk(inner: &Inner, chunk: &[Arc<Hold>]) {
     let started = Instant::now();
-    let lease = inner.config.watchdog_timeout;
-    let lease_ms = lease.as_millis() as u64;
+    let lease_ms = inner.config.watchdog_timeout.as_millis() as u64;
+    // A large batch legitimately takes longer than one acquire, so give it at least
+    // half a second, but never more than a period: a master that does not answer
+    // must not hold up the next round (invariant 1).
+    let period = inner.config.watchdog_timeout / 3;
     let pairs: Vec<(&str, &str)> = chunk.iter().map(|h| (&*h.name, &*h.holder)).collect();
     let pairs = &pairs;
-    let results = fan_out(&inner.masters, |m| async move {
-        // A large batch legitimately takes longer than one acquire; a late renewal
-        // is still useful, so give it at least half a second.
-        let timeout = m.timeout().max(Duration::from_millis(500));
-        scripts::renew(m, pairs, lease_ms, timeout).await
-    })
-    .await;
-    let n = inner.masters.len();
-    let quorum = inner.quorum;
-    for (i, hold) in chunk.iter().enumerate() {
-        let (mut renewed, mut denied) = (0, 0);
-        for r in &results {
-            match r {
-                Ok(v) if v[i] => renewed += 1,
-                Ok(_) => denied += 1,
-                Err(_) => {}
+    let mut answers: FuturesUnordered<_> = (inner.masters.iter())
+        .map(|m| async move {
+            let timeout = m.timeout().max(Duration::from_millis(500)).min(period);
+            scripts::renew(m, pairs, lease_ms, timeout).await
+        })
+        .collect();
+    let (n, quorum) = (inner.masters.len(), inner.quorum);
+    let (mut renewed, mut denied) = (vec![0; chunk.len()], vec![0; chunk.len()]);
+    // Judged as answers arrive: a hold renewed by a majority counts at once, without
+    // waiting for the slowest master (the validity deadline may fire meanwhile).
+    while let Some(answer) = answers.next().await {
+        let Ok(held) = answer else { continue };
+        for (i, hold) in chunk.iter().enumerate() {
+            if held[i] {
+                renewed[i] += 1;
+                if renewed[i] == quorum {
+                    hold.renewed(started);
+                }
+            } else {
+                denied[i] += 1;
+                if renewed[i] < quorum && n - denied[i] == quorum - 1 {
+                    tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: gone on too many masters");
+                    inner.holds.lose(hold);
+                }
             }
         }
-        let (_, last) = hold.watchdog_state();
-        if renewed >= quorum {
-            hold.renewed(started);
-        } else if n - denied < quorum || started.duration_since(last) >= inner.validity_of(lease) {
-            tracing::warn!(lock = %hold.name, holder = %hold.holder, renewed, denied, "lock lost");
-            inner.holds.lose(hold);
-        } else {
-            tracing::debug!(lock = %hold.name, renewed, "renewal incomplete; retrying next tick");
+    }
+    for (i, hold) in chunk.iter().enumerate() {
+        if renewed[i] < quorum && n - denied[i] >= quorum {
+            tracing::debug!(lock = %hold.name, renewed = renewed[i], "renewal incomplete; retrying next tick");
         }
     }
 }

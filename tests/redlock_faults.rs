@@ -1,0 +1,390 @@
+//! Redlock under faults: crashed (kill -9) and stopped (SIGSTOP) masters, slow masters
+//! eating the validity, and the watchdog renewing by majority (SPEC §3, §5).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use common::redlock::{config, dbsize, holders};
+use common::{eventually, eventually_async, start_many, RedisServer};
+use redlatch::{Client, Config, Error};
+
+async fn connect(config: Config) -> Client {
+    Client::connect(config).await.unwrap()
+}
+
+fn no_keys(servers: &[RedisServer]) -> bool {
+    servers.iter().all(|s| dbsize(s) == 0)
+}
+
+#[tokio::test]
+async fn with_two_of_five_masters_killed_lock_and_unlock_keep_working() {
+    let mut servers = start_many(5);
+    let client = connect(config(&servers)).await;
+    let lock = client.lock("two-down");
+    servers[0].kill();
+    servers[3].kill();
+    for _ in 0..3 {
+        let g = lock.lock().await.unwrap();
+        for i in [1, 2, 4] {
+            assert_eq!(holders(&servers[i], "two-down"), [g.holder()]);
+        }
+        assert!(lock.is_locked().await.unwrap());
+        g.unlock().await.unwrap();
+        assert!(!lock.is_locked().await.unwrap());
+    }
+    let g = lock
+        .try_lock(Duration::from_secs(1))
+        .await
+        .unwrap()
+        .unwrap();
+    drop(g);
+    let live = |s: &&RedisServer| s.is_running();
+    assert!(
+        eventually_async(Duration::from_secs(5), || servers
+            .iter()
+            .filter(live)
+            .all(|s| dbsize(s) == 0))
+        .await
+    );
+}
+
+#[tokio::test]
+async fn with_three_of_five_masters_killed_nothing_hangs_and_restarting_them_resumes_work() {
+    let mut servers = start_many(5);
+    let cfg = config(&servers)
+        .watchdog_timeout(Duration::from_secs(2))
+        .unavailable_timeout(Duration::from_millis(800));
+    let (a, b) = (connect(cfg.clone()).await, connect(cfg).await);
+    servers[0].kill();
+    servers[1].kill();
+    let held = a
+        .lock("held")
+        .lock_with_lease(Duration::from_secs(30))
+        .await;
+    let held = held.unwrap();
+    servers[2].kill();
+
+    // The release of a held guard and queries report the missing quorum.
+    let e = held.unlock().await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::NoQuorum {
+                acquired: 2,
+                needed: 3,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(a.lock("held").is_locked().await.unwrap_err().is_no_quorum());
+
+    // A bounded wait returns within its wait, with the quorum error.
+    let wait = Duration::from_millis(500);
+    let t = Instant::now();
+    let r = b.lock("held").try_lock(wait).await;
+    let took = t.elapsed();
+    assert!(matches!(&r, Err(e) if e.is_no_quorum()), "{r:?}");
+    assert!(
+        took >= wait && took < wait + Duration::from_secs(2),
+        "{took:?}"
+    );
+    let r = b.lock("free").try_lock(Duration::ZERO).await;
+    assert!(matches!(&r, Err(e) if e.is_no_quorum()), "{r:?}");
+
+    // An unbounded lock() gives up after the unavailable timeout (0.8 s; not after the
+    // 2 s connect timeout its subscription would otherwise wait for confirmation).
+    let t = Instant::now();
+    let r = tokio::time::timeout(Duration::from_secs(10), b.lock("free").lock()).await;
+    let took = t.elapsed();
+    let e = r.expect("lock() must not hang").unwrap_err();
+    assert!(e.is_no_quorum(), "{e:?}");
+    assert!(
+        took >= Duration::from_millis(800) && took < Duration::from_millis(1900),
+        "{took:?}"
+    );
+
+    for s in &mut servers[..3] {
+        s.restart();
+    }
+    let g = b
+        .lock("free")
+        .try_lock(Duration::from_secs(5))
+        .await
+        .unwrap();
+    let g = g.expect("work resumes once a majority is back");
+    assert!(b.lock("free").is_locked().await.unwrap());
+    g.unlock().await.unwrap();
+    let g = a
+        .lock("again")
+        .try_lock(Duration::from_secs(5))
+        .await
+        .unwrap();
+    g.expect("the other client too").unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_restarted_master_takes_part_again_after_one_failed_command() {
+    let mut servers = start_many(3);
+    let client = connect(config(&servers)).await;
+    let lock = client.lock("back");
+    for _ in 0..4 {
+        assert!(!lock.is_locked().await.unwrap()); // every pooled connection in use
+    }
+    servers[0].restart();
+    let status = lock.status().await.unwrap();
+    assert!(
+        status[0].error.is_some(),
+        "the connection to the old process broke"
+    );
+    let g = lock.try_lock(Duration::ZERO).await.unwrap().unwrap();
+    assert_eq!(holders(&servers[0], "back"), [g.holder()]);
+    g.unlock().await.unwrap();
+    assert!(no_keys(&servers));
+}
+
+#[tokio::test]
+async fn a_sigstopped_master_costs_one_master_timeout_not_a_tcp_timeout() {
+    let servers = start_many(3);
+    let timeout = Duration::from_millis(150);
+    let client = connect(config(&servers).master_timeout(timeout)).await;
+    let lock = client.lock("stopped");
+    servers[2].pause();
+    for _ in 0..2 {
+        let t = Instant::now();
+        let g = lock.lock_with_lease(Duration::from_secs(2)).await.unwrap();
+        let took = t.elapsed();
+        // It waited for the stopped master, but only its timeout.
+        assert!(took >= timeout - Duration::from_millis(5), "{took:?}");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        assert_eq!(holders(&servers[0], "stopped"), [g.holder()]);
+        assert_eq!(holders(&servers[1], "stopped"), [g.holder()]);
+        let t = Instant::now();
+        g.unlock().await.unwrap();
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    }
+    servers[2].resume();
+    assert!(eventually_async(Duration::from_secs(5), || no_keys(&servers)).await);
+}
+
+#[tokio::test]
+async fn acquiring_waits_for_the_slowest_master_not_the_sum_of_them() {
+    let servers = start_many(5);
+    let timeout = Duration::from_millis(400);
+    let client = connect(config(&servers).master_timeout(timeout)).await;
+    servers[1].pause();
+    servers[3].pause();
+    let t = Instant::now();
+    let g = client
+        .lock("parallel")
+        .lock_with_lease(Duration::from_secs(3))
+        .await
+        .unwrap();
+    let took = t.elapsed();
+    // In parallel: one timeout. One after the other: two or more.
+    assert!(
+        took >= timeout - Duration::from_millis(5)
+            && took < 2 * timeout - Duration::from_millis(50),
+        "{took:?}"
+    );
+    drop(g);
+    servers[1].resume();
+    servers[3].resume();
+    assert!(eventually_async(Duration::from_secs(5), || no_keys(&servers)).await);
+}
+
+/// Blocks `server` for `secs` with DEBUG SLEEP (from a thread), returns once it stalls.
+fn stall(server: &RedisServer, secs: f64) -> std::thread::JoinHandle<()> {
+    let mut conn = server.conn();
+    let sleeper = std::thread::spawn(move || {
+        let _: () = redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(secs)
+            .query(&mut conn)
+            .unwrap();
+    });
+    // A raw PING (no client handshake, which would itself wait for the server).
+    let stalled = eventually(Duration::from_secs(2), || {
+        let mut c = std::net::TcpStream::connect(server.addr()).unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        c.write_all(b"PING\r\n").unwrap();
+        c.read(&mut [0u8; 16]).is_err()
+    });
+    assert!(stalled, "DEBUG SLEEP did not stall {}", server.addr());
+    sleeper
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_whose_validity_ran_out_before_quorum_fails_and_releases_everywhere() {
+    let servers = [
+        RedisServer::start_with(&["--enable-debug-command", "yes"]),
+        RedisServer::start(),
+        RedisServer::start(),
+    ];
+    // lease 2 s, drift 0.45: validity = 2000 − 902 ms − elapsed.
+    let cfg = config(&servers)
+        .drift_factor(0.45)
+        .master_timeout(Duration::from_secs(3))
+        .watchdog_timeout(Duration::from_secs(10));
+    let lock = connect(cfg).await.lock("slow");
+    let lease = Duration::from_secs(2);
+
+    // A master answering after ~0.5 s: granted, with that much less validity.
+    let sleeper = stall(&servers[0], 0.5);
+    let g = lock
+        .try_lock_with_lease(Duration::ZERO, lease)
+        .await
+        .unwrap();
+    let g = g.expect("1098 ms of validity minus ~0.5 s is still positive");
+    assert!(
+        g.validity() < Duration::from_millis(1098 - 300),
+        "{:?}",
+        g.validity()
+    );
+    g.unlock().await.unwrap();
+    sleeper.join().unwrap();
+
+    // A master answering after ~1.5 s: the grants came too late.
+    let sleeper = stall(&servers[0], 1.5);
+    let t = Instant::now();
+    let g = lock
+        .try_lock_with_lease(Duration::ZERO, lease)
+        .await
+        .unwrap();
+    let took = t.elapsed();
+    assert!(g.is_none(), "no validity left after {took:?}");
+    // Released on all three (not expired: the 2 s lease is still running).
+    assert!(took < lease - Duration::from_millis(200), "{took:?}");
+    for s in &servers {
+        assert_eq!(dbsize(s), 0, "{}", s.addr());
+    }
+    sleeper.join().unwrap();
+}
+
+#[tokio::test]
+async fn an_attempt_slowed_past_its_lease_by_a_stopped_master_leaves_no_keys() {
+    let servers = start_many(3);
+    let cfg = config(&servers).master_timeout(Duration::from_millis(300));
+    let lock = connect(cfg).await.lock("stopped-lease");
+    servers[1].pause();
+    let lease = Duration::from_millis(200);
+    let t = Instant::now();
+    let g = lock
+        .try_lock_with_lease(Duration::from_millis(800), lease)
+        .await
+        .unwrap();
+    assert!(g.is_none(), "every attempt outlived its lease");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert_eq!(dbsize(&servers[0]) + dbsize(&servers[2]), 0);
+    servers[1].resume();
+    assert!(eventually_async(Duration::from_secs(5), || no_keys(&servers)).await);
+}
+
+fn watchdog_config(servers: &[RedisServer]) -> Config {
+    config(servers).watchdog_timeout(Duration::from_millis(600))
+}
+
+#[tokio::test]
+async fn a_watchdog_lock_outlives_many_timeouts_while_one_of_three_masters_is_down() {
+    let mut servers = start_many(3);
+    let client = connect(watchdog_config(&servers)).await;
+    let lock = client.lock("wd-survive");
+    let g = lock.lock().await.unwrap();
+    servers[0].kill();
+    // Five watchdog timeouts: the key never lapses on the two live masters.
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        for s in &servers[1..] {
+            assert_eq!(holders(s, "wd-survive"), [g.holder()], "{}", s.addr());
+        }
+        assert!(!g.lost().is_cancelled());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(lock.is_held_by_current_task().await.unwrap());
+    g.unlock().await.unwrap();
+    assert!(dbsize(&servers[1]) + dbsize(&servers[2]) == 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watchdog_lock_outlives_many_timeouts_while_one_of_three_masters_is_stopped() {
+    let servers = start_many(3);
+    let client = connect(watchdog_config(&servers)).await;
+    let lock = client.lock("wd-stopped");
+    let g = lock.lock().await.unwrap();
+    servers[0].pause();
+    // A master that never answers must not slow the renewals down past the lease.
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        for s in &servers[1..] {
+            assert_eq!(holders(s, "wd-stopped"), [g.holder()], "{}", s.addr());
+        }
+        assert!(!g.lost().is_cancelled(), "lost while a majority renews");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    g.unlock().await.unwrap();
+    servers[0].resume();
+    assert!(eventually_async(Duration::from_secs(5), || no_keys(&servers)).await);
+}
+
+#[tokio::test]
+async fn deleting_the_key_on_two_of_three_masters_makes_the_guard_lost() {
+    let servers = start_many(3);
+    let client = connect(watchdog_config(&servers)).await;
+    let g = client.lock("wd-lost").lock().await.unwrap();
+    let _: i64 = servers[0].cmd(&["DEL", "wd-lost"]);
+    let _: i64 = servers[2].cmd(&["DEL", "wd-lost"]);
+    let lost = g.lost();
+    assert!(eventually_async(Duration::from_secs(3), || lost.is_cancelled()).await);
+    assert!(g.unlock().await.unwrap_err().is_not_held());
+    // Nobody renews the last copy any more: it expires.
+    assert!(eventually_async(Duration::from_secs(3), || no_keys(&servers)).await);
+}
+
+#[tokio::test]
+async fn deleting_the_key_on_one_of_three_masters_does_not_lose_the_lock() {
+    let servers = start_many(3);
+    let client = connect(watchdog_config(&servers)).await;
+    let g = client.lock("wd-one").lock().await.unwrap();
+    let _: i64 = servers[1].cmd(&["DEL", "wd-one"]);
+    // Several renewal rounds; a renewal never re-creates the missing key.
+    let until = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < until {
+        assert!(!g.lost().is_cancelled());
+        assert_eq!(dbsize(&servers[1]), 0);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(holders(&servers[0], "wd-one"), [g.holder()]);
+    g.unlock().await.unwrap();
+    assert!(no_keys(&servers));
+}
+
+#[tokio::test]
+async fn the_watchdog_declares_a_lock_lost_before_its_lease_can_run_out_on_a_majority() {
+    let mut servers = start_many(3);
+    // watchdog lease 600 ms, validity 600 − (180 + 2) = 418 ms.
+    let cfg = watchdog_config(&servers).drift_factor(0.3);
+    let client = connect(cfg).await;
+    let g = client.lock("wd-deadline").lock().await.unwrap();
+    let lost = g.lost();
+    // Let a renewal round or two pass, then crash a majority right after one.
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let pttl = |s: &RedisServer| s.cmd::<i64>(&["PTTL", "wd-deadline"]);
+    let read = Instant::now();
+    let left = pttl(&servers[0]).min(pttl(&servers[1]));
+    servers[0].kill();
+    servers[1].kill();
+    // The crashed masters would let the key go (and a restarted pair let a second
+    // client in) `left` ms from `read`; the holder must have been told before.
+    let expires = read + Duration::from_millis(left as u64);
+    let r = tokio::time::timeout(Duration::from_secs(5), lost.cancelled()).await;
+    let at = Instant::now();
+    assert!(r.is_ok(), "never declared lost");
+    assert!(
+        at < expires,
+        "declared lost {:?} after the lease ran out",
+        at - expires
+    );
+    drop(g);
+}
