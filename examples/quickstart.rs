@@ -51,7 +51,10 @@ async fn main() -> redlatch::Result<()> {
     let held = lock.lock_with_lease(Duration::from_secs(2)).await?;
     let other = client.lock("quickstart:report");
     let attempt = tokio::spawn(async move { other.try_lock(Duration::from_millis(200)).await });
-    println!("try_lock while held: {:?}", attempt.await.expect("task").map(|g| g.is_some()));
+    println!(
+        "try_lock while held: {:?}",
+        attempt.await.expect("task").map(|g| g.is_some())
+    );
     held.unlock().await?;
     Ok(())
 }

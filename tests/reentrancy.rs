@@ -20,7 +20,7 @@ async fn nesting_three_deep_counts_up_and_unwinds_to_a_free_lock() {
     let g2 = lock.lock().await.unwrap();
     let g3 = lock.lock().await.unwrap();
     assert_eq!(lock.hold_count().await.unwrap(), 3);
-    let field = format!("{}", g1.holder());
+    let field = g1.holder().to_string();
     assert_eq!(server.cmd::<i64>(&["HGET", "nest", &field]), 3);
     g3.unlock().await.unwrap();
     assert_eq!(lock.hold_count().await.unwrap(), 2);
@@ -125,7 +125,10 @@ async fn dropping_guards_releases_in_the_background() {
 async fn three_levels_deep(lock: redlatch::Lock) -> redlatch::Result<()> {
     async fn inner(lock: redlatch::Lock) -> redlatch::Result<()> {
         let g = lock.lock().await?;
-        drop(lock.try_lock_with_lease(Duration::ZERO, Duration::from_secs(1)).await?);
+        drop(
+            lock.try_lock_with_lease(Duration::ZERO, Duration::from_secs(1))
+                .await?,
+        );
         g.unlock().await
     }
     async fn middle(lock: redlatch::Lock) -> redlatch::Result<()> {
@@ -138,7 +141,10 @@ async fn three_levels_deep(lock: redlatch::Lock) -> redlatch::Result<()> {
 async fn lock_calls_nested_in_user_async_fns_compile_and_run() {
     let server = RedisServer::start();
     let client = client(&server).await;
-    tokio::spawn(three_levels_deep(client.lock("deep"))).await.unwrap().unwrap();
+    tokio::spawn(three_levels_deep(client.lock("deep")))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!client.lock("deep").is_locked().await.unwrap());
 }
 

@@ -24,7 +24,8 @@ pub const NOT_FOUND: u8 = 127;
 pub const TABLE: &str = "\
 Exit status of `redlatch run`:
   N        CMD's own exit status
-  128+S    CMD was killed by signal S (e.g. 143 for SIGTERM)
+  128+S    CMD was killed by signal S (e.g. 143 for SIGTERM), or redlatch got
+           signal S while still waiting for the lock (CMD never ran)
   64       usage error: bad flag, bad duration, missing `--`, invalid URL or name
   65       the key NAME holds a value that is not a lock
   69       Redis unreachable, or no majority of the masters answered

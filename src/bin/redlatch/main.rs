@@ -47,6 +47,14 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Hold a lock while a command runs.
+    ///
+    /// Takes the lock (kept alive by the watchdog unless --lease), runs CMD with
+    /// redlatch's stdio, releases the lock when CMD ends and exits with CMD's status.
+    /// SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to redlatch are forwarded to CMD; the
+    /// lock is released once CMD has ended. If the lock is lost while CMD runs, CMD
+    /// gets SIGTERM, then SIGKILL after --kill-grace, and redlatch exits 76. If
+    /// redlatch itself is killed, CMD is killed too (Linux) and the lock frees when its
+    /// lease runs out.
     #[command(override_usage = "redlatch run NAME [OPTIONS] -- CMD [ARGS]...")]
     Run(run::RunArgs),
     /// Show holders, hold counts, TTL, fair queue and fencing counter on every master.
@@ -122,13 +130,17 @@ fn missing_separator(e: &clap::Error, argv: &[OsString]) -> bool {
     }
 }
 
-/// clap's message without the usage block: `error: X` becomes `X (see --help)`.
+/// clap's message without the usage block, on one line: `error: X\n  <Y>` becomes
+/// `X <Y> (see --help)`.
 fn first_line(e: &clap::Error) -> String {
     let rendered = e.to_string();
-    let line = rendered
+    let message: Vec<&str> = rendered
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid arguments");
-    let line = line.strip_prefix("error: ").unwrap_or(line);
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+        .collect();
+    let line = message.join(" ");
+    let line = line.strip_prefix("error: ").unwrap_or(&line);
     format!("{line} (see --help)")
 }

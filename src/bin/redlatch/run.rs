@@ -98,15 +98,18 @@ async fn execute(args: RunArgs) -> Result<u8, Failure> {
     if let Some(token) = guard.fencing_token() {
         env.push(("REDLATCH_FENCING_TOKEN", token.to_string()));
     }
-    let child = match child::spawn(&args.cmd, &env) {
-        Ok(child) => child,
-        Err(failure) => {
-            let _ = tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await;
-            return Err(failure);
-        }
+    let ended = match child::spawn(&args.cmd, &env) {
+        Ok(child) => supervise(child, &guard, &args, &mut signals).await,
+        Err(failure) => Err(failure),
     };
-    let ended = supervise(child, &guard, &args, &mut signals).await?;
-    Ok(release(guard, ended, &args.name).await)
+    match ended {
+        Ok(ended) => Ok(release(guard, ended, &args.name).await),
+        Err(failure) => {
+            // Never leave the lock to its lease when we can release it now.
+            let _ = tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await;
+            Err(failure)
+        }
+    }
 }
 
 /// Takes the lock, or fails with 75 (wait ran out), 128+sig (interrupted) or the
@@ -126,9 +129,10 @@ async fn acquire(lock: &Lock, args: &RunArgs, signals: &mut Signals) -> Result<L
             if args.fair {
                 tokio::time::sleep(QUEUE_CLEANUP).await;
             }
+            let name = child::signal_name(sig);
             return Err(Failure::new(
                 128 + sig as u8,
-                format!("{} while waiting for lock {:?}; not acquired", child::signal_name(sig), args.name),
+                format!("{name} while waiting for lock {:?}; not acquired", args.name),
             ));
         }
     };
@@ -149,6 +153,14 @@ async fn acquire(lock: &Lock, args: &RunArgs, signals: &mut Signals) -> Result<L
     }
 }
 
+/// What happened while CMD ran.
+enum Event {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    Signal(libc::c_int),
+    GraceOver,
+    Lost(String),
+}
+
 /// Waits for CMD to end, forwarding signals, and terminates it if the lock is lost.
 async fn supervise(
     mut child: Child,
@@ -157,45 +169,59 @@ async fn supervise(
     signals: &mut Signals,
 ) -> Result<Ended, Failure> {
     let lost_token = guard.lost();
-    let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
-    let lease_end = args
-        .lease
-        .map_or(far, |_| Instant::now() + guard.validity());
+    // With a fixed lease nobody renews the lock: it is lost when its validity ends.
+    let lease_end = args.lease.map(|_| Instant::now() + guard.validity());
     let mut lost: Option<String> = None;
     let mut kill_at: Option<Instant> = None;
     loop {
-        let reason = tokio::select! {
-            status = child.wait() => {
-                let status = status.map_err(|e| {
-                    Failure::new(exit::INTERNAL, format!("cannot wait for CMD: {e}"))
-                })?;
-                return Ok(Ended { status, lost });
+        let event = tokio::select! {
+            status = child.wait() => Event::Exited(status),
+            sig = signals.recv() => Event::Signal(sig),
+            _ = sleep_until(kill_at) => Event::GraceOver,
+            _ = lost_token.cancelled(), if lost.is_none() => Event::Lost(
+                "the watchdog could not renew it (expired, deleted or force-unlocked)".into(),
+            ),
+            _ = sleep_until(lease_end), if lost.is_none() => Event::Lost(format!(
+                "its --lease of {} ran out",
+                human(args.lease.unwrap_or_default())
+            )),
+        };
+        match event {
+            Event::Exited(Ok(status)) => return Ok(Ended { status, lost }),
+            Event::Exited(Err(e)) => {
+                child::send(&child, libc::SIGKILL);
+                let why = format!("cannot wait for CMD: {e}; killed it");
+                return Err(Failure::new(exit::INTERNAL, why));
             }
-            sig = signals.recv() => {
-                child::send(&child, sig);
-                continue;
-            }
-            _ = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() => {
-                eprintln!("redlatch: CMD still running {} after SIGTERM; sending SIGKILL", human(args.kill_grace));
+            Event::Signal(sig) => child::send(&child, sig),
+            Event::GraceOver => {
+                eprintln!(
+                    "redlatch: CMD still running {} after SIGTERM; sending SIGKILL",
+                    human(args.kill_grace)
+                );
                 child::send(&child, libc::SIGKILL);
                 kill_at = None;
-                continue;
             }
-            _ = lost_token.cancelled(), if lost.is_none() => {
-                "the watchdog could not renew it (expired, deleted or force-unlocked)".to_string()
+            Event::Lost(reason) => {
+                eprintln!(
+                    "redlatch: lock {:?} lost while CMD ran: {reason}; sending SIGTERM to CMD, \
+                     SIGKILL after {}",
+                    args.name,
+                    human(args.kill_grace)
+                );
+                child::send(&child, libc::SIGTERM);
+                kill_at = Some(Instant::now() + args.kill_grace);
+                lost = Some(reason);
             }
-            _ = tokio::time::sleep_until(lease_end), if lost.is_none() && args.lease.is_some() => {
-                format!("its --lease of {} ran out", human(args.lease.unwrap_or_default()))
-            }
-        };
-        eprintln!(
-            "redlatch: lock {:?} lost while CMD ran: {reason}; sending SIGTERM to CMD, SIGKILL after {}",
-            args.name,
-            human(args.kill_grace)
-        );
-        child::send(&child, libc::SIGTERM);
-        kill_at = Some(Instant::now() + args.kill_grace);
-        lost = Some(reason);
+        }
+    }
+}
+
+/// Sleeps until `at`, or forever if it is `None`.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -24,7 +24,7 @@ With --json, one JSON document on stdout:
                    \"queue\": [ { \"holder\": \"uuid:n\", \"deadline_ms\": 1700000000000 | null,
                                 \"deadline_in_ms\": 4200 | null } ],
                    \"fencing_counter\": 7 | null } ] }
-Exit status: 0 when a majority of masters answered, 69 otherwise (see `run --help`).";
+Exit status: 0 when a majority of masters answered, 69 otherwise, 65 if NAME is not a lock.";
 
 #[derive(Args, Debug)]
 #[command(after_help = JSON_SHAPE)]
@@ -55,11 +55,18 @@ async fn execute(args: &StatusArgs) -> Result<(), Failure> {
     let client = conn::connect(args.redis.config()?).await?;
     let masters = read(&client, &args.name, args.fair).await?;
     if args.json {
-        println!("{}", to_json(&args.name, &client, &masters));
+        out(&format!("{}\n", to_json(&args.name, &client, &masters)));
     } else {
-        print!("{}", table(&args.name, &client, &masters, args.fair));
+        out(&table(&args.name, &client, &masters, args.fair));
     }
+    check_type(&args.name, &masters)?;
     check_quorum(&client, &masters)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
+pub fn out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// Reads the lock on every master.
@@ -76,7 +83,10 @@ pub async fn read(client: &Client, name: &str, fair: bool) -> Result<Vec<MasterS
 
 /// Fails with 69 when fewer than a majority of masters could be read.
 pub fn check_quorum(client: &Client, masters: &[MasterStatus]) -> Result<(), Failure> {
-    let answered = masters.iter().filter(|m| m.error.is_none()).count();
+    let answered = masters
+        .iter()
+        .filter(|m| m.error.is_none() || not_a_lock(m))
+        .count();
     if answered >= client.quorum() {
         return Ok(());
     }
@@ -88,6 +98,26 @@ pub fn check_quorum(client: &Client, masters: &[MasterStatus]) -> Result<(), Fai
             client.quorum()
         ),
     ))
+}
+
+/// Fails with 65 when a master holds something else than a lock under the name.
+pub fn check_type(name: &str, masters: &[MasterStatus]) -> Result<(), Failure> {
+    match masters.iter().find(|m| not_a_lock(m)) {
+        Some(m) => Err(Failure::new(
+            exit::DATA,
+            format!("key {name:?} on master {} is not a lock", m.master),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The key holds another type. `Lock::status` reports that as a WRONGTYPE error of
+/// the whole read rather than in `key_type`, so both are checked.
+fn not_a_lock(m: &MasterStatus) -> bool {
+    match &m.error {
+        Some(e) => e.contains("WRONGTYPE"),
+        None => !matches!(m.key_type.as_str(), "hash" | "none"),
+    }
 }
 
 /// The holder present on a majority of masters, if any.
@@ -163,14 +193,19 @@ pub fn table(name: &str, client: &Client, masters: &[MasterStatus], fair: bool) 
 }
 
 fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
+    if not_a_lock(m) {
+        return format!(
+            "  {:<22} NOT A LOCK (the key holds another type)\n",
+            m.master
+        );
+    }
     if let Some(e) = &m.error {
         return format!("  {:<22} ERROR {e}\n", m.master);
     }
     let ttl = m.ttl.map_or("-".to_string(), human);
     let state = match m.key_type.as_str() {
         "none" => "free".to_string(),
-        "hash" => format!("held, ttl {ttl}"),
-        other => format!("NOT A LOCK (key is a {other})"),
+        _ => format!("held, ttl {ttl}"),
     };
     let mut out = format!("  {:<22} {state}\n", m.master);
     for (holder, count) in &m.holders {

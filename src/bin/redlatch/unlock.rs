@@ -48,8 +48,8 @@ async fn execute(args: &UnlockArgs) -> Result<(), Failure> {
     let client = conn::connect(args.redis.config()?).await?;
     let before = status::read(&client, &args.name, args.fair).await?;
     let fair = args.fair || before.iter().any(|m| !m.queue.is_empty());
-    println!("before:");
-    print!("{}", status::table(&args.name, &client, &before, fair));
+    status::out("before:\n");
+    status::out(&status::table(&args.name, &client, &before, fair));
     let lock = if fair {
         client.fair_lock(args.name.clone())
     } else {
@@ -59,7 +59,10 @@ async fn execute(args: &UnlockArgs) -> Result<(), Failure> {
         .force_unlock()
         .await
         .map_err(|e| exit::from_error(&format!("cannot force-unlock {:?}", args.name), &e))?;
-    println!("{}", summary(&args.name, &before, deleted, fair));
+    status::out(&format!(
+        "{}\n",
+        summary(&args.name, &before, deleted, fair)
+    ));
     Ok(())
 }
 
