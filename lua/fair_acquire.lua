@@ -14,7 +14,7 @@
 -- the lock, -2 when the lock is free but another waiter is ahead).
 --
 -- Invariants: the lock is only granted to the queue head (or to anyone when the queue is
--- empty); the queue keys expire after the stale timeout if every waiter dies.
+-- empty); the queue keys expire at the latest waiter deadline if every waiter dies.
 local now = now_ms()
 local evicted = evict_stale(KEYS[2], KEYS[3], now)
 local head = redis.call('lindex', KEYS[2], 0)
@@ -39,8 +39,12 @@ if ARGV[4] == '1' then
     if redis.call('lpos', KEYS[2], ARGV[2]) == false then
         redis.call('rpush', KEYS[2], ARGV[2])
     end
-    redis.call('pexpire', KEYS[2], ARGV[3])
-    redis.call('pexpire', KEYS[3], ARGV[3])
+    -- The keys live until the latest deadline, whoever set it: clients may use
+    -- different stale timeouts, and a short one must not cut the others' entries.
+    local last = redis.call('zrange', KEYS[3], -1, -1, 'withscores')[2]
+    last = string.format('%d', math.ceil(tonumber(last)))
+    redis.call('pexpireat', KEYS[2], last)
+    redis.call('pexpireat', KEYS[3], last)
 end
 if evicted > 0 and pttl == -2 then
     head = redis.call('lindex', KEYS[2], 0)

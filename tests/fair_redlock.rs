@@ -1,0 +1,211 @@
+//! Fair lock in Redlock mode (issue 4, item 5): a queue on every master; split rounds
+//! (different orders on different masters) resolve; no entry is left on a master that
+//! refused a waiter the majority granted.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{eventually_async, numsub, start_many, RedisServer};
+use redlatch::{Client, Config, Lock, LockGuard};
+use tokio::task::JoinHandle;
+
+const SEC: Duration = Duration::from_secs(1);
+
+async fn connect(masters: &[RedisServer], stale: Duration) -> Client {
+    let config = Config::redlock(masters.iter().map(RedisServer::url))
+        .master_timeout(Duration::from_millis(250))
+        .fair_stale_timeout(stale);
+    Client::connect(config).await.unwrap()
+}
+
+fn queue_key(name: &str) -> String {
+    format!("redisson_lock_queue:{{{name}}}")
+}
+
+fn queue(server: &RedisServer, name: &str) -> Vec<String> {
+    server.cmd(&["LRANGE", &queue_key(name), "0", "-1"])
+}
+
+/// Waits until every master is empty again; else fails, showing what is left.
+async fn assert_nothing_left(masters: &[RedisServer]) {
+    let empty = || masters.iter().all(|m| m.cmd::<i64>(&["DBSIZE"]) == 0);
+    if eventually_async(2 * SEC, empty).await {
+        return;
+    }
+    let mut left = Vec::new();
+    for (i, m) in masters.iter().enumerate() {
+        for key in m.cmd::<Vec<String>>(&["KEYS", "*"]) {
+            let content: Vec<String> = match m.cmd::<String>(&["TYPE", &key]).as_str() {
+                "list" => m.cmd(&["LRANGE", &key, "0", "-1"]),
+                "zset" => m.cmd(&["ZRANGE", &key, "0", "-1"]),
+                "hash" => m.cmd(&["HKEYS", &key]),
+                _ => Vec::new(),
+            };
+            left.push(format!("master {i}: {key} {content:?}"));
+        }
+    }
+    panic!("left behind: {left:#?}");
+}
+
+/// Runs `lock.lock()` in a new task; returns the task's holder id and its handle.
+fn spawn_lock(lock: &Lock) -> (String, JoinHandle<LockGuard>) {
+    let l = lock.clone();
+    let task = tokio::spawn(async move { l.lock().await.unwrap() });
+    (format!("{}:{}", lock.client().id(), task.id()), task)
+}
+
+async fn join<T>(task: JoinHandle<T>, within: Duration) -> T {
+    tokio::time::timeout(within, task)
+        .await
+        .expect("the task did not finish in time")
+        .expect("the task panicked")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_granted_by_a_majority_leaves_the_queue_of_the_master_that_refused_it() {
+    let masters = start_many(3);
+    let client = connect(&masters, 30 * SEC).await;
+    let name = "refused";
+    // Someone else holds the lock on the third master only.
+    let _: i64 = masters[2].cmd(&["HSET", name, "stranger:1", "1"]);
+    let _: i64 = masters[2].cmd(&["PEXPIRE", name, "60000"]);
+    let lock = client.fair_lock(name);
+    let g = lock.lock().await.unwrap();
+    // It queued on the third master while trying; it must not stay there, or it would
+    // block that master's queue for the stale timeout once the stranger is gone.
+    assert!(
+        eventually_async(SEC, || queue(&masters[2], name).is_empty()).await,
+        "{:?}",
+        queue(&masters[2], name)
+    );
+    g.unlock().await.unwrap();
+    let _: i64 = masters[2].cmd(&["DEL", name]);
+    assert_nothing_left(&masters).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timed_out_and_cancelled_waiters_leave_the_queue_on_every_master() {
+    let masters = start_many(3);
+    let client = connect(&masters, 30 * SEC).await;
+    let name = "gave-up";
+    let lock = client.fair_lock(name);
+    let held = lock.lock_with_lease(20 * SEC).await.unwrap();
+    let l = lock.clone();
+    let timed = tokio::spawn(async move { l.try_lock(Duration::from_millis(300)).await });
+    assert!(join(timed, 5 * SEC).await.unwrap().is_none());
+    for m in &masters {
+        assert_eq!(queue(m, name), Vec::<String>::new(), "left at once");
+    }
+    let (holder, task) = spawn_lock(&lock);
+    let queued = || masters.iter().all(|m| queue(m, name) == [holder.clone()]);
+    assert!(eventually_async(5 * SEC, queued).await);
+    task.abort();
+    let gone = || masters.iter().all(|m| queue(m, name).is_empty());
+    assert!(eventually_async(SEC, gone).await);
+    held.unlock().await.unwrap();
+    assert_nothing_left(&masters).await;
+}
+
+/// Three waiters queued in a different order on each master, so each master's head is
+/// another waiter: X Y Z, Y Z X, Z X Y. Nobody can win a majority as queued; the split
+/// rounds must still resolve, and every waiter gets the lock in reasonable time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_vote_from_opposite_queue_orders_resolves_for_every_waiter() {
+    let masters = start_many(3);
+    let client = connect(&masters, 30 * SEC).await;
+    let name = "rotation";
+    let lock = client.fair_lock(name);
+    let held = lock.lock_with_lease(20 * SEC).await.unwrap();
+    let mut waiters = Vec::new();
+    for _ in 0..3 {
+        let (holder, task) = spawn_lock(&lock);
+        let channel = format!("redisson_lock__channel:{{{name}}}:{holder}");
+        let ready = || {
+            masters
+                .iter()
+                .all(|m| queue(m, name).last() == Some(&holder) && numsub(m, &channel) == 1)
+        };
+        assert!(eventually_async(5 * SEC, ready).await);
+        waiters.push((holder, task));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let ids: Vec<&str> = waiters.iter().map(|w| w.0.as_str()).collect();
+    for (i, master) in masters.iter().enumerate() {
+        let mut args = vec!["RPUSH", "scratch"];
+        args.extend((0..3).map(|k| ids[(i + k) % 3]));
+        let _: i64 = master.cmd(&args);
+        let _: () = master.cmd(&["RENAME", "scratch", &queue_key(name)]);
+        assert_eq!(
+            queue(master, name)[0],
+            ids[i],
+            "master {i} has its own head"
+        );
+    }
+    let started = Instant::now();
+    held.unlock().await.unwrap();
+    let unlocked: Vec<_> = waiters
+        .into_iter()
+        .map(|(_, task)| tokio::spawn(async move { task.await.unwrap().unlock().await }))
+        .collect();
+    for task in unlocked {
+        join(task, 20 * SEC).await.unwrap();
+    }
+    eprintln!("three split waiters served in {:?}", started.elapsed());
+    assert_nothing_left(&masters).await;
+}
+
+/// 8 tasks over 4 clients, 3 acquisitions each, against 3 masters. Mutual exclusion is
+/// checked twice: an in-process flag and a read-modify-write counter on a fourth,
+/// independent redis-server that only the holder touches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_contending_tasks_all_acquire_in_turn_over_three_masters() {
+    const TASKS: usize = 8;
+    const ROUNDS: usize = 3;
+    let masters = start_many(3);
+    let counter = RedisServer::start();
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        clients.push(connect(&masters, 5 * SEC).await);
+    }
+    let name = "contended";
+    let inside = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let lock = clients[t % clients.len()].fair_lock(name);
+        let inside = inside.clone();
+        let mut store = counter.conn();
+        tasks.push(tokio::spawn(async move {
+            let mut longest = Duration::ZERO;
+            for _ in 0..ROUNDS {
+                let asked = Instant::now();
+                let g = lock.lock().await.unwrap();
+                longest = longest.max(asked.elapsed());
+                assert!(!inside.swap(true, SeqCst), "two holders at once");
+                let n: i64 = redis::cmd("GET").arg("n").query(&mut store).unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let _: () = redis::cmd("SET")
+                    .arg("n")
+                    .arg(n + 1)
+                    .query(&mut store)
+                    .unwrap();
+                inside.store(false, SeqCst);
+                g.unlock().await.unwrap();
+            }
+            longest
+        }));
+    }
+    let mut longest = Duration::ZERO;
+    for task in tasks {
+        longest = longest.max(join(task, 40 * SEC).await);
+    }
+    eprintln!("longest wait for one acquisition: {longest:?}");
+    // 7 others ahead at most, each holding ~10 ms; a waiter that keeps losing split
+    // rounds would blow far past this.
+    assert!(longest < 10 * SEC, "a waiter starved for {longest:?}");
+    let total = (TASKS * ROUNDS) as i64;
+    assert_eq!(counter.cmd::<i64>(&["GET", "n"]), total, "lost updates");
+    assert_nothing_left(&masters).await;
+}
