@@ -6,7 +6,7 @@ use std::time::Duration;
 ///
 /// Contention is not an error: `try_lock` returns `Ok(None)` when the wait runs out.
 /// Messages are lowercase and name the stage, the lock and the master involved.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The configuration is unusable (no masters, duplicate masters, zero timeouts...).

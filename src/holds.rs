@@ -9,11 +9,9 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-
-type Key = (Arc<str>, Arc<str>);
 
 /// One holder's hold on one lock.
 pub(crate) struct Hold {
@@ -26,7 +24,9 @@ pub(crate) struct Hold {
 struct State {
     count: u32,
     watchdog_holds: u32,
+    /// When a majority last set the lease to `lease` (acquire, re-entry or renewal).
     last_renewed: Instant,
+    lease: Duration,
 }
 
 impl Hold {
@@ -39,21 +39,36 @@ impl Hold {
     pub(crate) fn renewed(&self, at: Instant) {
         self.state.lock().last_renewed = at;
     }
+
+    /// When the lease runs out unless renewed.
+    fn expires(&self) -> Instant {
+        let s = self.state.lock();
+        s.last_renewed + s.lease
+    }
 }
 
-/// All holds of a client.
+/// All holds of a client, by lock name (usually one holder per name).
 #[derive(Default)]
 pub(crate) struct Holds {
-    map: parking_lot::Mutex<HashMap<Key, Arc<Hold>>>,
+    map: parking_lot::Mutex<HashMap<Arc<str>, Vec<Arc<Hold>>>>,
 }
 
 impl Holds {
     /// The live hold of `holder` on `name`, if any.
-    pub(crate) fn get(&self, name: &Arc<str>, holder: &Arc<str>) -> Option<Arc<Hold>> {
-        self.map
-            .lock()
-            .get(&(name.clone(), holder.clone()))
+    pub(crate) fn get(&self, name: &str, holder: &str) -> Option<Arc<Hold>> {
+        let map = self.map.lock();
+        map.get(name)?
+            .iter()
+            .find(|h| &*h.holder == holder)
             .cloned()
+    }
+
+    /// If a task of this client holds `name`: how long until its lease runs out. Its
+    /// release wakes local waiters directly, so they need not ask Redis meanwhile.
+    pub(crate) fn held_locally_for(&self, name: &str) -> Option<Duration> {
+        let map = self.map.lock();
+        let expires = map.get(name)?.iter().map(|h| h.expires()).min()?;
+        Some(expires.saturating_duration_since(Instant::now()))
     }
 
     /// Records an acquisition. `fresh`: the lock was created rather than re-entered; a
@@ -66,19 +81,22 @@ impl Holds {
         fresh: bool,
         watchdog: bool,
         at: Instant,
+        lease: Duration,
     ) -> Arc<Hold> {
         let mut map = self.map.lock();
-        let key = (name.clone(), holder.clone());
-        if let Some(old) = map.get(&key) {
+        let holds = map.entry(name.clone()).or_default();
+        if let Some(i) = holds.iter().position(|h| h.holder == *holder) {
             if !fresh {
+                let old = &holds[i];
                 let mut s = old.state.lock();
                 s.count += 1;
                 s.watchdog_holds += u32::from(watchdog);
-                // The re-entrant grant set the lease back to full on a majority.
+                // The re-entrant grant set the lease back to `lease` on a majority.
                 s.last_renewed = s.last_renewed.max(at);
+                s.lease = lease;
                 return old.clone();
             }
-            old.lost.cancel();
+            holds.swap_remove(i).lost.cancel();
         }
         let hold = Arc::new(Hold {
             name: name.clone(),
@@ -88,9 +106,10 @@ impl Holds {
                 count: 1,
                 watchdog_holds: u32::from(watchdog),
                 last_renewed: at,
+                lease,
             }),
         });
-        map.insert(key, hold.clone());
+        holds.push(hold.clone());
         hold
     }
 
@@ -107,38 +126,37 @@ impl Holds {
             s.watchdog_holds = s.watchdog_holds.saturating_sub(1);
         }
         if s.count == 0 {
-            let key = (hold.name.clone(), hold.holder.clone());
-            if map.get(&key).is_some_and(|h| Arc::ptr_eq(h, hold)) {
-                map.remove(&key);
-            }
+            drop(s);
+            Self::remove(&mut map, hold);
         }
         true
+    }
+
+    fn remove(map: &mut HashMap<Arc<str>, Vec<Arc<Hold>>>, hold: &Arc<Hold>) {
+        if let Some(holds) = map.get_mut(&hold.name) {
+            holds.retain(|h| !Arc::ptr_eq(h, hold));
+            if holds.is_empty() {
+                map.remove(&hold.name);
+            }
+        }
     }
 
     /// Declares a hold lost: cancels its token and removes it.
     pub(crate) fn lose(&self, hold: &Arc<Hold>) {
         hold.lost.cancel();
-        let key = (hold.name.clone(), hold.holder.clone());
-        let mut map = self.map.lock();
-        if map.get(&key).is_some_and(|h| Arc::ptr_eq(h, hold)) {
-            map.remove(&key);
-        }
+        Self::remove(&mut self.map.lock(), hold);
     }
 
     /// Declares every hold on `name` lost (after a force-unlock).
     pub(crate) fn lose_name(&self, name: &str) {
-        self.map.lock().retain(|(n, _), hold| {
-            let keep = &**n != name;
-            if !keep {
-                hold.lost.cancel();
-            }
-            keep
-        });
+        for hold in self.map.lock().remove(name).unwrap_or_default() {
+            hold.lost.cancel();
+        }
     }
 
     /// Declares every hold lost (the client shut down: nobody renews any more).
     pub(crate) fn lose_all(&self) {
-        for (_, hold) in self.map.lock().drain() {
+        for hold in self.map.lock().drain().flat_map(|(_, v)| v) {
             hold.lost.cancel();
         }
     }
@@ -148,13 +166,14 @@ impl Holds {
         self.map
             .lock()
             .values()
+            .flatten()
             .filter(|h| h.state.lock().watchdog_holds > 0)
             .cloned()
             .collect()
     }
 
-    /// Number of held locks.
+    /// Number of holds (distinct name and holder pairs).
     pub(crate) fn len(&self) -> usize {
-        self.map.lock().len()
+        self.map.lock().values().map(Vec::len).sum()
     }
 }

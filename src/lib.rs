@@ -3,6 +3,7 @@
 #![warn(rust_2018_idioms, unreachable_pub, clippy::all)]
 
 mod attempt;
+mod batch;
 mod client;
 mod config;
 mod error;

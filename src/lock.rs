@@ -162,6 +162,7 @@ impl Lock {
             grant.fresh,
             watchdog,
             grant.started,
+            call.lease,
         );
         Ok(Some(LockGuard::new(
             inner.clone(),

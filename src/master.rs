@@ -37,6 +37,7 @@ pub(crate) struct Master {
     next: AtomicUsize,
     timeout: Duration,
     connect_timeout: Duration,
+    batcher: crate::batch::Batcher,
 }
 
 impl Master {
@@ -68,7 +69,13 @@ impl Master {
             next: AtomicUsize::new(0),
             timeout,
             connect_timeout,
+            batcher: Default::default(),
         })
+    }
+
+    /// The group-commit queue (see batch.rs).
+    pub(crate) fn batcher(&self) -> &crate::batch::Batcher {
+        &self.batcher
     }
 
     /// `host:port`, as shown in errors.

@@ -12,6 +12,9 @@
 //!    every channel: messages may have been missed, so every waiter re-tries.
 //! 4. Dropping a subscription only edits the map and pokes the actors (no await), so a
 //!    cancelled waiter unsubscribes promptly and `Drop` never blocks.
+//! 5. A channel whose last subscription went lingers for [`LINGER`] before it is
+//!    unsubscribed: the next waiter of a busy lock (the usual case: one local waiter
+//!    takes over from the last) finds it confirmed, with no SUBSCRIBE round trip.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -22,8 +25,13 @@ use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
+/// How long an unused channel stays subscribed (invariant 5).
+const LINGER: Duration = Duration::from_millis(100);
+
 struct Channel {
     refs: usize,
+    /// Set when `refs` dropped to 0 (invariant 5).
+    idle_since: Option<tokio::time::Instant>,
     wake: watch::Sender<u64>,
     /// Bit i set: master i has confirmed the subscription on its current connection.
     confirmed: watch::Sender<u64>,
@@ -76,6 +84,7 @@ impl PubSub {
                 timeout,
                 actual: HashSet::new(),
                 conn: None,
+                lingering: Vec::new(),
             };
             tokio::spawn(actor.run(shutdown.clone()));
         }
@@ -88,10 +97,12 @@ impl PubSub {
         let new = !map.contains_key(&channel);
         let entry = map.entry(channel.clone()).or_insert_with(|| Channel {
             refs: 0,
+            idle_since: None,
             wake: watch::channel(0).0,
             confirmed: watch::channel(0).0,
         });
         entry.refs += 1;
+        entry.idle_since = None;
         let sub = Subscription {
             shared: self.shared.clone(),
             wake: entry.wake.subscribe(),
@@ -116,7 +127,12 @@ impl PubSub {
 
     /// Channels currently wanted by waiters of this client.
     pub(crate) fn channel_count(&self) -> usize {
-        self.shared.channels.lock().len()
+        self.shared
+            .channels
+            .lock()
+            .values()
+            .filter(|c| c.refs > 0)
+            .count()
     }
 }
 
@@ -167,13 +183,16 @@ impl Drop for Subscription {
         let last = match map.get_mut(&self.name) {
             Some(c) => {
                 c.refs -= 1;
+                if c.refs == 0 {
+                    c.idle_since = Some(tokio::time::Instant::now());
+                }
                 c.refs == 0
             }
             None => false,
         };
+        drop(map);
         if last {
-            map.remove(&self.name);
-            drop(map);
+            // Invariant 5: the actors schedule the unsubscribe after LINGER.
             self.shared.poke_all(&self.name);
         }
     }
@@ -187,6 +206,8 @@ struct Actor {
     timeout: Duration,
     actual: HashSet<String>,
     conn: Option<(PubSubSink, PubSubStream)>,
+    /// Idle channels and when they may go (invariant 5).
+    lingering: Vec<(tokio::time::Instant, String)>,
 }
 
 impl Actor {
@@ -194,8 +215,10 @@ impl Actor {
         let mut backoff = Duration::from_millis(50);
         let mut retry_at: Option<tokio::time::Instant> = None;
         loop {
-            let port = &self.shared.ports[self.idx];
+            let shared = self.shared.clone();
+            let port = &shared.ports[self.idx];
             let connected = self.conn.is_some();
+            let next_linger = self.lingering.iter().map(|(t, _)| *t).min();
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => return,
@@ -210,6 +233,10 @@ impl Actor {
                 }
                 _ = port.poke.notified() => {}
                 _ = sleep_until(retry_at), if retry_at.is_some() => {}
+                _ = sleep_until(next_linger), if next_linger.is_some() => {
+                    self.expire_lingering();
+                    continue;
+                }
             }
             retry_at = None;
             match self.reconcile().await {
@@ -244,6 +271,27 @@ impl Actor {
         self.shared.ports[self.idx].pending.lock().extend(wanted);
     }
 
+    /// Invariant 5: channels idle for LINGER leave the map; the poke unsubscribes them.
+    fn expire_lingering(&mut self) {
+        let now = tokio::time::Instant::now();
+        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.lingering)
+            .into_iter()
+            .partition(|(t, _)| *t <= now);
+        self.lingering = keep;
+        for (_, name) in due {
+            let removed = {
+                let mut map = self.shared.channels.lock();
+                let idle = map.get(&name).is_some_and(|c| {
+                    c.refs == 0 && c.idle_since.is_some_and(|t| t + LINGER <= now)
+                });
+                idle && map.remove(&name).is_some()
+            };
+            if removed {
+                self.shared.poke_all(&name);
+            }
+        }
+    }
+
     /// Invariant 1: bring the connection in line with the desired set.
     async fn reconcile(&mut self) -> Result<(), String> {
         let pending: HashSet<String> =
@@ -254,7 +302,11 @@ impl Actor {
         {
             let map = self.shared.channels.lock();
             for name in pending {
-                match (map.contains_key(&name), self.actual.contains(&name)) {
+                let entry = map.get(&name);
+                if let Some(since) = entry.filter(|c| c.refs == 0).and_then(|c| c.idle_since) {
+                    self.lingering.push((since + LINGER, name.clone()));
+                }
+                match (entry.is_some(), self.actual.contains(&name)) {
                     (true, false) => subscribe.push(name),
                     (true, true) => confirm.push(name),
                     (false, true) => unsubscribe.push(name),

@@ -15,13 +15,13 @@ use crate::master::Master;
 /// long as the slowest answer, never the sum.
 pub(crate) async fn fan_out<'a, T, F, Fut>(masters: &'a [Arc<Master>], f: F) -> Vec<Result<T>>
 where
-    F: Fn(&'a Master) -> Fut,
+    F: Fn(&'a Arc<Master>) -> Fut,
     Fut: Future<Output = Result<T>>,
 {
     if let [only] = masters {
         return vec![f(only).await];
     }
-    join_all(masters.iter().map(|m| f(m))).await
+    join_all(masters.iter().map(f)).await
 }
 
 /// The error for an operation that reached `acquired` of `needed` masters. With a

@@ -3,9 +3,11 @@
 //! Scripts run with EVALSHA; after `SCRIPT FLUSH` or a restart, NOSCRIPT makes
 //! `redis::Script` load the script and retry once. Every value is passed as KEYS/ARGV.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use redis::{Script, Value};
+
+use crate::batch::{Op, Reply};
 
 use crate::error::{Error, Result};
 use crate::master::Master;
@@ -20,6 +22,7 @@ macro_rules! fair_script {
     };
 }
 
+static BATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/batch.lua")));
 static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../lua/acquire.lua")));
 static RELEASE: LazyLock<Script> =
@@ -97,15 +100,25 @@ fn int(v: &Value) -> Option<i64> {
     }
 }
 
+/// Acquire on one master. Plain acquires go through the master's group commit.
 pub(crate) async fn acquire(
-    m: &Master,
+    m: &Arc<Master>,
     name: &str,
     lease_ms: u64,
     holder: &str,
     mode: AcquireMode,
 ) -> Result<Acquire> {
     let mut inv = match mode {
-        AcquireMode::Plain => ACQUIRE.key(name),
+        AcquireMode::Plain => {
+            let op = Op {
+                release: false,
+                name: name.into(),
+                holder: holder.into(),
+                lease_ms,
+            };
+            let (status, value) = m.submit(op).await?;
+            return acquire_reply(m, name, mode, status, value, None);
+        }
         AcquireMode::Fenced => FENCED_ACQUIRE.key(name),
         AcquireMode::Fair { .. } => FAIR_ACQUIRE.key(name),
     };
@@ -136,35 +149,58 @@ pub(crate) async fn acquire(
         _ => return Err(protocol(m, "acquire", &v)),
     };
     let token = items.get(2).and_then(int).map(|t| t as u64);
+    acquire_reply(m, name, mode, status, value, token)
+}
+
+fn acquire_reply(
+    m: &Master,
+    name: &str,
+    mode: AcquireMode,
+    status: i64,
+    value: i64,
+    token: Option<u64>,
+) -> Result<Acquire> {
     Ok(match status {
         0 => Acquire::Busy { pttl_ms: value },
         1 | 2 => Acquire::Granted {
             fresh: status == 1,
             token: token.filter(|_| matches!(mode, AcquireMode::Fenced)),
         },
-        _ => return Err(protocol(m, "acquire", &v)),
+        WRONG_TYPE => return Err(wrong_type(m, name)),
+        _ => return Err(protocol(m, "acquire", &Value::Int(status))),
     })
 }
 
+/// Release on one master. Plain releases go through the master's group commit.
 pub(crate) async fn release(
-    m: &Master,
+    m: &Arc<Master>,
     name: &str,
     lease_ms: u64,
     holder: &str,
     fair: bool,
 ) -> Result<Release> {
-    let mut inv = if fair {
-        let mut inv = FAIR_RELEASE.key(name);
-        inv.key(names::queue(name))
-            .key(names::timeouts(name))
-            .key(names::channel(name));
-        inv
-    } else {
-        let mut inv = RELEASE.key(name);
-        inv.key(names::channel(name));
-        inv
-    };
-    inv.arg("0").arg(lease_ms).arg(holder);
+    if !fair {
+        let op = Op {
+            release: true,
+            name: name.into(),
+            holder: holder.into(),
+            lease_ms,
+        };
+        return match m.submit(op).await?.0 {
+            -1 => Ok(Release::NotHeld),
+            0 => Ok(Release::StillHeld),
+            1 => Ok(Release::Released),
+            WRONG_TYPE => Err(wrong_type(m, name)),
+            other => Err(protocol(m, "release", &Value::Int(other))),
+        };
+    }
+    let mut inv = FAIR_RELEASE.key(name);
+    inv.key(names::queue(name))
+        .key(names::timeouts(name))
+        .key(names::channel(name))
+        .arg("0")
+        .arg(lease_ms)
+        .arg(holder);
     let v: Option<i64> = m
         .run(|mut c| async move { inv.invoke_async(&mut c).await })
         .await
@@ -174,6 +210,59 @@ pub(crate) async fn release(
         Some(0) => Release::StillHeld,
         Some(_) => Release::Released,
     })
+}
+
+/// `batch.lua`'s status for a key of another type.
+const WRONG_TYPE: i64 = 3;
+
+fn wrong_type(m: &Master, name: &str) -> Error {
+    Error::WrongType {
+        name: name.to_string(),
+        addr: m.addr().to_string(),
+    }
+}
+
+/// One plain operation with its own script (acquire.lua / release.lua), answered in
+/// `batch.lua`'s terms.
+pub(crate) async fn single(m: &Master, op: &Op) -> Result<Reply> {
+    let name = &*op.name;
+    let reply = if op.release {
+        let mut inv = RELEASE.key(name);
+        inv.key(names::channel(name))
+            .arg("0")
+            .arg(op.lease_ms)
+            .arg(&*op.holder);
+        m.run(|mut c| async move { inv.invoke_async::<Option<i64>>(&mut c).await })
+            .await
+            .map(|v| (v.map_or(-1, |x| x.min(1)), 0))
+    } else {
+        let mut inv = ACQUIRE.key(name);
+        inv.arg(op.lease_ms).arg(&*op.holder);
+        m.run(|mut c| async move { inv.invoke_async::<(i64, i64)>(&mut c).await })
+            .await
+    };
+    match reply.map_err(|e| typed(name, e)) {
+        Err(Error::WrongType { .. }) => Ok((WRONG_TYPE, 0)),
+        other => other,
+    }
+}
+
+/// Many plain operations in one `batch.lua` call.
+pub(crate) async fn batch(m: &Master, ops: &[&Op]) -> Result<Vec<Reply>> {
+    let mut inv = BATCH.prepare_invoke();
+    for op in ops {
+        inv.key(&*op.name);
+        if op.release {
+            inv.key(names::channel(&op.name)).arg("r");
+        } else {
+            inv.arg("a");
+        }
+        inv.arg(op.lease_ms).arg(&*op.holder);
+    }
+    let v: Value = m
+        .run(|mut c| async move { inv.invoke_async(&mut c).await })
+        .await?;
+    crate::batch::pairs(m, v, ops.len())
 }
 
 /// Renews `(name, holder)` pairs to `lease_ms`; one bool per pair, true = still held.

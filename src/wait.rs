@@ -13,6 +13,9 @@
 //! 5. A fair waiter granted by a majority but not by every master also leaves the
 //!    queues of the others (it joined them while trying), in the background as it
 //!    returns; otherwise its entry would block those queues until its deadline.
+//! 6. A subscribed waiter of a non-fair lock that another task of the same client
+//!    holds does not ask Redis: that task's release wakes it directly (a force-unlock
+//!    arrives as a message), and its lease bounds the wait.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +27,7 @@ use crate::client::Inner;
 use crate::error::Result;
 use crate::lock::Kind;
 use crate::names;
+use crate::pubsub::Subscription;
 use crate::quorum::fan_out;
 use crate::scripts::{self, AcquireMode};
 
@@ -91,15 +95,33 @@ async fn wait_loop(
     mut queued: scopeguard::ScopeGuard<bool, impl FnOnce(bool)>,
 ) -> Result<Option<Grant>> {
     let fair = call.kind == Kind::Fair;
-    let mut sub = None;
+    let mut sub: Option<Subscription> = None;
     let mut unavailable_since: Option<Instant> = None;
     loop {
         if let Some(s) = sub.as_mut() {
-            crate::pubsub::Subscription::mark_seen(s);
+            s.mark_seen();
         }
         // A cancelled fair attempt may already have queued us (invariant 4).
         *queued = fair && !once;
-        let (retry_in, backoff, error) = match attempt(inner, req).await? {
+        // Invariant 6: while a task of this client holds a non-fair lock, its release
+        // wakes us directly; an attempt now would only be refused.
+        let local = (!fair && !req.reentrant)
+            .then(|| inner.holds.held_locally_for(&call.name))
+            .flatten()
+            .filter(|left| !left.is_zero());
+        if local.is_some() && sub.is_none() {
+            let until = deadline.unwrap_or_else(|| Instant::now() + inner.config.connect_timeout);
+            sub = Some(subscribe(inner, call, until).await);
+            continue;
+        }
+        let outcome = match local {
+            Some(left) => Outcome::Busy {
+                retry_in: left,
+                split: false,
+            },
+            None => attempt(inner, req).await?,
+        };
+        let (retry_in, backoff, error) = match outcome {
             Outcome::Granted(g) => {
                 // Invariant 5: a master that refused us may still queue us; the guard
                 // leaves those queues in the background as this function returns.
@@ -133,23 +155,13 @@ async fn wait_loop(
         let waiter = match sub.as_mut() {
             Some(s) => s,
             None => {
-                // Invariant 1: subscribe, then re-try at once.
-                let channel = if fair {
-                    names::waiter_channel(&call.name, &call.holder)
-                } else {
-                    names::channel(&call.name)
-                };
-                let mut s = inner.pubsub.subscribe(channel);
-                // Bounded by the caller's deadline and, while no majority answers, by
-                // the unavailable timeout (a majority cannot confirm then anyway).
-                let until = deadline.or_else(|| {
-                    unavailable_since.map(|since| since + inner.config.unavailable_after())
-                });
-                let bound = until.map_or(inner.config.connect_timeout, |d| {
-                    inner.config.connect_timeout.min(d - now)
-                });
-                s.ready(bound).await;
-                sub = Some(s);
+                // Invariant 1: subscribe, then re-try at once. Bounded by the caller's
+                // deadline and, while no majority answers, by the unavailable timeout
+                // (a majority cannot confirm then anyway).
+                let until = deadline
+                    .or_else(|| unavailable_since.map(|t| t + inner.config.unavailable_after()))
+                    .unwrap_or(now + inner.config.connect_timeout);
+                sub = Some(subscribe(inner, call, until).await);
                 continue;
             }
         };
@@ -162,6 +174,20 @@ async fn wait_loop(
         }
         waiter.wait(max).await;
     }
+}
+
+/// Subscribes to the channel that wakes this call's waiter and waits until a majority
+/// confirmed it, at most until `until` and at most the connect timeout.
+async fn subscribe(inner: &Inner, call: &Call, until: Instant) -> Subscription {
+    let channel = if call.kind == Kind::Fair {
+        names::waiter_channel(&call.name, &call.holder)
+    } else {
+        names::channel(&call.name)
+    };
+    let mut s = inner.pubsub.subscribe(channel);
+    let bound = until.saturating_duration_since(Instant::now());
+    s.ready(bound.min(inner.config.connect_timeout)).await;
+    s
 }
 
 /// Removes a fair waiter from the queue on every master (best effort: a master that

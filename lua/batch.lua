@@ -1,0 +1,58 @@
+-- batch.lua: many plain acquires and releases in one call (group commit). Each
+-- operation behaves exactly like acquire.lua / release.lua on its own keys; the
+-- batch only saves round trips and per-call overhead.
+--
+-- For operation i (1-based), with k = the running KEYS index:
+--   ARGV[3i-2] = "a" (acquire: KEYS[k] = lock name)
+--             or "r" (release: KEYS[k] = lock name, KEYS[k+1] = unlock channel)
+--   ARGV[3i-1] = lease in milliseconds
+--   ARGV[3i]   = holder id
+--
+-- Returns a flat array, two integers per operation:
+--   acquire: {1, 1} fresh, {2, count} re-entered, {0, pttl} busy
+--   release: {-1, 0} not held, {0, 0} still held, {1, 0} released (published "0")
+--   either:  {3, 0} the key holds a value of another type (WRONGTYPE); nothing changed
+local out = {}
+local k = 1
+for i = 1, #ARGV, 3 do
+    local op, lease, holder = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    local name = KEYS[k]
+    local kind = redis.call('type', name).ok
+    if kind ~= 'hash' and kind ~= 'none' then
+        out[#out + 1] = 3
+        out[#out + 1] = 0
+    elseif op == 'a' then
+        if kind == 'none' then
+            redis.call('hincrby', name, holder, 1)
+            redis.call('pexpire', name, lease)
+            out[#out + 1] = 1
+            out[#out + 1] = 1
+        elseif redis.call('hexists', name, holder) == 1 then
+            local count = redis.call('hincrby', name, holder, 1)
+            redis.call('pexpire', name, lease)
+            out[#out + 1] = 2
+            out[#out + 1] = count
+        else
+            out[#out + 1] = 0
+            out[#out + 1] = redis.call('pttl', name)
+        end
+    elseif redis.call('hexists', name, holder) == 0 then
+        out[#out + 1] = -1
+        out[#out + 1] = 0
+    elseif redis.call('hincrby', name, holder, -1) > 0 then
+        redis.call('pexpire', name, lease)
+        out[#out + 1] = 0
+        out[#out + 1] = 0
+    else
+        redis.call('del', name)
+        redis.call('publish', KEYS[k + 1], '0')
+        out[#out + 1] = 1
+        out[#out + 1] = 0
+    end
+    if op == 'r' then
+        k = k + 2
+    else
+        k = k + 1
+    end
+end
+return out

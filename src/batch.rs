@@ -1,0 +1,162 @@
+//! Group commit: plain acquires and releases bound for one master are coalesced into
+//! one `batch.lua` call while earlier calls to that master are in flight.
+//!
+//! Invariants:
+//! 1. An operation that finds fewer than [`MAX_FLIGHTS`] calls in flight is sent at
+//!    once by its caller (no task hop, no added latency when lightly loaded), as the
+//!    single-operation script.
+//! 2. Operations that arrive while [`MAX_FLIGHTS`] calls are in flight queue up; when a
+//!    flight lands, a flusher task takes over its slot and sends everything queued as
+//!    one batch, batch after batch, until the queue is empty.
+//! 3. A queued operation never depends on another caller's future: if the caller that
+//!    started a flight is dropped, the flusher takes over the queue.
+//! 4. Every operation's outcome is exactly what its single-operation script would have
+//!    returned; a batch only saves round trips and per-call work in Redis.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::Value;
+use tokio::sync::oneshot;
+
+use crate::error::{Error, Result};
+use crate::master::Master;
+use crate::scripts;
+
+/// Operations per batch call, at most.
+const MAX_BATCH: usize = 256;
+
+/// Calls in flight per master before operations queue for a batch. Two keeps a
+/// hand-over (one task's release, the next one's acquire) from waiting on each other.
+const MAX_FLIGHTS: usize = 2;
+
+/// One plain acquire or release.
+pub(crate) struct Op {
+    pub(crate) release: bool,
+    pub(crate) name: String,
+    pub(crate) holder: String,
+    pub(crate) lease_ms: u64,
+}
+
+/// A script's answer for one operation: (status, value) as in `batch.lua`.
+pub(crate) type Reply = (i64, i64);
+
+struct Pending {
+    op: Op,
+    tx: oneshot::Sender<Result<Reply>>,
+}
+
+#[derive(Default)]
+struct Queue {
+    ops: Vec<Pending>,
+    flying: usize,
+}
+
+/// A master's group-commit queue.
+#[derive(Default)]
+pub(crate) struct Batcher {
+    queue: parking_lot::Mutex<Queue>,
+}
+
+impl Master {
+    /// Runs one plain operation, alone or as part of a batch.
+    pub(crate) async fn submit(self: &Arc<Self>, op: Op) -> Result<Reply> {
+        let op = {
+            let mut q = self.batcher().queue.lock();
+            if q.flying >= MAX_FLIGHTS {
+                let (tx, rx) = oneshot::channel();
+                q.ops.push(Pending { op, tx });
+                Err(rx)
+            } else {
+                q.flying += 1;
+                Ok(op)
+            }
+        };
+        let op = match op {
+            Ok(op) => op,
+            Err(rx) => return self.await_reply(rx).await,
+        };
+        // Invariant 1 and 3: fly our own operation; whatever happens to this future,
+        // the queue is handed to a flusher afterwards.
+        let _handover = scopeguard::guard(self.clone(), |m| m.land());
+        scripts::single(self, &op).await
+    }
+
+    async fn await_reply(&self, rx: oneshot::Receiver<Result<Reply>>) -> Result<Reply> {
+        // The call ahead of ours may take up to a timeout, then ours up to another.
+        let bound = self.timeout() * 2 + Duration::from_millis(10);
+        match tokio::time::timeout(bound, rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) | Err(_) => Err(Error::Timeout {
+                addr: self.addr().to_string(),
+                after: bound,
+            }),
+        }
+    }
+
+    /// A flight landed: free its slot, or hand it to a flusher for what queued meanwhile.
+    fn land(self: Arc<Self>) {
+        let mut q = self.batcher().queue.lock();
+        if q.ops.is_empty() {
+            q.flying -= 1;
+            return;
+        }
+        drop(q);
+        tokio::spawn(async move { self.flush().await });
+    }
+
+    /// Invariant 2: send everything queued, batch after batch, until the queue is empty.
+    async fn flush(self: Arc<Self>) {
+        loop {
+            let batch: Vec<Pending> = {
+                let mut q = self.batcher().queue.lock();
+                if q.ops.is_empty() {
+                    q.flying -= 1;
+                    return;
+                }
+                let n = q.ops.len().min(MAX_BATCH);
+                q.ops.drain(..n).collect()
+            };
+            let ops: Vec<&Op> = batch.iter().map(|p| &p.op).collect();
+            let result = if let [one] = ops.as_slice() {
+                scripts::single(&self, one).await.map(|r| vec![r])
+            } else {
+                scripts::batch(&self, &ops).await
+            };
+            match result {
+                Ok(replies) => {
+                    for (p, r) in batch.into_iter().zip(replies) {
+                        let _ = p.tx.send(Ok(r));
+                    }
+                }
+                Err(e) => {
+                    for p in batch {
+                        let _ = p.tx.send(Err(e.clone()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Splits a flat `batch.lua` reply into one pair per operation.
+pub(crate) fn pairs(master: &Master, v: Value, n: usize) -> Result<Vec<Reply>> {
+    let ints: Option<Vec<i64>> = match &v {
+        Value::Array(items) => items
+            .iter()
+            .map(|x| match x {
+                Value::Int(i) => Some(*i),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    };
+    match ints {
+        Some(ints) if ints.len() == 2 * n => Ok(ints.chunks(2).map(|c| (c[0], c[1])).collect()),
+        _ => Err(master.err(redis::RedisError::from((
+            redis::ErrorKind::Parse,
+            "unexpected batch reply",
+            format!("{v:?}"),
+        )))),
+    }
+}
