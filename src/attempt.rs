@@ -56,7 +56,7 @@ pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome
     let undo = scopeguard::guard(!req.reentrant, |armed| {
         if armed {
             let (inner, name, holder) = (inner.clone(), req.name.clone(), req.holder.clone());
-            tokio::spawn(async move {
+            inner.clone().cleanups.spawn(async move {
                 let _ = release_on(&inner, &name, &holder, lease_ms, fair, None).await;
             });
         }

@@ -50,6 +50,10 @@ pub(crate) struct Inner {
     pub(crate) pubsub: PubSub,
     pub(crate) holds: Holds,
     pub(crate) gates: Gates,
+    /// Background clean-ups (releases on drop, undoing cancelled attempts, leaving fair
+    /// queues), so [`Client::close`] can wait for them.
+    pub(crate) cleanups: tokio_util::task::TaskTracker,
+    shutdown: CancellationToken,
 }
 
 impl Inner {
@@ -122,6 +126,8 @@ impl Client {
             pubsub,
             holds: Holds::default(),
             gates: Gates::default(),
+            cleanups: tokio_util::task::TaskTracker::new(),
+            shutdown: shutdown.clone(),
         });
         tokio::spawn(crate::watchdog::run(
             Arc::downgrade(&inner),
@@ -183,6 +189,23 @@ impl Client {
     /// Pub/sub channels this client is currently subscribed to for its waiters.
     pub fn subscriptions(&self) -> usize {
         self.inner.pubsub.channel_count()
+    }
+
+    /// Shuts the client down cleanly: waits (at most `timeout`) for background work —
+    /// releases of dropped guards, undoing cancelled attempts, leaving fair queues —
+    /// then stops the watchdog and the pub/sub connections, for every clone of this
+    /// client. Guards still alive report their lock [lost](crate::LockGuard::lost).
+    ///
+    /// Call it before a short-lived program exits: a process that just returns from
+    /// `main` would drop pending background releases, leaving locks to expire by lease.
+    ///
+    /// # Cancel safety
+    /// Dropping the future before it finishes leaves the client running.
+    pub async fn close(self, timeout: Duration) {
+        let inner = &self.inner;
+        inner.cleanups.close();
+        let _ = tokio::time::timeout(timeout, inner.cleanups.wait()).await;
+        inner.shutdown.cancel();
     }
 
     /// Runs one watchdog round now instead of waiting for the next tick.

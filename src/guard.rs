@@ -122,12 +122,13 @@ impl Drop for LockGuard {
         let (lease_ms, fair) = (self.lease_ms, self.fair);
         let runtime =
             tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
-        runtime.spawn(async move {
-            if let Err(e) = release_on(&inner, &hold.name, &hold.holder, lease_ms, fair, None).await
-            {
+        let release = async move {
+            let r = release_on(&inner, &hold.name, &hold.holder, lease_ms, fair, None).await;
+            if let Err(e) = r {
                 tracing::warn!(lock = %hold.name, error = %e, "release on drop failed");
             }
-        });
+        };
+        self.inner.cleanups.spawn_on(release, &runtime);
     }
 }
 

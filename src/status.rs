@@ -39,6 +39,8 @@ impl Lock {
     pub async fn status(&self) -> Result<Vec<MasterStatus>> {
         names::validate(self.name())?;
         let mut pipe = redis::pipe();
+        // A key of another type fails HGETALL only; TYPE still says what it is.
+        pipe.ignore_errors();
         pipe.cmd("TYPE").arg(self.name());
         pipe.cmd("PTTL").arg(self.name());
         pipe.cmd("HGETALL").arg(self.name());

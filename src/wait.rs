@@ -78,7 +78,8 @@ pub(crate) async fn acquire(inner: &Arc<Inner>, call: &Call) -> Result<Option<Gr
     let queued = scopeguard::guard(false, |queued| {
         if queued {
             let (inner, name, holder) = (inner.clone(), call.name.clone(), call.holder.clone());
-            tokio::spawn(async move { leave_queue(&inner, &name, &holder).await });
+            let cleanups = inner.cleanups.clone();
+            cleanups.spawn(async move { leave_queue(&inner, &name, &holder).await });
         }
     });
     // Boxed: keeps the future type shallow enough for callers' own async fns (rustc's

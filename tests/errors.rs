@@ -13,23 +13,42 @@ async fn client(server: &RedisServer) -> Client {
 
 #[tokio::test]
 async fn invalid_urls_are_rejected_before_connecting() {
-    for url in ["http://127.0.0.1:1", "127.0.0.1:6379", "redis://[::1", "rediss://127.0.0.1:1"] {
+    for url in [
+        "http://127.0.0.1:1",
+        "127.0.0.1:6379",
+        "redis://[::1",
+        "rediss://127.0.0.1:1",
+    ] {
         let err = Client::connect(Config::single(url)).await.unwrap_err();
         assert!(matches!(err, Error::InvalidUrl { .. }), "{url}: {err}");
         assert!(err.to_string().starts_with("invalid redis url"), "{err}");
     }
-    let err = Client::connect(Config::redlock(Vec::<String>::new())).await.unwrap_err();
+    let err = Client::connect(Config::redlock(Vec::<String>::new()))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Config(_)), "{err}");
 }
 
 #[tokio::test]
 async fn an_unreachable_redis_fails_fast_with_the_masters_address() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let started = Instant::now();
-    let err = Client::connect(Config::single(format!("redis://127.0.0.1:{port}"))).await.unwrap_err();
+    let err = Client::connect(Config::single(format!("redis://127.0.0.1:{port}")))
+        .await
+        .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(matches!(err, Error::Redis { .. } | Error::Timeout { .. }), "{err}");
-    assert!(err.to_string().contains(&format!("127.0.0.1:{port}")), "{err}");
+    assert!(
+        matches!(err, Error::Redis { .. } | Error::Timeout { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains(&format!("127.0.0.1:{port}")),
+        "{err}"
+    );
     assert!(err.is_unavailable());
 }
 
@@ -38,11 +57,16 @@ async fn a_stalled_redis_times_out_at_connect_instead_of_hanging() {
     let server = RedisServer::start();
     server.pause();
     let started = Instant::now();
-    let err = Client::connect(Config::single(server.url()).connect_timeout(Duration::from_millis(500)))
-        .await
-        .unwrap_err();
+    let err =
+        Client::connect(Config::single(server.url()).connect_timeout(Duration::from_millis(500)))
+            .await
+            .unwrap_err();
     server.resume();
-    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
     assert!(err.is_timeout(), "{err}");
 }
 
@@ -53,10 +77,19 @@ async fn empty_and_oversized_names_are_invalid_everywhere() {
     for name in [String::new(), "x".repeat(MAX_NAME_LEN + 1)] {
         let lock = c.lock(name.clone());
         assert!(matches!(lock.lock().await, Err(Error::InvalidName(_))));
-        assert!(matches!(lock.try_lock(Duration::ZERO).await, Err(Error::InvalidName(_))));
+        assert!(matches!(
+            lock.try_lock(Duration::ZERO).await,
+            Err(Error::InvalidName(_))
+        ));
         assert!(matches!(lock.is_locked().await, Err(Error::InvalidName(_))));
-        assert!(matches!(lock.force_unlock().await, Err(Error::InvalidName(_))));
-        assert!(matches!(c.fair_lock(name).lock().await, Err(Error::InvalidName(_))));
+        assert!(matches!(
+            lock.force_unlock().await,
+            Err(Error::InvalidName(_))
+        ));
+        assert!(matches!(
+            c.fair_lock(name).lock().await,
+            Err(Error::InvalidName(_))
+        ));
     }
     // The largest allowed name works end to end.
     let big = c.lock("y".repeat(MAX_NAME_LEN));
@@ -68,15 +101,25 @@ async fn empty_and_oversized_names_are_invalid_everywhere() {
 async fn zero_tiny_and_absurd_leases_are_invalid() {
     let server = RedisServer::start();
     let lock = client(&server).await.lock("lease");
-    for lease in [Duration::ZERO, Duration::from_micros(999), MAX_LEASE + Duration::from_secs(1)] {
+    for lease in [
+        Duration::ZERO,
+        Duration::from_micros(999),
+        MAX_LEASE + Duration::from_secs(1),
+    ] {
         let err = lock.lock_with_lease(lease).await.unwrap_err();
         assert!(matches!(err, Error::InvalidLease(_)), "{lease:?}: {err}");
-        let err = lock.try_lock_with_lease(Duration::ZERO, lease).await.unwrap_err();
+        let err = lock
+            .try_lock_with_lease(Duration::ZERO, lease)
+            .await
+            .unwrap_err();
         assert!(matches!(err, Error::InvalidLease(_)));
     }
     assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
     let bad = Config::single(server.url()).watchdog_timeout(Duration::ZERO);
-    assert!(matches!(Client::connect(bad).await, Err(Error::InvalidLease(_) | Error::Config(_))));
+    assert!(matches!(
+        Client::connect(bad).await,
+        Err(Error::InvalidLease(_) | Error::Config(_))
+    ));
 }
 
 #[tokio::test]
@@ -88,12 +131,24 @@ async fn a_key_of_another_type_is_reported_and_left_alone() {
         let err = lock.lock().await.unwrap_err();
         assert!(matches!(err, Error::WrongType { .. }), "{err}");
         assert!(err.to_string().contains("another type"), "{err}");
-        assert!(matches!(lock.try_lock(Duration::from_secs(1)).await, Err(Error::WrongType { .. })));
-        assert!(matches!(lock.hold_count().await, Err(Error::WrongType { .. })));
-        assert!(matches!(lock.force_unlock().await, Err(Error::WrongType { .. })));
+        assert!(matches!(
+            lock.try_lock(Duration::from_secs(1)).await,
+            Err(Error::WrongType { .. })
+        ));
+        assert!(matches!(
+            lock.hold_count().await,
+            Err(Error::WrongType { .. })
+        ));
+        assert!(matches!(
+            lock.force_unlock().await,
+            Err(Error::WrongType { .. })
+        ));
     }
     assert_eq!(server.cmd::<String>(&["GET", "str"]), "value");
-    assert!(c.lock("str").is_locked().await.unwrap(), "EXISTS sees the key");
+    assert!(
+        c.lock("str").is_locked().await.unwrap(),
+        "EXISTS sees the key"
+    );
 }
 
 #[tokio::test]
@@ -113,7 +168,10 @@ async fn redis_going_down_gives_an_error_not_a_hang() {
     assert!(err.is_unavailable(), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5));
     let r = c.lock("other").try_lock(Duration::from_millis(300)).await;
-    assert!(r.is_err(), "an unreachable master is an error, not contention");
+    assert!(
+        r.is_err(),
+        "an unreachable master is an error, not contention"
+    );
     assert!(held.unlock().await.unwrap_err().is_unavailable());
     assert!(c.lock("other").is_locked().await.is_err());
 }
@@ -133,7 +191,10 @@ async fn unlock_after_force_unlock_says_not_held_and_lost_fires() {
 #[tokio::test]
 async fn from_env_reads_redlatch_redis() {
     // Only this test touches the variable.
-    std::env::set_var(redlatch::ENV_VAR, "redis://127.0.0.1:1, redis://127.0.0.1:2,redis://127.0.0.1:3");
+    std::env::set_var(
+        redlatch::ENV_VAR,
+        "redis://127.0.0.1:1, redis://127.0.0.1:2,redis://127.0.0.1:3",
+    );
     let cfg = Config::from_env().unwrap();
     assert_eq!(cfg.urls().len(), 3);
     assert_eq!(cfg.quorum(), 2);
@@ -141,4 +202,16 @@ async fn from_env_reads_redlatch_redis() {
     assert!(Config::from_env().is_err());
     std::env::remove_var(redlatch::ENV_VAR);
     assert!(Config::from_env().is_err());
+}
+
+#[tokio::test]
+async fn status_shows_the_type_of_a_key_that_is_not_a_lock() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    server.cmd::<String>(&["SET", "not-a-lock", "v"]);
+    let st = c.lock("not-a-lock").status().await.unwrap();
+    assert_eq!(st.len(), 1);
+    assert_eq!(st[0].key_type, "string");
+    assert!(st[0].error.is_none(), "{:?}", st[0].error);
+    assert!(st[0].holders.is_empty());
 }

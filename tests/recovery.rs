@@ -82,11 +82,20 @@ async fn a_waiter_survives_a_redis_restart_and_acquires_afterwards() {
             .watchdog_timeout(Duration::from_secs(30))
             .unavailable_timeout(Duration::from_secs(20))
     };
-    let (a, b) = (Client::connect(cfg()).await.unwrap(), Client::connect(cfg()).await.unwrap());
+    let (a, b) = (
+        Client::connect(cfg()).await.unwrap(),
+        Client::connect(cfg()).await.unwrap(),
+    );
     let _held = a.lock("survive").lock().await.unwrap();
     let lock_b = b.lock("survive");
     let waiter = tokio::spawn(async move { lock_b.lock().await.map(drop) });
-    assert!(eventually_async(Duration::from_secs(5), || numsub(&server, "redisson_lock__channel:{survive}") == 1).await);
+    assert!(
+        eventually_async(Duration::from_secs(5), || numsub(
+            &server,
+            "redisson_lock__channel:{survive}"
+        ) == 1)
+        .await
+    );
     server.restart();
     // The old lock is gone with the data; the reconnect wakes the waiter, which takes it.
     tokio::time::timeout(Duration::from_secs(10), waiter)

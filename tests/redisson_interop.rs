@@ -48,7 +48,11 @@ async fn a_lock_held_by_redisson_blocks_us() {
     assert_eq!(redisson_lock(&server, "java", 30_000), None);
     let lock = client(&server).await.lock("java");
     assert!(lock.try_lock(Duration::ZERO).await.unwrap().is_none());
-    assert!(lock.try_lock(Duration::from_millis(300)).await.unwrap().is_none());
+    assert!(lock
+        .try_lock(Duration::from_millis(300))
+        .await
+        .unwrap()
+        .is_none());
     assert!(lock.is_locked().await.unwrap());
     assert!(!lock.is_held_by_current_task().await.unwrap());
     assert_eq!(server.cmd::<i64>(&["HGET", "java", JAVA_HOLDER]), 1);
@@ -60,11 +64,19 @@ async fn our_lock_blocks_redisson_and_its_unlock_attempt_changes_nothing() {
     let g = client(&server).await.lock("rust").lock().await.unwrap();
     let pttl = redisson_lock(&server, "rust", 30_000).expect("redisson must be refused");
     assert!(pttl > 0);
-    assert_eq!(redisson_unlock(&server, "rust"), None, "not held by the java thread");
+    assert_eq!(
+        redisson_unlock(&server, "rust"),
+        None,
+        "not held by the java thread"
+    );
     let fields: Vec<String> = server.cmd(&["HKEYS", "rust"]);
     assert_eq!(fields, vec![g.holder().to_string()]);
     g.unlock().await.unwrap();
-    assert_eq!(redisson_lock(&server, "rust", 30_000), None, "free again for redisson");
+    assert_eq!(
+        redisson_lock(&server, "rust", 30_000),
+        None,
+        "free again for redisson"
+    );
 }
 
 #[tokio::test]
@@ -74,14 +86,23 @@ async fn redissons_unlock_message_wakes_our_waiter() {
     let client = client(&server).await;
     let lock = client.lock("handoff");
     let waiter = tokio::spawn(async move { lock.lock().await.map(|g| (Instant::now(), g)) });
-    assert!(eventually_async(Duration::from_secs(5), || numsub(&server, "redisson_lock__channel:{handoff}") == 1).await);
+    assert!(
+        eventually_async(Duration::from_secs(5), || numsub(
+            &server,
+            "redisson_lock__channel:{handoff}"
+        ) == 1)
+        .await
+    );
     let released = Instant::now();
     assert_eq!(redisson_unlock(&server, "handoff"), Some(1));
     let (at, g) = waiter.await.unwrap().unwrap();
     // The Java lease was 30 s: only the message explains a quick hand-over.
     assert!(at.duration_since(released) < Duration::from_secs(5));
     // The unlock latch key Redisson leaves behind does not confuse us.
-    assert_eq!(server.cmd::<i64>(&["EXISTS", "redisson_unlock_latch:{handoff}:req-1"]), 1);
+    assert_eq!(
+        server.cmd::<i64>(&["EXISTS", "redisson_unlock_latch:{handoff}:req-1"]),
+        1
+    );
     g.unlock().await.unwrap();
 }
 
@@ -91,12 +112,17 @@ async fn our_full_release_publishes_zero_and_a_reentrant_one_publishes_nothing()
     let mut sub_conn = server.conn();
     let mut pubsub = sub_conn.as_pubsub();
     pubsub.subscribe("redisson_lock__channel:{msg}").unwrap();
-    pubsub.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    pubsub
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     let lock = client(&server).await.lock("msg");
     let outer = lock.lock().await.unwrap();
     let inner = lock.lock().await.unwrap();
     inner.unlock().await.unwrap();
-    assert!(pubsub.get_message().is_err(), "a reentrant release must not publish");
+    assert!(
+        pubsub.get_message().is_err(),
+        "a reentrant release must not publish"
+    );
     outer.unlock().await.unwrap();
     let msg = pubsub.get_message().unwrap();
     assert_eq!(msg.get_channel_name(), "redisson_lock__channel:{msg}");
@@ -108,8 +134,12 @@ async fn names_with_a_hash_tag_get_no_extra_braces() {
     let server = RedisServer::start();
     let mut sub_conn = server.conn();
     let mut pubsub = sub_conn.as_pubsub();
-    pubsub.subscribe("redisson_lock__channel:{tenant}:7").unwrap();
-    pubsub.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    pubsub
+        .subscribe("redisson_lock__channel:{tenant}:7")
+        .unwrap();
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
     let lock = client(&server).await.lock("{tenant}:7");
     lock.lock().await.unwrap().unlock().await.unwrap();
     let msg = pubsub.get_message().unwrap();
@@ -127,5 +157,10 @@ async fn a_redisson_reentrant_hold_counts_like_ours() {
     assert_eq!(redisson_lock(&server, "java-counts", 10_000), None);
     assert_eq!(redisson_lock(&server, "java-counts", 10_000), None);
     assert_eq!(server.cmd::<i64>(&["HGET", "java-counts", JAVA_HOLDER]), 2);
-    assert!(client(&server).await.lock("java-counts").is_locked().await.unwrap());
+    assert!(client(&server)
+        .await
+        .lock("java-counts")
+        .is_locked()
+        .await
+        .unwrap());
 }

@@ -145,7 +145,11 @@ async fn lock_calls_nested_in_user_async_fns_compile_and_run() {
         .await
         .unwrap()
         .unwrap();
-    assert!(!client.lock("deep").is_locked().await.unwrap());
+    // The dropped inner guard is released in the background.
+    let free = common::eventually_async(Duration::from_secs(5), || {
+        server.cmd::<i64>(&["EXISTS", "deep"]) == 0
+    });
+    assert!(free.await, "{:?}", server.cmd::<Vec<String>>(&["HGETALL", "deep"]));
 }
 
 #[test]
@@ -158,4 +162,23 @@ fn lock_futures_and_guards_are_send_and_static() {
     guard_is_send::<redlatch::LockGuard>();
     guard_is_send::<redlatch::Client>();
     let _ = check;
+}
+
+#[tokio::test]
+async fn close_waits_for_background_releases_before_returning() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let guards: Vec<_> = futures_lock_all(&client, 50).await;
+    drop(guards);
+    client.clone().close(Duration::from_secs(5)).await;
+    // Every drop-release has reached Redis by the time close() returns.
+    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
+}
+
+async fn futures_lock_all(client: &Client, n: usize) -> Vec<redlatch::LockGuard> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        out.push(client.lock(format!("close:{i}")).lock().await.unwrap());
+    }
+    out
 }

@@ -33,7 +33,13 @@ async fn a_waiter_wakes_on_release_far_sooner_than_the_lease() {
         at
     });
     // The waiter is subscribed before the holder lets go.
-    assert!(eventually_async(Duration::from_secs(5), || numsub(&server, "redisson_lock__channel:{wake}") == 1).await);
+    assert!(
+        eventually_async(Duration::from_secs(5), || numsub(
+            &server,
+            "redisson_lock__channel:{wake}"
+        ) == 1)
+        .await
+    );
     tokio::time::sleep(Duration::from_millis(100)).await;
     let released = Instant::now();
     held.unlock().await.unwrap();
@@ -49,7 +55,13 @@ async fn an_idle_waiter_sends_nothing_to_redis() {
     let held = a.lock("idle").lock().await.unwrap();
     let lock_b = b.lock("idle");
     let waiter = tokio::spawn(async move { lock_b.lock().await.map(drop) });
-    assert!(eventually_async(Duration::from_secs(5), || numsub(&server, "redisson_lock__channel:{idle}") == 1).await);
+    assert!(
+        eventually_async(Duration::from_secs(5), || numsub(
+            &server,
+            "redisson_lock__channel:{idle}"
+        ) == 1)
+        .await
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     let before = evalsha_calls(&server);
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -65,13 +77,31 @@ async fn try_lock_returns_none_when_its_wait_runs_out() {
     let (a, b) = (client(&server).await, client(&server).await);
     let held = a.lock("busy").lock().await.unwrap();
     let started = Instant::now();
-    let got = b.lock("busy").try_lock(Duration::from_millis(400)).await.unwrap();
+    let got = b
+        .lock("busy")
+        .try_lock(Duration::from_millis(400))
+        .await
+        .unwrap();
     let took = started.elapsed();
     assert!(got.is_none());
-    assert!(took >= Duration::from_millis(400), "returned early: {took:?}");
+    assert!(
+        took >= Duration::from_millis(400),
+        "returned early: {took:?}"
+    );
     assert!(took < Duration::from_secs(3), "returned late: {took:?}");
-    assert!(b.lock("busy").try_lock(Duration::ZERO).await.unwrap().is_none());
-    assert!(eventually_async(Duration::from_secs(1), || numsub(&server, "redisson_lock__channel:{busy}") == 0).await);
+    assert!(b
+        .lock("busy")
+        .try_lock(Duration::ZERO)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(
+        eventually_async(Duration::from_secs(1), || numsub(
+            &server,
+            "redisson_lock__channel:{busy}"
+        ) == 0)
+        .await
+    );
     held.unlock().await.unwrap();
 }
 
@@ -86,15 +116,31 @@ async fn cancelled_waiters_leave_no_subscription_behind() {
             tokio::spawn(async move { l.lock().await.map(drop) })
         })
         .collect();
-    assert!(eventually_async(Duration::from_secs(5), || numsub(&server, "redisson_lock__channel:{cancel}") == 1).await);
+    assert!(
+        eventually_async(Duration::from_secs(5), || numsub(
+            &server,
+            "redisson_lock__channel:{cancel}"
+        ) == 1)
+        .await
+    );
     for w in &waiters {
         w.abort();
     }
     // The last waiter unsubscribes promptly (well within a second).
-    assert!(eventually_async(Duration::from_secs(1), || numsub(&server, "redisson_lock__channel:{cancel}") == 0).await);
+    assert!(
+        eventually_async(Duration::from_secs(1), || numsub(
+            &server,
+            "redisson_lock__channel:{cancel}"
+        ) == 0)
+        .await
+    );
     assert_eq!(b.subscriptions(), 0);
     held.unlock().await.unwrap();
-    assert!(eventually_async(Duration::from_secs(2), || server.cmd::<i64>(&["DBSIZE"]) == 0).await);
+    assert!(
+        eventually_async(Duration::from_secs(2), || server.cmd::<i64>(&["DBSIZE"])
+            == 0)
+        .await
+    );
 }
 
 /// Spawns `lock()`, lets the runtime run `polls` scheduler turns, then aborts it: on a
@@ -132,7 +178,10 @@ async fn a_lock_future_cancelled_at_any_point_leaves_no_lock_and_no_subscription
                 && numsub(&server, "redisson_lock__channel:{anywhere}") == 0
         })
         .await;
-        assert!(clean, "left state behind after cancelling after {polls} polls");
+        assert!(
+            clean,
+            "left state behind after cancelling after {polls} polls"
+        );
     }
     assert_eq!(b.held_locks(), 0);
     assert_eq!(b.subscriptions(), 0);
@@ -141,14 +190,28 @@ async fn a_lock_future_cancelled_at_any_point_leaves_no_lock_and_no_subscription
 #[tokio::test]
 async fn force_unlock_wakes_waiters() {
     let server = RedisServer::start();
-    let (a, b, c) = (client(&server).await, client(&server).await, client(&server).await);
+    let (a, b, c) = (
+        client(&server).await,
+        client(&server).await,
+        client(&server).await,
+    );
     let held = a.lock("forced").lock().await.unwrap();
     let lock_b = b.lock("forced");
     let waiter = tokio::spawn(async move { lock_b.lock().await.unwrap().unlock().await });
-    assert!(eventually_async(Duration::from_secs(5), || numsub(&server, "redisson_lock__channel:{forced}") == 1).await);
+    assert!(
+        eventually_async(Duration::from_secs(5), || numsub(
+            &server,
+            "redisson_lock__channel:{forced}"
+        ) == 1)
+        .await
+    );
     let started = Instant::now();
     assert!(c.lock("forced").force_unlock().await.unwrap());
-    tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
     // The old holder's hold is gone: its unlock says so.
     assert!(held.unlock().await.unwrap_err().is_not_held());

@@ -29,10 +29,18 @@ async fn the_watchdog_keeps_a_lock_past_three_times_its_timeout() {
     let g = a.lock("kept").lock().await.unwrap();
     let until = Instant::now() + WATCHDOG * 4;
     while Instant::now() < until {
-        assert!(pttl(&server, "kept") > 0, "the lease ran out under the watchdog");
+        assert!(
+            pttl(&server, "kept") > 0,
+            "the lease ran out under the watchdog"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(b.lock("kept").try_lock(Duration::ZERO).await.unwrap().is_none());
+    assert!(b
+        .lock("kept")
+        .try_lock(Duration::ZERO)
+        .await
+        .unwrap()
+        .is_none());
     assert!(!g.lost().is_cancelled());
     g.unlock().await.unwrap();
     assert_eq!(server.cmd::<i64>(&["EXISTS", "kept"]), 0);
@@ -83,17 +91,30 @@ async fn the_watchdog_stops_when_the_count_reaches_zero() {
     // Put the same holder back by hand with a short lease: nobody may renew it now.
     server.cmd::<i64>(&["HSET", "stopped", &holder, "1"]);
     server.cmd::<i64>(&["PEXPIRE", "stopped", "400"]);
-    assert!(eventually_async(WATCHDOG * 4, || server.cmd::<i64>(&["EXISTS", "stopped"]) == 0).await);
+    assert!(
+        eventually_async(WATCHDOG * 4, || server.cmd::<i64>(&["EXISTS", "stopped"])
+            == 0)
+        .await
+    );
 }
 
 #[tokio::test]
 async fn an_explicit_lease_expires_and_the_late_unlock_says_not_held() {
     let server = RedisServer::start();
     let a = client(&server).await;
-    let g = a.lock("leased").lock_with_lease(Duration::from_millis(300)).await.unwrap();
+    let g = a
+        .lock("leased")
+        .lock_with_lease(Duration::from_millis(300))
+        .await
+        .unwrap();
     let ttl = pttl(&server, "leased");
     assert!(ttl > 0 && ttl <= 300, "pttl {ttl}");
-    assert!(eventually_async(Duration::from_secs(3), || server.cmd::<i64>(&["EXISTS", "leased"]) == 0).await);
+    assert!(
+        eventually_async(Duration::from_secs(3), || server
+            .cmd::<i64>(&["EXISTS", "leased"])
+            == 0)
+        .await
+    );
     let err = g.unlock().await.unwrap_err();
     assert!(err.is_not_held(), "{err}");
     assert!(err.to_string().contains("not held"));
@@ -115,7 +136,10 @@ async fn a_brief_redis_stall_does_not_lose_the_lock() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     server.resume();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(!g.lost().is_cancelled(), "a transient error must be retried");
+    assert!(
+        !g.lost().is_cancelled(),
+        "a transient error must be retried"
+    );
     assert!(pttl(&server, "stall") > 0);
     g.unlock().await.unwrap();
 }
@@ -139,12 +163,19 @@ async fn renewals_of_many_locks_are_batched_into_one_call_per_tick() {
     tokio::time::sleep(WATCHDOG * 2).await;
     let renewals = calls() - before;
     // Two periods of timeout/3 = up to 6 ticks (plus one of slack), never 300 per tick.
-    assert!((1..=7).contains(&renewals), "{renewals} renew calls for 300 locks");
+    assert!(
+        (1..=7).contains(&renewals),
+        "{renewals} renew calls for 300 locks"
+    );
     for g in &guards {
         assert!(!g.lost().is_cancelled());
     }
     drop(guards);
-    assert!(eventually_async(Duration::from_secs(5), || server.cmd::<i64>(&["DBSIZE"]) == 0).await);
+    assert!(
+        eventually_async(Duration::from_secs(5), || server.cmd::<i64>(&["DBSIZE"])
+            == 0)
+        .await
+    );
 }
 
 #[tokio::test]
@@ -156,7 +187,11 @@ async fn dropping_the_client_stops_the_watchdog_and_reports_the_lock_lost() {
     tokio::time::timeout(Duration::from_secs(2), g.lost().cancelled())
         .await
         .expect("lost() did not fire on shutdown");
-    assert!(eventually_async(WATCHDOG * 4, || server.cmd::<i64>(&["EXISTS", "orphan"]) == 0).await);
+    assert!(
+        eventually_async(WATCHDOG * 4, || server.cmd::<i64>(&["EXISTS", "orphan"])
+            == 0)
+        .await
+    );
 }
 
 /// Helper process for the SIGKILL test: runs only when REDLATCH_CHILD_URL is set.
@@ -177,7 +212,12 @@ async fn child_process_holder() {
 async fn a_holder_killed_with_sigkill_frees_the_lock_after_its_lease() {
     let server = RedisServer::start();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_process_holder", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_process_holder",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("REDLATCH_CHILD_URL", server.url())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -187,12 +227,20 @@ async fn a_holder_killed_with_sigkill_frees_the_lock_after_its_lease() {
     let mut line = String::new();
     while !line.contains("LOCKED") {
         line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "child exited before locking");
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "child exited before locking"
+        );
     }
     let a = client(&server).await;
     // Alive child: the watchdog keeps its 1 s lease well past it.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(a.lock("crashed").try_lock(Duration::ZERO).await.unwrap().is_none());
+    assert!(a
+        .lock("crashed")
+        .try_lock(Duration::ZERO)
+        .await
+        .unwrap()
+        .is_none());
     child.kill().unwrap();
     child.wait().unwrap();
     let killed = Instant::now();
