@@ -99,7 +99,7 @@ impl Client {
             .collect::<Result<Vec<_>>>()?;
         let quorum = config.quorum();
         let pings = fan_out(&masters, |m| async move {
-            m.run_within(m.connect_timeout(), |mut c| async move {
+            m.run_side(m.connect_timeout(), |mut c| async move {
                 redis::cmd("PING").query_async::<()>(&mut c).await
             })
             .await

@@ -11,6 +11,11 @@
 //! 3. Connections are reused without deadpool's per-checkout PING (a round trip per
 //!    command): each slot keeps its pooled object checked out and hands out clones of
 //!    the multiplexed connection.
+//! 4. Every lock script (acquire, release, batch, fair, force) goes over slot 0, one
+//!    ordered connection: a release that timed out on our side but was already written
+//!    is executed before any later acquire by the same holder, so it can never delete a
+//!    newer grant. Renewals and queries use the other slots, so a flood of lock traffic
+//!    cannot hold up the watchdog.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -147,13 +152,12 @@ impl Master {
         }
     }
 
-    /// Runs `f` on a connection, bounded by `timeout` (connecting included).
-    pub(crate) async fn run_within<T, F, Fut>(&self, timeout: Duration, f: F) -> Result<T>
+    /// Runs `f` on connection slot `i`, bounded by `timeout` (connecting included).
+    async fn run_on<T, F, Fut>(&self, i: usize, timeout: Duration, f: F) -> Result<T>
     where
         F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         let work = async {
             let conn = self.conn(i).await?;
             f(conn).await.map_err(|e| {
@@ -169,18 +173,45 @@ impl Master {
         }
     }
 
-    /// Runs `f` on a connection within the master timeout.
+    /// Runs a lock script within the master timeout, on the lock lane (invariant 4).
     pub(crate) async fn run<T, F, Fut>(&self, f: F) -> Result<T>
     where
         F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        self.run_within(self.timeout, f).await
+        self.run_on(0, self.timeout, f).await
     }
 
-    /// Runs one plain command within the master timeout.
+    /// Runs `f` on a side connection (renewals, queries, PING), bounded by `timeout`.
+    pub(crate) async fn run_side<T, F, Fut>(&self, timeout: Duration, f: F) -> Result<T>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        let n = self.slots.len();
+        let i = match n {
+            1 => 0,
+            _ => 1 + self.next.fetch_add(1, Ordering::Relaxed) % (n - 1),
+        };
+        self.run_on(i, timeout, f).await
+    }
+
+    /// Runs one read-only command on a side connection within the master timeout. A
+    /// read is idempotent, so a connection that turned out broken (the master
+    /// restarted since it was last used) costs one retry on a fresh one, not an error.
     pub(crate) async fn query<T: FromRedisValue + Send>(&self, cmd: redis::Cmd) -> Result<T> {
-        self.run(|mut c| async move { cmd.query_async(&mut c).await })
-            .await
+        let once = |cmd: redis::Cmd| {
+            self.run_side(self.timeout, |mut c| async move {
+                cmd.query_async(&mut c).await
+            })
+        };
+        match once(cmd.clone()).await {
+            Err(Error::Redis { source, .. })
+                if source.is_io_error() || source.is_connection_dropped() =>
+            {
+                once(cmd).await
+            }
+            other => other,
+        }
     }
 }

@@ -278,7 +278,7 @@ pub(crate) async fn renew(
         inv.key(*name).arg(*holder);
     }
     let v: Vec<i64> = m
-        .run_within(
+        .run_side(
             timeout,
             |mut c| async move { inv.invoke_async(&mut c).await },
         )

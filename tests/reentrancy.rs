@@ -149,7 +149,11 @@ async fn lock_calls_nested_in_user_async_fns_compile_and_run() {
     let free = common::eventually_async(Duration::from_secs(5), || {
         server.cmd::<i64>(&["EXISTS", "deep"]) == 0
     });
-    assert!(free.await, "{:?}", server.cmd::<Vec<String>>(&["HGETALL", "deep"]));
+    assert!(
+        free.await,
+        "{:?}",
+        server.cmd::<Vec<String>>(&["HGETALL", "deep"])
+    );
 }
 
 #[test]
