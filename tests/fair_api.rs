@@ -4,15 +4,14 @@
 
 mod common;
 
+use common::fair::*;
+
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually_async, numsub, RedisServer};
-use redlatch::{Client, Config, Error, Lock, LockGuard};
-use tokio::task::JoinHandle;
-
-const SEC: Duration = Duration::from_secs(1);
+use common::{eventually_async, RedisServer};
+use redlatch::{Client, Config, Error, Lock};
 
 async fn connect(config: Config) -> Client {
     Client::connect(config).await.unwrap()
@@ -20,45 +19,6 @@ async fn connect(config: Config) -> Client {
 
 fn single(server: &RedisServer, stale: Duration) -> Config {
     Config::single(server.url()).fair_stale_timeout(stale)
-}
-
-fn queue_key(name: &str) -> String {
-    format!("redisson_lock_queue:{{{name}}}")
-}
-
-fn queue(server: &RedisServer, name: &str) -> Vec<String> {
-    server.cmd(&["LRANGE", &queue_key(name), "0", "-1"])
-}
-
-fn dbsize(server: &RedisServer) -> i64 {
-    server.cmd(&["DBSIZE"])
-}
-
-/// Runs `lock.lock()` in a new task; returns the task's holder id and its handle.
-fn spawn_lock(lock: &Lock) -> (String, JoinHandle<LockGuard>) {
-    let l = lock.clone();
-    let task = tokio::spawn(async move { l.lock().await.unwrap() });
-    (format!("{}:{}", lock.client().id(), task.id()), task)
-}
-
-/// Waits until `holder` is the last entry of the queue and listens on its channel.
-async fn wait_queued(server: &RedisServer, name: &str, holder: &str) {
-    let tail = || queue(server, name).last().map(String::as_str) == Some(holder);
-    assert!(
-        eventually_async(5 * SEC, tail).await,
-        "{holder} never queued"
-    );
-    let channel = format!("redisson_lock__channel:{{{name}}}:{holder}");
-    assert!(eventually_async(5 * SEC, || numsub(server, &channel) == 1).await);
-    // Let it finish the re-check that follows its subscription.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-}
-
-async fn join<T>(task: JoinHandle<T>, within: Duration) -> T {
-    tokio::time::timeout(within, task)
-        .await
-        .expect("the task did not finish in time")
-        .expect("the task panicked")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

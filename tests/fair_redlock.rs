@@ -4,29 +4,20 @@
 
 mod common;
 
+use common::fair::*;
+
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{eventually_async, numsub, start_many, RedisServer};
-use redlatch::{Client, Config, Lock, LockGuard};
-use tokio::task::JoinHandle;
-
-const SEC: Duration = Duration::from_secs(1);
+use redlatch::{Client, Config};
 
 async fn connect(masters: &[RedisServer], stale: Duration) -> Client {
     let config = Config::redlock(masters.iter().map(RedisServer::url))
         .master_timeout(Duration::from_millis(250))
         .fair_stale_timeout(stale);
     Client::connect(config).await.unwrap()
-}
-
-fn queue_key(name: &str) -> String {
-    format!("redisson_lock_queue:{{{name}}}")
-}
-
-fn queue(server: &RedisServer, name: &str) -> Vec<String> {
-    server.cmd(&["LRANGE", &queue_key(name), "0", "-1"])
 }
 
 /// Waits until every master is empty again; else fails, showing what is left.
@@ -48,20 +39,6 @@ async fn assert_nothing_left(masters: &[RedisServer]) {
         }
     }
     panic!("left behind: {left:#?}");
-}
-
-/// Runs `lock.lock()` in a new task; returns the task's holder id and its handle.
-fn spawn_lock(lock: &Lock) -> (String, JoinHandle<LockGuard>) {
-    let l = lock.clone();
-    let task = tokio::spawn(async move { l.lock().await.unwrap() });
-    (format!("{}:{}", lock.client().id(), task.id()), task)
-}
-
-async fn join<T>(task: JoinHandle<T>, within: Duration) -> T {
-    tokio::time::timeout(within, task)
-        .await
-        .expect("the task did not finish in time")
-        .expect("the task panicked")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

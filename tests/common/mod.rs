@@ -5,6 +5,7 @@
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 
+pub mod fair;
 pub mod redlock;
 mod server;
 

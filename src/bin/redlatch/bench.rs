@@ -140,10 +140,7 @@ impl Ctx {
 }
 
 pub async fn run(args: BenchArgs) -> ExitCode {
-    match bench(args).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(f) => f.report(),
-    }
+    exit::finish(bench(args).await)
 }
 
 async fn bench(args: BenchArgs) -> Result<(), Failure> {

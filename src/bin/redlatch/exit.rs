@@ -63,6 +63,14 @@ impl Failure {
     }
 }
 
+/// The exit code of a subcommand that succeeds or fails with a [`Failure`].
+pub fn finish(result: Result<(), Failure>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}
+
 /// Maps a library error to the exit code a script can act on.
 pub fn code_of(e: &redlatch::Error) -> u8 {
     use redlatch::Error as E;

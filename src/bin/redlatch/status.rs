@@ -45,10 +45,7 @@ pub struct StatusArgs {
 }
 
 pub async fn run(args: StatusArgs) -> ExitCode {
-    match execute(&args).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => failure.report(),
-    }
+    exit::finish(execute(&args).await)
 }
 
 async fn execute(args: &StatusArgs) -> Result<(), Failure> {

@@ -35,10 +35,7 @@ pub struct UnlockArgs {
 }
 
 pub async fn run(args: UnlockArgs) -> ExitCode {
-    match execute(&args).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => failure.report(),
-    }
+    exit::finish(execute(&args).await)
 }
 
 async fn execute(args: &UnlockArgs) -> Result<(), Failure> {

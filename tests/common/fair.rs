@@ -1,0 +1,64 @@
+//! Helpers shared by the fair-lock tests: Redisson's queue keys, spawning queued
+//! waiters and waiting for them to appear in the queue.
+
+use std::time::Duration;
+
+use redlatch::{Lock, LockGuard};
+use tokio::task::JoinHandle;
+
+use super::{eventually_async, numsub, RedisServer};
+
+pub const SEC: Duration = Duration::from_secs(1);
+
+pub fn queue_key(name: &str) -> String {
+    format!("redisson_lock_queue:{{{name}}}")
+}
+
+pub fn timeout_key(name: &str) -> String {
+    format!("redisson_lock_timeout:{{{name}}}")
+}
+
+pub fn waiter_channel(name: &str, holder: &str) -> String {
+    format!("redisson_lock__channel:{{{name}}}:{holder}")
+}
+
+/// The fair queue of `name`, head first.
+pub fn queue(server: &RedisServer, name: &str) -> Vec<String> {
+    server.cmd(&["LRANGE", &queue_key(name), "0", "-1"])
+}
+
+/// Number of waiter deadlines of `name`.
+pub fn zcard(server: &RedisServer, name: &str) -> i64 {
+    server.cmd(&["ZCARD", &timeout_key(name)])
+}
+
+pub fn dbsize(server: &RedisServer) -> i64 {
+    server.cmd(&["DBSIZE"])
+}
+
+/// Runs `lock.lock()` in a new task; returns the task's holder id and its handle.
+pub fn spawn_lock(lock: &Lock) -> (String, JoinHandle<LockGuard>) {
+    let l = lock.clone();
+    let task = tokio::spawn(async move { l.lock().await.unwrap() });
+    (format!("{}:{}", lock.client().id(), task.id()), task)
+}
+
+/// Waits until `holder` is the last entry of the queue and listens on its channel.
+pub async fn wait_queued(server: &RedisServer, name: &str, holder: &str) {
+    let tail = || queue(server, name).last().map(String::as_str) == Some(holder);
+    assert!(
+        eventually_async(5 * SEC, tail).await,
+        "{holder} never reached the tail of {:?}",
+        queue(server, name)
+    );
+    let channel = waiter_channel(name, holder);
+    assert!(eventually_async(5 * SEC, || numsub(server, &channel) == 1).await);
+}
+
+/// Awaits a task, failing the test if it takes longer than `within` or panicked.
+pub async fn join<T>(task: JoinHandle<T>, within: Duration) -> T {
+    tokio::time::timeout(within, task)
+        .await
+        .expect("the task did not finish in time")
+        .expect("the task panicked")
+}
