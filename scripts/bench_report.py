@@ -130,6 +130,11 @@ def main(path):
             check(f"W6 {n} master(s): connections ≤ pool + 1", max(conns) <= pool + 1, f"{fmt(conns)} (pool {fmt(pool)})")
             check(f"W6 {n} master(s): all acquire within 2 s", ms <= 2000, f"{fmt(ms)} ms")
     out += ["## Targets (ratios to figures of the same run)", "", "| target | result | figures |", "|---|---|---|"] + checks + [""]
+    try:
+        with open("benches/optimisations.md") as f:
+            out += [f.read()]
+    except OSError:
+        pass
     print("\n".join(out))
 
 

@@ -24,11 +24,12 @@ use crate::master::Master;
 use crate::scripts;
 
 /// Operations per batch call, at most.
-const MAX_BATCH: usize = 256;
+const MAX_BATCH: usize = 64;
 
-/// Calls in flight per master before operations queue for a batch. Two keeps a
-/// hand-over (one task's release, the next one's acquire) from waiting on each other.
-const MAX_FLIGHTS: usize = 2;
+/// Calls in flight per master before operations queue for a batch. More than one
+/// keeps a hand-over (one task's release, the next one's acquire) from waiting on
+/// each other; W2/W3 measured best at 4 (2: W3 acquire-wait p99 7.4 ms, 4: 5.7 ms).
+const MAX_FLIGHTS: usize = 4;
 
 /// One plain acquire or release.
 pub(crate) struct Op {

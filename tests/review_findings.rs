@@ -1,0 +1,132 @@
+//! Review findings: each test demonstrates one defect (they FAIL on the current code).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::RedisServer;
+use redlatch::{Client, Config};
+
+fn evalsha_calls(server: &RedisServer) -> u64 {
+    let info: String = server.cmd(&["INFO", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+async fn single(server: &RedisServer) -> Client {
+    Client::connect(Config::single(server.url())).await.unwrap()
+}
+
+/// F1 (wait.rs invariant 6): a waiter whose lock is held by another task of the same
+/// client ignores the unlock message of a force-unlock done by ANOTHER client: it
+/// re-checks the local hold table (entry still present until the next watchdog tick)
+/// and goes back to sleep for the remaining lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f1_local_waiter_sleeps_through_foreign_force_unlock() {
+    let server = RedisServer::start();
+    let (a, b) = (single(&server).await, single(&server).await);
+    let _held = a.lock("f1").lock().await.unwrap(); // watchdog lease 30 s
+    let la = a.lock("f1");
+    let waiter = tokio::spawn(async move {
+        let g = la.try_lock(Duration::from_secs(4)).await.unwrap();
+        g.is_some()
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(b.lock("f1").force_unlock().await.unwrap());
+    let t0 = Instant::now();
+    let got = waiter.await.unwrap();
+    assert!(
+        got,
+        "lock was free for {:?} but the waiter of client A never took it",
+        t0.elapsed()
+    );
+}
+
+/// F2 (attempt.rs validity): a lease <= 2 ms is accepted by check_lease but its
+/// validity (lease - lease*drift - 2 ms) is 0, so every attempt is "granted then
+/// undone": a free lock is never acquired, and the loop spins against Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f2_tiny_lease_never_acquires_a_free_lock() {
+    let server = RedisServer::start();
+    let a = single(&server).await;
+    let before = evalsha_calls(&server);
+    let r = a
+        .lock("f2")
+        .try_lock_with_lease(Duration::from_secs(1), Duration::from_millis(2))
+        .await;
+    let calls = evalsha_calls(&server) - before;
+    assert!(
+        matches!(r, Ok(Some(_))) || r.is_err(),
+        "free lock, lease 2 ms: Ok(None) after {calls} script calls in 1 s (spin)"
+    );
+}
+
+/// F3 (lease shortening): a nested acquisition with a short explicit lease (or its
+/// release, which re-applies the releasing guard's lease) sets the key's PEXPIRE to
+/// that short lease while an outer watchdog guard is alive. The watchdog only renews
+/// every timeout/3, so the lock expires and another client acquires it while the
+/// outer guard believes it holds it (lost() not cancelled).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f3_nested_short_lease_breaks_outer_watchdog_guard() {
+    let server = RedisServer::start();
+    let (a, b) = (single(&server).await, single(&server).await);
+    let lock = a.lock("f3");
+    let outer = lock.lock().await.unwrap(); // watchdog, 30 s
+    let inner = lock.lock_with_lease(Duration::from_millis(300)).await.unwrap();
+    inner.unlock().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let other = b.lock("f3").try_lock(Duration::ZERO).await.unwrap();
+    assert!(
+        other.is_none() || outer.lost().is_cancelled(),
+        "client B acquired the lock while A's outer watchdog guard is alive and not lost"
+    );
+}
+
+/// F4 (pubsub.rs disconnected()): in Redlock mode with one master down, the actor of
+/// the dead master retries its connection every <= 1 s and each failure bumps the wake
+/// counter of EVERY channel: all idle waiters re-run a full Redlock attempt every
+/// second (SPEC 6: an idle waiter sends nothing to Redis).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f4_minority_outage_makes_idle_waiters_poll() {
+    let mut servers = common::start_many(3);
+    servers[2].kill();
+    let cfg = common::redlock::config(&servers);
+    let a = Client::connect(cfg.clone()).await.unwrap();
+    let b = Client::connect(cfg).await.unwrap();
+    let _g = a.lock("f4").lock().await.unwrap();
+    let lb = b.lock("f4");
+    let w = tokio::spawn(async move { lb.try_lock(Duration::from_secs(20)).await.map(|g| g.is_some()) });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = evalsha_calls(&servers[0]);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let calls = evalsha_calls(&servers[0]) - before;
+    w.abort();
+    assert!(
+        calls <= 1,
+        "one idle waiter sent {calls} scripts to a live master in 4 s"
+    );
+}
+
+/// F5 (wait.rs invariant 6 + reentrancy decided once at call start): two concurrent
+/// lock() calls of one task (join!) on a FREE lock: the first wins; the second, already
+/// judged non-reentrant, sees the lock "held locally" (by itself) and waits for the
+/// local release that can never come while join! keeps the first guard: self-deadlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f5_join_of_two_locks_in_one_task_self_deadlocks() {
+    let server = RedisServer::start();
+    let a = single(&server).await;
+    let lock = a.lock("f5");
+    let r = tokio::spawn(async move {
+        tokio::time::timeout(Duration::from_secs(3), async {
+            let (x, y) = tokio::join!(lock.lock(), lock.lock());
+            (x.is_ok(), y.is_ok())
+        })
+        .await
+    })
+    .await
+    .unwrap();
+    assert!(r.is_ok(), "join!(lock(), lock()) in one task did not finish in 3 s");
+}
