@@ -10,7 +10,8 @@
 --   {0, pttl}   held by someone else; pttl = ms the current holder still has (-1: no expiry)
 --
 -- Invariants: the key is only ever created together with its PEXPIRE, so a crashed
--- holder's lock always expires; another holder's hash is never modified.
+-- holder's lock always expires; another holder's hash is never modified; a re-entry
+-- never shortens the lease (an inner short lease must not cut an outer long one).
 -- A key of another type fails with WRONGTYPE (reported to the caller, never overwritten).
 if redis.call('exists', KEYS[1]) == 0 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
@@ -19,7 +20,7 @@ if redis.call('exists', KEYS[1]) == 0 then
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
     return {2, count}
 end
 return {0, redis.call('pttl', KEYS[1])}

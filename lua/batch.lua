@@ -1,5 +1,6 @@
 -- batch.lua: many plain acquires and releases in one call (group commit). Each
--- operation behaves exactly like acquire.lua / release.lua on its own keys; the
+-- operation behaves exactly like acquire.lua / release.lua on its own keys (leases are
+-- only ever extended on re-entry and partial release); the
 -- batch only saves round trips and per-call overhead.
 --
 -- For operation i (1-based), with k = the running KEYS index:
@@ -29,7 +30,7 @@ for i = 1, #ARGV, 3 do
             out[#out + 1] = 1
         elseif redis.call('hexists', name, holder) == 1 then
             local count = redis.call('hincrby', name, holder, 1)
-            redis.call('pexpire', name, lease)
+            if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
             out[#out + 1] = 2
             out[#out + 1] = count
         else
@@ -40,7 +41,7 @@ for i = 1, #ARGV, 3 do
         out[#out + 1] = -1
         out[#out + 1] = 0
     elseif redis.call('hincrby', name, holder, -1) > 0 then
-        redis.call('pexpire', name, lease)
+        if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
         out[#out + 1] = 0
         out[#out + 1] = 0
     else

@@ -30,7 +30,7 @@ if redis.call('exists', KEYS[1]) == 0 then
     end
 elseif redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
     return {2, count}
 end
 local pttl = redis.call('pttl', KEYS[1])

@@ -16,7 +16,7 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if count > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then redis.call('pexpire', KEYS[1], ARGV[2]) end
     return 0
 end
 redis.call('del', KEYS[1])

@@ -20,5 +20,5 @@ elseif redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 else
     return {0, redis.call('pttl', KEYS[1]), 0}
 end
-redis.call('pexpire', KEYS[1], ARGV[1])
+if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
 return {status, value, redis.call('incr', KEYS[2])}

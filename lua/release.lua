@@ -8,14 +8,15 @@
 --
 -- Returns:
 --   nil  the holder does not hold the lock (lease expired, force-unlocked, never held)
---   0    one hold dropped, the holder still holds it (nothing is published)
+--   0    one hold dropped, the holder still holds it (nothing is published; the lease
+--        is extended to ARGV[2] if shorter, never shortened)
 --   1    last hold dropped: the key is deleted and "0" is published on the channel
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     return nil
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if count > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then redis.call('pexpire', KEYS[1], ARGV[2]) end
     return 0
 end
 redis.call('del', KEYS[1])

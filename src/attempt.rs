@@ -40,7 +40,7 @@ pub(crate) struct Request {
     pub(crate) lease: Duration,
     pub(crate) mode: AcquireMode,
     /// The holder already holds the lock: on failure, release only where granted.
-    pub(crate) reentrant: bool,
+    pub(crate) reentrant: std::sync::atomic::AtomicBool,
 }
 
 /// Steps 1–5 of Redlock: fan out, count, check validity, clean up on failure.
@@ -53,11 +53,12 @@ pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome
     let started = Instant::now();
     let lease_ms = req.lease.as_millis() as u64;
     let fair = matches!(req.mode, AcquireMode::Fair { .. });
-    let undo = scopeguard::guard(!req.reentrant, |armed| {
+    let reentrant = req.reentrant.load(std::sync::atomic::Ordering::Relaxed);
+    let undo = scopeguard::guard(!reentrant, |armed| {
         if armed {
             let (inner, name, holder) = (inner.clone(), req.name.clone(), req.holder.clone());
             inner.clone().cleanups.spawn(async move {
-                let _ = release_on(&inner, &name, &holder, lease_ms, fair, None).await;
+                let _ = release_on(&inner, &name, &holder, lease_ms, fair, None, false).await;
             });
         }
     });
@@ -104,8 +105,9 @@ pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome
     // Step 5: release everywhere the request may have landed.
     let granted: Vec<usize> = grants.iter().map(|g| g.0).collect();
     if !granted.is_empty() || pttls.len() < results.len() {
-        let only = req.reentrant.then_some(granted.as_slice());
-        let _ = release_on(inner, name, holder, lease_ms, fair, only).await;
+        let only = reentrant.then_some(granted.as_slice());
+        // No local wake-up: this undoes our own attempt, nobody local was waiting on it.
+        let _ = release_on(inner, name, holder, lease_ms, fair, only, false).await;
     }
     scopeguard::ScopeGuard::into_inner(undo);
     if let Some(e) = wrong_type {
@@ -161,6 +163,7 @@ pub(crate) async fn release_on(
     lease_ms: u64,
     fair: bool,
     only: Option<&[usize]>,
+    wake_local: bool,
 ) -> Result<Release> {
     let subset: Vec<Arc<Master>>;
     let masters = match only {
@@ -185,7 +188,7 @@ pub(crate) async fn release_on(
         count(Release::StillHeld),
         count(Release::NotHeld),
     );
-    if released > 0 && !fair {
+    if released > 0 && !fair && wake_local {
         inner.pubsub.notify_local(&crate::names::channel(name));
     }
     let quorum = inner.quorum;

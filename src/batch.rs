@@ -10,6 +10,10 @@
 //!    one batch, batch after batch, until the queue is empty.
 //! 3. A queued operation never depends on another caller's future: if the caller that
 //!    started a flight is dropped, the flusher takes over the queue.
+//! 5. Order is kept: a caller only flies directly when nothing is queued, and one
+//!    flusher at most drains the queue, batch after batch. An operation whose caller
+//!    gave up (timed out or was dropped) before it was sent is skipped, so it cannot
+//!    run late, after the caller's next operation.
 //! 4. Every operation's outcome is exactly what its single-operation script would have
 //!    returned; a batch only saves round trips and per-call work in Redis.
 
@@ -51,6 +55,7 @@ struct Pending {
 struct Queue {
     ops: Vec<Pending>,
     flying: usize,
+    flushing: bool,
 }
 
 /// A master's group-commit queue.
@@ -64,7 +69,7 @@ impl Master {
     pub(crate) async fn submit(self: &Arc<Self>, op: Op) -> Result<Reply> {
         let op = {
             let mut q = self.batcher().queue.lock();
-            if q.flying >= MAX_FLIGHTS {
+            if q.flying >= MAX_FLIGHTS || !q.ops.is_empty() {
                 let (tx, rx) = oneshot::channel();
                 q.ops.push(Pending { op, tx });
                 Err(rx)
@@ -98,10 +103,11 @@ impl Master {
     /// A flight landed: free its slot, or hand it to a flusher for what queued meanwhile.
     fn land(self: Arc<Self>) {
         let mut q = self.batcher().queue.lock();
-        if q.ops.is_empty() {
+        if q.ops.is_empty() || q.flushing {
             q.flying -= 1;
             return;
         }
+        q.flushing = true;
         drop(q);
         tokio::spawn(async move { self.flush().await });
     }
@@ -111,8 +117,10 @@ impl Master {
         loop {
             let batch: Vec<Pending> = {
                 let mut q = self.batcher().queue.lock();
+                q.ops.retain(|p| !p.tx.is_closed());
                 if q.ops.is_empty() {
                     q.flying -= 1;
+                    q.flushing = false;
                     return;
                 }
                 let n = q.ops.len().min(MAX_BATCH);

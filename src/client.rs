@@ -57,6 +57,13 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Declares a hold lost and wakes this client's local waiters of its lock, which
+    /// may have been waiting for that holder's release (wait.rs invariant 6).
+    pub(crate) fn lose(&self, hold: &Arc<crate::holds::Hold>) {
+        self.holds.lose(hold);
+        self.pubsub.notify_local(&crate::names::channel(&hold.name));
+    }
+
     /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).
     pub(crate) fn validity_of(&self, lease: Duration) -> Duration {
         let drift = lease.mul_f64(self.config.drift_factor) + Duration::from_millis(2);

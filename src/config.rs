@@ -229,12 +229,16 @@ impl Config {
     }
 }
 
-/// A lease must be at least 1 ms and at most [`MAX_LEASE`].
+/// The shortest lease accepted: below it the validity left after the drift allowance
+/// (lease × drift_factor + 2 ms) and a round trip is too small to ever be granted.
+pub const MIN_LEASE: Duration = Duration::from_millis(10);
+
+/// A lease must be at least [`MIN_LEASE`] and at most [`MAX_LEASE`].
 pub(crate) fn check_lease(what: &str, lease: Duration) -> Result<u64> {
     let ms = lease.as_millis();
-    if ms == 0 {
+    if lease < MIN_LEASE {
         return Err(Error::InvalidLease(format!(
-            "{what} must be at least 1ms, got {lease:?}"
+            "{what} must be at least {MIN_LEASE:?}, got {lease:?}"
         )));
     }
     if lease > MAX_LEASE {
@@ -311,8 +315,10 @@ mod tests {
     }
 
     #[test]
-    fn leases_must_be_between_a_millisecond_and_thirty_days() {
+    fn leases_must_be_between_ten_milliseconds_and_thirty_days() {
         assert!(check_lease("lease", Duration::from_micros(500)).is_err());
+        assert!(check_lease("lease", Duration::from_millis(2)).is_err());
+        assert_eq!(check_lease("lease", MIN_LEASE).unwrap(), 10);
         assert!(check_lease("lease", MAX_LEASE + Duration::from_secs(1)).is_err());
         assert_eq!(check_lease("lease", Duration::from_secs(2)).unwrap(), 2000);
     }

@@ -15,7 +15,12 @@ use std::sync::Arc;
 
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-type Entry = Arc<Mutex<()>>;
+/// A name's gate and how many passes (holding or waiting) exist for it.
+#[derive(Default)]
+struct Entry {
+    gate: Arc<Mutex<()>>,
+    users: usize,
+}
 
 /// All gates of a client.
 #[derive(Default)]
@@ -33,18 +38,19 @@ pub(crate) struct GatePass<'a> {
 impl Gates {
     /// Waits for this task's turn to contend for `name` (cancel-safe).
     pub(crate) async fn enter(&self, name: &Arc<str>) -> GatePass<'_> {
-        let entry = self.map.lock().entry(name.clone()).or_default().clone();
+        let gate = {
+            let mut map = self.map.lock();
+            let entry = map.entry(name.clone()).or_default();
+            entry.users += 1;
+            entry.gate.clone()
+        };
+        // The pass exists before the await, so a cancelled wait still counts down.
         let mut pass = GatePass {
             gates: self,
             name: name.clone(),
             guard: None,
         };
-        // The pass exists before the await, so a cancelled wait still cleans the map.
-        let guard = match entry.clone().try_lock_owned() {
-            Ok(g) => g,
-            Err(_) => entry.lock_owned().await,
-        };
-        pass.guard = Some(guard);
+        pass.guard = Some(gate.lock_owned().await);
         pass
     }
 
@@ -58,9 +64,10 @@ impl Drop for GatePass<'_> {
     fn drop(&mut self) {
         drop(self.guard.take());
         let mut map = self.gates.map.lock();
-        if let Some(entry) = map.get(&self.name) {
-            // Only the map holds it: nobody waits any more (invariant 1).
-            if Arc::strong_count(entry) == 1 {
+        if let Some(entry) = map.get_mut(&self.name) {
+            entry.users -= 1;
+            // Nobody holds or waits any more (invariant 1).
+            if entry.users == 0 {
                 map.remove(&self.name);
             }
         }

@@ -72,6 +72,10 @@ impl LockGuard {
     /// Cancelled when the lock is known to be lost: the watchdog found it gone or could
     /// not renew it on a majority within its validity, it was force-unlocked by this
     /// client, or the client shut down. Select on `lost().cancelled()` to abort work.
+    ///
+    /// With an explicit lease (no watchdog) nothing renews the lock, so nothing finds
+    /// it lost: the lease simply ends [`validity`](Self::validity) after acquisition.
+    /// Bound such work with `tokio::time::timeout(guard.validity(), ...)`.
     pub fn lost(&self) -> CancellationToken {
         self.hold.lost.clone()
     }
@@ -107,6 +111,7 @@ impl LockGuard {
             self.lease_ms,
             self.fair,
             None,
+            true,
         ))
         .await
         .map(drop)
@@ -123,7 +128,7 @@ impl Drop for LockGuard {
         let runtime =
             tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
         let release = async move {
-            let r = release_on(&inner, &hold.name, &hold.holder, lease_ms, fair, None).await;
+            let r = release_on(&inner, &hold.name, &hold.holder, lease_ms, fair, None, true).await;
             if let Err(e) = r {
                 tracing::warn!(lock = %hold.name, error = %e, "release on drop failed");
             }

@@ -65,9 +65,12 @@ impl Holds {
 
     /// If a task of this client holds `name`: how long until its lease runs out. Its
     /// release wakes local waiters directly, so they need not ask Redis meanwhile.
-    pub(crate) fn held_locally_for(&self, name: &str) -> Option<Duration> {
+    /// Holds of `except` (the caller's own holder id) do not count: the caller would
+    /// re-enter those in Redis, not wait for them.
+    pub(crate) fn held_locally_for(&self, name: &str, except: &str) -> Option<Duration> {
         let map = self.map.lock();
-        let expires = map.get(name)?.iter().map(|h| h.expires()).min()?;
+        let holds = map.get(name)?.iter().filter(|h| &*h.holder != except);
+        let expires = holds.map(|h| h.expires()).min()?;
         Some(expires.saturating_duration_since(Instant::now()))
     }
 
@@ -91,9 +94,12 @@ impl Holds {
                 let mut s = old.state.lock();
                 s.count += 1;
                 s.watchdog_holds += u32::from(watchdog);
-                // The re-entrant grant set the lease back to `lease` on a majority.
-                s.last_renewed = s.last_renewed.max(at);
-                s.lease = lease;
+                // The re-entrant grant extended the lease to `lease` on a majority if
+                // that was later; it never shortens it (acquire.lua).
+                if at + lease > s.last_renewed + s.lease {
+                    s.last_renewed = at;
+                    s.lease = lease;
+                }
                 return old.clone();
             }
             holds.swap_remove(i).lost.cancel();
@@ -116,10 +122,11 @@ impl Holds {
     /// Counts one hold down; the entry goes when the count reaches 0. Returns false if
     /// the hold was already lost (nothing to release in Redis).
     pub(crate) fn released(&self, hold: &Arc<Hold>, watchdog: bool) -> bool {
+        // Checked under the map lock: `lose` cancels and removes under it too.
+        let mut map = self.map.lock();
         if hold.lost.is_cancelled() {
             return false;
         }
-        let mut map = self.map.lock();
         let mut s = hold.state.lock();
         s.count = s.count.saturating_sub(1);
         if watchdog {
@@ -143,8 +150,9 @@ impl Holds {
 
     /// Declares a hold lost: cancels its token and removes it.
     pub(crate) fn lose(&self, hold: &Arc<Hold>) {
+        let mut map = self.map.lock();
         hold.lost.cancel();
-        Self::remove(&mut self.map.lock(), hold);
+        Self::remove(&mut map, hold);
     }
 
     /// Declares every hold on `name` lost (after a force-unlock).

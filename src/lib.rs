@@ -22,7 +22,7 @@ mod wait;
 mod watchdog;
 
 pub use client::Client;
-pub use config::{Config, ENV_VAR, MAX_LEASE};
+pub use config::{Config, ENV_VAR, MAX_LEASE, MIN_LEASE};
 pub use error::{Error, Result};
 pub use guard::LockGuard;
 pub use lock::{Kind, Lock};

@@ -253,7 +253,10 @@ impl Actor {
 
     /// Invariant 3: forget the connection, clear our confirmations, wake everyone.
     fn disconnected(&mut self, why: &str) {
-        if self.conn.take().is_some() {
+        // Only a connection that existed can have missed messages: a failed reconnect
+        // must not wake (and so make poll) every waiter again.
+        let lost = self.conn.take().is_some();
+        if lost {
             tracing::warn!(
                 master = self.idx,
                 why,
@@ -264,7 +267,9 @@ impl Actor {
         let bit = !(1u64 << self.idx);
         for c in self.shared.channels.lock().values() {
             c.confirmed.send_modify(|b| *b &= bit);
-            c.wake.send_modify(|n| *n += 1);
+            if lost {
+                c.wake.send_modify(|n| *n += 1);
+            }
         }
         // Whatever is still wanted must be subscribed again on the next connection.
         let wanted: Vec<String> = self.shared.channels.lock().keys().cloned().collect();
@@ -294,6 +299,7 @@ impl Actor {
 
     /// Invariant 1: bring the connection in line with the desired set.
     async fn reconcile(&mut self) -> Result<(), String> {
+        let mut fresh = false;
         let pending: HashSet<String> =
             std::mem::take(&mut *self.shared.ports[self.idx].pending.lock())
                 .into_iter()
@@ -327,6 +333,7 @@ impl Actor {
                 .map_err(|_| "connect timed out".to_string())?
                 .map_err(|e| e.to_string())?;
             self.conn = Some(pubsub.split());
+            fresh = true;
             // Everything wanted goes on the new connection.
             subscribe = self.shared.channels.lock().keys().cloned().collect();
             unsubscribe.clear();
@@ -341,6 +348,16 @@ impl Actor {
         if !subscribe.is_empty() {
             within(self.timeout, sink.subscribe(&subscribe)).await?;
             self.actual.extend(subscribe.iter().cloned());
+            if fresh {
+                // Invariant 3: a release published before this SUBSCRIBE landed was
+                // missed; wake the waiters once more now that nothing can be missed.
+                let map = self.shared.channels.lock();
+                for name in &subscribe {
+                    if let Some(c) = map.get(name) {
+                        c.wake.send_modify(|n| *n += 1);
+                    }
+                }
+            }
         }
         confirm.extend(subscribe);
         self.confirm(&confirm);

@@ -59,7 +59,7 @@ pub(crate) async fn acquire(inner: &Arc<Inner>, call: &Call) -> Result<Option<Gr
         holder: call.holder.clone(),
         lease: call.lease,
         mode,
-        reentrant,
+        reentrant: reentrant.into(),
     };
     // Local waiters of a non-fair lock line up in the gate (see gate.rs).
     let _pass = if reentrant || once || call.kind == Kind::Fair {
@@ -98,16 +98,23 @@ async fn wait_loop(
     let fair = call.kind == Kind::Fair;
     let mut sub: Option<Subscription> = None;
     let mut unavailable_since: Option<Instant> = None;
+    let mut woken = false;
     loop {
         if let Some(s) = sub.as_mut() {
             s.mark_seen();
         }
+        // Re-entry is decided per attempt: an earlier call of this task may have taken
+        // the lock while this one waited in the gate.
+        let reentrant = inner.holds.get(&call.name, &call.holder).is_some();
+        req.reentrant
+            .store(reentrant, std::sync::atomic::Ordering::Relaxed);
         // A cancelled fair attempt may already have queued us (invariant 4).
         *queued = fair && !once;
         // Invariant 6: while a task of this client holds a non-fair lock, its release
         // wakes us directly; an attempt now would only be refused.
-        let local = (!fair && !req.reentrant)
-            .then(|| inner.holds.held_locally_for(&call.name))
+        // A waiter woken by a message (a force-unlock by another client, say) asks Redis.
+        let local = (!fair && !reentrant && !std::mem::take(&mut woken))
+            .then(|| inner.holds.held_locally_for(&call.name, &call.holder))
             .flatten()
             .filter(|left| !left.is_zero());
         if local.is_some() && sub.is_none() {
@@ -166,14 +173,18 @@ async fn wait_loop(
                 continue;
             }
         };
-        let mut max = backoff.unwrap_or(retry_in);
+        let until_deadline = deadline.map_or(Duration::MAX, |d| d - now);
+        if let Some(pause) = backoff {
+            // Invariant 3: a split vote or an outage backs off for real; our own
+            // clean-up release published "0", which must not cut the pause short.
+            tokio::time::sleep(pause.min(until_deadline)).await;
+            continue;
+        }
+        let mut max = retry_in.min(until_deadline);
         if fair {
             max = max.min(inner.config.fair_stale_timeout / 3);
         }
-        if let Some(d) = deadline {
-            max = max.min(d - now);
-        }
-        waiter.wait(max).await;
+        woken = waiter.wait(max).await;
     }
 }
 

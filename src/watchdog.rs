@@ -73,7 +73,7 @@ fn expire(inner: &Inner) -> Option<Instant> {
         let deadline = hold.watchdog_state().1 + validity;
         if deadline <= now {
             tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: not renewed by a majority within its validity");
-            inner.holds.lose(&hold);
+            inner.lose(&hold);
         } else {
             due = Some(due.map_or(deadline, |d| d.min(deadline)));
         }
@@ -119,7 +119,7 @@ async fn renew_chunk(inner: &Inner, chunk: &[Arc<Hold>]) {
                 denied[i] += 1;
                 if renewed[i] < quorum && n - denied[i] == quorum - 1 {
                     tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: gone on too many masters");
-                    inner.holds.lose(hold);
+                    inner.lose(hold);
                 }
             }
         }

@@ -104,6 +104,7 @@ async fn zero_tiny_and_absurd_leases_are_invalid() {
     for lease in [
         Duration::ZERO,
         Duration::from_micros(999),
+        Duration::from_millis(9),
         MAX_LEASE + Duration::from_secs(1),
     ] {
         let err = lock.lock_with_lease(lease).await.unwrap_err();

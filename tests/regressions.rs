@@ -1,4 +1,5 @@
-//! Review findings: each test demonstrates one defect (they FAIL on the current code).
+//! Regression tests for defects found in review (each failed before its fix):
+//! lost wake-ups, lease shortening, spinning, self-deadlock, polling during outages.
 
 mod common;
 
@@ -25,7 +26,7 @@ async fn single(server: &RedisServer) -> Client {
 /// re-checks the local hold table (entry still present until the next watchdog tick)
 /// and goes back to sleep for the remaining lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f1_local_waiter_sleeps_through_foreign_force_unlock() {
+async fn a_local_waiter_wakes_on_a_force_unlock_by_another_client() {
     let server = RedisServer::start();
     let (a, b) = (single(&server).await, single(&server).await);
     let _held = a.lock("f1").lock().await.unwrap(); // watchdog lease 30 s
@@ -49,7 +50,7 @@ async fn f1_local_waiter_sleeps_through_foreign_force_unlock() {
 /// validity (lease - lease*drift - 2 ms) is 0, so every attempt is "granted then
 /// undone": a free lock is never acquired, and the loop spins against Redis.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f2_tiny_lease_never_acquires_a_free_lock() {
+async fn a_lease_too_short_to_ever_be_valid_is_rejected() {
     let server = RedisServer::start();
     let a = single(&server).await;
     let before = evalsha_calls(&server);
@@ -59,9 +60,10 @@ async fn f2_tiny_lease_never_acquires_a_free_lock() {
         .await;
     let calls = evalsha_calls(&server) - before;
     assert!(
-        matches!(r, Ok(Some(_))) || r.is_err(),
-        "free lock, lease 2 ms: Ok(None) after {calls} script calls in 1 s (spin)"
+        matches!(r, Err(redlatch::Error::InvalidLease(_))),
+        "lease 2 ms: {r:?} after {calls} script calls"
     );
+    assert_eq!(calls, 0, "an invalid lease must not reach Redis");
 }
 
 /// F3 (lease shortening): a nested acquisition with a short explicit lease (or its
@@ -70,12 +72,15 @@ async fn f2_tiny_lease_never_acquires_a_free_lock() {
 /// every timeout/3, so the lock expires and another client acquires it while the
 /// outer guard believes it holds it (lost() not cancelled).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f3_nested_short_lease_breaks_outer_watchdog_guard() {
+async fn a_nested_short_lease_never_shortens_the_outer_lease() {
     let server = RedisServer::start();
     let (a, b) = (single(&server).await, single(&server).await);
     let lock = a.lock("f3");
     let outer = lock.lock().await.unwrap(); // watchdog, 30 s
-    let inner = lock.lock_with_lease(Duration::from_millis(300)).await.unwrap();
+    let inner = lock
+        .lock_with_lease(Duration::from_millis(300))
+        .await
+        .unwrap();
     inner.unlock().await.unwrap();
     tokio::time::sleep(Duration::from_millis(800)).await;
     let other = b.lock("f3").try_lock(Duration::ZERO).await.unwrap();
@@ -90,7 +95,7 @@ async fn f3_nested_short_lease_breaks_outer_watchdog_guard() {
 /// counter of EVERY channel: all idle waiters re-run a full Redlock attempt every
 /// second (SPEC 6: an idle waiter sends nothing to Redis).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f4_minority_outage_makes_idle_waiters_poll() {
+async fn idle_waiters_send_nothing_while_a_minority_master_is_down() {
     let mut servers = common::start_many(3);
     servers[2].kill();
     let cfg = common::redlock::config(&servers);
@@ -98,7 +103,11 @@ async fn f4_minority_outage_makes_idle_waiters_poll() {
     let b = Client::connect(cfg).await.unwrap();
     let _g = a.lock("f4").lock().await.unwrap();
     let lb = b.lock("f4");
-    let w = tokio::spawn(async move { lb.try_lock(Duration::from_secs(20)).await.map(|g| g.is_some()) });
+    let w = tokio::spawn(async move {
+        lb.try_lock(Duration::from_secs(20))
+            .await
+            .map(|g| g.is_some())
+    });
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = evalsha_calls(&servers[0]);
     tokio::time::sleep(Duration::from_secs(4)).await;
@@ -115,7 +124,7 @@ async fn f4_minority_outage_makes_idle_waiters_poll() {
 /// judged non-reentrant, sees the lock "held locally" (by itself) and waits for the
 /// local release that can never come while join! keeps the first guard: self-deadlock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn f5_join_of_two_locks_in_one_task_self_deadlocks() {
+async fn two_lock_calls_joined_in_one_task_re_enter_instead_of_deadlocking() {
     let server = RedisServer::start();
     let a = single(&server).await;
     let lock = a.lock("f5");
@@ -128,5 +137,39 @@ async fn f5_join_of_two_locks_in_one_task_self_deadlocks() {
     })
     .await
     .unwrap();
-    assert!(r.is_ok(), "join!(lock(), lock()) in one task did not finish in 3 s");
+    assert!(
+        r.is_ok(),
+        "join!(lock(), lock()) in one task did not finish in 3 s"
+    );
+}
+
+/// F6 (attempt.rs step 5 + release_on notify_local): after a split vote the clean-up
+/// release publishes "0" and calls notify_local on the waiter's OWN channel, so the
+/// waiter's wait(jitter) returns at once: no jitter, a hot retry loop (and every
+/// other waiter of the name is woken by each failed attempt).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_vote_backs_off_instead_of_spinning() {
+    let servers = common::start_many(3);
+    let other = common::redlock::OTHER;
+    common::redlock::prelock(&servers[0], "f6", other, Duration::from_secs(30));
+    common::redlock::prelock(&servers[1], "f6", other, Duration::from_secs(30));
+    let b = Client::connect(common::redlock::config(&servers))
+        .await
+        .unwrap();
+    let lb = b.lock("f6");
+    let w = tokio::spawn(async move {
+        lb.try_lock(Duration::from_secs(5))
+            .await
+            .map(|g| g.is_some())
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = evalsha_calls(&servers[2]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let calls = evalsha_calls(&servers[2]) - before;
+    w.abort();
+    // jitter <= 50 ms: at most ~2 scripts (acquire + undo) per ~25 ms on average.
+    assert!(
+        calls < 200,
+        "waiter sent {calls} scripts in 1 s to the master it won"
+    );
 }
