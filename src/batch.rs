@@ -10,10 +10,11 @@
 //!    one batch, batch after batch, until the queue is empty.
 //! 3. A queued operation never depends on another caller's future: if the caller that
 //!    started a flight is dropped, the flusher takes over the queue.
-//! 5. Order is kept: a caller only flies directly when nothing is queued, and one
-//!    flusher at most drains the queue, batch after batch. An operation whose caller
-//!    gave up (timed out or was dropped) before it was sent is skipped, so it cannot
-//!    run late, after the caller's next operation.
+//! 5. Order is kept: a caller only flies directly when nothing is queued, and a
+//!    flusher writes what it drained in the same poll, before any later drain (the
+//!    connection's request channel keeps that order). An operation whose caller gave
+//!    up (timed out or was dropped) before it was drained is skipped, so it cannot run
+//!    late, after the caller's next operation.
 //! 4. Every operation's outcome is exactly what its single-operation script would have
 //!    returned; a batch only saves round trips and per-call work in Redis.
 
@@ -55,7 +56,6 @@ struct Pending {
 struct Queue {
     ops: Vec<Pending>,
     flying: usize,
-    flushing: bool,
 }
 
 /// A master's group-commit queue.
@@ -103,11 +103,10 @@ impl Master {
     /// A flight landed: free its slot, or hand it to a flusher for what queued meanwhile.
     fn land(self: Arc<Self>) {
         let mut q = self.batcher().queue.lock();
-        if q.ops.is_empty() || q.flushing {
+        if q.ops.is_empty() {
             q.flying -= 1;
             return;
         }
-        q.flushing = true;
         drop(q);
         tokio::spawn(async move { self.flush().await });
     }
@@ -120,7 +119,6 @@ impl Master {
                 q.ops.retain(|p| !p.tx.is_closed());
                 if q.ops.is_empty() {
                     q.flying -= 1;
-                    q.flushing = false;
                     return;
                 }
                 let n = q.ops.len().min(MAX_BATCH);

@@ -91,15 +91,15 @@ async fn sleep_until(at: Option<Instant>) {
 async fn renew_chunk(inner: &Inner, chunk: &[Arc<Hold>]) {
     let started = Instant::now();
     let lease_ms = inner.config.watchdog_timeout.as_millis() as u64;
-    // A large batch legitimately takes longer than one acquire, so give it at least
-    // half a second, but never more than a period: a master that does not answer
-    // must not hold up the next round (invariant 1).
+    // A renewal is not latency-critical (the deadline is the validity, three periods
+    // away): give a loaded master a whole period, but no more, so a master that does
+    // not answer never holds up the next round (invariant 1).
     let period = inner.config.watchdog_timeout / 3;
     let pairs: Vec<(&str, &str)> = chunk.iter().map(|h| (&*h.name, &*h.holder)).collect();
     let pairs = &pairs;
     let mut answers: FuturesUnordered<_> = (inner.masters.iter())
         .map(|m| async move {
-            let timeout = m.timeout().max(Duration::from_millis(500)).min(period);
+            let timeout = period;
             scripts::renew(m, pairs, lease_ms, timeout).await
         })
         .collect();
