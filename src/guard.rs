@@ -8,7 +8,9 @@ use tokio_util::sync::CancellationToken;
 use crate::attempt::release_on;
 use crate::client::Inner;
 use crate::error::{Error, Result};
+use crate::gate::Offer;
 use crate::holds::Hold;
+use crate::scripts::{self, Handover};
 
 /// One hold on a lock. Dropping it releases the hold in a background task;
 /// [`unlock`](LockGuard::unlock) releases it and reports what happened.
@@ -98,42 +100,100 @@ impl LockGuard {
     /// bounds how long the lock can stay held.
     pub async fn unlock(mut self) -> Result<()> {
         self.armed = false;
-        if !self.inner.holds.released(&self.hold, self.watchdog) {
+        let Some(left) = self.inner.holds.released(&self.hold, self.watchdog) else {
             return Err(Error::NotHeld {
                 name: self.hold.name.to_string(),
                 holder: self.hold.holder.to_string(),
             });
-        }
-        Box::pin(release_on(
+        };
+        Box::pin(release(
             &self.inner,
-            &self.hold.name,
-            &self.hold.holder,
+            &self.hold,
             self.lease_ms,
             self.fair,
-            None,
-            true,
+            left == 0,
         ))
         .await
-        .map(drop)
     }
 }
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        if !self.armed || !self.inner.holds.released(&self.hold, self.watchdog) {
+        if !self.armed {
             return;
         }
+        let Some(left) = self.inner.holds.released(&self.hold, self.watchdog) else {
+            return;
+        };
         let (inner, hold) = (self.inner.clone(), self.hold.clone());
         let (lease_ms, fair) = (self.lease_ms, self.fair);
         let runtime =
             tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
         let release = async move {
-            let r = release_on(&inner, &hold.name, &hold.holder, lease_ms, fair, None, true).await;
-            if let Err(e) = r {
+            if let Err(e) = release(&inner, &hold, lease_ms, fair, left == 0).await {
                 tracing::warn!(lock = %hold.name, error = %e, "release on drop failed");
             }
         };
         self.inner.cleanups.spawn_on(release, &runtime);
+    }
+}
+
+/// Releases one hold. When it is the last local hold of a plain lock on a single master
+/// and another task of this client waits at the gate with an offer, the lock is handed
+/// to that task in the same script (gate.rs invariant 3): one round trip instead of a
+/// release and an acquire, and never past another client's waiter (handover.lua).
+async fn release(
+    inner: &Arc<Inner>,
+    hold: &Hold,
+    lease_ms: u64,
+    fair: bool,
+    last: bool,
+) -> Result<()> {
+    if last && !fair && inner.masters.len() == 1 {
+        if let Some(offer) = inner.gates.take(&hold.name) {
+            return hand_over(inner, hold, lease_ms, offer).await;
+        }
+    }
+    release_on(inner, &hold.name, &hold.holder, lease_ms, fair, None, true)
+        .await
+        .map(drop)
+}
+
+async fn hand_over(inner: &Arc<Inner>, hold: &Hold, lease_ms: u64, offer: Offer) -> Result<()> {
+    let started = std::time::Instant::now();
+    let from = (&*hold.holder, lease_ms);
+    let to = (&*offer.holder, offer.lease_ms);
+    // On an error the offer is dropped: the waiter wakes and asks Redis itself.
+    match scripts::handover(&inner.masters[0], &hold.name, from, to).await? {
+        Handover::HandedOver => {
+            if offer.tx.send(started).is_err() {
+                // The waiter gave up meanwhile: release what it was handed.
+                release_on(
+                    inner,
+                    &hold.name,
+                    &offer.holder,
+                    offer.lease_ms,
+                    false,
+                    None,
+                    true,
+                )
+                .await?;
+            }
+            Ok(())
+        }
+        // Another client waits: released and published as usual; the dropped offer
+        // wakes our waiter, which competes like everyone else.
+        Handover::Released => {
+            inner
+                .pubsub
+                .notify_local(&crate::names::channel(&hold.name));
+            Ok(())
+        }
+        Handover::StillHeld => Ok(()),
+        Handover::NotHeld => Err(Error::NotHeld {
+            name: hold.name.to_string(),
+            holder: hold.holder.to_string(),
+        }),
     }
 }
 

@@ -119,24 +119,25 @@ impl Holds {
         hold
     }
 
-    /// Counts one hold down; the entry goes when the count reaches 0. Returns false if
-    /// the hold was already lost (nothing to release in Redis).
-    pub(crate) fn released(&self, hold: &Arc<Hold>, watchdog: bool) -> bool {
+    /// Counts one hold down; the entry goes when the count reaches 0. Returns the holds
+    /// left, or `None` if the hold was already lost (nothing to release in Redis).
+    pub(crate) fn released(&self, hold: &Arc<Hold>, watchdog: bool) -> Option<u32> {
         // Checked under the map lock: `lose` cancels and removes under it too.
         let mut map = self.map.lock();
         if hold.lost.is_cancelled() {
-            return false;
+            return None;
         }
         let mut s = hold.state.lock();
         s.count = s.count.saturating_sub(1);
         if watchdog {
             s.watchdog_holds = s.watchdog_holds.saturating_sub(1);
         }
-        if s.count == 0 {
+        let left = s.count;
+        if left == 0 {
             drop(s);
             Self::remove(&mut map, hold);
         }
-        true
+        Some(left)
     }
 
     fn remove(map: &mut HashMap<Arc<str>, Vec<Arc<Hold>>>, hold: &Arc<Hold>) {

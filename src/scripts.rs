@@ -23,6 +23,8 @@ macro_rules! fair_script {
 }
 
 static BATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/batch.lua")));
+static HANDOVER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/handover.lua")));
 static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../lua/acquire.lua")));
 static RELEASE: LazyLock<Script> =
@@ -263,6 +265,44 @@ pub(crate) async fn batch(m: &Master, ops: &[&Op]) -> Result<Vec<Reply>> {
         .run(|mut c| async move { inv.invoke_async(&mut c).await })
         .await?;
     crate::batch::pairs(m, v, ops.len())
+}
+
+/// What `handover.lua` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Handover {
+    NotHeld,
+    StillHeld,
+    /// Released normally (another client waits): "0" was published.
+    Released,
+    /// The receiver holds the lock now.
+    HandedOver,
+}
+
+/// Releases `from`'s last hold of `name` and, unless another client waits, gives the
+/// lock to `to` in the same script (lock lane, so in order with our other scripts).
+pub(crate) async fn handover(
+    m: &Master,
+    name: &str,
+    (from, from_lease_ms): (&str, u64),
+    (to, to_lease_ms): (&str, u64),
+) -> Result<Handover> {
+    let mut inv = HANDOVER.key(name);
+    inv.key(names::channel(name))
+        .arg("0")
+        .arg(from_lease_ms)
+        .arg(from)
+        .arg(to)
+        .arg(to_lease_ms);
+    let v: i64 = m
+        .run(|mut c| async move { inv.invoke_async(&mut c).await })
+        .await
+        .map_err(|e| typed(name, e))?;
+    Ok(match v {
+        -1 => Handover::NotHeld,
+        0 => Handover::StillHeld,
+        1 => Handover::Released,
+        _ => Handover::HandedOver,
+    })
 }
 
 /// Renews `(name, holder)` pairs to `lease_ms`; one bool per pair, true = still held.

@@ -16,6 +16,10 @@
 //! 6. A subscribed waiter of a non-fair lock that another task of the same client
 //!    holds does not ask Redis: that task's release wakes it directly (a force-unlock
 //!    arrives as a message), and its lease bounds the wait.
+//! 7. Such a waiter of a plain lock on a single master also posts an offer at the gate
+//!    (gate.rs invariant 3): the releaser may hand it the lock in its release script.
+//!    Before asking Redis itself the waiter withdraws the offer, or, if a releaser has
+//!    taken it, waits for that answer first, so it never races its own hand-over.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,11 +29,13 @@ use tokio::time::Instant;
 use crate::attempt::{attempt, jitter, Grant, Outcome, Request};
 use crate::client::Inner;
 use crate::error::Result;
+use crate::gate::Offer;
 use crate::lock::Kind;
 use crate::names;
 use crate::pubsub::Subscription;
 use crate::quorum::fan_out;
 use crate::scripts::{self, AcquireMode};
+use tokio::sync::oneshot;
 
 /// Parameters of one `lock`/`try_lock` call.
 pub(crate) struct Call {
@@ -99,6 +105,13 @@ async fn wait_loop(
     let mut sub: Option<Subscription> = None;
     let mut unavailable_since: Option<Instant> = None;
     let mut woken = false;
+    // Invariant 7: an offer to be handed the lock by a local releaser.
+    let can_offer = call.kind == Kind::Plain && inner.masters.len() == 1;
+    let mut handover: Option<oneshot::Receiver<std::time::Instant>> = None;
+    let _withdraw = scopeguard::guard((), |()| {
+        // A taken offer whose answer we no longer wait for is released by the giver.
+        inner.gates.withdraw(&call.name, &call.holder);
+    });
     loop {
         if let Some(s) = sub.as_mut() {
             s.mark_seen();
@@ -121,6 +134,17 @@ async fn wait_loop(
             let until = deadline.unwrap_or_else(|| Instant::now() + inner.config.connect_timeout);
             sub = Some(subscribe(inner, call, until).await);
             continue;
+        }
+        if local.is_none() {
+            if let Some(rx) = handover.take() {
+                if !inner.gates.withdraw(&call.name, &call.holder) {
+                    // A releaser took our offer: its answer comes within one call.
+                    let bound = inner.config.effective_master_timeout() * 2;
+                    if let Ok(Ok(started)) = tokio::time::timeout(bound, rx).await {
+                        return Ok(Some(handed_over(inner, call, started)));
+                    }
+                }
+            }
         }
         let outcome = match local {
             Some(left) => Outcome::Busy {
@@ -184,7 +208,53 @@ async fn wait_loop(
         if fair {
             max = max.min(inner.config.fair_stale_timeout / 3);
         }
-        woken = waiter.wait(max).await;
+        if !(can_offer && local.is_some()) {
+            woken = waiter.wait(max).await;
+            continue;
+        }
+        let rx = handover.get_or_insert_with(|| {
+            let (tx, rx) = oneshot::channel();
+            let lease_ms = call.lease.as_millis() as u64;
+            let holder = call.holder.clone();
+            inner.gates.offer(
+                &call.name,
+                Offer {
+                    holder,
+                    lease_ms,
+                    tx,
+                },
+            );
+            rx
+        });
+        let handed = tokio::select! {
+            w = waiter.wait(max) => {
+                woken = w;
+                None
+            }
+            r = rx => Some(r),
+        };
+        match handed {
+            Some(Ok(started)) => return Ok(Some(handed_over(inner, call, started))),
+            // The releaser declined (another client waits) or failed: ask Redis.
+            Some(Err(_)) => {
+                handover = None;
+                woken = true;
+            }
+            None => {}
+        }
+    }
+}
+
+/// The grant of a lock handed over by a local releaser at `started`.
+fn handed_over(inner: &Inner, call: &Call, started: std::time::Instant) -> Grant {
+    Grant {
+        validity: inner
+            .validity_of(call.lease)
+            .saturating_sub(started.elapsed()),
+        token: None,
+        fresh: true,
+        started,
+        everywhere: true,
     }
 }
 
