@@ -20,6 +20,8 @@
 //!    (gate.rs invariant 3): the releaser may hand it the lock in its release script.
 //!    Before asking Redis itself the waiter withdraws the offer, or, if a releaser has
 //!    taken it, waits for that answer first, so it never races its own hand-over.
+//! 8. Fair waiters of one client under Redlock pass the gate one at a time: FIFO among
+//!    them is the gate's, FIFO across clients the masters' queues'.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,8 +69,13 @@ pub(crate) async fn acquire(inner: &Arc<Inner>, call: &Call) -> Result<Option<Gr
         mode,
         reentrant: reentrant.into(),
     };
-    // Local waiters of a non-fair lock line up in the gate (see gate.rs).
-    let _pass = if reentrant || once || call.kind == Kind::Fair {
+    // Local waiters line up in the gate (see gate.rs). A fair lock on one master needs
+    // no gate (its Redis queue orders every waiter); under Redlock it has one, so only
+    // one waiter per client queues on the masters at a time: many waiters of one
+    // client queued in different orders on different masters would split the votes
+    // round after round (invariant 8).
+    let gated = call.kind != Kind::Fair || inner.masters.len() > 1;
+    let _pass = if reentrant || once || !gated {
         None
     } else {
         let enter = inner.gates.enter(&call.name);

@@ -96,9 +96,14 @@ async fn a_split_vote_from_opposite_queue_orders_resolves_for_every_waiter() {
     let name = "rotation";
     let lock = client.fair_lock(name);
     let held = lock.lock_with_lease(20 * SEC).await.unwrap();
+    // One waiter per client: under Redlock a client queues one waiter per name on the
+    // masters at a time (its other tasks wait at its local gate).
+    let mut clients = Vec::new();
     let mut waiters = Vec::new();
     for _ in 0..3 {
-        let (holder, task) = spawn_lock(&lock);
+        let c = connect(&masters, 30 * SEC).await;
+        let (holder, task) = spawn_lock(&c.fair_lock(name));
+        clients.push(c);
         let channel = format!("redisson_lock__channel:{{{name}}}:{holder}");
         let ready = || {
             masters
@@ -184,5 +189,34 @@ async fn eight_contending_tasks_all_acquire_in_turn_over_three_masters() {
     assert!(longest < 10 * SEC, "a waiter starved for {longest:?}");
     let total = (TASKS * ROUNDS) as i64;
     assert_eq!(counter.cmd::<i64>(&["GET", "n"]), total, "lost updates");
+    assert_nothing_left(&masters).await;
+}
+
+/// Under Redlock, the tasks of one client pass the local gate one at a time: only one
+/// of them is queued on the masters, and they acquire in the order they arrived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_redlock_a_client_queues_one_waiter_per_name_and_keeps_their_order() {
+    let masters = start_many(3);
+    let client = connect(&masters, 30 * SEC).await;
+    let name = "local-order";
+    let held = client.fair_lock(name).lock().await.unwrap();
+    let order = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        let (lock, order) = (client.fair_lock(name), order.clone());
+        tasks.push(tokio::spawn(async move {
+            let g = lock.lock().await.unwrap();
+            order.lock().push(i);
+            g.unlock().await.unwrap();
+        }));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let one_queued = || masters.iter().all(|m| queue(m, name).len() == 1);
+    assert!(eventually_async(5 * SEC, one_queued).await);
+    held.unlock().await.unwrap();
+    for t in tasks {
+        join(t, 10 * SEC).await;
+    }
+    assert_eq!(*order.lock(), vec![0, 1, 2, 3]);
     assert_nothing_left(&masters).await;
 }
