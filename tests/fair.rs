@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually_async, numsub, RedisServer};
+use common::{calls, eventually_async, numsub, RedisServer};
 use redlatch::{Client, Config};
 
 async fn connect(server: &RedisServer, stale: Duration) -> Client {
@@ -102,16 +102,6 @@ async fn try_lock_without_wait_stays_out_of_the_queue_and_a_timed_out_one_leaves
     held.unlock().await.unwrap();
     join(waiter, 5 * SEC).await.unlock().await.unwrap();
     assert_eq!(dbsize(&server), 0);
-}
-
-/// Sum of `calls=` of one command in `INFO commandstats`.
-fn calls(server: &RedisServer, command: &str) -> u64 {
-    let info: String = server.cmd(&["INFO", "commandstats"]);
-    let prefix = format!("cmdstat_{command}:calls=");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
 }
 
 /// (pub/sub connections, channels they subscribe to) from `CLIENT LIST TYPE pubsub`.

@@ -53,12 +53,7 @@ async fn the_lock_passes_to_a_local_waiter_without_ever_being_free() {
 }
 
 fn published(server: &RedisServer) -> u64 {
-    let info: String = server.cmd(&["INFO", "commandstats"]);
-    // PUBLISH inside scripts is counted as a publish call.
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_publish:calls="))
-        .and_then(|r| r.split(',').next()?.parse().ok())
-        .unwrap_or(0)
+    common::calls(server, "publish")
 }
 
 #[tokio::test]

@@ -5,17 +5,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::RedisServer;
+use common::{calls, RedisServer};
 use redlatch::{Client, Config};
-
-fn evalsha_calls(server: &RedisServer) -> u64 {
-    let info: String = server.cmd(&["INFO", "commandstats"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
 
 async fn single(server: &RedisServer) -> Client {
     Client::connect(Config::single(server.url())).await.unwrap()
@@ -53,12 +44,12 @@ async fn a_local_waiter_wakes_on_a_force_unlock_by_another_client() {
 async fn a_lease_too_short_to_ever_be_valid_is_rejected() {
     let server = RedisServer::start();
     let a = single(&server).await;
-    let before = evalsha_calls(&server);
+    let before = calls(&server, "evalsha");
     let r = a
         .lock("f2")
         .try_lock_with_lease(Duration::from_secs(1), Duration::from_millis(2))
         .await;
-    let calls = evalsha_calls(&server) - before;
+    let calls = calls(&server, "evalsha") - before;
     assert!(
         matches!(r, Err(redlatch::Error::InvalidLease(_))),
         "lease 2 ms: {r:?} after {calls} script calls"
@@ -109,9 +100,9 @@ async fn idle_waiters_send_nothing_while_a_minority_master_is_down() {
             .map(|g| g.is_some())
     });
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let before = evalsha_calls(&servers[0]);
+    let before = common::calls(&servers[0], "evalsha");
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let calls = evalsha_calls(&servers[0]) - before;
+    let calls = common::calls(&servers[0], "evalsha") - before;
     w.abort();
     assert!(
         calls <= 1,
@@ -163,9 +154,9 @@ async fn a_split_vote_backs_off_instead_of_spinning() {
             .map(|g| g.is_some())
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let before = evalsha_calls(&servers[2]);
+    let before = common::calls(&servers[2], "evalsha");
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let calls = evalsha_calls(&servers[2]) - before;
+    let calls = common::calls(&servers[2], "evalsha") - before;
     w.abort();
     // jitter <= 50 ms: at most ~2 scripts (acquire + undo) per ~25 ms on average.
     assert!(

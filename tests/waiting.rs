@@ -4,20 +4,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{eventually_async, numsub, RedisServer};
+use common::{calls, eventually_async, numsub, RedisServer};
 use redlatch::{Client, Config};
 
 async fn client(server: &RedisServer) -> Client {
     Client::connect(Config::single(server.url())).await.unwrap()
-}
-
-fn evalsha_calls(server: &RedisServer) -> u64 {
-    let info: String = server.cmd(&["INFO", "commandstats"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
 }
 
 #[tokio::test]
@@ -63,9 +54,9 @@ async fn an_idle_waiter_sends_nothing_to_redis() {
         .await
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let before = evalsha_calls(&server);
+    let before = calls(&server, "evalsha");
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let after = evalsha_calls(&server);
+    let after = calls(&server, "evalsha");
     assert_eq!(after - before, 0, "the waiter polled Redis while waiting");
     held.unlock().await.unwrap();
     waiter.await.unwrap().unwrap();

@@ -152,13 +152,7 @@ async fn renewals_of_many_locks_are_batched_into_one_call_per_tick() {
     for i in 0..300 {
         guards.push(a.lock(format!("many:{i}")).lock().await.unwrap());
     }
-    let calls = || -> u64 {
-        let info: String = server.cmd(&["INFO", "commandstats"]);
-        info.lines()
-            .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-            .and_then(|r| r.split(',').next()?.parse().ok())
-            .unwrap_or(0)
-    };
+    let calls = || common::calls(&server, "evalsha");
     let before = calls();
     tokio::time::sleep(WATCHDOG * 2).await;
     let renewals = calls() - before;

@@ -20,6 +20,17 @@ pub fn start_many(n: usize) -> Vec<RedisServer> {
     (0..n).map(|_| RedisServer::start()).collect()
 }
 
+/// Calls of one command so far, from `INFO commandstats` (scripts' inner calls count
+/// too: a PUBLISH inside a script is a `publish` call).
+pub fn calls(server: &RedisServer, command: &str) -> u64 {
+    let info: String = server.cmd(&["INFO", "commandstats"]);
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
 /// Number of subscribers of `channel` (`PUBSUB NUMSUB channel`).
 pub fn numsub(server: &RedisServer, channel: &str) -> i64 {
     let (_name, count): (String, i64) = server.cmd(&["PUBSUB", "NUMSUB", channel]);
