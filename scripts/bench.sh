@@ -16,13 +16,15 @@ dir=$(mktemp -d)
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
     rm -rf "$dir"
 }
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# start_master: prints the URL of a new master pinned to CPU 0.
+# start_master: starts a master pinned to CPU 0 and sets $url to it. (Not called in a
+# command substitution: that subshell would keep the PID from the cleanup list.)
 start_master() {
     local port
     port=$(free_port)
@@ -33,15 +35,20 @@ start_master() {
         redis-cli -p "$port" ping >/dev/null 2>&1 && break
         sleep 0.05
     done
-    echo "redis://127.0.0.1:$port"
+    url="redis://127.0.0.1:$port"
 }
 
 run() { # run ARGS...: one bench invocation, pinned to CPU 1, bounded in time
     timeout 600 taskset -c 1 "$bin" bench --json "$@" | tee -a "$out/results.jsonl"
 }
 
-one=$(start_master)
-three=("$(start_master)" "$(start_master)" "$(start_master)")
+start_master
+one=$url
+three=()
+for _ in 1 2 3; do
+    start_master
+    three+=("$url")
+done
 redis3=()
 for u in "${three[@]}"; do redis3+=(--redis "$u"); done
 
