@@ -253,15 +253,9 @@ impl Lock {
         names::validate(&self.name)?;
         let cmd = &*cmd;
         let results = fan_out(&self.client.inner.masters, |m| async move {
-            m.query::<Value>(cmd.clone()).await.map_err(|e| match e {
-                Error::Redis { source, addr } if source.to_string().contains("WRONGTYPE") => {
-                    Error::WrongType {
-                        name: self.name.to_string(),
-                        addr,
-                    }
-                }
-                other => other,
-            })
+            m.query::<Value>(cmd.clone())
+                .await
+                .map_err(|e| scripts::typed(&self.name, e))
         })
         .await;
         answers(results, self.quorum())

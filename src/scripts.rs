@@ -75,7 +75,7 @@ pub(crate) enum AcquireMode {
 }
 
 /// Maps a WRONGTYPE reply to [`Error::WrongType`].
-fn typed(name: &str, e: Error) -> Error {
+pub(crate) fn typed(name: &str, e: Error) -> Error {
     match e {
         Error::Redis { source, addr } if source.to_string().contains("WRONGTYPE") => {
             Error::WrongType {

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use cli_util::{exists, read, redis_args, redlatch, run_args, until_file, Bg, TempDir};
+use cli_util::{exists, output, read, redis_args, redlatch, run_args, until_file, Bg, TempDir};
 use common::{eventually, numsub, start_many, RedisServer};
 use serde_json::Value;
 
@@ -71,12 +71,11 @@ fn missing_and_unrunnable_cmd_are_127_and_126_without_a_lock() {
     let server = RedisServer::start();
     let dir = TempDir::new();
     let redis = redis_args(&[&server]);
-    let out = redlatch(&with(args(&["run", "nf"]), redis.clone()))
-        .args(["--", "redlatch-no-such-command-xyz"])
-        .assert()
-        .code(127)
-        .get_output()
-        .clone();
+    let missing = args(&["--", "redlatch-no-such-command-xyz"]);
+    let out = output(
+        &with(with(args(&["run", "nf"]), redis.clone()), missing),
+        127,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not found"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -100,11 +99,10 @@ fn a_busy_lock_gives_75_after_wait() {
         .file("started")
         .exists()));
     let started = Instant::now();
-    let out = redlatch(&run_args("busy", &[&server], &["--wait", "500ms"], "true"))
-        .assert()
-        .code(75)
-        .get_output()
-        .clone();
+    let out = output(
+        &run_args("busy", &[&server], &["--wait", "500ms"], "true"),
+        75,
+    );
     let waited = started.elapsed();
     assert!(
         waited >= Duration::from_millis(500),
@@ -162,7 +160,7 @@ fn usage_errors_are_64_with_one_line() {
         ),
     ];
     for (argv, needle) in cases {
-        let out = redlatch(&argv).assert().code(64).get_output().clone();
+        let out = output(&argv, 64);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(needle), "{argv:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{argv:?}: {stderr}");
@@ -182,12 +180,11 @@ fn unreachable_redis_is_69_quickly() {
     let redis = redis_args(&[&server]);
     server.kill();
     let started = Instant::now();
-    let out = redlatch(&with(args(&["run", "down"]), redis.clone()))
-        .args(["--", "true"])
-        .assert()
-        .code(69)
-        .get_output()
-        .clone();
+    let argv = with(
+        with(args(&["run", "down"]), redis.clone()),
+        args(&["--", "true"]),
+    );
+    let out = output(&argv, 69);
     assert!(started.elapsed() < Duration::from_secs(15));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -216,11 +213,10 @@ fn status_json_shows_the_holder_on_every_master() {
     .is_empty()));
     let id = read(&dir.file("holder")).trim().to_string();
 
-    let out = redlatch(&with(args(&["status", "st", "--json"]), redis_args(&refs)))
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
+    let out = output(
+        &with(args(&["status", "st", "--json"]), redis_args(&refs)),
+        0,
+    );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("status --json is JSON");
     assert_eq!(doc["name"], "st");
     assert_eq!(doc["masters_total"], 3);
@@ -240,24 +236,18 @@ fn status_json_shows_the_holder_on_every_master() {
         assert_eq!(m["fencing_counter"], 1, "{m}");
         assert_eq!(m["queue"].as_array().unwrap().len(), 0, "{m}");
     }
-    let table = redlatch(&with(args(&["status", "st"]), redis_args(&refs)))
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let table = output(&with(args(&["status", "st"]), redis_args(&refs)), 0).stdout;
     let table = String::from_utf8_lossy(&table);
     assert!(table.contains(&format!("held by {id}")), "{table}");
     assert_eq!(table.matches("count 1").count(), 3, "{table}");
 
     std::fs::write(dir.file("stop"), "").unwrap();
     assert_eq!(holder.wait(Duration::from_secs(30)).code(), Some(0));
-    let out = redlatch(&with(args(&["status", "st", "--json"]), redis_args(&refs)))
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let out = output(
+        &with(args(&["status", "st", "--json"]), redis_args(&refs)),
+        0,
+    )
+    .stdout;
     let doc: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(doc["locked"], false);
     assert!(doc["masters"]
@@ -272,12 +262,7 @@ fn status_with_one_master_down_still_answers() {
     let mut servers = start_many(3);
     let redis = redis_args(&servers.iter().collect::<Vec<_>>());
     servers[2].kill();
-    let out = redlatch(&with(args(&["status", "half", "--json"]), redis))
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let out = output(&with(args(&["status", "half", "--json"]), redis), 0).stdout;
     let doc: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(doc["answered"], 2);
     assert!(doc["masters"][2]["error"].is_string(), "{doc}");
@@ -304,19 +289,11 @@ fn status_json_shows_the_fair_queue_in_order() {
         waiters.push(Bg::start(&argv, &dir, w));
         assert!(eventually(Duration::from_secs(20), || queue_len() == i as i64 + 1));
     }
-    let out = redlatch(&args(&[
-        "status",
-        "fq",
-        "--fair",
-        "--json",
-        "--redis",
-        &server.url(),
-    ]))
-    .assert()
-    .code(0)
-    .get_output()
-    .stdout
-    .clone();
+    let out = output(
+        &args(&["status", "fq", "--fair", "--json", "--redis", &server.url()]),
+        0,
+    )
+    .stdout;
     let doc: Value = serde_json::from_slice(&out).unwrap();
     let queue = doc["masters"][0]["queue"].as_array().unwrap().clone();
     assert_eq!(queue.len(), 2, "{doc}");
@@ -330,12 +307,7 @@ fn status_json_shows_the_fair_queue_in_order() {
         assert!(due > 0 && due <= 60_000, "{entry}");
     }
     assert_ne!(queue[0]["holder"], queue[1]["holder"]);
-    let table = redlatch(&args(&["status", "fq", "--redis", &server.url()]))
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let table = output(&args(&["status", "fq", "--redis", &server.url()]), 0).stdout;
     assert!(String::from_utf8_lossy(&table).contains("queue: 2 waiter(s)"));
 
     std::fs::write(dir.file("stop"), "").unwrap();
@@ -371,18 +343,11 @@ fn unlock_force_wakes_a_waiting_run() {
     ) >= 1));
 
     let forced = Instant::now();
-    let out = redlatch(&args(&[
-        "unlock",
-        "--force",
-        "fu",
-        "--redis",
-        &server.url(),
-    ]))
-    .assert()
-    .code(0)
-    .get_output()
-    .stdout
-    .clone();
+    let out = output(
+        &args(&["unlock", "--force", "fu", "--redis", &server.url()]),
+        0,
+    )
+    .stdout;
     let out = String::from_utf8_lossy(&out);
     assert!(out.contains("before:") && out.contains(&id), "{out}");
     assert!(
@@ -463,7 +428,7 @@ fn a_key_that_is_not_a_lock_is_65_and_left_alone() {
         args(&["status", "plain-string", "--redis", &url]),
         args(&["unlock", "--force", "plain-string", "--redis", &url]),
     ] {
-        let out = redlatch(&argv).assert().code(65).get_output().clone();
+        let out = output(&argv, 65);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("not a lock"), "{argv:?}: {stderr}");
     }

@@ -40,6 +40,11 @@ pub fn redlatch(args: &[String]) -> assert_cmd::Command {
 }
 
 /// Arguments of `redlatch run NAME <opts> --redis ... -- sh -c SCRIPT`.
+/// Runs redlatch with `args`, asserts its exit status, returns what it printed.
+pub fn output(args: &[String], code: i32) -> std::process::Output {
+    redlatch(args).assert().code(code).get_output().clone()
+}
+
 pub fn run_args(name: &str, servers: &[&RedisServer], opts: &[&str], script: &str) -> Vec<String> {
     let mut args = vec!["run".to_string(), name.to_string()];
     args.extend(opts.iter().map(|s| s.to_string()));

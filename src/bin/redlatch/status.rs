@@ -80,10 +80,7 @@ pub async fn read(client: &Client, name: &str, fair: bool) -> Result<Vec<MasterS
 
 /// Fails with 69 when fewer than a majority of masters could be read.
 pub fn check_quorum(client: &Client, masters: &[MasterStatus]) -> Result<(), Failure> {
-    let answered = masters
-        .iter()
-        .filter(|m| m.error.is_none() || not_a_lock(m))
-        .count();
+    let answered = masters.iter().filter(|m| m.error.is_none()).count();
     if answered >= client.quorum() {
         return Ok(());
     }
@@ -108,13 +105,9 @@ pub fn check_type(name: &str, masters: &[MasterStatus]) -> Result<(), Failure> {
     }
 }
 
-/// The key holds another type. `Lock::status` reports that as a WRONGTYPE error of
-/// the whole read rather than in `key_type`, so both are checked.
+/// The key holds another type (`Lock::status` reports it in `key_type`).
 fn not_a_lock(m: &MasterStatus) -> bool {
-    match &m.error {
-        Some(e) => e.contains("WRONGTYPE"),
-        None => !matches!(m.key_type.as_str(), "hash" | "none"),
-    }
+    m.error.is_none() && !matches!(m.key_type.as_str(), "hash" | "none")
 }
 
 /// The holder present on a majority of masters, if any.
