@@ -111,3 +111,32 @@ async fn a_waiter_of_another_client_is_never_bypassed_by_a_hand_over() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_handed_to_a_waiter_that_gave_up_is_released_for_it() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let first = c.lock("orphaned").lock().await.unwrap();
+    let lock = c.lock("orphaned");
+    let waiter = tokio::spawn(async move { lock.lock().await.map(drop) });
+    let channel = "redisson_lock__channel:{orphaned}";
+    assert!(eventually_async(Duration::from_secs(5), || numsub(&server, channel) == 1).await);
+    tokio::time::sleep(Duration::from_millis(200)).await; // the waiter posts its offer
+                                                          // Hold the hand-over script in flight, then let the waiter give up meanwhile.
+    server.pause();
+    let unlock = tokio::spawn(async move { first.unlock().await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    waiter.abort();
+    let _ = waiter.await;
+    server.resume();
+    tokio::time::timeout(Duration::from_secs(5), unlock)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // Whatever the script did (handed over, or released because the waiter had
+    // unsubscribed first), nobody is left holding the lock.
+    let free = || server.cmd::<i64>(&["EXISTS", "orphaned"]) == 0;
+    assert!(eventually_async(Duration::from_secs(5), free).await);
+    assert_eq!(c.held_locks(), 0);
+}
