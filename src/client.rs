@@ -13,6 +13,7 @@ use crate::gate::Gates;
 use crate::holds::Holds;
 use crate::lock::{Kind, Lock};
 use crate::master::Master;
+use crate::offers::Offers;
 use crate::pubsub::PubSub;
 use crate::quorum::{answers, fan_out};
 
@@ -50,6 +51,8 @@ pub(crate) struct Inner {
     pub(crate) pubsub: PubSub,
     pub(crate) holds: Holds,
     pub(crate) gates: Gates,
+    /// Hand-over offers of waiting tasks: plain locks, then fair locks (offers.rs).
+    pub(crate) offers: [Offers; 2],
     /// Background clean-ups (releases on drop, undoing cancelled attempts, leaving fair
     /// queues), so [`Client::close`] can wait for them.
     pub(crate) cleanups: tokio_util::task::TaskTracker,
@@ -57,6 +60,11 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The hand-over offers of plain (`fair` false) or fair locks.
+    pub(crate) fn offers(&self, fair: bool) -> &Offers {
+        &self.offers[usize::from(fair)]
+    }
+
     /// Declares a hold lost and wakes this client's local waiters of its lock, which
     /// may have been waiting for that holder's release (wait.rs invariant 6).
     pub(crate) fn lose(&self, hold: &Arc<crate::holds::Hold>) {
@@ -133,6 +141,7 @@ impl Client {
             pubsub,
             holds: Holds::default(),
             gates: Gates::default(),
+            offers: Default::default(),
             cleanups: tokio_util::task::TaskTracker::new(),
             shutdown: shutdown.clone(),
         });

@@ -9,9 +9,8 @@
 //! Invariants:
 //! 1. An entry lives in the map exactly as long as someone holds or waits for it.
 //! 2. Re-entrant acquisitions never pass through the gate (they would deadlock).
-//! 3. The gate holder may post an [`Offer`]: the task releasing the lock's last local
-//!    hold takes it (at most once) and hands the lock over in one script. An offer is
-//!    either withdrawn by its waiter or taken by a releaser, never both.
+//! 3. Only the gate holder posts an offer for a plain lock (offers.rs), so a release
+//!    hands the lock to the next local contender in FIFO order.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,15 +22,6 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 struct Entry {
     gate: Arc<Mutex<()>>,
     users: usize,
-    offer: Option<Offer>,
-}
-
-/// A waiting gate holder's request to be handed the lock directly (invariant 3).
-pub(crate) struct Offer {
-    pub(crate) holder: Arc<str>,
-    pub(crate) lease_ms: u64,
-    /// Receives the instant the hand-over script was sent, once it succeeded.
-    pub(crate) tx: tokio::sync::oneshot::Sender<std::time::Instant>,
 }
 
 /// All gates of a client.
@@ -64,32 +54,6 @@ impl Gates {
         };
         pass.guard = Some(gate.lock_owned().await);
         pass
-    }
-
-    /// Posts the gate holder's offer for `name` (replacing an older one of its own).
-    pub(crate) fn offer(&self, name: &str, offer: Offer) {
-        if let Some(entry) = self.map.lock().get_mut(name) {
-            entry.offer = Some(offer);
-        }
-    }
-
-    /// Withdraws `holder`'s offer; false if a releaser already took it.
-    pub(crate) fn withdraw(&self, name: &str, holder: &str) -> bool {
-        let mut map = self.map.lock();
-        match map.get_mut(name) {
-            Some(entry) if entry.offer.as_ref().is_some_and(|o| &*o.holder == holder) => {
-                entry.offer = None;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Takes the live offer for `name`, if any (invariant 3).
-    pub(crate) fn take(&self, name: &str) -> Option<Offer> {
-        let mut map = self.map.lock();
-        let offer = map.get_mut(name)?.offer.take()?;
-        (!offer.tx.is_closed()).then_some(offer)
     }
 
     #[cfg(test)]

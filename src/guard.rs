@@ -8,8 +8,8 @@ use tokio_util::sync::CancellationToken;
 use crate::attempt::release_on;
 use crate::client::Inner;
 use crate::error::{Error, Result};
-use crate::gate::Offer;
 use crate::holds::Hold;
+use crate::offers::Offer;
 use crate::scripts::{self, Handover};
 
 /// One hold on a lock. Dropping it releases the hold in a background task;
@@ -138,10 +138,15 @@ impl Drop for LockGuard {
     }
 }
 
-/// Releases one hold. When it is the last local hold of a plain lock on a single master
-/// and another task of this client waits at the gate with an offer, the lock is handed
-/// to that task in the same script (gate.rs invariant 3): one round trip instead of a
-/// release and an acquire, and never past another client's waiter (handover.lua).
+/// The most offers one fair release considers: the queue head is nearly always one of
+/// the oldest local waiters, and a head not offered is woken by its message as usual.
+const MAX_FAIR_OFFERS: usize = 32;
+
+/// Releases one hold. When it is the last local hold on a single master and other tasks
+/// of this client wait with offers (offers.rs), the lock is handed over in the same
+/// script: one round trip instead of a release and an acquire. A plain lock goes to the
+/// gate holder unless another client waits (handover.lua); a fair lock goes to the
+/// queue head if it is one of the offered waiters (fair_handover.lua).
 async fn release(
     inner: &Arc<Inner>,
     hold: &Hold,
@@ -149,9 +154,12 @@ async fn release(
     fair: bool,
     last: bool,
 ) -> Result<()> {
-    if last && !fair && inner.masters.len() == 1 {
-        if let Some(offer) = inner.gates.take(&hold.name) {
-            return hand_over(inner, hold, lease_ms, offer).await;
+    if last && inner.masters.len() == 1 {
+        let offers = inner
+            .offers(fair)
+            .take(&hold.name, if fair { MAX_FAIR_OFFERS } else { 1 });
+        if !offers.is_empty() {
+            return hand_over(inner, hold, lease_ms, fair, offers).await;
         }
     }
     release_on(inner, &hold.name, &hold.holder, lease_ms, fair, None, true)
@@ -159,21 +167,37 @@ async fn release(
         .map(drop)
 }
 
-async fn hand_over(inner: &Arc<Inner>, hold: &Hold, lease_ms: u64, offer: Offer) -> Result<()> {
+/// Runs the hand-over script; answers every taken offer (offers.rs invariant 2): the
+/// granted one with the instant the script was sent, the others by dropping them, and
+/// on an error all are dropped, so their waiters ask Redis themselves.
+async fn hand_over(
+    inner: &Arc<Inner>,
+    hold: &Hold,
+    lease_ms: u64,
+    fair: bool,
+    mut offers: Vec<Offer>,
+) -> Result<()> {
     let started = std::time::Instant::now();
     let from = (&*hold.holder, lease_ms);
-    let to = (&*offer.holder, offer.lease_ms);
-    // On an error the offer is dropped: the waiter wakes and asks Redis itself.
-    match scripts::handover(&inner.masters[0], &hold.name, from, to).await? {
-        Handover::HandedOver => {
-            if offer.tx.send(started).is_err() {
+    let master = &inner.masters[0];
+    let outcome = if fair {
+        let offered: Vec<(&str, u64)> = offers.iter().map(|o| (&*o.holder, o.lease_ms)).collect();
+        scripts::fair_handover(master, &hold.name, from, &offered).await?
+    } else {
+        let to = (&*offers[0].holder, offers[0].lease_ms);
+        scripts::handover(master, &hold.name, from, to).await?
+    };
+    match outcome {
+        Handover::HandedOver(i) => {
+            let offer = offers.swap_remove(i);
+            if let Err(_started) = offer.tx.send(started) {
                 // The waiter gave up meanwhile: release what it was handed.
                 release_on(
                     inner,
                     &hold.name,
                     &offer.holder,
                     offer.lease_ms,
-                    false,
+                    fair,
                     None,
                     true,
                 )
@@ -181,12 +205,14 @@ async fn hand_over(inner: &Arc<Inner>, hold: &Hold, lease_ms: u64, offer: Offer)
             }
             Ok(())
         }
-        // Another client waits: released and published as usual; the dropped offer
-        // wakes our waiter, which competes like everyone else.
+        // Another client waits (plain) or is next (fair): released and published as
+        // usual; the dropped offers wake our waiters, which wait or compete as usual.
         Handover::Released => {
-            inner
-                .pubsub
-                .notify_local(&crate::names::channel(&hold.name));
+            if !fair {
+                inner
+                    .pubsub
+                    .notify_local(&crate::names::channel(&hold.name));
+            }
             Ok(())
         }
         Handover::StillHeld => Ok(()),

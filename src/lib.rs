@@ -14,6 +14,7 @@ mod holds;
 mod lock;
 mod master;
 mod names;
+mod offers;
 mod pubsub;
 mod quorum;
 mod scripts;

@@ -40,6 +40,8 @@ static FAIR_ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(fair_script!("fair_acquire.lua")));
 static FAIR_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(fair_script!("fair_release.lua")));
+static FAIR_HANDOVER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(fair_script!("fair_handover.lua")));
 static FAIR_CANCEL: LazyLock<Script> =
     LazyLock::new(|| Script::new(fair_script!("fair_cancel.lua")));
 static FAIR_FORCE: LazyLock<Script> =
@@ -272,10 +274,11 @@ pub(crate) async fn batch(m: &Master, ops: &[&Op]) -> Result<Vec<Reply>> {
 pub(crate) enum Handover {
     NotHeld,
     StillHeld,
-    /// Released normally (another client waits): "0" was published.
+    /// Released normally (another client waits, or no offered waiter is next): the
+    /// next waiter was woken.
     Released,
-    /// The receiver holds the lock now.
-    HandedOver,
+    /// The offered waiter at this index holds the lock now.
+    HandedOver(usize),
 }
 
 /// Releases `from`'s last hold of `name` and, unless another client waits, gives the
@@ -301,8 +304,41 @@ pub(crate) async fn handover(
         -1 => Handover::NotHeld,
         0 => Handover::StillHeld,
         1 => Handover::Released,
-        _ => Handover::HandedOver,
+        _ => Handover::HandedOver(0),
     })
+}
+
+/// Releases `from`'s last hold of a fair `name` and, when the queue head is one of
+/// `offered` (holder id, lease in ms), grants it the lock in the same script.
+pub(crate) async fn fair_handover(
+    m: &Master,
+    name: &str,
+    (from, from_lease_ms): (&str, u64),
+    offered: &[(&str, u64)],
+) -> Result<Handover> {
+    let mut inv = FAIR_HANDOVER.key(name);
+    inv.key(names::queue(name))
+        .key(names::timeouts(name))
+        .key(names::channel(name))
+        .arg("0")
+        .arg(from_lease_ms)
+        .arg(from);
+    for (holder, lease_ms) in offered {
+        inv.arg(*holder).arg(*lease_ms);
+    }
+    let v: Value = m
+        .run(|mut c| async move { inv.invoke_async(&mut c).await })
+        .await
+        .map_err(|e| typed(name, e))?;
+    let to = match &v {
+        Value::Nil => return Ok(Handover::NotHeld),
+        Value::Int(0) => return Ok(Handover::StillHeld),
+        Value::Int(_) => return Ok(Handover::Released),
+        Value::BulkString(to) => offered.iter().position(|(h, _)| h.as_bytes() == to),
+        _ => None,
+    };
+    to.map(Handover::HandedOver)
+        .ok_or_else(|| protocol(m, "fair_handover", &v))
 }
 
 /// Renews `(name, holder)` pairs to `lease_ms`; one bool per pair, true = still held.

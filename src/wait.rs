@@ -16,10 +16,12 @@
 //! 6. A subscribed waiter of a non-fair lock that another task of the same client
 //!    holds does not ask Redis: that task's release wakes it directly (a force-unlock
 //!    arrives as a message), and its lease bounds the wait.
-//! 7. Such a waiter of a plain lock on a single master also posts an offer at the gate
-//!    (gate.rs invariant 3): the releaser may hand it the lock in its release script.
-//!    Before asking Redis itself the waiter withdraws the offer, or, if a releaser has
-//!    taken it, waits for that answer first, so it never races its own hand-over.
+//! 7. On a single master, such a waiter of a plain lock, and every queued waiter of a
+//!    fair lock, posts an offer (offers.rs): a local releaser may hand it the lock in
+//!    its release script (a fair one only if it is the queue head). Before asking Redis
+//!    itself the waiter withdraws the offer, or, if a releaser has taken it, waits for
+//!    that answer first, so it never races its own hand-over. A fair waiter whose offer
+//!    was declined offers again and goes on waiting: the head was someone else.
 //! 8. Fair waiters of one client under Redlock pass the gate one at a time: FIFO among
 //!    them is the gate's, FIFO across clients the masters' queues'.
 
@@ -31,9 +33,9 @@ use tokio::time::Instant;
 use crate::attempt::{attempt, jitter, Grant, Outcome, Request};
 use crate::client::Inner;
 use crate::error::Result;
-use crate::gate::Offer;
 use crate::lock::Kind;
 use crate::names;
+use crate::offers::Offer;
 use crate::pubsub::Subscription;
 use crate::quorum::fan_out;
 use crate::scripts::{self, AcquireMode};
@@ -113,11 +115,12 @@ async fn wait_loop(
     let mut unavailable_since: Option<Instant> = None;
     let mut woken = false;
     // Invariant 7: an offer to be handed the lock by a local releaser.
-    let can_offer = call.kind == Kind::Plain && inner.masters.len() == 1;
+    let can_offer = call.kind != Kind::Fenced && inner.masters.len() == 1;
+    let offers = inner.offers(fair);
     let mut handover: Option<oneshot::Receiver<std::time::Instant>> = None;
     let _withdraw = scopeguard::guard((), |()| {
         // A taken offer whose answer we no longer wait for is released by the giver.
-        inner.gates.withdraw(&call.name, &call.holder);
+        offers.withdraw(&call.name, &call.holder);
     });
     loop {
         if let Some(s) = sub.as_mut() {
@@ -144,10 +147,11 @@ async fn wait_loop(
         }
         if local.is_none() {
             if let Some(rx) = handover.take() {
-                if !inner.gates.withdraw(&call.name, &call.holder) {
+                if !offers.withdraw(&call.name, &call.holder) {
                     // A releaser took our offer: its answer comes within one call.
                     let bound = inner.config.effective_master_timeout() * 2;
                     if let Ok(Ok(started)) = tokio::time::timeout(bound, rx).await {
+                        *queued = false;
                         return Ok(Some(handed_over(inner, call, started)));
                     }
                 }
@@ -215,39 +219,41 @@ async fn wait_loop(
         if fair {
             max = max.min(inner.config.fair_stale_timeout / 3);
         }
-        if !(can_offer && local.is_some()) {
+        let offering = can_offer && (fair || local.is_some());
+        if !offering {
             woken = waiter.wait(max).await;
             continue;
         }
-        let rx = handover.get_or_insert_with(|| {
-            let (tx, rx) = oneshot::channel();
-            let lease_ms = call.lease.as_millis() as u64;
-            let holder = call.holder.clone();
-            inner.gates.offer(
-                &call.name,
-                Offer {
-                    holder,
-                    lease_ms,
-                    tx,
+        let until = Instant::now() + max;
+        loop {
+            let rx = handover.get_or_insert_with(|| {
+                let (offer, rx) = Offer::new(call.holder.clone(), call.lease.as_millis() as u64);
+                offers.post(&call.name, offer);
+                rx
+            });
+            let left = until.saturating_duration_since(Instant::now());
+            tokio::select! {
+                w = waiter.wait(left) => {
+                    woken = w;
+                    break;
+                }
+                r = rx => match r {
+                    Ok(started) => {
+                        // The hand-over script took us off the queue.
+                        *queued = false;
+                        return Ok(Some(handed_over(inner, call, started)));
+                    }
+                    // A fair releaser handed the lock to the queue head, or woke it:
+                    // not us, so offer again and go on waiting (invariant 7).
+                    Err(_) if fair => handover = None,
+                    // The plain releaser declined (another client waits) or failed.
+                    Err(_) => {
+                        handover = None;
+                        woken = true;
+                        break;
+                    }
                 },
-            );
-            rx
-        });
-        let handed = tokio::select! {
-            w = waiter.wait(max) => {
-                woken = w;
-                None
             }
-            r = rx => Some(r),
-        };
-        match handed {
-            Some(Ok(started)) => return Ok(Some(handed_over(inner, call, started))),
-            // The releaser declined (another client waits) or failed: ask Redis.
-            Some(Err(_)) => {
-                handover = None;
-                woken = true;
-            }
-            None => {}
         }
     }
 }

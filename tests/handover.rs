@@ -140,3 +140,111 @@ async fn a_lock_handed_to_a_waiter_that_gave_up_is_released_for_it() {
     assert!(eventually_async(Duration::from_secs(5), free).await);
     assert_eq!(c.held_locks(), 0);
 }
+
+mod fair {
+    //! The fair lock's hand-over: the last hold passes to the queue head in the release
+    //! script when the head is a waiting task of the releasing client; FIFO is unchanged.
+
+    use super::*;
+    use common::fair::{join, queue, spawn_lock, wait_queued, SEC};
+
+    #[tokio::test]
+    async fn the_lock_passes_down_a_local_queue_without_a_publish() {
+        let server = RedisServer::start();
+        let c = client(&server).await;
+        let lock = c.fair_lock("fair-relay");
+        let held = lock.lock().await.unwrap();
+        let (first, t1) = spawn_lock(&lock);
+        wait_queued(&server, "fair-relay", &first).await;
+        let (second, t2) = spawn_lock(&lock);
+        wait_queued(&server, "fair-relay", &second).await;
+        let before = published(&server);
+        held.unlock().await.unwrap();
+        let g1 = join(t1, 5 * SEC).await;
+        assert_eq!(g1.holder(), first);
+        assert_eq!(queue(&server, "fair-relay"), vec![second.clone()]);
+        let fields: Vec<String> = server.cmd(&["HKEYS", "fair-relay"]);
+        assert_eq!(fields, vec![first.clone()]);
+        let ttl: i64 = server.cmd(&["PTTL", "fair-relay"]);
+        assert!(
+            ttl > 25_000,
+            "the receiver's own (watchdog) lease, got {ttl}"
+        );
+        assert!(!t2.is_finished());
+        g1.unlock().await.unwrap();
+        let g2 = join(t2, 5 * SEC).await;
+        assert_eq!(g2.holder(), second);
+        assert_eq!(published(&server), before, "a hand-over publishes nothing");
+        assert!(queue(&server, "fair-relay").is_empty());
+        g2.unlock().await.unwrap();
+        assert_eq!(server.cmd::<i64>(&["EXISTS", "fair-relay"]), 0);
+        assert_eq!(c.held_locks(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_remote_queue_head_is_never_bypassed() {
+        let server = RedisServer::start();
+        let (a, b) = (client(&server).await, client(&server).await);
+        let (la, lb) = (a.fair_lock("fair-mixed"), b.fair_lock("fair-mixed"));
+        let held = la.lock().await.unwrap();
+        // Queue: a1 (client A), b1 (client B), a2 (client A).
+        let mut order = Vec::new();
+        for lock in [&la, &lb, &la] {
+            let (holder, task) = spawn_lock(lock);
+            wait_queued(&server, "fair-mixed", &holder).await;
+            order.push((holder, task));
+        }
+        let mut before = published(&server);
+        held.unlock().await.unwrap();
+        let mut tasks = order.into_iter();
+        // A's release hands over to a1 (no publish); a1's release must wake b1 (a
+        // publish to b1's channel), although a2, of a1's own client, waits as well.
+        let (a1, t) = tasks.next().unwrap();
+        let g = join(t, 5 * SEC).await;
+        assert_eq!((g.holder(), published(&server)), (a1.as_str(), before));
+        g.unlock().await.unwrap();
+        let (b1, t) = tasks.next().unwrap();
+        let g = join(t, 5 * SEC).await;
+        assert_eq!(g.holder(), b1);
+        assert!(published(&server) > before, "b1 was not woken by a message");
+        before = published(&server);
+        let (a2, t) = tasks.next().unwrap();
+        assert!(!t.is_finished());
+        g.unlock().await.unwrap();
+        let g = join(t, 5 * SEC).await;
+        assert_eq!(g.holder(), a2);
+        assert!(published(&server) > before, "B's release publishes to a2");
+        g.unlock().await.unwrap();
+        assert_eq!(server.cmd::<i64>(&["EXISTS", "fair-mixed"]), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lock_handed_to_a_waiter_that_gave_up_goes_to_the_next() {
+        let server = RedisServer::start();
+        let c = client(&server).await;
+        let lock = c.fair_lock("fair-orphan");
+        let held = lock.lock().await.unwrap();
+        let (first, t1) = spawn_lock(&lock);
+        wait_queued(&server, "fair-orphan", &first).await;
+        let (second, t2) = spawn_lock(&lock);
+        wait_queued(&server, "fair-orphan", &second).await;
+        tokio::time::sleep(Duration::from_millis(100)).await; // both post their offers
+                                                              // Hold the hand-over script in flight; the head gives up meanwhile.
+        server.pause();
+        let unlock = tokio::spawn(async move { held.unlock().await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        t1.abort();
+        let _ = t1.await;
+        server.resume();
+        join(unlock, 5 * SEC).await.unwrap();
+        let g2 = join(t2, 5 * SEC).await;
+        assert_eq!(g2.holder(), second);
+        let fields: Vec<String> = server.cmd(&["HKEYS", "fair-orphan"]);
+        assert_eq!(fields, vec![second.clone()]);
+        assert!(!queue(&server, "fair-orphan").contains(&first));
+        g2.unlock().await.unwrap();
+        let free = || server.cmd::<i64>(&["EXISTS", "fair-orphan"]) == 0;
+        assert!(eventually_async(5 * SEC, free).await);
+        assert_eq!(c.held_locks(), 0);
+    }
+}

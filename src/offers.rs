@@ -1,0 +1,155 @@
+//! Offers: waiting tasks asking a local releaser to hand them the lock in its release
+//! script (one round trip instead of a release and an acquire).
+//!
+//! A plain lock has at most one offer per name (only the gate holder posts one, see
+//! gate.rs); a fair lock on one master may have one per waiting task, and the release
+//! script grants the lock only to the head of the Redis queue, so FIFO is unchanged.
+//!
+//! Invariants:
+//! 1. An offer is withdrawn by its waiter or taken by a releaser, never both: a waiter
+//!    whose withdrawal fails waits for the releaser's answer before asking Redis itself.
+//! 2. A taken offer is answered exactly once: granted (the instant the hand-over script
+//!    was sent) or declined (the sender is dropped). A granted waiter that is gone has
+//!    the lock released for it by the releaser.
+//! 3. An entry lives in the map only while it has offers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+
+/// One waiter's request to be handed the lock.
+pub(crate) struct Offer {
+    pub(crate) holder: Arc<str>,
+    pub(crate) lease_ms: u64,
+    /// Receives the instant the hand-over script was sent, once it succeeded.
+    pub(crate) tx: oneshot::Sender<Instant>,
+}
+
+impl Offer {
+    /// A new offer and the receiver its waiter listens on.
+    pub(crate) fn new(holder: Arc<str>, lease_ms: u64) -> (Self, oneshot::Receiver<Instant>) {
+        let (tx, rx) = oneshot::channel();
+        (
+            Offer {
+                holder,
+                lease_ms,
+                tx,
+            },
+            rx,
+        )
+    }
+}
+
+/// The live offers of one client, by lock name.
+#[derive(Default)]
+pub(crate) struct Offers {
+    map: parking_lot::Mutex<HashMap<Arc<str>, Vec<Offer>>>,
+}
+
+impl Offers {
+    /// Posts `offer` for `name`, replacing an older one of the same holder.
+    pub(crate) fn post(&self, name: &Arc<str>, offer: Offer) {
+        let mut map = self.map.lock();
+        let list = map.entry(name.clone()).or_default();
+        list.retain(|o| o.holder != offer.holder);
+        list.push(offer);
+    }
+
+    /// Withdraws `holder`'s offer; false if a releaser took it (invariant 1).
+    pub(crate) fn withdraw(&self, name: &str, holder: &str) -> bool {
+        let mut map = self.map.lock();
+        let Some(list) = map.get_mut(name) else {
+            return false;
+        };
+        let Some(i) = list.iter().position(|o| &*o.holder == holder) else {
+            return false;
+        };
+        list.swap_remove(i);
+        if list.is_empty() {
+            map.remove(name);
+        }
+        true
+    }
+
+    /// Takes up to `max` live offers for `name`, oldest first.
+    pub(crate) fn take(&self, name: &str, max: usize) -> Vec<Offer> {
+        let mut map = self.map.lock();
+        let Some(list) = map.get_mut(name) else {
+            return Vec::new();
+        };
+        let mut taken: Vec<Offer> = if list.len() <= max {
+            map.remove(name).unwrap_or_default()
+        } else {
+            list.drain(..max).collect()
+        };
+        taken.retain(|o| !o.tx.is_closed());
+        taken
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.map.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn withdraw_and_take_are_exclusive_and_the_map_empties() {
+        let offers = Offers::default();
+        let name: Arc<str> = "n".into();
+        let (a, _ra) = Offer::new("a".into(), 10);
+        let (b, _rb) = Offer::new("b".into(), 10);
+        offers.post(&name, a);
+        offers.post(&name, b);
+        assert!(offers.withdraw("n", "a"));
+        assert!(!offers.withdraw("n", "a"));
+        let taken = offers.take("n", 8);
+        assert_eq!(taken.len(), 1);
+        assert!(
+            !offers.withdraw("n", "b"),
+            "taken offers cannot be withdrawn"
+        );
+        assert_eq!(offers.len(), 0);
+    }
+
+    #[test]
+    fn take_skips_dead_offers_and_keeps_the_rest_beyond_max() {
+        let offers = Offers::default();
+        let name: Arc<str> = "n".into();
+        let (dead, rx) = Offer::new("dead".into(), 10);
+        drop(rx);
+        offers.post(&name, dead);
+        let mut keep = Vec::new();
+        for h in ["a", "b", "c"] {
+            let (o, rx) = Offer::new(h.into(), 10);
+            offers.post(&name, o);
+            keep.push(rx);
+        }
+        let taken: Vec<_> = offers.take("n", 2).into_iter().map(|o| o.holder).collect();
+        assert_eq!(taken, vec![Arc::<str>::from("a")]);
+        assert!(offers.withdraw("n", "b") && offers.withdraw("n", "c"));
+        assert_eq!(offers.len(), 0);
+    }
+
+    #[test]
+    fn a_new_offer_replaces_the_holders_old_one() {
+        let offers = Offers::default();
+        let name: Arc<str> = "n".into();
+        let (old, mut old_rx) = Offer::new("a".into(), 10);
+        offers.post(&name, old);
+        let (new, _rx) = Offer::new("a".into(), 20);
+        offers.post(&name, new);
+        assert!(matches!(
+            old_rx.try_recv(),
+            Err(oneshot::error::TryRecvError::Closed)
+        ));
+        let taken = offers.take("n", 8);
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].lease_ms, 20);
+    }
+}
