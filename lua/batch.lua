@@ -18,16 +18,16 @@ local k = 1
 for i = 1, #ARGV, 3 do
     local op, lease, holder = ARGV[i], ARGV[i + 1], ARGV[i + 2]
     local name = KEYS[k]
-    local kind = redis.call('type', name).ok
-    if kind ~= 'hash' and kind ~= 'none' then
-        out[#out + 1] = 3
-        out[#out + 1] = 0
-    elseif op == 'a' then
+    if op == 'a' then
+        local kind = redis.call('type', name).ok
         if kind == 'none' then
             redis.call('hincrby', name, holder, 1)
             redis.call('pexpire', name, lease)
             out[#out + 1] = 1
             out[#out + 1] = 1
+        elseif kind ~= 'hash' then
+            out[#out + 1] = 3
+            out[#out + 1] = 0
         elseif redis.call('hexists', name, holder) == 1 then
             local count = redis.call('hincrby', name, holder, 1)
             if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
@@ -37,18 +37,26 @@ for i = 1, #ARGV, 3 do
             out[#out + 1] = 0
             out[#out + 1] = redis.call('pttl', name)
         end
-    elseif redis.call('hexists', name, holder) == 0 then
-        out[#out + 1] = -1
-        out[#out + 1] = 0
-    elseif redis.call('hincrby', name, holder, -1) > 0 then
-        if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
-        out[#out + 1] = 0
-        out[#out + 1] = 0
     else
-        redis.call('del', name)
-        redis.call('publish', KEYS[k + 1], '0')
-        out[#out + 1] = 1
-        out[#out + 1] = 0
+        -- As release.lua: HGET, then DEL on the last hold (WRONGTYPE caught by pcall).
+        local held = redis.pcall('hget', name, holder)
+        if type(held) == 'table' then
+            out[#out + 1] = 3
+            out[#out + 1] = 0
+        elseif not held then
+            out[#out + 1] = -1
+            out[#out + 1] = 0
+        elseif tonumber(held) > 1 then
+            redis.call('hincrby', name, holder, -1)
+            if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
+            out[#out + 1] = 0
+            out[#out + 1] = 0
+        else
+            redis.call('del', name)
+            redis.call('publish', KEYS[k + 1], '0')
+            out[#out + 1] = 1
+            out[#out + 1] = 0
+        end
     end
     if op == 'r' then
         k = k + 2
