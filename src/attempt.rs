@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::master::Master;
-use crate::quorum::{fan_out, no_quorum};
+use crate::quorum::{count, fan_out, fan_out_until, no_quorum};
 use crate::scripts::{self, Acquire, AcquireMode, Release};
 
 /// A granted attempt.
@@ -62,26 +62,36 @@ pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome
             });
         }
     });
-    let (name, holder) = (&*req.name, &*req.holder);
-    let results = fan_out(&inner.masters, |m| {
-        scripts::acquire(m, name, lease_ms, holder, req.mode)
-    })
+    let (name, holder) = (&req.name, &req.holder);
+    let quorum = inner.quorum;
+    // A plain lock is ours once a majority granted it; the other masters' answers
+    // land in the background. Fair and fenced attempts need every answer (queues to
+    // leave, the largest token).
+    let plain = matches!(req.mode, AcquireMode::Plain);
+    let results = fan_out_until(
+        &inner.masters,
+        &inner.cleanups,
+        |m| {
+            let (name, holder, mode) = (name.clone(), holder.clone(), req.mode);
+            async move { scripts::acquire(&m, &name, lease_ms, &holder, mode).await }
+        },
+        |rs| plain && count(rs, |a| matches!(a, Acquire::Granted { .. })) >= quorum,
+    )
     .await;
     let (mut grants, mut pttls, mut wrong_type) = (Vec::new(), Vec::new(), None);
     for (i, r) in results.iter().enumerate() {
         match r {
-            Ok(Acquire::Granted { fresh, token }) => grants.push((i, *fresh, *token)),
-            Ok(Acquire::Busy { pttl_ms }) => pttls.push(*pttl_ms),
-            Err(Error::WrongType { name, addr }) => {
+            Some(Ok(Acquire::Granted { fresh, token })) => grants.push((i, *fresh, *token)),
+            Some(Ok(Acquire::Busy { pttl_ms })) => pttls.push(*pttl_ms),
+            Some(Err(Error::WrongType { name, addr })) => {
                 wrong_type = Some(Error::WrongType {
                     name: name.clone(),
                     addr: addr.clone(),
                 })
             }
-            Err(_) => {}
+            _ => {}
         }
     }
-    let quorum = inner.quorum;
     if grants.len() >= quorum && wrong_type.is_none() {
         let token = match grants.iter().filter_map(|g| g.2).max() {
             Some(t) if inner.masters.len() > 1 => write_back(inner, name, t).await,
@@ -115,10 +125,11 @@ pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome
     }
     let answered = grants.len() + pttls.len();
     if answered < quorum {
+        let answers = results.into_iter().flatten().collect();
         return Ok(Outcome::Unavailable(no_quorum(
             grants.len(),
             quorum,
-            results,
+            answers,
         )));
     }
     Ok(Outcome::Busy {
@@ -158,8 +169,8 @@ async fn write_back(inner: &Inner, name: &str, token: u64) -> Result<Option<u64>
 /// released, with `Released` meaning the lock is now free.
 pub(crate) async fn release_on(
     inner: &Inner,
-    name: &str,
-    holder: &str,
+    name: &Arc<str>,
+    holder: &Arc<str>,
     lease_ms: u64,
     fair: bool,
     only: Option<&[usize]>,
@@ -173,25 +184,29 @@ pub(crate) async fn release_on(
         }
         None => &inner.masters,
     };
-    let results = fan_out(masters, |m| {
-        scripts::release(m, name, lease_ms, holder, fair)
-    })
+    let quorum = inner.quorum;
+    let done = |r: &Release| *r != Release::NotHeld;
+    // Done once a majority released; the other masters' releases land in the
+    // background (they are never dropped, see fan_out_until).
+    let results = fan_out_until(
+        masters,
+        &inner.cleanups,
+        |m| {
+            let (name, holder) = (name.clone(), holder.clone());
+            async move { scripts::release(&m, &name, lease_ms, &holder, fair).await }
+        },
+        |rs| count(rs, done) >= quorum,
+    )
     .await;
-    let count = |want: Release| {
-        results
-            .iter()
-            .filter(|r| matches!(r, Ok(x) if *x == want))
-            .count()
-    };
     let (released, still, not_held) = (
-        count(Release::Released),
-        count(Release::StillHeld),
-        count(Release::NotHeld),
+        count(&results, |r| *r == Release::Released),
+        count(&results, |r| *r == Release::StillHeld),
+        count(&results, |r| *r == Release::NotHeld),
     );
+    let results: Vec<Result<Release>> = results.into_iter().flatten().collect();
     if released > 0 && !fair && wake_local {
         inner.pubsub.notify_local(&crate::names::channel(name));
     }
-    let quorum = inner.quorum;
     if released + still >= quorum {
         return Ok(if released >= still {
             Release::Released

@@ -208,7 +208,8 @@ impl Client {
     }
 
     /// Shuts the client down cleanly: waits (at most `timeout`) for background work —
-    /// releases of dropped guards, undoing cancelled attempts, leaving fair queues —
+    /// releases of dropped guards, the answers of masters slower than the majority,
+    /// undoing cancelled attempts, leaving fair queues —
     /// then stops the watchdog and the pub/sub connections, for every clone of this
     /// client. Guards still alive report their lock [lost](crate::LockGuard::lost).
     ///

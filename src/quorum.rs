@@ -6,13 +6,16 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::future::join_all;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use tokio_util::task::TaskTracker;
 
 use crate::error::{Error, Result};
 use crate::master::Master;
 
 /// Runs `f` on every master at once; one result per master, in master order.
 /// Each call is bounded by the master's own timeout, so the whole fan-out takes as
-/// long as the slowest answer, never the sum.
+/// long as the slowest answer, never the sum (see [`fan_out_until`] for not waiting
+/// for the slowest at all).
 pub(crate) async fn fan_out<'a, T, F, Fut>(masters: &'a [Arc<Master>], f: F) -> Vec<Result<T>>
 where
     F: Fn(&'a Arc<Master>) -> Fut,
@@ -22,6 +25,52 @@ where
         return vec![f(only).await];
     }
     join_all(masters.iter().map(f)).await
+}
+
+/// Runs `f` on every master at once and returns as soon as `decided` says the answers
+/// so far settle the outcome; one entry per master, in master order, `None` for a call
+/// still running. Those calls are not dropped (a dropped call might never have been
+/// sent): they finish in the background on `tracker`, so every master still gets the
+/// request, in order with later requests on the same connection.
+pub(crate) async fn fan_out_until<T, F, Fut>(
+    masters: &[Arc<Master>],
+    tracker: &TaskTracker,
+    f: F,
+    decided: impl Fn(&[Option<Result<T>>]) -> bool,
+) -> Vec<Option<Result<T>>>
+where
+    F: Fn(Arc<Master>) -> Fut,
+    Fut: Future<Output = Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    if let [only] = masters {
+        return vec![Some(f(only.clone()).await)];
+    }
+    let mut results: Vec<Option<Result<T>>> = masters.iter().map(|_| None).collect();
+    let mut calls: FuturesUnordered<_> = (masters.iter().enumerate())
+        .map(|(i, m)| {
+            let call = f(m.clone());
+            async move { (i, call.await) }
+        })
+        .collect();
+    while let Some((i, r)) = calls.next().await {
+        results[i] = Some(r);
+        if decided(&results) {
+            break;
+        }
+    }
+    if !calls.is_empty() {
+        tracker.spawn(async move { while calls.next().await.is_some() {} });
+    }
+    results
+}
+
+/// How many answers so far match `want`.
+pub(crate) fn count<T>(results: &[Option<Result<T>>], want: impl Fn(&T) -> bool) -> usize {
+    results
+        .iter()
+        .filter(|r| matches!(r, Some(Ok(x)) if want(x)))
+        .count()
 }
 
 /// The error for an operation that reached `acquired` of `needed` masters. With a

@@ -5,8 +5,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::redlock::{config, count, dbsize, holders, prelock, reconnected, OTHER};
-use common::{start_many, RedisServer};
+use common::redlock::{
+    config, count, dbsize, holders, prelock, reconnected, settle_holders, OTHER,
+};
+use common::{eventually_async, start_many, RedisServer};
 use redlatch::{Client, Config};
 
 async fn connect(config: Config) -> Client {
@@ -42,24 +44,27 @@ async fn every_subset_of_prelocked_masters(n: usize) {
             "mask {mask:0n$b}: {free} of {n} free"
         );
         if let Some(g) = guard {
-            for (i, s) in servers.iter().enumerate() {
-                let want = if taken(i) {
-                    vec![OTHER.to_string()]
+            let me = g.holder().to_string();
+            let want = |i| {
+                vec![if taken(i) {
+                    OTHER.to_string()
                 } else {
-                    vec![g.holder().to_string()]
-                };
-                assert_eq!(holders(s, "subset"), want, "mask {mask:0n$b}, master {i}");
-            }
+                    me.clone()
+                }]
+            };
+            settle_holders(&servers, "subset", want).await;
             g.unlock().await.unwrap();
         }
         // Nothing of ours anywhere; the other holder's locks untouched.
+        let after = |i| {
+            if taken(i) {
+                vec![OTHER.to_string()]
+            } else {
+                vec![]
+            }
+        };
+        settle_holders(&servers, "subset", after).await;
         for (i, s) in servers.iter().enumerate() {
-            let want: Vec<String> = if taken(i) { vec![OTHER.into()] } else { vec![] };
-            assert_eq!(
-                holders(s, "subset"),
-                want,
-                "mask {mask:0n$b}, master {i} after"
-            );
             if taken(i) {
                 assert_eq!(count(s, "subset", OTHER), 1);
                 assert!(s.cmd::<i64>(&["PTTL", "subset"]) > 50_000);
@@ -101,6 +106,8 @@ async fn validity_is_the_lease_minus_the_elapsed_time_minus_the_drift() {
         "{:?} after {elapsed:?}",
         g.validity()
     );
+    let me = g.holder().to_string();
+    settle_holders(&servers, "validity", |_| vec![me.clone()]).await;
     for s in &servers {
         let pttl: i64 = s.cmd(&["PTTL", "validity"]);
         assert!(
@@ -206,19 +213,26 @@ async fn nested_locks_count_up_on_every_master_and_unwind_everywhere() {
     let g2 = lock.lock().await.unwrap();
     let g3 = lock.try_lock(Duration::ZERO).await.unwrap().unwrap();
     let me = g1.holder().to_string();
-    for s in &servers {
-        assert_eq!(count(s, "nested", &me), 3);
-    }
+    let counts = || {
+        servers
+            .iter()
+            .map(|s| count(s, "nested", &me))
+            .collect::<Vec<_>>()
+    };
+    let settled = |want: i64| {
+        let counts = &counts;
+        async move {
+            let ok = eventually_async(Duration::from_secs(5), || counts() == [want; 3]).await;
+            assert!(ok, "want {want} everywhere, got {:?}", counts());
+        }
+    };
+    settled(3).await;
     assert_eq!(lock.hold_count().await.unwrap(), 3);
     g3.unlock().await.unwrap();
     g2.unlock().await.unwrap();
-    for s in &servers {
-        assert_eq!(count(s, "nested", &me), 1);
-    }
+    settled(1).await;
     g1.unlock().await.unwrap();
-    for s in &servers {
-        assert_eq!(dbsize(s), 0);
-    }
+    settled(0).await;
     assert_eq!(client.held_locks(), 0);
 }
 
@@ -255,15 +269,21 @@ async fn a_nested_lock_after_a_master_restarted_empty_still_unwinds_to_a_free_lo
     reconnected(&lock, 0).await;
     // Re-entered on the two that hold it, freshly taken on the empty one: still nested.
     let g2 = lock.lock().await.unwrap();
-    assert_eq!(count(&servers[0], "nested-restart", &me), 1);
-    assert_eq!(count(&servers[1], "nested-restart", &me), 2);
+    let counts = || {
+        (0..3)
+            .map(|i| count(&servers[i], "nested-restart", &me))
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        eventually_async(Duration::from_secs(5), || counts() == [1, 2, 2]).await,
+        "{:?}",
+        counts()
+    );
     assert_eq!(lock.hold_count().await.unwrap(), 2);
     g2.unlock().await.unwrap();
     assert!(lock.is_held_by_current_task().await.unwrap());
     g1.unlock().await.unwrap();
-    for s in &servers {
-        assert_eq!(dbsize(s), 0, "{}", s.addr());
-    }
+    settle_holders(&servers, "nested-restart", |_| vec![]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,7 +306,7 @@ async fn a_waiter_wakes_on_the_unlock_message_not_at_the_end_of_the_lease() {
     // Released once the waiter has subscribed on the live masters.
     let channel = "redisson_lock__channel:{wake}";
     let subscribed = || servers[..2].iter().all(|s| common::numsub(s, channel) == 1);
-    assert!(common::eventually_async(Duration::from_secs(5), subscribed).await);
+    assert!(eventually_async(Duration::from_secs(5), subscribed).await);
     let released = Instant::now();
     g.unlock().await.unwrap();
     let (got, holder) = waiter.await.unwrap();

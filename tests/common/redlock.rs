@@ -43,6 +43,22 @@ pub fn count(server: &RedisServer, name: &str, holder: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// Waits (at most 5 s) until `name`'s holders on master i are `want(i)` on every master,
+/// and panics with what each master shows otherwise. `lock()` and `unlock()` return once
+/// a majority answered; the slower masters' answers land just after, in the background.
+pub async fn settle_holders(
+    servers: &[RedisServer],
+    name: &str,
+    want: impl Fn(usize) -> Vec<String>,
+) {
+    let all = || (0..servers.len()).all(|i| holders(&servers[i], name) == want(i));
+    if !super::eventually_async(Duration::from_secs(5), all).await {
+        let seen: Vec<Vec<String>> = servers.iter().map(|s| holders(s, name)).collect();
+        let wanted: Vec<Vec<String>> = (0..servers.len()).map(&want).collect();
+        panic!("holders of {name}: {seen:?}, want {wanted:?}");
+    }
+}
+
 /// Number of keys on `server`.
 pub fn dbsize(server: &RedisServer) -> i64 {
     server.cmd(&["DBSIZE"])

@@ -3,6 +3,7 @@
 
 mod ceiling;
 mod contended;
+mod floor;
 mod scale;
 mod server;
 mod simple;
@@ -46,6 +47,8 @@ pub enum Workload {
     /// redis-benchmark EVALSHA figures of our own scripts (first master only).
     #[value(name = "ceiling")]
     Ceiling,
+    #[value(name = "floor")]
+    Floor,
     /// W1–W6 in turn.
     #[value(name = "all")]
     All,
@@ -174,6 +177,7 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
             Workload::W5 => scale::w5(&ctx).await.map_err(|e| e.to_string()),
             Workload::W6 => scale::w6(&ctx).await.map_err(|e| e.to_string()),
             Workload::Ceiling => ceiling::run(&ctx),
+            Workload::Floor => floor::run(&ctx).await,
             Workload::All => unreachable!("expanded above"),
         };
         match r {

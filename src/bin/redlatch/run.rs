@@ -85,12 +85,25 @@ async fn execute(args: RunArgs) -> Result<u8, Failure> {
     let mut signals = Signals::install()?;
     let config = conn::with_watchdog(args.redis.config()?, args.watchdog);
     let client = conn::connect(config).await?;
+    let result = hold_and_run(&client, &args, &mut signals).await;
+    // Background work must land before the process exits: the slower masters' releases,
+    // undoing a cancelled attempt, leaving a fair queue.
+    client.close(RELEASE_TIMEOUT).await;
+    result
+}
+
+/// Takes the lock, runs CMD under it and releases it.
+async fn hold_and_run(
+    client: &redlatch::Client,
+    args: &RunArgs,
+    signals: &mut Signals,
+) -> Result<u8, Failure> {
     let lock = match (args.fair, args.fenced) {
         (true, _) => client.fair_lock(args.name.clone()),
         (_, true) => client.fenced_lock(args.name.clone()),
         _ => client.lock(args.name.clone()),
     };
-    let guard = acquire(&lock, &args, &mut signals).await?;
+    let guard = acquire(&lock, args, signals).await?;
     let mut env = vec![
         ("REDLATCH_LOCK", args.name.clone()),
         ("REDLATCH_HOLDER", guard.holder().to_string()),
@@ -99,7 +112,7 @@ async fn execute(args: RunArgs) -> Result<u8, Failure> {
         env.push(("REDLATCH_FENCING_TOKEN", token.to_string()));
     }
     let ended = match child::spawn(&args.cmd, &env) {
-        Ok(child) => supervise(child, &guard, &args, &mut signals).await,
+        Ok(child) => supervise(child, &guard, args, signals).await,
         Err(failure) => Err(failure),
     };
     match ended {
