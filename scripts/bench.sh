@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Reproducible benchmark: starts its own throwaway masters (1, then 3) pinned to CPU 0,
-# runs the client pinned to CPU 1, runs the ceiling and every workload twice, and
+# runs the client pinned to CPU 1, runs the ceiling, the floor and every workload in
+# each of [rounds] rounds, and
 # rewrites BENCHMARKS.md from the medians (raw JSON lines in target/bench/results.jsonl).
-# Usage: scripts/bench.sh [rounds]   (default 2)
+# Usage: scripts/bench.sh [rounds]   (default 3: a median of three ignores one outlier)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/ensure-redis.sh
-rounds="${1:-2}"
+rounds="${1:-3}"
 cargo build --release --quiet
 bin=target/release/redlatch
 out=target/bench
@@ -55,6 +56,8 @@ for u in "${three[@]}"; do redis3+=(--redis "$u"); done
 for round in $(seq 1 "$rounds"); do
     echo "== round $round of $rounds" >&2
     run --workload ceiling --redis "$one"
+    run --workload floor --redis "$one"
+    run --workload floor "${redis3[@]}"
     for w in W1 W2 W3 W4 W5 W6; do
         run --workload "$w" --redis "$one"
         run --workload "$w" "${redis3[@]}"

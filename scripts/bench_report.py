@@ -67,6 +67,17 @@ def main(path):
               "pairs_per_s_p1", "acquire_ops_per_s_p16", "release_ops_per_s_p16", "pairs_per_s_p16"]:
         out.append(f"| {f} | {fmt(m('ceiling', 1, f))} |")
     out.append("")
+    out += ["## Floor (bare redis-rs, the W1 pair, no library)", "",
+            "`redlatch bench --workload floor`: W1's acquire + release pair with the same scripts,",
+            "sent by bare redis-rs multiplexed connections on the same tokio runtime (to every",
+            "master at once, done at a majority). W1 / floor is what the library adds; floor /",
+            "EVALSHA p50 is what a Rust client on tokio pays here over redis-benchmark's C loop.", "",
+            "| masters | floor p50_us | W1 p50_us | W1 / floor | floor / EVALSHA p50 |", "|---|---|---|---|---|"]
+    for n in (1, 3):
+        fl, w1n = m("floor", n, "p50_us"), m("W1", n, "p50_us")
+        if fl:
+            out.append(f"| {n} | {fmt(fl)} | {fmt(w1n)} | {w1n / fl:.2f}× | {fl / ev:.2f}× |" if w1n and ev else f"| {n} | {fmt(fl)} | | | |")
+    out.append("")
     fields = {
         "W1": ["ops", "p50_us", "p99_us", "ops_per_s"],
         "W2": ["ops_per_s", "p50_us", "p99_us"],
