@@ -146,7 +146,7 @@ const MAX_FAIR_OFFERS: usize = 32;
 /// of this client wait with offers (offers.rs), the lock is handed over in the same
 /// script: one round trip instead of a release and an acquire. A plain lock goes to the
 /// gate holder unless another client waits (handover.lua); a fair lock goes to the
-/// queue head if it is one of the offered waiters (fair_handover.lua).
+/// queue head if it is one of the offered waiters (fair_release.lua).
 async fn release(
     inner: &Arc<Inner>,
     hold: &Hold,

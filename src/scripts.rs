@@ -40,8 +40,6 @@ static FAIR_ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(fair_script!("fair_acquire.lua")));
 static FAIR_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(fair_script!("fair_release.lua")));
-static FAIR_HANDOVER: LazyLock<Script> =
-    LazyLock::new(|| Script::new(fair_script!("fair_handover.lua")));
 static FAIR_CANCEL: LazyLock<Script> =
     LazyLock::new(|| Script::new(fair_script!("fair_cancel.lua")));
 static FAIR_FORCE: LazyLock<Script> =
@@ -198,22 +196,14 @@ pub(crate) async fn release(
             other => Err(protocol(m, "release", &Value::Int(other))),
         };
     }
-    let mut inv = FAIR_RELEASE.key(name);
-    inv.key(names::queue(name))
-        .key(names::timeouts(name))
-        .key(names::channel(name))
-        .arg("0")
-        .arg(lease_ms)
-        .arg(holder);
-    let v: Option<i64> = m
-        .run(|mut c| async move { inv.invoke_async(&mut c).await })
-        .await
-        .map_err(|e| typed(name, e))?;
-    Ok(match v {
-        None => Release::NotHeld,
-        Some(0) => Release::StillHeld,
-        Some(_) => Release::Released,
-    })
+    // fair_release.lua without offers: an ordinary release.
+    Ok(
+        match fair_handover(m, name, (holder, lease_ms), &[]).await? {
+            Handover::NotHeld => Release::NotHeld,
+            Handover::StillHeld => Release::StillHeld,
+            Handover::Released | Handover::HandedOver(_) => Release::Released,
+        },
+    )
 }
 
 /// `batch.lua`'s status for a key of another type.
@@ -316,7 +306,7 @@ pub(crate) async fn fair_handover(
     (from, from_lease_ms): (&str, u64),
     offered: &[(&str, u64)],
 ) -> Result<Handover> {
-    let mut inv = FAIR_HANDOVER.key(name);
+    let mut inv = FAIR_RELEASE.key(name);
     inv.key(names::queue(name))
         .key(names::timeouts(name))
         .key(names::channel(name))

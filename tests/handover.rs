@@ -147,17 +147,31 @@ mod fair {
 
     use super::*;
     use common::fair::{join, queue, spawn_lock, wait_queued, SEC};
+    use redlatch::{Lock, LockGuard};
+    use tokio::task::JoinHandle;
+
+    /// A held fair lock `name` and two tasks of the same client queued behind it, in
+    /// order: (lock, guard, [(holder id, task); 2]).
+    async fn held_with_two_queued(
+        c: &Client,
+        server: &RedisServer,
+        name: &str,
+    ) -> (Lock, LockGuard, [(String, JoinHandle<LockGuard>); 2]) {
+        let lock = c.fair_lock(name);
+        let held = lock.lock().await.unwrap();
+        let first = spawn_lock(&lock);
+        wait_queued(server, name, &first.0).await;
+        let second = spawn_lock(&lock);
+        wait_queued(server, name, &second.0).await;
+        (lock, held, [first, second])
+    }
 
     #[tokio::test]
     async fn the_lock_passes_down_a_local_queue_without_a_publish() {
         let server = RedisServer::start();
         let c = client(&server).await;
-        let lock = c.fair_lock("fair-relay");
-        let held = lock.lock().await.unwrap();
-        let (first, t1) = spawn_lock(&lock);
-        wait_queued(&server, "fair-relay", &first).await;
-        let (second, t2) = spawn_lock(&lock);
-        wait_queued(&server, "fair-relay", &second).await;
+        let (_lock, held, [(first, t1), (second, t2)]) =
+            held_with_two_queued(&c, &server, "fair-relay").await;
         let before = published(&server);
         held.unlock().await.unwrap();
         let g1 = join(t1, 5 * SEC).await;
@@ -222,12 +236,8 @@ mod fair {
     async fn a_lock_handed_to_a_waiter_that_gave_up_goes_to_the_next() {
         let server = RedisServer::start();
         let c = client(&server).await;
-        let lock = c.fair_lock("fair-orphan");
-        let held = lock.lock().await.unwrap();
-        let (first, t1) = spawn_lock(&lock);
-        wait_queued(&server, "fair-orphan", &first).await;
-        let (second, t2) = spawn_lock(&lock);
-        wait_queued(&server, "fair-orphan", &second).await;
+        let (_lock, held, [(first, t1), (second, t2)]) =
+            held_with_two_queued(&c, &server, "fair-orphan").await;
         tokio::time::sleep(Duration::from_millis(100)).await; // both post their offers
                                                               // Hold the hand-over script in flight; the head gives up meanwhile.
         server.pause();
