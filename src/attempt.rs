@@ -66,8 +66,9 @@ pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome
     let quorum = inner.quorum;
     // A plain lock is ours once a majority granted it; the other masters' answers
     // land in the background. Fair and fenced attempts need every answer (queues to
-    // leave, the largest token).
-    let plain = matches!(req.mode, AcquireMode::Plain);
+    // leave, the largest token), and so does a re-entry: should it fail after all (no
+    // validity left), it is undone only where granted, which must be known.
+    let plain = matches!(req.mode, AcquireMode::Plain) && !reentrant;
     let results = fan_out_until(
         &inner.masters,
         &inner.cleanups,

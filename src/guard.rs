@@ -9,7 +9,7 @@ use crate::attempt::release_on;
 use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::holds::Hold;
-use crate::offers::Offer;
+use crate::offers::{Answer, Offer, Taken};
 use crate::scripts::{self, Handover};
 
 /// One hold on a lock. Dropping it releases the hold in a background task;
@@ -167,30 +167,35 @@ async fn release(
         .map(drop)
 }
 
-/// Runs the hand-over script; answers every taken offer (offers.rs invariant 2): the
-/// granted one with the instant the script was sent, the others by dropping them, and
-/// on an error all are dropped, so their waiters ask Redis themselves.
+/// Runs the hand-over script and answers every taken offer (offers.rs invariant 2):
+/// the granted one with the instant the script was sent, the others declined; if the
+/// script fails or this future is dropped, `Taken` answers them "unknown", and each
+/// waiter asks Redis whether the script gave it the lock.
 async fn hand_over(
     inner: &Arc<Inner>,
     hold: &Hold,
     lease_ms: u64,
     fair: bool,
-    mut offers: Vec<Offer>,
+    offers: Vec<Offer>,
 ) -> Result<()> {
     let started = std::time::Instant::now();
+    let mut taken = Taken { offers, started };
     let from = (&*hold.holder, lease_ms);
     let master = &inner.masters[0];
     let outcome = if fair {
-        let offered: Vec<(&str, u64)> = offers.iter().map(|o| (&*o.holder, o.lease_ms)).collect();
+        let offered: Vec<(&str, u64)> = (taken.offers.iter())
+            .map(|o| (&*o.holder, o.lease_ms))
+            .collect();
         scripts::fair_handover(master, &hold.name, from, &offered).await?
     } else {
-        let to = (&*offers[0].holder, offers[0].lease_ms);
+        let to = (&*taken.offers[0].holder, taken.offers[0].lease_ms);
         scripts::handover(master, &hold.name, from, to).await?
     };
     match outcome {
         Handover::HandedOver(i) => {
-            let offer = offers.swap_remove(i);
-            if let Err(_started) = offer.tx.send(started) {
+            let offer = taken.remove(i);
+            taken.decline();
+            if offer.tx.send(Answer::Granted(started)).is_err() {
                 // The waiter gave up meanwhile: release what it was handed.
                 release_on(
                     inner,
@@ -206,8 +211,9 @@ async fn hand_over(
             Ok(())
         }
         // Another client waits (plain) or is next (fair): released and published as
-        // usual; the dropped offers wake our waiters, which wait or compete as usual.
+        // usual; the declined waiters wait or compete as usual.
         Handover::Released => {
+            taken.decline();
             if !fair {
                 inner
                     .pubsub
@@ -215,11 +221,17 @@ async fn hand_over(
             }
             Ok(())
         }
-        Handover::StillHeld => Ok(()),
-        Handover::NotHeld => Err(Error::NotHeld {
-            name: hold.name.to_string(),
-            holder: hold.holder.to_string(),
-        }),
+        Handover::StillHeld => {
+            taken.decline();
+            Ok(())
+        }
+        Handover::NotHeld => {
+            taken.decline();
+            Err(Error::NotHeld {
+                name: hold.name.to_string(),
+                holder: hold.holder.to_string(),
+            })
+        }
     }
 }
 

@@ -8,9 +8,12 @@
 //! Invariants:
 //! 1. An offer is withdrawn by its waiter or taken by a releaser, never both: a waiter
 //!    whose withdrawal fails waits for the releaser's answer before asking Redis itself.
-//! 2. A taken offer is answered exactly once: granted (the instant the hand-over script
-//!    was sent) or declined (the sender is dropped). A granted waiter that is gone has
-//!    the lock released for it by the releaser.
+//! 2. A taken offer is answered exactly once: granted, declined (the sender is dropped),
+//!    or unknown when the hand-over script failed or the releaser was cancelled (see
+//!    [`Taken`]); the waiter then asks Redis on the lock connection, after the script,
+//!    whether it holds the lock. A granted waiter that is gone has the lock released for
+//!    it, by the releaser when the answer cannot be sent, else by the waiter's own
+//!    clean-up when the answer arrived as it was dropped.
 //! 3. An entry lives in the map only while it has offers.
 
 use std::collections::HashMap;
@@ -19,17 +22,25 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
+/// A releaser's answer to a taken offer, with the instant the hand-over script was sent.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The waiter holds the lock now.
+    Granted(Instant),
+    /// The script failed or was cut short: the waiter may or may not hold the lock.
+    Unknown(Instant),
+}
+
 /// One waiter's request to be handed the lock.
 pub(crate) struct Offer {
     pub(crate) holder: Arc<str>,
     pub(crate) lease_ms: u64,
-    /// Receives the instant the hand-over script was sent, once it succeeded.
-    pub(crate) tx: oneshot::Sender<Instant>,
+    pub(crate) tx: oneshot::Sender<Answer>,
 }
 
 impl Offer {
     /// A new offer and the receiver its waiter listens on.
-    pub(crate) fn new(holder: Arc<str>, lease_ms: u64) -> (Self, oneshot::Receiver<Instant>) {
+    pub(crate) fn new(holder: Arc<str>, lease_ms: u64) -> (Self, oneshot::Receiver<Answer>) {
         let (tx, rx) = oneshot::channel();
         (
             Offer {
@@ -39,6 +50,34 @@ impl Offer {
             },
             rx,
         )
+    }
+}
+
+/// Offers a releaser took (invariant 2). Whatever is still in it when it is dropped —
+/// the hand-over script failed, or the releasing future was cancelled — is answered
+/// [`Answer::Unknown`]; [`Taken::decline`] answers the rest by dropping them.
+pub(crate) struct Taken {
+    pub(crate) offers: Vec<Offer>,
+    pub(crate) started: Instant,
+}
+
+impl Taken {
+    /// Takes out the offer at `i` (to be granted).
+    pub(crate) fn remove(&mut self, i: usize) -> Offer {
+        self.offers.swap_remove(i)
+    }
+
+    /// Declines every offer left: their waiters know they were not handed the lock.
+    pub(crate) fn decline(mut self) {
+        self.offers.clear();
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        for offer in self.offers.drain(..) {
+            let _ = offer.tx.send(Answer::Unknown(self.started));
+        }
     }
 }
 
@@ -151,5 +190,33 @@ mod tests {
         let taken = offers.take("n", 8);
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].lease_ms, 20);
+    }
+}
+
+#[cfg(test)]
+mod taken_tests {
+    use super::*;
+
+    #[test]
+    fn dropped_taken_offers_are_answered_unknown_and_declined_ones_are_dropped() {
+        let started = Instant::now();
+        let (a, mut ra) = Offer::new("a".into(), 10);
+        let (b, mut rb) = Offer::new("b".into(), 10);
+        drop(Taken {
+            offers: vec![a, b],
+            started,
+        });
+        assert!(matches!(ra.try_recv(), Ok(Answer::Unknown(t)) if t == started));
+        assert!(matches!(rb.try_recv(), Ok(Answer::Unknown(_))));
+        let (c, mut rc) = Offer::new("c".into(), 10);
+        Taken {
+            offers: vec![c],
+            started,
+        }
+        .decline();
+        assert!(matches!(
+            rc.try_recv(),
+            Err(oneshot::error::TryRecvError::Closed)
+        ));
     }
 }

@@ -30,12 +30,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::attempt::release_on;
 use crate::attempt::{attempt, jitter, Grant, Outcome, Request};
 use crate::client::Inner;
 use crate::error::Result;
 use crate::lock::Kind;
 use crate::names;
-use crate::offers::Offer;
+use crate::offers::{Answer, Offer};
 use crate::pubsub::Subscription;
 use crate::quorum::fan_out;
 use crate::scripts::{self, AcquireMode};
@@ -117,10 +118,26 @@ async fn wait_loop(
     // Invariant 7: an offer to be handed the lock by a local releaser.
     let can_offer = call.kind != Kind::Fenced && inner.masters.len() == 1;
     let offers = inner.offers(fair);
-    let mut handover: Option<oneshot::Receiver<std::time::Instant>> = None;
-    let _withdraw = scopeguard::guard((), |()| {
-        // A taken offer whose answer we no longer wait for is released by the giver.
-        offers.withdraw(&call.name, &call.holder);
+    // The receiver of our posted offer. However this future ends, the offer is
+    // withdrawn; if a releaser took it and its grant arrived as we were dropped, the
+    // lock it handed us is released (offers.rs invariant 2).
+    let mut handover = scopeguard::guard(None::<oneshot::Receiver<Answer>>, |rx| {
+        if offers.withdraw(&call.name, &call.holder) {
+            return;
+        }
+        let Some(mut rx) = rx else { return };
+        rx.close();
+        if let Ok(Answer::Granted(_)) = rx.try_recv() {
+            let (inner2, name, holder) = (inner.clone(), call.name.clone(), call.holder.clone());
+            let lease_ms = call.lease.as_millis() as u64;
+            inner.cleanups.spawn(async move {
+                let released =
+                    release_on(&inner2, &name, &holder, lease_ms, fair, None, true).await;
+                if let Err(e) = released {
+                    tracing::warn!(lock = %name, error = %e, "releasing an unwanted hand-over failed");
+                }
+            });
+        }
     });
     loop {
         if let Some(s) = sub.as_mut() {
@@ -145,17 +162,26 @@ async fn wait_loop(
             sub = Some(subscribe(inner, call, until).await);
             continue;
         }
-        if local.is_none() {
-            if let Some(rx) = handover.take() {
-                if !offers.withdraw(&call.name, &call.holder) {
-                    // A releaser took our offer: its answer comes within one call.
-                    let bound = inner.config.effective_master_timeout() * 2;
-                    if let Ok(Ok(started)) = tokio::time::timeout(bound, rx).await {
-                        *queued = false;
-                        return Ok(Some(handed_over(inner, call, started)));
+        if local.is_none() && handover.is_some() {
+            if !offers.withdraw(&call.name, &call.holder) {
+                // A releaser took our offer: its answer comes within one call.
+                let bound = inner.config.effective_master_timeout() * 2;
+                let rx = handover.as_mut().expect("checked above");
+                let answer = match tokio::time::timeout(bound, &mut *rx).await {
+                    Ok(answer) => answer.ok(),
+                    Err(_) => {
+                        // Too late: refuse the answer, unless it came just now.
+                        rx.close();
+                        rx.try_recv().ok()
                     }
+                };
+                if let Some(started) = accept(inner, call, answer, deadline).await {
+                    *handover = None;
+                    *queued = false;
+                    return Ok(Some(handed_over(inner, call, started)));
                 }
             }
+            *handover = None;
         }
         let outcome = match local {
             Some(left) => Outcome::Busy {
@@ -232,27 +258,70 @@ async fn wait_loop(
                 rx
             });
             let left = until.saturating_duration_since(Instant::now());
-            tokio::select! {
+            let answer = tokio::select! {
                 w = waiter.wait(left) => {
                     woken = w;
                     break;
                 }
-                r = rx => match r {
-                    Ok(started) => {
-                        // The hand-over script took us off the queue.
-                        *queued = false;
-                        return Ok(Some(handed_over(inner, call, started)));
-                    }
-                    // A fair releaser handed the lock to the queue head, or woke it:
-                    // not us, so offer again and go on waiting (invariant 7).
-                    Err(_) if fair => handover = None,
-                    // The plain releaser declined (another client waits) or failed.
-                    Err(_) => {
-                        handover = None;
-                        woken = true;
-                        break;
-                    }
-                },
+                r = rx => r.ok(),
+            };
+            let handed = accept(inner, call, answer, deadline).await;
+            *handover = None;
+            if let Some(started) = handed {
+                // The hand-over script took us off the queue.
+                *queued = false;
+                return Ok(Some(handed_over(inner, call, started)));
+            }
+            // Declined. A fair releaser handed the lock to the queue head, or woke it:
+            // not us, so offer again and go on waiting (invariant 7). A plain releaser
+            // declined because another client waits: compete.
+            if !fair {
+                woken = true;
+                break;
+            }
+        }
+    }
+}
+
+/// What a releaser's answer to our offer comes to: the instant the hand-over script was
+/// sent if it gave us the lock. An unknown outcome (the script failed, or the releaser
+/// was cancelled) is settled by asking Redis on the lock connection, where the question
+/// runs after the script: the lock's hash names us only if the script ran and handed it
+/// over (we held nothing before). While Redis does not answer the question is asked
+/// again (an attempt could not succeed meanwhile either, and one made before knowing
+/// would count the handed hold twice), until `deadline` or the unavailable timeout.
+async fn accept(
+    inner: &Inner,
+    call: &Call,
+    answer: Option<Answer>,
+    deadline: Option<Instant>,
+) -> Option<std::time::Instant> {
+    let started = match answer? {
+        Answer::Granted(started) => return Some(started),
+        Answer::Unknown(started) => started,
+    };
+    let until = deadline.unwrap_or_else(|| Instant::now() + inner.config.unavailable_after());
+    loop {
+        let (name, holder) = (call.name.clone(), call.holder.clone());
+        let held: Result<Option<i64>> = inner.masters[0]
+            .run(|mut c| async move {
+                redis::cmd("HGET")
+                    .arg(&*name)
+                    .arg(&*holder)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await;
+        match held {
+            Ok(count) => return count.is_some_and(|n| n >= 1).then_some(started),
+            Err(e) if Instant::now() >= until => {
+                tracing::warn!(lock = %call.name, error = %e, "could not learn whether a hand-over happened");
+                return None;
+            }
+            Err(_) => {
+                let pause = jitter(inner.config.retry_jitter).max(Duration::from_millis(10));
+                tokio::time::sleep(pause.min(until.saturating_duration_since(Instant::now())))
+                    .await;
             }
         }
     }

@@ -258,3 +258,71 @@ mod fair {
         assert_eq!(c.held_locks(), 0);
     }
 }
+
+/// A hand-over whose script outlives the master timeout (Redis stalls while it is in
+/// flight): the releaser's unlock fails, the waiter learns the outcome from Redis once
+/// it answers, and takes the lock with exactly one hold (not a second, leaked one).
+async fn a_hand_over_that_timed_out(fair: bool) {
+    let server = RedisServer::start();
+    let config = Config::single(server.url()).master_timeout(Duration::from_millis(200));
+    let c = Client::connect(config).await.unwrap();
+    let name = if fair { "stall-fair" } else { "stall" };
+    let lock = if fair {
+        c.fair_lock(name)
+    } else {
+        c.lock(name)
+    };
+    // One hand-over first, so its script is loaded: a stalled EVALSHA of an unknown
+    // script would fail with NOSCRIPT after the timeout, without running.
+    let held = lock.lock().await.unwrap();
+    let l = lock.clone();
+    let first = tokio::spawn(async move { l.lock().await.unwrap().unlock().await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    held.unlock().await.unwrap();
+    first.await.unwrap();
+    let held = lock.lock().await.unwrap();
+    let l = lock.clone();
+    let waiter = tokio::spawn(async move {
+        let g = l.lock().await.unwrap();
+        let count = l.hold_count().await.unwrap();
+        g.unlock().await.unwrap();
+        count
+    });
+    let channel = if fair {
+        let holder = format!("{}:{}", c.id(), waiter.id());
+        format!("redisson_lock__channel:{{{name}}}:{holder}")
+    } else {
+        format!("redisson_lock__channel:{{{name}}}")
+    };
+    assert!(eventually_async(Duration::from_secs(5), || numsub(&server, &channel) == 1).await);
+    tokio::time::sleep(Duration::from_millis(200)).await; // the waiter posts its offer
+    server.pause();
+    let unlocked = held.unlock().await;
+    assert!(
+        unlocked.is_err(),
+        "the hand-over outlived the master timeout"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.resume();
+    let count = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the waiter got the lock")
+        .unwrap();
+    assert_eq!(count, 1, "one hold, the handed one");
+    assert_eq!(
+        server.cmd::<i64>(&["EXISTS", name]),
+        0,
+        "nothing left behind"
+    );
+    assert_eq!(c.held_locks(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_over_that_timed_out_leaves_the_waiter_one_hold() {
+    a_hand_over_that_timed_out(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_hand_over_that_timed_out_leaves_the_waiter_one_hold() {
+    a_hand_over_that_timed_out(true).await;
+}
