@@ -14,9 +14,10 @@
 //!    answers the callers of another.
 //! 3. A queued operation never depends on another caller's future: if the caller that
 //!    started a flight is dropped, the flusher takes over the queue.
-//! 5. Order is kept: a caller only flies directly when nothing is queued, and a
-//!    flusher writes what it drained in the same poll, before any later drain (the
-//!    connection's request channel keeps that order). An operation whose caller gave
+//! 5. Order is kept: a caller only flies directly when nothing is queued and every call
+//!    in flight has been polled once (written to the connection's request channel,
+//!    which keeps the order; `unsent` counts those that have not), and a flusher writes
+//!    what it drained in the same poll, before any later drain. An operation whose caller gave
 //!    up (timed out or was dropped) before it was drained is skipped, so it cannot run
 //!    late, after the caller's next operation.
 //! 4. Every operation's outcome is exactly what its single-operation script would have
@@ -71,6 +72,9 @@ struct Queue {
     flying: usize,
     /// A flusher was started and has not drained yet (invariant 2).
     starting: bool,
+    /// Calls that took a flight slot and have not been polled once yet, i.e. may not
+    /// be written to the connection yet (invariant 5).
+    unsent: usize,
 }
 
 /// A master's group-commit queue.
@@ -84,8 +88,9 @@ impl Master {
     pub(crate) async fn submit(self: &Arc<Self>, op: Op) -> Result<Reply> {
         let op = {
             let mut q = self.batcher().queue.lock();
-            if q.flying < MAX_DIRECT && q.ops.is_empty() {
+            if q.flying < MAX_DIRECT && q.ops.is_empty() && q.unsent == 0 {
                 q.flying += 1;
+                q.unsent += 1;
                 Ok(op)
             } else {
                 let (tx, rx) = oneshot::channel();
@@ -114,7 +119,20 @@ impl Master {
         // Invariant 1 and 3: fly our own operation; whatever happens to this future,
         // the queue is handed to a flusher afterwards.
         let _handover = scopeguard::guard(self.clone(), |m| m.land());
-        scripts::single(self, &op).await
+        self.sent(scripts::single(self, &op)).await
+    }
+
+    /// Polls a call once (which writes it to the connection's request queue), counts it
+    /// as sent (invariant 5), then awaits its reply.
+    async fn sent<F: std::future::Future>(&self, call: F) -> F::Output {
+        let mut call = std::pin::pin!(call);
+        let unsent = scopeguard::guard((), |()| self.batcher().queue.lock().unsent -= 1);
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await;
+        drop(unsent);
+        match first {
+            std::task::Poll::Ready(out) => out,
+            std::task::Poll::Pending => call.await,
+        }
     }
 
     async fn await_reply(&self, rx: oneshot::Receiver<Result<Reply>>) -> Result<Reply> {
@@ -152,14 +170,19 @@ impl Master {
                     return;
                 }
                 let n = q.ops.len().min(MAX_BATCH);
+                q.unsent += 1;
                 q.ops.drain(..n).collect()
             };
             let ops: Vec<&Op> = batch.iter().map(|p| &p.op).collect();
-            let result = if let [one] = ops.as_slice() {
-                scripts::single(&self, one).await.map(|r| vec![r])
-            } else {
-                scripts::batch(&self, &ops).await
-            };
+            let result = self
+                .sent(async {
+                    if let [one] = ops.as_slice() {
+                        scripts::single(&self, one).await.map(|r| vec![r])
+                    } else {
+                        scripts::batch(&self, &ops).await
+                    }
+                })
+                .await;
             match result {
                 Ok(replies) => {
                     for (p, r) in batch.into_iter().zip(replies) {
