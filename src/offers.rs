@@ -15,12 +15,17 @@
 //!    it, by the releaser when the answer cannot be sent, else by the waiter's own
 //!    clean-up when the answer arrived as it was dropped.
 //! 3. An entry lives in the map only while it has offers.
+//! 4. A waiter that leaves (cancelled, or out of time) before its taken offer was
+//!    answered, or before an unknown answer was settled, hands both to a background
+//!    task, which releases the lock if it was handed over. Until that task is done,
+//!    the same holder's next acquisition of that lock waits ([`Offers::settled`]): its
+//!    own hold must not be mistaken for the handed one, nor counted on top of it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Semaphore};
 
 /// A releaser's answer to a taken offer, with the instant the hand-over script was sent.
 #[derive(Debug)]
@@ -81,10 +86,33 @@ impl Drop for Taken {
     }
 }
 
+type Settlings = parking_lot::Mutex<HashMap<(Arc<str>, Arc<str>), Arc<Semaphore>>>;
+
 /// The live offers of one client, by lock name.
 #[derive(Default)]
 pub(crate) struct Offers {
     map: parking_lot::Mutex<HashMap<Arc<str>, Vec<Offer>>>,
+    settling: Arc<Settlings>,
+}
+
+/// Marks one (lock name, holder) as being settled (invariant 4) while it lives.
+pub(crate) struct Settling {
+    map: Arc<Settlings>,
+    key: (Arc<str>, Arc<str>),
+    done: Arc<Semaphore>,
+}
+
+impl Drop for Settling {
+    fn drop(&mut self) {
+        let mut map = self.map.lock();
+        if map
+            .get(&self.key)
+            .is_some_and(|d| Arc::ptr_eq(d, &self.done))
+        {
+            map.remove(&self.key);
+        }
+        self.done.close();
+    }
 }
 
 impl Offers {
@@ -110,6 +138,33 @@ impl Offers {
             map.remove(name);
         }
         true
+    }
+
+    /// Marks `holder`'s hand-over of `name` as being settled in the background.
+    pub(crate) fn settling(&self, name: &Arc<str>, holder: &Arc<str>) -> Settling {
+        let key = (name.clone(), holder.clone());
+        let done = Arc::new(Semaphore::new(0));
+        self.settling.lock().insert(key.clone(), done.clone());
+        Settling {
+            map: self.settling.clone(),
+            key,
+            done,
+        }
+    }
+
+    /// Waits until no hand-over of `name` to `holder` is being settled (invariant 4).
+    pub(crate) async fn settled(&self, name: &Arc<str>, holder: &Arc<str>) {
+        let done = {
+            let map = self.settling.lock();
+            if map.is_empty() {
+                return;
+            }
+            map.get(&(name.clone(), holder.clone())).cloned()
+        };
+        if let Some(done) = done {
+            // Closed when the settling ends: the wait then returns an error, by design.
+            let _ = done.acquire().await;
+        }
     }
 
     /// Takes up to `max` live offers for `name`, oldest first.
@@ -218,5 +273,25 @@ mod taken_tests {
             rc.try_recv(),
             Err(oneshot::error::TryRecvError::Closed)
         ));
+    }
+}
+
+#[cfg(test)]
+mod settling_tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn the_next_acquisition_waits_for_a_settling_of_its_own_holder_only() {
+        let offers = Arc::new(Offers::default());
+        let (name, me, other): (Arc<str>, Arc<str>, Arc<str>) =
+            ("n".into(), "a".into(), "b".into());
+        let settling = offers.settling(&name, &me);
+        offers.settled(&name, &other).await; // someone else: no wait
+        let waiting = tokio::time::timeout(Duration::from_millis(50), offers.settled(&name, &me));
+        assert!(waiting.await.is_err(), "waits while settling");
+        drop(settling);
+        offers.settled(&name, &me).await;
+        assert!(offers.settling.lock().is_empty());
     }
 }

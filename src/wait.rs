@@ -78,6 +78,18 @@ pub(crate) async fn acquire(inner: &Arc<Inner>, call: &Call) -> Result<Option<Gr
     // client queued in different orders on different masters would split the votes
     // round after round (invariant 8).
     let gated = call.kind != Kind::Fair || inner.masters.len() > 1;
+    // An abandoned hand-over to this holder is settled first (offers.rs invariant 4).
+    let settled = inner
+        .offers(call.kind == Kind::Fair)
+        .settled(&call.name, &call.holder);
+    match deadline {
+        Some(d) => {
+            if tokio::time::timeout_at(d, settled).await.is_err() {
+                return Ok(None);
+            }
+        }
+        None => settled.await,
+    }
     let _pass = if reentrant || once || !gated {
         None
     } else {
@@ -125,18 +137,10 @@ async fn wait_loop(
         if offers.withdraw(&call.name, &call.holder) {
             return;
         }
-        let Some(mut rx) = rx else { return };
-        rx.close();
-        if let Ok(Answer::Granted(_)) = rx.try_recv() {
-            let (inner2, name, holder) = (inner.clone(), call.name.clone(), call.holder.clone());
-            let lease_ms = call.lease.as_millis() as u64;
-            inner.cleanups.spawn(async move {
-                let released =
-                    release_on(&inner2, &name, &holder, lease_ms, fair, None, true).await;
-                if let Err(e) = released {
-                    tracing::warn!(lock = %name, error = %e, "releasing an unwanted hand-over failed");
-                }
-            });
+        // A releaser took the offer and has not answered (or we did not read it):
+        // settle it in the background (offers.rs invariant 4).
+        if let Some(rx) = rx {
+            settle_in_background(inner, call, fair, Unsettled::Offer(rx));
         }
     });
     loop {
@@ -164,19 +168,13 @@ async fn wait_loop(
         }
         if local.is_none() && handover.is_some() {
             if !offers.withdraw(&call.name, &call.holder) {
-                // A releaser took our offer: its answer comes within one call.
-                let bound = inner.config.effective_master_timeout() * 2;
+                // A releaser took our offer: its answer comes within one script call
+                // (offers.rs invariant 2); if we are dropped meanwhile, the drop guard
+                // settles it.
                 let rx = handover.as_mut().expect("checked above");
-                let answer = match tokio::time::timeout(bound, &mut *rx).await {
-                    Ok(answer) => answer.ok(),
-                    Err(_) => {
-                        // Too late: refuse the answer, unless it came just now.
-                        rx.close();
-                        rx.try_recv().ok()
-                    }
-                };
-                if let Some(started) = accept(inner, call, answer, deadline).await {
-                    *handover = None;
+                let answer = rx.await.ok();
+                *handover = None;
+                if let Some(started) = accept(inner, call, answer, deadline).await? {
                     *queued = false;
                     return Ok(Some(handed_over(inner, call, started)));
                 }
@@ -265,8 +263,9 @@ async fn wait_loop(
                 }
                 r = rx => r.ok(),
             };
-            let handed = accept(inner, call, answer, deadline).await;
+            // Read: from here on `accept` settles it, not the drop guard.
             *handover = None;
+            let handed = accept(inner, call, answer, deadline).await?;
             if let Some(started) = handed {
                 // The hand-over script took us off the queue.
                 *queued = false;
@@ -285,39 +284,98 @@ async fn wait_loop(
 
 /// What a releaser's answer to our offer comes to: the instant the hand-over script was
 /// sent if it gave us the lock. An unknown outcome (the script failed, or the releaser
-/// was cancelled) is settled by asking Redis on the lock connection, where the question
-/// runs after the script: the lock's hash names us only if the script ran and handed it
-/// over (we held nothing before). While Redis does not answer the question is asked
-/// again (an attempt could not succeed meanwhile either, and one made before knowing
-/// would count the handed hold twice), until `deadline` or the unavailable timeout.
+/// was cancelled) is settled by asking Redis whether we hold the lock ([`holds_it`]),
+/// until `deadline` or the unavailable timeout. If that runs out, or this future is
+/// dropped meanwhile, the question goes on in the background (offers.rs invariant 4)
+/// and the error is returned: an attempt made before knowing could count the handed
+/// hold twice.
 async fn accept(
-    inner: &Inner,
+    inner: &Arc<Inner>,
     call: &Call,
     answer: Option<Answer>,
     deadline: Option<Instant>,
-) -> Option<std::time::Instant> {
-    let started = match answer? {
-        Answer::Granted(started) => return Some(started),
-        Answer::Unknown(started) => started,
+) -> Result<Option<std::time::Instant>> {
+    let started = match answer {
+        None => return Ok(None),
+        Some(Answer::Granted(started)) => return Ok(Some(started)),
+        Some(Answer::Unknown(started)) => started,
     };
+    let fair = call.kind == Kind::Fair;
+    let unsettled = scopeguard::guard((), |()| {
+        settle_in_background(inner, call, fair, Unsettled::Unknown);
+    });
     let until = deadline.unwrap_or_else(|| Instant::now() + inner.config.unavailable_after());
+    let held = holds_it(inner, &call.name, &call.holder, until).await?;
+    scopeguard::ScopeGuard::into_inner(unsettled);
+    Ok(held.then_some(started))
+}
+
+/// A hand-over whose outcome a waiter that left could not learn.
+pub(crate) enum Unsettled {
+    /// The taken offer's receiver: the releaser's answer is still to come.
+    Offer(oneshot::Receiver<Answer>),
+    /// The releaser answered "unknown".
+    Unknown,
+}
+
+/// Settles an abandoned hand-over in the background (offers.rs invariant 4): waits for
+/// the releaser's answer, asks Redis if it is unknown, and releases the lock if it was
+/// handed over. The holder's next acquisition of the lock waits until this is done.
+fn settle_in_background(inner: &Arc<Inner>, call: &Call, fair: bool, unsettled: Unsettled) {
+    let settling = inner.offers(fair).settling(&call.name, &call.holder);
+    let (inner2, name, holder) = (inner.clone(), call.name.clone(), call.holder.clone());
+    let lease_ms = call.lease.as_millis() as u64;
+    inner.cleanups.spawn(async move {
+        let _settling = settling;
+        let inner = inner2;
+        // Every taken offer is answered within one script call (Taken, offers.rs).
+        let answer = match unsettled {
+            Unsettled::Offer(rx) => rx.await.ok(),
+            Unsettled::Unknown => Some(Answer::Unknown(std::time::Instant::now())),
+        };
+        let until = Instant::now() + inner.config.unavailable_after();
+        let held = match answer {
+            None => false,
+            Some(Answer::Granted(_)) => true,
+            Some(Answer::Unknown(_)) => holds_it(&inner, &name, &holder, until)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(lock = %name, error = %e, "could not learn whether a hand-over happened; its lease bounds it");
+                    false
+                }),
+        };
+        if held {
+            let released = release_on(&inner, &name, &holder, lease_ms, fair, None, true).await;
+            if let Err(e) = released {
+                tracing::warn!(lock = %name, error = %e, "releasing an unwanted hand-over failed");
+            }
+        }
+    });
+}
+
+/// Whether `holder` holds `name` on the single master, asked on the lock connection so
+/// the answer comes after every lock script sent before (a hand-over included). Asked
+/// again while Redis does not answer, until `until`.
+async fn holds_it(
+    inner: &Inner,
+    name: &Arc<str>,
+    holder: &Arc<str>,
+    until: Instant,
+) -> Result<bool> {
     loop {
-        let (name, holder) = (call.name.clone(), call.holder.clone());
+        let (n, h) = (name.clone(), holder.clone());
         let held: Result<Option<i64>> = inner.masters[0]
             .run(|mut c| async move {
                 redis::cmd("HGET")
-                    .arg(&*name)
-                    .arg(&*holder)
+                    .arg(&*n)
+                    .arg(&*h)
                     .query_async(&mut c)
                     .await
             })
             .await;
         match held {
-            Ok(count) => return count.is_some_and(|n| n >= 1).then_some(started),
-            Err(e) if Instant::now() >= until => {
-                tracing::warn!(lock = %call.name, error = %e, "could not learn whether a hand-over happened");
-                return None;
-            }
+            Ok(count) => return Ok(count.is_some_and(|n| n >= 1)),
+            Err(e) if Instant::now() >= until => return Err(e),
             Err(_) => {
                 let pause = jitter(inner.config.retry_jitter).max(Duration::from_millis(10));
                 tokio::time::sleep(pause.min(until.saturating_duration_since(Instant::now())))

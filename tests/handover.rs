@@ -326,3 +326,54 @@ async fn a_hand_over_that_timed_out_leaves_the_waiter_one_hold() {
 async fn a_fair_hand_over_that_timed_out_leaves_the_waiter_one_hold() {
     a_hand_over_that_timed_out(true).await;
 }
+
+/// A waiter whose deadline passes while the hand-over script it was offered is stalled
+/// in Redis: the outcome is settled in the background once Redis answers, and the lock
+/// it may have been handed is released then, not at the end of its 30 s lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_over_to_a_waiter_that_ran_out_of_time_is_settled_and_released() {
+    let server = RedisServer::start();
+    let config = Config::single(server.url()).master_timeout(Duration::from_millis(200));
+    let c = Client::connect(config).await.unwrap();
+    let lock = c.lock("settle");
+    // One hand-over first, so its script is loaded (see a_hand_over_that_timed_out).
+    let held = lock.lock().await.unwrap();
+    let l = lock.clone();
+    let first = tokio::spawn(async move { l.lock().await.unwrap().unlock().await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    held.unlock().await.unwrap();
+    first.await.unwrap();
+
+    let held = lock.lock().await.unwrap();
+    let l = lock.clone();
+    let waiter = tokio::spawn(async move { l.try_lock(Duration::from_millis(700)).await });
+    let channel = "redisson_lock__channel:{settle}";
+    assert!(eventually_async(Duration::from_secs(5), || numsub(&server, channel) == 1).await);
+    tokio::time::sleep(Duration::from_millis(200)).await; // the waiter posts its offer
+    server.pause();
+    assert!(
+        held.unlock().await.is_err(),
+        "the hand-over outlived the master timeout"
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await; // the waiter's time runs out
+    server.resume();
+    let r = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!matches!(r, Ok(Some(_))), "the waiter gave up: {r:?}");
+    let free = || server.cmd::<i64>(&["EXISTS", "settle"]) == 0;
+    assert!(
+        eventually_async(Duration::from_secs(5), free).await,
+        "the handed lock was released, not left to its lease"
+    );
+    // The lock works as usual afterwards.
+    let g = lock
+        .try_lock(Duration::from_secs(2))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lock.hold_count().await.unwrap(), 1);
+    g.unlock().await.unwrap();
+    assert!(free());
+}
