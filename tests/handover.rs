@@ -259,6 +259,17 @@ mod fair {
     }
 }
 
+/// Runs one hand-over on `lock`, so its script is loaded: a stalled EVALSHA of a script
+/// Redis does not know yet fails with NOSCRIPT after the stall, without running.
+async fn load_hand_over_script(lock: &redlatch::Lock) {
+    let held = lock.lock().await.unwrap();
+    let l = lock.clone();
+    let first = tokio::spawn(async move { l.lock().await.unwrap().unlock().await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    held.unlock().await.unwrap();
+    first.await.unwrap();
+}
+
 /// A hand-over whose script outlives the master timeout (Redis stalls while it is in
 /// flight): the releaser's unlock fails, the waiter learns the outcome from Redis once
 /// it answers, and takes the lock with exactly one hold (not a second, leaked one).
@@ -272,14 +283,7 @@ async fn a_hand_over_that_timed_out(fair: bool) {
     } else {
         c.lock(name)
     };
-    // One hand-over first, so its script is loaded: a stalled EVALSHA of an unknown
-    // script would fail with NOSCRIPT after the timeout, without running.
-    let held = lock.lock().await.unwrap();
-    let l = lock.clone();
-    let first = tokio::spawn(async move { l.lock().await.unwrap().unlock().await.unwrap() });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    held.unlock().await.unwrap();
-    first.await.unwrap();
+    load_hand_over_script(&lock).await;
     let held = lock.lock().await.unwrap();
     let l = lock.clone();
     let waiter = tokio::spawn(async move {
@@ -336,13 +340,7 @@ async fn a_hand_over_to_a_waiter_that_ran_out_of_time_is_settled_and_released() 
     let config = Config::single(server.url()).master_timeout(Duration::from_millis(200));
     let c = Client::connect(config).await.unwrap();
     let lock = c.lock("settle");
-    // One hand-over first, so its script is loaded (see a_hand_over_that_timed_out).
-    let held = lock.lock().await.unwrap();
-    let l = lock.clone();
-    let first = tokio::spawn(async move { l.lock().await.unwrap().unlock().await.unwrap() });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    held.unlock().await.unwrap();
-    first.await.unwrap();
+    load_hand_over_script(&lock).await;
 
     let held = lock.lock().await.unwrap();
     let l = lock.clone();
