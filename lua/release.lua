@@ -1,19 +1,28 @@
--- release.lua: drop one hold of a reentrant lock (Redisson RLock unlock).
+-- release.lua: drop one hold of a reentrant lock (Redisson RLock unlock), and optionally
+-- pass the lock straight to a waiting task of the same client (a local hand-over).
 --
 -- KEYS[1]  lock name (HASH holder -> hold count)
 -- KEYS[2]  unlock channel "redisson_lock__channel:{name}"
 -- ARGV[1]  unlock message, "0"
 -- ARGV[2]  lease in milliseconds, re-applied while holds remain
 -- ARGV[3]  holder id
+-- ARGV[4]  optional: the receiving holder id (a hand-over)
+-- ARGV[5]  optional: the receiver's lease in milliseconds
 --
 -- Returns:
 --   nil  the holder does not hold the lock (lease expired, force-unlocked, never held)
 --   0    one hold dropped, the holder still holds it (nothing is published; the lease
 --        is extended to ARGV[2] if shorter, never shortened)
 --   1    last hold dropped: the key is deleted and "0" is published on the channel
+--   2    (only with a receiver) last hold dropped and the lock handed over: the
+--        receiver holds it (count 1, its lease); nothing is published, the lock was
+--        never free
 --
 -- The last hold is read with HGET and deleted with the key (no HINCRBY to 0): one call
 -- fewer on the common path; hold counts are always >= 1, as Redisson keeps them.
+-- Invariant of a hand-over: other clients' waiters are never bypassed. When another
+-- client listens on the channel (PUBSUB NUMSUB > 1: this client's shared connection is
+-- one), it is an ordinary release (1) and everyone competes.
 local held = redis.call('hget', KEYS[1], ARGV[3])
 if not held then
     return nil
@@ -24,5 +33,10 @@ if tonumber(held) > 1 then
     return 0
 end
 redis.call('del', KEYS[1])
+if ARGV[4] and redis.call('pubsub', 'numsub', KEYS[2])[2] <= 1 then
+    redis.call('hincrby', KEYS[1], ARGV[4], 1)
+    redis.call('pexpire', KEYS[1], ARGV[5])
+    return 2
+end
 redis.call('publish', KEYS[2], ARGV[1])
 return 1

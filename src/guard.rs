@@ -145,7 +145,7 @@ const MAX_FAIR_OFFERS: usize = 32;
 /// Releases one hold. When it is the last local hold on a single master and other tasks
 /// of this client wait with offers (offers.rs), the lock is handed over in the same
 /// script: one round trip instead of a release and an acquire. A plain lock goes to the
-/// gate holder unless another client waits (handover.lua); a fair lock goes to the
+/// gate holder unless another client waits (release.lua); a fair lock goes to the
 /// queue head if it is one of the offered waiters (fair_release.lua).
 async fn release(
     inner: &Arc<Inner>,
@@ -191,29 +191,23 @@ async fn hand_over(
         let to = (&*taken.offers[0].holder, taken.offers[0].lease_ms);
         scripts::handover(master, &hold.name, from, to).await?
     };
-    match outcome {
-        Handover::HandedOver(i) => {
-            let offer = taken.remove(i);
-            taken.decline();
-            if offer.tx.send(Answer::Granted(started)).is_err() {
-                // The waiter gave up meanwhile: release what it was handed.
-                release_on(
-                    inner,
-                    &hold.name,
-                    &offer.holder,
-                    offer.lease_ms,
-                    fair,
-                    None,
-                    true,
-                )
-                .await?;
-            }
-            Ok(())
+    let granted = match outcome {
+        Handover::HandedOver(i) => Some(taken.remove(i)),
+        _ => None,
+    };
+    // The others were not handed the lock: they wait or compete as usual.
+    taken.decline();
+    if let Some(offer) = granted {
+        if offer.tx.send(Answer::Granted(started)).is_err() {
+            // The waiter gave up meanwhile: release what it was handed.
+            let (name, lease_ms) = (&hold.name, offer.lease_ms);
+            release_on(inner, name, &offer.holder, lease_ms, fair, None, true).await?;
         }
-        // Another client waits (plain) or is next (fair): released and published as
-        // usual; the declined waiters wait or compete as usual.
+        return Ok(());
+    }
+    match outcome {
+        // Another client waits (plain) or is next (fair): released and published.
         Handover::Released => {
-            taken.decline();
             if !fair {
                 inner
                     .pubsub
@@ -221,17 +215,11 @@ async fn hand_over(
             }
             Ok(())
         }
-        Handover::StillHeld => {
-            taken.decline();
-            Ok(())
-        }
-        Handover::NotHeld => {
-            taken.decline();
-            Err(Error::NotHeld {
-                name: hold.name.to_string(),
-                holder: hold.holder.to_string(),
-            })
-        }
+        Handover::StillHeld | Handover::HandedOver(_) => Ok(()),
+        Handover::NotHeld => Err(Error::NotHeld {
+            name: hold.name.to_string(),
+            holder: hold.holder.to_string(),
+        }),
     }
 }
 

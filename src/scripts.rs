@@ -23,8 +23,6 @@ macro_rules! fair_script {
 }
 
 static BATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/batch.lua")));
-static HANDOVER: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/handover.lua")));
 static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../lua/acquire.lua")));
 static RELEASE: LazyLock<Script> =
@@ -259,7 +257,7 @@ pub(crate) async fn batch(m: &Master, ops: &[&Op]) -> Result<Vec<Reply>> {
     crate::batch::pairs(m, v, ops.len())
 }
 
-/// What `handover.lua` did.
+/// What a release with a hand-over (`release.lua`, `fair_release.lua`) did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Handover {
     NotHeld,
@@ -279,22 +277,22 @@ pub(crate) async fn handover(
     (from, from_lease_ms): (&str, u64),
     (to, to_lease_ms): (&str, u64),
 ) -> Result<Handover> {
-    let mut inv = HANDOVER.key(name);
+    let mut inv = RELEASE.key(name);
     inv.key(names::channel(name))
         .arg("0")
         .arg(from_lease_ms)
         .arg(from)
         .arg(to)
         .arg(to_lease_ms);
-    let v: i64 = m
+    let v: Option<i64> = m
         .run(|mut c| async move { inv.invoke_async(&mut c).await })
         .await
         .map_err(|e| typed(name, e))?;
     Ok(match v {
-        -1 => Handover::NotHeld,
-        0 => Handover::StillHeld,
-        1 => Handover::Released,
-        _ => Handover::HandedOver(0),
+        None => Handover::NotHeld,
+        Some(0) => Handover::StillHeld,
+        Some(1) => Handover::Released,
+        Some(_) => Handover::HandedOver(0),
     })
 }
 

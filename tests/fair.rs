@@ -207,10 +207,7 @@ async fn cancelled_waiters_leave_the_queue_at_once_and_those_behind_move_up() {
     let name = "cancel";
     let lock = client.fair_lock(name);
     let held = lock.lock_with_lease(20 * SEC).await.unwrap();
-    let (a, task_a) = spawn_lock(&lock);
-    wait_queued(&server, name, &a).await;
-    let (b, task_b) = spawn_lock(&lock);
-    wait_queued(&server, name, &b).await;
+    let [(a, task_a), (b, task_b)] = queue_two(&server, &lock, name).await;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let l = lock.clone();
     let task_c = tokio::spawn(async move {

@@ -30,10 +30,7 @@ async fn force_unlock_wakes_only_the_head_waiter_at_once() {
     let name = "forced";
     let lock = client.fair_lock(name);
     let held = lock.lock().await.unwrap();
-    let (a, task_a) = spawn_lock(&lock);
-    wait_queued(&server, name, &a).await;
-    let (b, task_b) = spawn_lock(&lock);
-    wait_queued(&server, name, &b).await;
+    let [(_, task_a), (b, task_b)] = queue_two(&server, &lock, name).await;
     let started = Instant::now();
     assert!(lock.force_unlock().await.unwrap());
     let ga = join(task_a, 5 * SEC).await;
@@ -222,10 +219,7 @@ async fn a_head_waiter_cancelled_while_the_lock_is_free_hands_its_turn_on_at_onc
     let name = "handed-on";
     let lock = client.fair_lock(name);
     let held = lock.lock_with_lease(20 * SEC).await.unwrap();
-    let (a, task_a) = spawn_lock(&lock);
-    wait_queued(&server, name, &a).await;
-    let (b, task_b) = spawn_lock(&lock);
-    wait_queued(&server, name, &b).await;
+    let [(_, task_a), (_, task_b)] = queue_two(&server, &lock, name).await;
     // The lock vanishes without a message (say its holder's lease ran out), so the head
     // does not know it is free; then the head gives up.
     let _: i64 = server.cmd(&["DEL", name]);

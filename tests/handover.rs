@@ -146,7 +146,7 @@ mod fair {
     //! script when the head is a waiting task of the releasing client; FIFO is unchanged.
 
     use super::*;
-    use common::fair::{join, queue, spawn_lock, wait_queued, SEC};
+    use common::fair::{join, queue, queue_two, spawn_lock, wait_queued, SEC};
     use redlatch::{Lock, LockGuard};
     use tokio::task::JoinHandle;
 
@@ -159,11 +159,8 @@ mod fair {
     ) -> (Lock, LockGuard, [(String, JoinHandle<LockGuard>); 2]) {
         let lock = c.fair_lock(name);
         let held = lock.lock().await.unwrap();
-        let first = spawn_lock(&lock);
-        wait_queued(server, name, &first.0).await;
-        let second = spawn_lock(&lock);
-        wait_queued(server, name, &second.0).await;
-        (lock, held, [first, second])
+        let queued = queue_two(server, &lock, name).await;
+        (lock, held, queued)
     }
 
     #[tokio::test]

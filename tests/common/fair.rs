@@ -43,6 +43,20 @@ pub fn spawn_lock(lock: &Lock) -> (String, JoinHandle<LockGuard>) {
     (format!("{}:{}", lock.client().id(), task.id()), task)
 }
 
+/// Spawns two `lock()` calls on `lock`, the second once the first is queued at the
+/// tail of `name`'s queue, and waits for the second too: [(holder id, task); 2].
+pub async fn queue_two(
+    server: &RedisServer,
+    lock: &Lock,
+    name: &str,
+) -> [(String, JoinHandle<LockGuard>); 2] {
+    let first = spawn_lock(lock);
+    wait_queued(server, name, &first.0).await;
+    let second = spawn_lock(lock);
+    wait_queued(server, name, &second.0).await;
+    [first, second]
+}
+
 /// Waits until `holder` is the last entry of the queue and listens on its channel.
 pub async fn wait_queued(server: &RedisServer, name: &str, holder: &str) {
     let tail = || queue(server, name).last().map(String::as_str) == Some(holder);
