@@ -434,3 +434,53 @@ fn a_key_that_is_not_a_lock_is_65_and_left_alone() {
     }
     assert_eq!(server.cmd::<String>(&["GET", "plain-string"]), "v");
 }
+
+/// `redlatch bench --json`: one JSON line per workload with the fields issue 6 names,
+/// on one and on three masters, and nothing of the run left in Redis.
+#[test]
+fn bench_prints_one_json_line_per_workload_and_cleans_up() {
+    let servers = start_many(3);
+    let one = [&servers[0]];
+    let all: Vec<&RedisServer> = servers.iter().collect();
+    for (masters, redis) in [(1, redis_args(&one)), (3, redis_args(&all))] {
+        for workload in ["floor", "W1", "W3"] {
+            let cmd = args(&[
+                "bench",
+                "--json",
+                "--duration",
+                "1s",
+                "--workload",
+                workload,
+            ]);
+            let out = output(&with(cmd, redis.clone()), 0).stdout;
+            let text = String::from_utf8_lossy(&out);
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(lines.len(), 1, "{text}");
+            let doc: Value = serde_json::from_str(lines[0]).unwrap();
+            assert_eq!(doc["workload"], workload);
+            assert_eq!(doc["masters"], masters);
+            for field in ["lib", "ops", "seconds", "ops_per_s", "p50_us", "p99_us"] {
+                assert!(!doc[field].is_null(), "{field} missing: {doc}");
+            }
+            assert!(doc["ops"].as_u64().unwrap() > 0, "{doc}");
+            if workload == "W3" {
+                for field in [
+                    "cross_handoffs_per_s",
+                    "cross_p50_us",
+                    "cross_p99_us",
+                    "acquire_wait_p99_us",
+                    "per_task_min",
+                    "per_task_max",
+                ] {
+                    assert!(!doc[field].is_null(), "{field} missing: {doc}");
+                }
+                assert_eq!(doc["violations"], 0, "{doc}");
+            }
+        }
+    }
+    let clean = || servers.iter().all(|s| s.cmd::<i64>(&["DBSIZE"]) == 0);
+    assert!(
+        eventually(Duration::from_secs(5), clean),
+        "bench keys left behind"
+    );
+}
