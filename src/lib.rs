@@ -2,31 +2,32 @@
 #![deny(missing_docs, unsafe_code)]
 #![warn(rust_2018_idioms, unreachable_pub, clippy::all)]
 
-mod attempt;
-mod batch;
-mod client;
-mod config;
+// Three layers, each using only those below it (ARCHITECTURE.md):
+// api (what users call) → engine (how locks work) → transport (how requests travel).
+// `error` and `keys` are shared by all three.
+mod api;
+mod engine;
 mod error;
-mod gate;
-mod guard;
-mod holder;
-mod holds;
-mod lock;
-mod master;
-mod names;
-mod offers;
-mod pubsub;
-mod quorum;
-mod scripts;
-mod status;
-mod wait;
-mod watchdog;
+mod keys;
+mod transport;
 
-pub use client::Client;
-pub use config::{Config, ENV_VAR, MAX_LEASE, MIN_LEASE};
+pub use api::client::Client;
+pub use api::config::{Config, ENV_VAR, MAX_LEASE, MIN_LEASE};
+pub use api::guard::LockGuard;
+pub use api::lock::{Kind, Lock};
+pub use api::status::MasterStatus;
 pub use error::{Error, Result};
-pub use guard::LockGuard;
-pub use lock::{Kind, Lock};
-pub use names::MAX_NAME_LEN;
-pub use scripts::sources as script_sources;
-pub use status::MasterStatus;
+pub use keys::MAX_NAME_LEN;
+pub use scripts_for_tools::script_sources;
+
+#[doc(hidden)]
+mod scripts_for_tools {
+    /// The plain lock's scripts, for tools that load them by hand (`redlatch bench`).
+    #[doc(hidden)]
+    pub fn script_sources() -> [(&'static str, &'static str); 2] {
+        [
+            ("acquire", include_str!("../lua/acquire.lua")),
+            ("release", include_str!("../lua/release.lua")),
+        ]
+    }
+}

@@ -5,26 +5,15 @@ use std::time::Duration;
 
 use redis::Value;
 
-use crate::client::Client;
-use crate::config::check_lease;
+use crate::api::client::Client;
+use crate::api::config::check_lease;
+use crate::api::guard::LockGuard;
+use crate::engine::quorum::{answers, fan_out, majority_floor, majority_true};
+use crate::engine::scripts;
+use crate::engine::waiter::{acquire, Call};
+pub use crate::engine::Kind;
 use crate::error::{Error, Result};
-use crate::guard::LockGuard;
-use crate::holder;
-use crate::names;
-use crate::quorum::{answers, fan_out, majority_floor, majority_true};
-use crate::scripts;
-use crate::wait::{acquire, Call};
-
-/// Which flavour of lock a [`Lock`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// Reentrant, non-fair (Redisson `RLock`).
-    Plain,
-    /// Reentrant, FIFO (Redisson `RFairLock`).
-    Fair,
-    /// Reentrant with fencing tokens (Redisson `RFencedLock`).
-    Fenced,
-}
+use crate::keys;
 
 /// A reentrant distributed lock on one name, shared by all tasks and processes that
 /// use the same name (Redisson clients included).
@@ -141,22 +130,22 @@ impl Lock {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
-        names::validate(&self.name)?;
-        let inner = &self.client.inner;
+        keys::validate(&self.name)?;
+        let engine = &self.client.engine;
         let watchdog = lease.is_none();
-        let lease = lease.unwrap_or(inner.config.watchdog_timeout);
+        let lease = lease.unwrap_or(engine.settings.watchdog_timeout);
         let lease_ms = check_lease("lease", lease)?;
         let call = Call {
             name: self.name.clone(),
-            holder: holder::current(&inner.holder_prefix),
+            holder: engine.current_holder(),
             kind: self.kind,
             lease,
             wait,
         };
-        let Some(grant) = acquire(inner, &call).await? else {
+        let Some(grant) = acquire(engine, &call).await? else {
             return Ok(None);
         };
-        let hold = inner.holds.acquired(
+        let hold = engine.holds.acquired(
             &call.name,
             &call.holder,
             grant.fresh,
@@ -165,7 +154,7 @@ impl Lock {
             call.lease,
         );
         Ok(Some(LockGuard::new(
-            inner.clone(),
+            engine.clone(),
             hold,
             lease_ms,
             watchdog,
@@ -201,7 +190,7 @@ impl Lock {
     /// # Errors
     /// As [`is_held_by_current_task`](Self::is_held_by_current_task).
     pub async fn hold_count(&self) -> Result<u32> {
-        let holder = holder::current(&self.client.inner.holder_prefix);
+        let holder = self.client.engine.current_holder();
         let v = self
             .query(redis::cmd("HGET").arg(&*self.name).arg(&*holder))
             .await?;
@@ -228,32 +217,32 @@ impl Lock {
     /// [`Error::WrongType`] if the key is not a lock; [`Error::NoQuorum`] or the
     /// master's error when a majority does not answer.
     pub async fn force_unlock(&self) -> Result<bool> {
-        names::validate(&self.name)?;
-        let inner = &self.client.inner;
+        keys::validate(&self.name)?;
+        let engine = &self.client.engine;
         let fair = self.kind == Kind::Fair;
-        let results = fan_out(&inner.masters, |m| {
+        let results = fan_out(&engine.masters, |m| {
             scripts::force_release(m, &self.name, fair)
         })
         .await;
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
         }
-        let deleted = answers(results, inner.quorum)?.contains(&true);
-        inner.holds.lose_name(&self.name);
-        inner.pubsub.notify_local(&names::channel(&self.name));
+        let deleted = answers(results, engine.quorum)?.contains(&true);
+        engine.holds.lose_name(&self.name);
+        engine.pubsub.notify_local(&keys::channel(&self.name));
         Ok(deleted)
     }
 
     fn quorum(&self) -> usize {
-        self.client.inner.quorum
+        self.client.engine.quorum
     }
 
     /// Runs a read on every master; the answers of at least a majority.
     async fn query(&self, cmd: &mut redis::Cmd) -> Result<Vec<Value>> {
-        names::validate(&self.name)?;
+        keys::validate(&self.name)?;
         let cmd = &*cmd;
-        let results = fan_out(&self.client.inner.masters, |m| async move {
-            m.query::<Value>(cmd.clone())
+        let results = fan_out(&self.client.engine.masters, |m| async move {
+            m.query::<Value>(cmd)
                 .await
                 .map_err(|e| scripts::typed(&self.name, e))
         })

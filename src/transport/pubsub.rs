@@ -1,5 +1,5 @@
-//! The pub/sub hub: one subscriber connection per master, shared by every waiter of
-//! the client; channels are reference-counted.
+//! The pub/sub hub: one subscriber connection per deployment ([`Transport`]), shared by
+//! every waiter of the client; channels are reference-counted.
 //!
 //! Invariants:
 //! 1. The desired set is the map's keys: a channel is in it exactly while at least one
@@ -24,6 +24,8 @@ use futures_util::StreamExt;
 use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
+
+use super::Transport;
 
 /// How long an unused channel stays subscribed (invariant 5).
 const LINGER: Duration = Duration::from_millis(100);
@@ -67,20 +69,20 @@ pub(crate) struct Subscription {
 impl PubSub {
     /// Starts one actor per master; they stop when `shutdown` is cancelled.
     pub(crate) fn start(
-        clients: Vec<redis::Client>,
+        links: Vec<Arc<dyn Transport>>,
         quorum: usize,
         timeout: Duration,
         shutdown: &CancellationToken,
     ) -> Self {
         let shared = Arc::new(Shared {
             channels: Default::default(),
-            ports: clients.iter().map(|_| Port::default()).collect(),
+            ports: links.iter().map(|_| Port::default()).collect(),
         });
-        for (idx, client) in clients.into_iter().enumerate() {
+        for (idx, link) in links.into_iter().enumerate() {
             let actor = Actor {
                 shared: shared.clone(),
                 idx,
-                client,
+                link,
                 timeout,
                 actual: HashSet::new(),
                 conn: None,
@@ -202,7 +204,7 @@ impl Drop for Subscription {
 struct Actor {
     shared: Arc<Shared>,
     idx: usize,
-    client: redis::Client,
+    link: Arc<dyn Transport>,
     timeout: Duration,
     actual: HashSet<String>,
     conn: Option<(PubSubSink, PubSubStream)>,
@@ -328,7 +330,7 @@ impl Actor {
             if subscribe.is_empty() {
                 return Ok(());
             }
-            let pubsub = tokio::time::timeout(self.timeout, self.client.get_async_pubsub())
+            let pubsub = tokio::time::timeout(self.timeout, self.link.open_pubsub())
                 .await
                 .map_err(|_| "connect timed out".to_string())?
                 .map_err(|e| e.to_string())?;

@@ -4,18 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
-
-use crate::config::Config;
+use crate::api::config::Config;
+use crate::api::lock::Lock;
+use crate::engine::quorum::{answers, fan_out};
+use crate::engine::{Engine, Kind};
 use crate::error::Result;
-use crate::gate::Gates;
-use crate::holds::Holds;
-use crate::lock::{Kind, Lock};
-use crate::master::Master;
-use crate::offers::Offers;
-use crate::pubsub::PubSub;
-use crate::quorum::{answers, fan_out};
+use crate::transport::standalone::Standalone;
+use crate::transport::{Lane, Transport};
+use uuid::Uuid;
 
 /// A connection to one Redis master (single mode) or N independent masters (Redlock).
 ///
@@ -27,55 +23,17 @@ use crate::quorum::{answers, fan_out};
 /// run out on their own.
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) engine: Arc<Engine>,
+    config: Arc<Config>,
     _alive: Arc<Alive>,
 }
 
-/// Cancels the background tasks when the last user-facing handle goes.
-struct Alive(CancellationToken);
+/// Stops the background tasks when the last user-facing handle goes.
+struct Alive(Arc<Engine>);
 
 impl Drop for Alive {
     fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
-
-/// State shared by clients, locks and guards.
-pub(crate) struct Inner {
-    pub(crate) id: Uuid,
-    /// `"{id}:"`, shared by every holder id of this client.
-    pub(crate) holder_prefix: String,
-    pub(crate) masters: Vec<Arc<Master>>,
-    pub(crate) quorum: usize,
-    pub(crate) config: Config,
-    pub(crate) pubsub: PubSub,
-    pub(crate) holds: Holds,
-    pub(crate) gates: Gates,
-    /// Hand-over offers of waiting tasks: plain locks, then fair locks (offers.rs).
-    pub(crate) offers: [Offers; 2],
-    /// Background clean-ups (releases on drop, undoing cancelled attempts, leaving fair
-    /// queues), so [`Client::close`] can wait for them.
-    pub(crate) cleanups: tokio_util::task::TaskTracker,
-    shutdown: CancellationToken,
-}
-
-impl Inner {
-    /// The hand-over offers of plain (`fair` false) or fair locks.
-    pub(crate) fn offers(&self, fair: bool) -> &Offers {
-        &self.offers[usize::from(fair)]
-    }
-
-    /// Declares a hold lost and wakes this client's local waiters of its lock, which
-    /// may have been waiting for that holder's release (wait.rs invariant 6).
-    pub(crate) fn lose(&self, hold: &Arc<crate::holds::Hold>) {
-        self.holds.lose(hold);
-        self.pubsub.notify_local(&crate::names::channel(&hold.name));
-    }
-
-    /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).
-    pub(crate) fn validity_of(&self, lease: Duration) -> Duration {
-        let drift = lease.mul_f64(self.config.drift_factor) + Duration::from_millis(2);
-        lease.saturating_sub(drift)
+        self.0.stop();
     }
 }
 
@@ -100,59 +58,39 @@ impl Client {
     /// ```
     pub async fn connect(config: Config) -> Result<Client> {
         let infos = config.validate()?;
-        let masters = infos
+        let links = infos
             .into_iter()
             .map(|info| {
-                Master::new(
+                let link = Standalone::new(
                     info,
                     config.pool_size,
                     config.effective_master_timeout(),
                     config.connect_timeout,
-                )
-                .map(Arc::new)
+                )?;
+                Ok(Arc::new(link) as Arc<dyn Transport>)
             })
             .collect::<Result<Vec<_>>>()?;
-        let quorum = config.quorum();
-        let pings = fan_out(&masters, |m| async move {
-            m.run_side(m.connect_timeout(), |mut c| async move {
-                redis::cmd("PING").query_async::<()>(&mut c).await
-            })
-            .await
+        let ping = redis::cmd("PING");
+        let pings = fan_out(&links, |link| {
+            link.send(
+                Lane::Side,
+                link.connect_timeout(),
+                crate::transport::Request::Cmd(&ping),
+            )
         })
         .await;
-        answers(pings, quorum)?;
-        if masters.len() > 1 && masters.len() % 2 == 0 {
+        answers(pings, config.quorum())?;
+        if links.len() > 1 && links.len() % 2 == 0 {
             tracing::warn!(
-                n = masters.len(),
+                n = links.len(),
                 "an even number of masters tolerates no more failures than one fewer"
             );
         }
-        let shutdown = CancellationToken::new();
-        let clients = masters.iter().map(|m| m.redis_client().clone()).collect();
-        let pubsub = PubSub::start(clients, quorum, config.connect_timeout, &shutdown);
-        let period = config.watchdog_timeout / 3;
-        let id = Uuid::new_v4();
-        let inner = Arc::new(Inner {
-            id,
-            holder_prefix: crate::holder::prefix(&id),
-            masters,
-            quorum,
-            config,
-            pubsub,
-            holds: Holds::default(),
-            gates: Gates::default(),
-            offers: Default::default(),
-            cleanups: tokio_util::task::TaskTracker::new(),
-            shutdown: shutdown.clone(),
-        });
-        tokio::spawn(crate::watchdog::run(
-            Arc::downgrade(&inner),
-            shutdown.clone(),
-            period,
-        ));
+        let engine = Engine::start(links, config.settings());
         Ok(Client {
-            inner,
-            _alive: Arc::new(Alive(shutdown)),
+            _alive: Arc::new(Alive(engine.clone())),
+            engine,
+            config: Arc::new(config),
         })
     }
 
@@ -175,17 +113,17 @@ impl Client {
 
     /// This client's UUID: the first half of every holder id it uses.
     pub fn id(&self) -> Uuid {
-        self.inner.id
+        self.engine.id
     }
 
     /// The configuration the client was built with.
     pub fn config(&self) -> &Config {
-        &self.inner.config
+        &self.config
     }
 
     /// Addresses (`host:port`) of the masters, in configuration order.
     pub fn masters(&self) -> Vec<String> {
-        self.inner
+        self.engine
             .masters
             .iter()
             .map(|m| m.addr().to_string())
@@ -194,17 +132,17 @@ impl Client {
 
     /// Masters needed for a majority (N/2+1).
     pub fn quorum(&self) -> usize {
-        self.inner.quorum
+        self.engine.quorum
     }
 
     /// Locks this client currently holds (distinct name and holder pairs).
     pub fn held_locks(&self) -> usize {
-        self.inner.holds.len()
+        self.engine.holds.len()
     }
 
     /// Pub/sub channels this client is currently subscribed to for its waiters.
     pub fn subscriptions(&self) -> usize {
-        self.inner.pubsub.channel_count()
+        self.engine.pubsub.channel_count()
     }
 
     /// Shuts the client down cleanly: waits (at most `timeout`) for background work —
@@ -219,22 +157,19 @@ impl Client {
     /// # Cancel safety
     /// Dropping the future before it finishes leaves the client running.
     pub async fn close(self, timeout: Duration) {
-        let inner = &self.inner;
-        inner.cleanups.close();
-        let _ = tokio::time::timeout(timeout, inner.cleanups.wait()).await;
-        inner.shutdown.cancel();
+        self.engine.shut_down(timeout).await;
     }
 
     /// Runs one watchdog round now instead of waiting for the next tick.
     pub async fn renew_now(&self) {
-        crate::watchdog::renew_all(&self.inner).await;
+        crate::engine::watchdog::renew_all(&self.engine).await;
     }
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("id", &self.inner.id)
+            .field("id", &self.engine.id)
             .field("masters", &self.masters())
             .finish()
     }

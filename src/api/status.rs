@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use redis::Value;
 
+use crate::api::lock::Lock;
+use crate::engine::quorum::fan_out;
 use crate::error::Result;
-use crate::lock::Lock;
-use crate::names;
-use crate::quorum::fan_out;
+use crate::keys;
 
 /// What one master holds for a lock.
 #[derive(Clone, Debug, Default)]
@@ -37,7 +37,7 @@ impl Lock {
     /// # Errors
     /// [`Error::InvalidName`](crate::Error::InvalidName) only.
     pub async fn status(&self) -> Result<Vec<MasterStatus>> {
-        names::validate(self.name())?;
+        keys::validate(self.name())?;
         let mut pipe = redis::pipe();
         // A key of another type fails HGETALL only; TYPE still says what it is.
         pipe.ignore_errors();
@@ -45,19 +45,20 @@ impl Lock {
         pipe.cmd("PTTL").arg(self.name());
         pipe.cmd("HGETALL").arg(self.name());
         pipe.cmd("LRANGE")
-            .arg(names::queue(self.name()))
+            .arg(keys::queue(self.name()))
             .arg(0)
             .arg(-1);
         pipe.cmd("ZRANGE")
-            .arg(names::timeouts(self.name()))
+            .arg(keys::timeouts(self.name()))
             .arg(0)
             .arg(-1)
             .arg("WITHSCORES");
-        pipe.cmd("GET").arg(names::token(self.name()));
+        pipe.cmd("GET").arg(keys::token(self.name()));
         let pipe = &pipe;
-        let masters = &self.client().inner.masters;
-        let results = fan_out(masters, |m| {
-            m.run(|mut c| async move { pipe.query_async::<Vec<Value>>(&mut c).await })
+        let masters = &self.client().engine.masters;
+        let results = fan_out(masters, |m| async move {
+            let v = m.pipe(pipe).await?;
+            m.decode::<Vec<Value>>(v)
         })
         .await;
         Ok(masters

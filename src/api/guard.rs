@@ -5,12 +5,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::attempt::release_on;
-use crate::client::Inner;
+use crate::engine::holds::Hold;
+use crate::engine::release::release;
+use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::holds::Hold;
-use crate::offers::{Answer, Offer, Taken};
-use crate::scripts::{self, Handover};
 
 /// One hold on a lock. Dropping it releases the hold in a background task;
 /// [`unlock`](LockGuard::unlock) releases it and reports what happened.
@@ -19,7 +17,7 @@ use crate::scripts::{self, Handover};
 /// with. While it lives and no explicit lease was given, the watchdog keeps the lease.
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
-    inner: Arc<Inner>,
+    engine: Arc<Engine>,
     hold: Arc<Hold>,
     lease_ms: u64,
     watchdog: bool,
@@ -33,7 +31,7 @@ pub struct LockGuard {
 impl LockGuard {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        inner: Arc<Inner>,
+        engine: Arc<Engine>,
         hold: Arc<Hold>,
         lease_ms: u64,
         watchdog: bool,
@@ -42,7 +40,7 @@ impl LockGuard {
         validity: Duration,
     ) -> Self {
         LockGuard {
-            inner,
+            engine,
             hold,
             lease_ms,
             watchdog,
@@ -100,14 +98,14 @@ impl LockGuard {
     /// bounds how long the lock can stay held.
     pub async fn unlock(mut self) -> Result<()> {
         self.armed = false;
-        let Some(left) = self.inner.holds.released(&self.hold, self.watchdog) else {
+        let Some(left) = self.engine.holds.released(&self.hold, self.watchdog) else {
             return Err(Error::NotHeld {
                 name: self.hold.name.to_string(),
                 holder: self.hold.holder.to_string(),
             });
         };
         Box::pin(release(
-            &self.inner,
+            &self.engine,
             &self.hold,
             self.lease_ms,
             self.fair,
@@ -122,104 +120,19 @@ impl Drop for LockGuard {
         if !self.armed {
             return;
         }
-        let Some(left) = self.inner.holds.released(&self.hold, self.watchdog) else {
+        let Some(left) = self.engine.holds.released(&self.hold, self.watchdog) else {
             return;
         };
-        let (inner, hold) = (self.inner.clone(), self.hold.clone());
+        let (engine, hold) = (self.engine.clone(), self.hold.clone());
         let (lease_ms, fair) = (self.lease_ms, self.fair);
         let runtime =
             tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
         let release = async move {
-            if let Err(e) = release(&inner, &hold, lease_ms, fair, left == 0).await {
+            if let Err(e) = release(&engine, &hold, lease_ms, fair, left == 0).await {
                 tracing::warn!(lock = %hold.name, error = %e, "release on drop failed");
             }
         };
-        self.inner.cleanups.spawn_on(release, &runtime);
-    }
-}
-
-/// The most offers one fair release considers: the queue head is nearly always one of
-/// the oldest local waiters, and a head not offered is woken by its message as usual.
-const MAX_FAIR_OFFERS: usize = 32;
-
-/// Releases one hold. When it is the last local hold on a single master and other tasks
-/// of this client wait with offers (offers.rs), the lock is handed over in the same
-/// script: one round trip instead of a release and an acquire. A plain lock goes to the
-/// gate holder unless another client waits (release.lua); a fair lock goes to the
-/// queue head if it is one of the offered waiters (fair_release.lua).
-async fn release(
-    inner: &Arc<Inner>,
-    hold: &Hold,
-    lease_ms: u64,
-    fair: bool,
-    last: bool,
-) -> Result<()> {
-    if last && inner.masters.len() == 1 {
-        let offers = inner
-            .offers(fair)
-            .take(&hold.name, if fair { MAX_FAIR_OFFERS } else { 1 });
-        if !offers.is_empty() {
-            return hand_over(inner, hold, lease_ms, fair, offers).await;
-        }
-    }
-    release_on(inner, &hold.name, &hold.holder, lease_ms, fair, None, true)
-        .await
-        .map(drop)
-}
-
-/// Runs the hand-over script and answers every taken offer (offers.rs invariant 2):
-/// the granted one with the instant the script was sent, the others declined; if the
-/// script fails or this future is dropped, `Taken` answers them "unknown", and each
-/// waiter asks Redis whether the script gave it the lock.
-async fn hand_over(
-    inner: &Arc<Inner>,
-    hold: &Hold,
-    lease_ms: u64,
-    fair: bool,
-    offers: Vec<Offer>,
-) -> Result<()> {
-    let started = std::time::Instant::now();
-    let mut taken = Taken { offers, started };
-    let from = (&*hold.holder, lease_ms);
-    let master = &inner.masters[0];
-    let outcome = if fair {
-        let offered: Vec<(&str, u64)> = (taken.offers.iter())
-            .map(|o| (&*o.holder, o.lease_ms))
-            .collect();
-        scripts::fair_handover(master, &hold.name, from, &offered).await?
-    } else {
-        let to = (&*taken.offers[0].holder, taken.offers[0].lease_ms);
-        scripts::handover(master, &hold.name, from, to).await?
-    };
-    let granted = match outcome {
-        Handover::HandedOver(i) => Some(taken.remove(i)),
-        _ => None,
-    };
-    // The others were not handed the lock: they wait or compete as usual.
-    taken.decline();
-    if let Some(offer) = granted {
-        if offer.tx.send(Answer::Granted(started)).is_err() {
-            // The waiter gave up meanwhile: release what it was handed.
-            let (name, lease_ms) = (&hold.name, offer.lease_ms);
-            release_on(inner, name, &offer.holder, lease_ms, fair, None, true).await?;
-        }
-        return Ok(());
-    }
-    match outcome {
-        // Another client waits (plain) or is next (fair): released and published.
-        Handover::Released => {
-            if !fair {
-                inner
-                    .pubsub
-                    .notify_local(&crate::names::channel(&hold.name));
-            }
-            Ok(())
-        }
-        Handover::StillHeld | Handover::HandedOver(_) => Ok(()),
-        Handover::NotHeld => Err(Error::NotHeld {
-            name: hold.name.to_string(),
-            holder: hold.holder.to_string(),
-        }),
+        self.engine.cleanups.spawn_on(release, &runtime);
     }
 }
 

@@ -1,5 +1,7 @@
-//! Group commit: plain acquires and releases bound for one master are coalesced into
-//! one `batch.lua` call while earlier calls to that master are in flight.
+//! Group commit: operations bound for one deployment are coalesced into one call while
+//! earlier calls to it are in flight. Generic over how a batch is sent ([`Flight`]):
+//! the engine sends plain lock acquires and releases through it as one `batch.lua`
+//! call.
 //!
 //! Invariants:
 //! 1. An operation that finds fewer than [`MAX_DIRECT`] calls in flight and nothing
@@ -14,24 +16,22 @@
 //!    answers the callers of another.
 //! 3. A queued operation never depends on another caller's future: if the caller that
 //!    started a flight is dropped, the flusher takes over the queue.
-//! 5. Order is kept: a caller only flies directly when nothing is queued and every call
+//! 4. Order is kept: a caller only flies directly when nothing is queued and every call
 //!    in flight has been polled once (written to the connection's request channel,
 //!    which keeps the order; `unsent` counts those that have not), and a flusher writes
 //!    what it drained in the same poll, before any later drain. An operation whose caller gave
 //!    up (timed out or was dropped) before it was drained is skipped, so it cannot run
 //!    late, after the caller's next operation.
-//! 4. Every operation's outcome is exactly what its single-operation script would have
-//!    returned; a batch only saves round trips and per-call work in Redis.
+//! 5. Every operation's outcome is exactly what [`Flight::one`] would have returned
+//!    for it alone; a batch only saves round trips and per-call work in Redis.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::Value;
 use tokio::sync::oneshot;
 
+use super::BoxFuture;
 use crate::error::{Error, Result};
-use crate::master::Master;
-use crate::scripts;
 
 /// Operations per batch call, at most. Smaller batches overlap: with 64 busy callers
 /// (W2), 32 keeps two batches going, one run by Redis while the client answers the
@@ -50,44 +50,65 @@ const MAX_FLIGHTS: usize = 4;
 /// floor being 230-244 us).
 const MAX_DIRECT: usize = 2;
 
-/// One plain acquire or release.
-pub(crate) struct Op {
-    pub(crate) release: bool,
-    pub(crate) name: String,
-    pub(crate) holder: String,
-    pub(crate) lease_ms: u64,
+/// How a [`Batcher`]'s operations are sent: alone, or several in one call.
+pub(crate) trait Flight: Send + Sync + 'static {
+    /// One operation.
+    type Op: Send + Sync + 'static;
+    /// Its answer.
+    type Reply: Send + 'static;
+
+    /// Sends one operation alone.
+    fn one<'a>(&'a self, op: &'a Self::Op) -> BoxFuture<'a, Result<Self::Reply>>;
+
+    /// Sends several operations in one call: one reply per operation, in order.
+    fn many<'a>(&'a self, ops: &'a [&'a Self::Op]) -> BoxFuture<'a, Result<Vec<Self::Reply>>>;
+
+    /// Where the operations go, for errors.
+    fn addr(&self) -> &str;
+
+    /// How long one call may take.
+    fn timeout(&self) -> Duration;
 }
 
-/// A script's answer for one operation: (status, value) as in `batch.lua`.
-pub(crate) type Reply = (i64, i64);
-
-struct Pending {
-    op: Op,
-    tx: oneshot::Sender<Result<Reply>>,
+struct Pending<F: Flight> {
+    op: F::Op,
+    tx: oneshot::Sender<Result<F::Reply>>,
 }
 
-#[derive(Default)]
-struct Queue {
-    ops: Vec<Pending>,
+struct Queue<F: Flight> {
+    ops: Vec<Pending<F>>,
     flying: usize,
     /// A flusher was started and has not drained yet (invariant 2).
     starting: bool,
     /// Calls that took a flight slot and have not been polled once yet, i.e. may not
-    /// be written to the connection yet (invariant 5).
+    /// be written to the connection yet (invariant 4).
     unsent: usize,
 }
 
-/// A master's group-commit queue.
-#[derive(Default)]
-pub(crate) struct Batcher {
-    queue: parking_lot::Mutex<Queue>,
+/// One deployment's group-commit queue.
+pub(crate) struct Batcher<F: Flight> {
+    flight: F,
+    queue: parking_lot::Mutex<Queue<F>>,
 }
 
-impl Master {
-    /// Runs one plain operation, alone or as part of a batch.
-    pub(crate) async fn submit(self: &Arc<Self>, op: Op) -> Result<Reply> {
+impl<F: Flight> Batcher<F> {
+    /// A batcher sending through `flight`.
+    pub(crate) fn new(flight: F) -> Self {
+        Batcher {
+            flight,
+            queue: parking_lot::Mutex::new(Queue {
+                ops: Vec::new(),
+                flying: 0,
+                starting: false,
+                unsent: 0,
+            }),
+        }
+    }
+
+    /// Runs one operation, alone or as part of a batch.
+    pub(crate) async fn submit(self: &Arc<Self>, op: F::Op) -> Result<F::Reply> {
         let op = {
-            let mut q = self.batcher().queue.lock();
+            let mut q = self.queue.lock();
             if q.flying < MAX_DIRECT && q.ops.is_empty() && q.unsent == 0 {
                 q.flying += 1;
                 q.unsent += 1;
@@ -107,26 +128,26 @@ impl Master {
             Ok(op) => op,
             Err((rx, start)) => {
                 if start {
-                    let m = self.clone();
+                    let b = self.clone();
                     tokio::spawn(async move {
                         tokio::task::yield_now().await;
-                        m.flush().await
+                        b.flush().await
                     });
                 }
                 return self.await_reply(rx).await;
             }
         };
-        // Invariant 1 and 3: fly our own operation; whatever happens to this future,
+        // Invariants 1 and 3: fly our own operation; whatever happens to this future,
         // the queue is handed to a flusher afterwards.
-        let _handover = scopeguard::guard(self.clone(), |m| m.land());
-        self.sent(scripts::single(self, &op)).await
+        let _land = scopeguard::guard(self.clone(), |b| b.land());
+        self.sent(self.flight.one(&op)).await
     }
 
     /// Polls a call once (which writes it to the connection's request queue), counts it
-    /// as sent (invariant 5), then awaits its reply.
-    async fn sent<F: std::future::Future>(&self, call: F) -> F::Output {
+    /// as sent (invariant 4), then awaits its reply.
+    async fn sent<Fut: std::future::Future>(&self, call: Fut) -> Fut::Output {
         let mut call = std::pin::pin!(call);
-        let unsent = scopeguard::guard((), |()| self.batcher().queue.lock().unsent -= 1);
+        let unsent = scopeguard::guard((), |()| self.queue.lock().unsent -= 1);
         let first = std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await;
         drop(unsent);
         match first {
@@ -135,13 +156,13 @@ impl Master {
         }
     }
 
-    async fn await_reply(&self, rx: oneshot::Receiver<Result<Reply>>) -> Result<Reply> {
+    async fn await_reply(&self, rx: oneshot::Receiver<Result<F::Reply>>) -> Result<F::Reply> {
         // The call ahead of ours may take up to a timeout, then ours up to another.
-        let bound = self.timeout() * 2 + Duration::from_millis(10);
+        let bound = self.flight.timeout() * 2 + Duration::from_millis(10);
         match tokio::time::timeout(bound, rx).await {
             Ok(Ok(r)) => r,
             Ok(Err(_)) | Err(_) => Err(Error::Timeout {
-                addr: self.addr().to_string(),
+                addr: self.flight.addr().to_string(),
                 after: bound,
             }),
         }
@@ -149,7 +170,7 @@ impl Master {
 
     /// A flight landed: free its slot, or hand it to a flusher for what queued meanwhile.
     fn land(self: Arc<Self>) {
-        let mut q = self.batcher().queue.lock();
+        let mut q = self.queue.lock();
         if q.ops.is_empty() {
             q.flying -= 1;
             return;
@@ -161,8 +182,8 @@ impl Master {
     /// Invariant 2: send everything queued, batch after batch, until the queue is empty.
     async fn flush(self: Arc<Self>) {
         loop {
-            let batch: Vec<Pending> = {
-                let mut q = self.batcher().queue.lock();
+            let batch: Vec<Pending<F>> = {
+                let mut q = self.queue.lock();
                 q.starting = false;
                 q.ops.retain(|p| !p.tx.is_closed());
                 if q.ops.is_empty() {
@@ -173,13 +194,13 @@ impl Master {
                 q.unsent += 1;
                 q.ops.drain(..n).collect()
             };
-            let ops: Vec<&Op> = batch.iter().map(|p| &p.op).collect();
+            let ops: Vec<&F::Op> = batch.iter().map(|p| &p.op).collect();
             let result = self
                 .sent(async {
                     if let [one] = ops.as_slice() {
-                        scripts::single(&self, one).await.map(|r| vec![r])
+                        self.flight.one(one).await.map(|r| vec![r])
                     } else {
-                        scripts::batch(&self, &ops).await
+                        self.flight.many(&ops).await
                     }
                 })
                 .await;
@@ -196,27 +217,5 @@ impl Master {
                 }
             }
         }
-    }
-}
-
-/// Splits a flat `batch.lua` reply into one pair per operation.
-pub(crate) fn pairs(master: &Master, v: Value, n: usize) -> Result<Vec<Reply>> {
-    let ints: Option<Vec<i64>> = match &v {
-        Value::Array(items) => items
-            .iter()
-            .map(|x| match x {
-                Value::Int(i) => Some(*i),
-                _ => None,
-            })
-            .collect(),
-        _ => None,
-    };
-    match ints {
-        Some(ints) if ints.len() == 2 * n => Ok(ints.chunks(2).map(|c| (c[0], c[1])).collect()),
-        _ => Err(master.err(redis::RedisError::from((
-            redis::ErrorKind::Parse,
-            "unexpected batch reply",
-            format!("{v:?}"),
-        )))),
     }
 }

@@ -9,16 +9,16 @@ use futures_util::future::join_all;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio_util::task::TaskTracker;
 
+use super::master::Master;
 use crate::error::{Error, Result};
-use crate::master::Master;
 
 /// Runs `f` on every master at once; one result per master, in master order.
 /// Each call is bounded by the master's own timeout, so the whole fan-out takes as
 /// long as the slowest answer, never the sum (see [`fan_out_until`] for not waiting
 /// for the slowest at all).
-pub(crate) async fn fan_out<'a, T, F, Fut>(masters: &'a [Arc<Master>], f: F) -> Vec<Result<T>>
+pub(crate) async fn fan_out<'a, M, T, F, Fut>(masters: &'a [M], f: F) -> Vec<Result<T>>
 where
-    F: Fn(&'a Arc<Master>) -> Fut,
+    F: Fn(&'a M) -> Fut,
     Fut: Future<Output = Result<T>>,
 {
     if let [only] = masters {

@@ -1,39 +1,38 @@
-//! One [`redis::Script`] per file in `lua/` and typed async wrappers around them.
-//!
-//! Scripts run with EVALSHA; after `SCRIPT FLUSH` or a restart, NOSCRIPT makes
-//! `redis::Script` load the script and retry once. Every value is passed as KEYS/ARGV.
+//! The lock protocol: one [`Script`] per file in `lua/` and a typed async call for
+//! each. Every value is passed as KEYS/ARGV; scripts run by SHA (transport/script.rs).
 
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
-use redis::{Script, Value};
+use redis::Value;
 
-use crate::batch::{Op, Reply};
-
+use super::master::Master;
 use crate::error::{Error, Result};
-use crate::master::Master;
-use crate::names;
+use crate::keys;
+use crate::transport::batch::Flight;
+use crate::transport::{BoxFuture, Lane, Script, Transport};
 
 macro_rules! fair_script {
     ($file:literal) => {
         concat!(
-            include_str!("../lua/fair_evict.lua"),
-            include_str!(concat!("../lua/", $file))
+            include_str!("../../lua/fair_evict.lua"),
+            include_str!(concat!("../../lua/", $file))
         )
     };
 }
 
-static BATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/batch.lua")));
+static BATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/batch.lua")));
 static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/acquire.lua")));
+    LazyLock::new(|| Script::new(include_str!("../../lua/acquire.lua")));
 static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/release.lua")));
-static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/renew.lua")));
+    LazyLock::new(|| Script::new(include_str!("../../lua/release.lua")));
+static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/renew.lua")));
 static FORCE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/force_release.lua")));
+    LazyLock::new(|| Script::new(include_str!("../../lua/force_release.lua")));
 static FENCED_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/fenced_acquire.lua")));
+    LazyLock::new(|| Script::new(include_str!("../../lua/fenced_acquire.lua")));
 static FENCED_SYNC: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/fenced_sync.lua")));
+    LazyLock::new(|| Script::new(include_str!("../../lua/fenced_sync.lua")));
 static FAIR_ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(fair_script!("fair_acquire.lua")));
 static FAIR_RELEASE: LazyLock<Script> =
@@ -72,15 +71,13 @@ pub(crate) enum AcquireMode {
     },
 }
 
-/// Maps a WRONGTYPE reply to [`Error::WrongType`].
+/// Maps a WRONGTYPE reply (by its error code) to [`Error::WrongType`].
 pub(crate) fn typed(name: &str, e: Error) -> Error {
     match e {
-        Error::Redis { source, addr } if source.to_string().contains("WRONGTYPE") => {
-            Error::WrongType {
-                name: name.to_string(),
-                addr,
-            }
-        }
+        Error::Redis { source, addr } if source.code() == Some("WRONGTYPE") => Error::WrongType {
+            name: name.to_string(),
+            addr,
+        },
         other => other,
     }
 }
@@ -100,9 +97,45 @@ fn int(v: &Value) -> Option<i64> {
     }
 }
 
+/// One plain acquire or release, as group commit queues it.
+pub(crate) struct PlainOp {
+    pub(crate) release: bool,
+    pub(crate) name: String,
+    pub(crate) holder: String,
+    pub(crate) lease_ms: u64,
+}
+
+/// A plain operation's answer, as `batch.lua` gives it: (status, value).
+pub(crate) type PlainReply = (i64, i64);
+
+/// How group commit sends plain operations: alone with `acquire.lua` / `release.lua`,
+/// several with `batch.lua`, on the lock lane.
+pub(crate) struct PlainFlight(pub(crate) Arc<dyn Transport>);
+
+impl Flight for PlainFlight {
+    type Op = PlainOp;
+    type Reply = PlainReply;
+
+    fn one<'a>(&'a self, op: &'a PlainOp) -> BoxFuture<'a, Result<PlainReply>> {
+        Box::pin(single(&*self.0, op))
+    }
+
+    fn many<'a>(&'a self, ops: &'a [&'a PlainOp]) -> BoxFuture<'a, Result<Vec<PlainReply>>> {
+        Box::pin(batch(&*self.0, ops))
+    }
+
+    fn addr(&self) -> &str {
+        self.0.addr()
+    }
+
+    fn timeout(&self) -> Duration {
+        self.0.timeout()
+    }
+}
+
 /// Acquire on one master. Plain acquires go through the master's group commit.
 pub(crate) async fn acquire(
-    m: &Arc<Master>,
+    m: &Master,
     name: &str,
     lease_ms: u64,
     holder: &str,
@@ -110,37 +143,34 @@ pub(crate) async fn acquire(
 ) -> Result<Acquire> {
     let mut inv = match mode {
         AcquireMode::Plain => {
-            let op = Op {
+            let op = PlainOp {
                 release: false,
                 name: name.into(),
                 holder: holder.into(),
                 lease_ms,
             };
-            let (status, value) = m.submit(op).await?;
+            let (status, value) = m.plain.submit(op).await?;
             return acquire_reply(m, name, mode, status, value, None);
         }
-        AcquireMode::Fenced => FENCED_ACQUIRE.key(name),
-        AcquireMode::Fair { .. } => FAIR_ACQUIRE.key(name),
-    };
-    match mode {
-        AcquireMode::Plain => {}
         AcquireMode::Fenced => {
-            inv.key(names::token(name));
+            let mut inv = FENCED_ACQUIRE.call();
+            inv.key(name).key(keys::token(name));
+            inv
         }
         AcquireMode::Fair { .. } => {
-            inv.key(names::queue(name))
-                .key(names::timeouts(name))
-                .key(names::channel(name));
+            let mut inv = FAIR_ACQUIRE.call();
+            inv.key(name)
+                .key(keys::queue(name))
+                .key(keys::timeouts(name))
+                .key(keys::channel(name));
+            inv
         }
-    }
+    };
     inv.arg(lease_ms).arg(holder);
     if let AcquireMode::Fair { join, stale_ms } = mode {
         inv.arg(stale_ms).arg(if join { "1" } else { "0" });
     }
-    let v: Value = m
-        .run(|mut c| async move { inv.invoke_async(&mut c).await })
-        .await
-        .map_err(|e| typed(name, e))?;
+    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
     let Value::Array(items) = &v else {
         return Err(protocol(m, "acquire", &v));
     };
@@ -166,40 +196,40 @@ fn acquire_reply(
             fresh: status == 1,
             token: token.filter(|_| matches!(mode, AcquireMode::Fenced)),
         },
-        WRONG_TYPE => return Err(wrong_type(m, name)),
+        WRONG_TYPE => return Err(wrong_type(m.addr(), name)),
         _ => return Err(protocol(m, "acquire", &Value::Int(status))),
     })
 }
 
 /// Release on one master. Plain releases go through the master's group commit.
 pub(crate) async fn release(
-    m: &Arc<Master>,
+    m: &Master,
     name: &str,
     lease_ms: u64,
     holder: &str,
     fair: bool,
 ) -> Result<Release> {
     if !fair {
-        let op = Op {
+        let op = PlainOp {
             release: true,
             name: name.into(),
             holder: holder.into(),
             lease_ms,
         };
-        return match m.submit(op).await?.0 {
+        return match m.plain.submit(op).await?.0 {
             -1 => Ok(Release::NotHeld),
             0 => Ok(Release::StillHeld),
             1 => Ok(Release::Released),
-            WRONG_TYPE => Err(wrong_type(m, name)),
+            WRONG_TYPE => Err(wrong_type(m.addr(), name)),
             other => Err(protocol(m, "release", &Value::Int(other))),
         };
     }
     // fair_release.lua without offers: an ordinary release.
     Ok(
-        match fair_handover(m, name, (holder, lease_ms), &[]).await? {
-            Handover::NotHeld => Release::NotHeld,
-            Handover::StillHeld => Release::StillHeld,
-            Handover::Released | Handover::HandedOver(_) => Release::Released,
+        match fair_hand_over(m, name, (holder, lease_ms), &[]).await? {
+            HandOver::NotHeld => Release::NotHeld,
+            HandOver::StillHeld => Release::StillHeld,
+            HandOver::Released | HandOver::To(_) => Release::Released,
         },
     )
 }
@@ -207,32 +237,48 @@ pub(crate) async fn release(
 /// `batch.lua`'s status for a key of another type.
 const WRONG_TYPE: i64 = 3;
 
-fn wrong_type(m: &Master, name: &str) -> Error {
+fn wrong_type(addr: &str, name: &str) -> Error {
     Error::WrongType {
         name: name.to_string(),
-        addr: m.addr().to_string(),
+        addr: addr.to_string(),
     }
 }
 
 /// One plain operation with its own script (acquire.lua / release.lua), answered in
 /// `batch.lua`'s terms.
-pub(crate) async fn single(m: &Master, op: &Op) -> Result<Reply> {
+async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
     let name = &*op.name;
-    let reply = if op.release {
-        let mut inv = RELEASE.key(name);
-        inv.key(names::channel(name))
+    let inv = if op.release {
+        let mut inv = RELEASE.call();
+        inv.key(name)
+            .key(keys::channel(name))
             .arg("0")
             .arg(op.lease_ms)
             .arg(&*op.holder);
-        m.run(|mut c| async move { inv.invoke_async::<Option<i64>>(&mut c).await })
-            .await
-            .map(|v| (v.map_or(-1, |x| x.min(1)), 0))
+        inv
     } else {
-        let mut inv = ACQUIRE.key(name);
-        inv.arg(op.lease_ms).arg(&*op.holder);
-        m.run(|mut c| async move { inv.invoke_async::<(i64, i64)>(&mut c).await })
-            .await
+        let mut inv = ACQUIRE.call();
+        inv.key(name).arg(op.lease_ms).arg(&*op.holder);
+        inv
     };
+    let reply = link
+        .send(
+            Lane::Lock,
+            link.timeout(),
+            crate::transport::Request::Eval(&inv),
+        )
+        .await
+        .and_then(|v| {
+            let decoded = if op.release {
+                redis::from_redis_value::<Option<i64>>(v).map(|v| (v.map_or(-1, |x| x.min(1)), 0))
+            } else {
+                redis::from_redis_value::<(i64, i64)>(v)
+            };
+            decoded.map_err(|e| Error::Redis {
+                addr: link.addr().to_string(),
+                source: e.into(),
+            })
+        });
     match reply.map_err(|e| typed(name, e)) {
         Err(Error::WrongType { .. }) => Ok((WRONG_TYPE, 0)),
         other => other,
@@ -240,93 +286,109 @@ pub(crate) async fn single(m: &Master, op: &Op) -> Result<Reply> {
 }
 
 /// Many plain operations in one `batch.lua` call.
-pub(crate) async fn batch(m: &Master, ops: &[&Op]) -> Result<Vec<Reply>> {
-    let mut inv = BATCH.prepare_invoke();
+async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<PlainReply>> {
+    let mut inv = BATCH.call();
     for op in ops {
         inv.key(&*op.name);
         if op.release {
-            inv.key(names::channel(&op.name)).arg("r");
+            inv.key(keys::channel(&op.name)).arg("r");
         } else {
             inv.arg("a");
         }
         inv.arg(op.lease_ms).arg(&*op.holder);
     }
-    let v: Value = m
-        .run(|mut c| async move { inv.invoke_async(&mut c).await })
+    let v = link
+        .send(
+            Lane::Lock,
+            link.timeout(),
+            crate::transport::Request::Eval(&inv),
+        )
         .await?;
-    crate::batch::pairs(m, v, ops.len())
+    let ints: Option<Vec<i64>> = match &v {
+        Value::Array(items) => items.iter().map(int).collect(),
+        _ => None,
+    };
+    match ints {
+        Some(ints) if ints.len() == 2 * ops.len() => {
+            Ok(ints.chunks(2).map(|c| (c[0], c[1])).collect())
+        }
+        _ => Err(Error::Redis {
+            addr: link.addr().to_string(),
+            source: redis::RedisError::from((
+                redis::ErrorKind::Parse,
+                "unexpected batch reply",
+                format!("{v:?}"),
+            )),
+        }),
+    }
 }
 
-/// What a release with a hand-over (`release.lua`, `fair_release.lua`) did.
+/// What a release that may hand the lock over (`release.lua`, `fair_release.lua`) did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Handover {
+pub(crate) enum HandOver {
     NotHeld,
     StillHeld,
     /// Released normally (another client waits, or no offered waiter is next): the
     /// next waiter was woken.
     Released,
     /// The offered waiter at this index holds the lock now.
-    HandedOver(usize),
+    To(usize),
 }
 
 /// Releases `from`'s last hold of `name` and, unless another client waits, gives the
 /// lock to `to` in the same script (lock lane, so in order with our other scripts).
-pub(crate) async fn handover(
+pub(crate) async fn hand_over(
     m: &Master,
     name: &str,
     (from, from_lease_ms): (&str, u64),
     (to, to_lease_ms): (&str, u64),
-) -> Result<Handover> {
-    let mut inv = RELEASE.key(name);
-    inv.key(names::channel(name))
+) -> Result<HandOver> {
+    let mut inv = RELEASE.call();
+    inv.key(name)
+        .key(keys::channel(name))
         .arg("0")
         .arg(from_lease_ms)
         .arg(from)
         .arg(to)
         .arg(to_lease_ms);
-    let v: Option<i64> = m
-        .run(|mut c| async move { inv.invoke_async(&mut c).await })
-        .await
-        .map_err(|e| typed(name, e))?;
-    Ok(match v {
-        None => Handover::NotHeld,
-        Some(0) => Handover::StillHeld,
-        Some(1) => Handover::Released,
-        Some(_) => Handover::HandedOver(0),
+    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+    Ok(match m.decode::<Option<i64>>(v)? {
+        None => HandOver::NotHeld,
+        Some(0) => HandOver::StillHeld,
+        Some(1) => HandOver::Released,
+        Some(_) => HandOver::To(0),
     })
 }
 
 /// Releases `from`'s last hold of a fair `name` and, when the queue head is one of
 /// `offered` (holder id, lease in ms), grants it the lock in the same script.
-pub(crate) async fn fair_handover(
+pub(crate) async fn fair_hand_over(
     m: &Master,
     name: &str,
     (from, from_lease_ms): (&str, u64),
     offered: &[(&str, u64)],
-) -> Result<Handover> {
-    let mut inv = FAIR_RELEASE.key(name);
-    inv.key(names::queue(name))
-        .key(names::timeouts(name))
-        .key(names::channel(name))
+) -> Result<HandOver> {
+    let mut inv = FAIR_RELEASE.call();
+    inv.key(name)
+        .key(keys::queue(name))
+        .key(keys::timeouts(name))
+        .key(keys::channel(name))
         .arg("0")
         .arg(from_lease_ms)
         .arg(from);
     for (holder, lease_ms) in offered {
         inv.arg(*holder).arg(*lease_ms);
     }
-    let v: Value = m
-        .run(|mut c| async move { inv.invoke_async(&mut c).await })
-        .await
-        .map_err(|e| typed(name, e))?;
+    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
     let to = match &v {
-        Value::Nil => return Ok(Handover::NotHeld),
-        Value::Int(0) => return Ok(Handover::StillHeld),
-        Value::Int(_) => return Ok(Handover::Released),
+        Value::Nil => return Ok(HandOver::NotHeld),
+        Value::Int(0) => return Ok(HandOver::StillHeld),
+        Value::Int(_) => return Ok(HandOver::Released),
         Value::BulkString(to) => offered.iter().position(|(h, _)| h.as_bytes() == to),
         _ => None,
     };
-    to.map(Handover::HandedOver)
-        .ok_or_else(|| protocol(m, "fair_handover", &v))
+    to.map(HandOver::To)
+        .ok_or_else(|| protocol(m, "fair_hand_over", &v))
 }
 
 /// Renews `(name, holder)` pairs to `lease_ms`; one bool per pair, true = still held.
@@ -334,72 +396,56 @@ pub(crate) async fn renew(
     m: &Master,
     locks: &[(&str, &str)],
     lease_ms: u64,
-    timeout: std::time::Duration,
+    timeout: Duration,
 ) -> Result<Vec<bool>> {
-    let mut inv = RENEW.prepare_invoke();
+    let mut inv = RENEW.call();
     inv.arg(lease_ms);
     for (name, holder) in locks {
         inv.key(*name).arg(*holder);
     }
-    let v: Vec<i64> = m
-        .run_side(
-            timeout,
-            |mut c| async move { inv.invoke_async(&mut c).await },
-        )
-        .await?;
+    let v = m.eval_within(Lane::Side, timeout, &inv).await?;
+    let v: Vec<i64> = m.decode(v)?;
     if v.len() != locks.len() {
         return Err(protocol(m, "renew", &Value::Int(v.len() as i64)));
     }
     Ok(v.into_iter().map(|x| x == 1).collect())
 }
 
+/// Deletes `name` whoever holds it and wakes its waiters; true if it was deleted.
 pub(crate) async fn force_release(m: &Master, name: &str, fair: bool) -> Result<bool> {
     let mut inv = if fair {
-        let mut inv = FAIR_FORCE.key(name);
-        inv.key(names::queue(name))
-            .key(names::timeouts(name))
-            .key(names::channel(name));
+        let mut inv = FAIR_FORCE.call();
+        inv.key(name)
+            .key(keys::queue(name))
+            .key(keys::timeouts(name))
+            .key(keys::channel(name));
         inv
     } else {
-        let mut inv = FORCE.key(name);
-        inv.key(names::channel(name));
+        let mut inv = FORCE.call();
+        inv.key(name).key(keys::channel(name));
         inv
     };
     inv.arg("0");
-    let v: i64 = m
-        .run(|mut c| async move { inv.invoke_async(&mut c).await })
-        .await
-        .map_err(|e| typed(name, e))?;
-    Ok(v == 1)
+    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+    Ok(m.decode::<i64>(v)? == 1)
 }
 
 /// Removes `holder` from the fair queue of `name`; true if it was queued.
 pub(crate) async fn fair_cancel(m: &Master, name: &str, holder: &str) -> Result<bool> {
-    let mut inv = FAIR_CANCEL.key(name);
-    inv.key(names::queue(name))
-        .key(names::timeouts(name))
-        .key(names::channel(name))
+    let mut inv = FAIR_CANCEL.call();
+    inv.key(name)
+        .key(keys::queue(name))
+        .key(keys::timeouts(name))
+        .key(keys::channel(name))
         .arg(holder);
-    let v: i64 = m
-        .run(|mut c| async move { inv.invoke_async(&mut c).await })
-        .await?;
-    Ok(v == 1)
+    let v = m.eval(Lane::Lock, &inv).await?;
+    Ok(m.decode::<i64>(v)? == 1)
 }
 
 /// Raises the fencing counter of `name` to at least `token`; returns the counter.
 pub(crate) async fn fenced_sync(m: &Master, name: &str, token: u64) -> Result<u64> {
-    let mut inv = FENCED_SYNC.key(names::token(name));
-    inv.arg(token);
-    let v: u64 = m
-        .run(|mut c| async move { inv.invoke_async(&mut c).await })
-        .await?;
-    Ok(v)
-}
-
-/// The script sources, for tools that load them by hand (`redlatch bench`).
-pub fn sources() -> [(&'static str, &'static str); 2] {
-    [
-        ("acquire", include_str!("../lua/acquire.lua")),
-        ("release", include_str!("../lua/release.lua")),
-    ]
+    let mut inv = FENCED_SYNC.call();
+    inv.key(keys::token(name)).arg(token);
+    let v = m.eval(Lane::Lock, &inv).await?;
+    m.decode(v)
 }

@@ -1,14 +1,15 @@
-//! One acquisition attempt over all masters (SPEC §3, steps 1–5) and the release that
-//! every path shares.
+//! One acquisition attempt over all masters: the steps of Redlock (README, "Design"):
+//! send the acquire to every master at once, count the grants, check the validity left,
+//! and undo a failed attempt everywhere it may have landed.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::client::Inner;
+use super::quorum::{count, fan_out, fan_out_until, no_quorum};
+use super::release::release_on;
+use super::scripts::{self, Acquire, AcquireMode};
+use super::Engine;
 use crate::error::{Error, Result};
-use crate::master::Master;
-use crate::quorum::{count, fan_out, fan_out_until, no_quorum};
-use crate::scripts::{self, Acquire, AcquireMode, Release};
 
 /// A granted attempt.
 pub(crate) struct Grant {
@@ -43,13 +44,13 @@ pub(crate) struct Request {
     pub(crate) reentrant: std::sync::atomic::AtomicBool,
 }
 
-/// Steps 1–5 of Redlock: fan out, count, check validity, clean up on failure.
+/// One attempt: fan out, count, check validity, clean up on failure.
 ///
 /// Cancel safety: if the future is dropped after the acquire went out and before a
 /// grant was handed over, a background task releases on all masters, so a cancelled
 /// `lock()` never leaves a lock behind. (A cancelled re-entrant attempt is not undone:
 /// the release could remove one of the holder's real holds instead.)
-pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome> {
+pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcome> {
     let started = Instant::now();
     let lease_ms = req.lease.as_millis() as u64;
     let fair = matches!(req.mode, AcquireMode::Fair { .. });
@@ -113,7 +114,7 @@ pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome
             }));
         }
     }
-    // Step 5: release everywhere the request may have landed.
+    // Release everywhere the request may have landed.
     let granted: Vec<usize> = grants.iter().map(|g| g.0).collect();
     if !granted.is_empty() || pttls.len() < results.len() {
         let only = reentrant.then_some(granted.as_slice());
@@ -141,9 +142,9 @@ pub(crate) async fn attempt(inner: &Arc<Inner>, req: &Request) -> Result<Outcome
 
 /// How long a waiter may sleep without a message: until the earliest lease on a
 /// master that refused us runs out.
-fn retry_hint(inner: &Inner, pttls: &[i64]) -> Duration {
-    let fallback = inner.config.watchdog_timeout;
-    let stale = inner.config.fair_stale_timeout / 3;
+fn retry_hint(inner: &Engine, pttls: &[i64]) -> Duration {
+    let fallback = inner.settings.watchdog_timeout;
+    let stale = inner.settings.fair_stale_timeout / 3;
     pttls
         .iter()
         .map(|&ms| match ms {
@@ -157,80 +158,13 @@ fn retry_hint(inner: &Inner, pttls: &[i64]) -> Duration {
 
 /// Fencing under Redlock: the token handed out is the maximum seen, first written back
 /// to a majority so no later acquisition can see a smaller one.
-async fn write_back(inner: &Inner, name: &str, token: u64) -> Result<Option<u64>> {
+async fn write_back(inner: &Engine, name: &str, token: u64) -> Result<Option<u64>> {
     let results = fan_out(&inner.masters, |m| scripts::fenced_sync(m, name, token)).await;
     let ok = results.iter().filter(|r| r.is_ok()).count();
     if ok < inner.quorum {
         return Err(no_quorum(ok, inner.quorum, results));
     }
     Ok(Some(token))
-}
-
-/// Releases one hold on every master (or only on `only`). Ok(true) when a majority
-/// released, with `Released` meaning the lock is now free.
-pub(crate) async fn release_on(
-    inner: &Inner,
-    name: &Arc<str>,
-    holder: &Arc<str>,
-    lease_ms: u64,
-    fair: bool,
-    only: Option<&[usize]>,
-    wake_local: bool,
-) -> Result<Release> {
-    let subset: Vec<Arc<Master>>;
-    let masters = match only {
-        Some(only) => {
-            subset = only.iter().map(|&i| inner.masters[i].clone()).collect();
-            &subset
-        }
-        None => &inner.masters,
-    };
-    let quorum = inner.quorum;
-    let done = |r: &Release| *r != Release::NotHeld;
-    // Done once a majority released; the other masters' releases land in the
-    // background (they are never dropped, see fan_out_until).
-    let results = fan_out_until(
-        masters,
-        &inner.cleanups,
-        |m| {
-            let (name, holder) = (name.clone(), holder.clone());
-            async move { scripts::release(&m, &name, lease_ms, &holder, fair).await }
-        },
-        |rs| count(rs, done) >= quorum,
-    )
-    .await;
-    let (released, still, not_held) = (
-        count(&results, |r| *r == Release::Released),
-        count(&results, |r| *r == Release::StillHeld),
-        count(&results, |r| *r == Release::NotHeld),
-    );
-    let results: Vec<Result<Release>> = results.into_iter().flatten().collect();
-    if released > 0 && !fair && wake_local {
-        inner.pubsub.notify_local(&crate::names::channel(name));
-    }
-    if released + still >= quorum {
-        return Ok(if released >= still {
-            Release::Released
-        } else {
-            Release::StillHeld
-        });
-    }
-    if not_held >= quorum || (not_held > 0 && inner.masters.len() - not_held < quorum) {
-        return Err(Error::NotHeld {
-            name: name.to_string(),
-            holder: holder.to_string(),
-        });
-    }
-    if let Some(e) = results.iter().find_map(|r| match r {
-        Err(Error::WrongType { name, addr }) => Some(Error::WrongType {
-            name: name.clone(),
-            addr: addr.clone(),
-        }),
-        _ => None,
-    }) {
-        return Err(e);
-    }
-    Err(no_quorum(released + still, quorum, results))
 }
 
 /// A random delay in `[1 ms, max]` to desynchronise competing clients.

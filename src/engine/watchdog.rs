@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Inner;
-use crate::holds::Hold;
-use crate::scripts;
+use super::holds::Hold;
+use super::scripts;
+use super::Engine;
 
 /// Locks renewed per script call.
 const CHUNK: usize = 5000;
@@ -29,7 +29,7 @@ const CHUNK: usize = 5000;
 const IN_FLIGHT: usize = 2;
 
 /// Runs until `shutdown` is cancelled or the client is gone.
-pub(crate) async fn run(inner: Weak<Inner>, shutdown: CancellationToken, period: Duration) {
+pub(crate) async fn run(engine: Weak<Engine>, shutdown: CancellationToken, period: Duration) {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut due = None;
@@ -39,19 +39,21 @@ pub(crate) async fn run(inner: Weak<Inner>, shutdown: CancellationToken, period:
             _ = tick.tick() => {}
             _ = sleep_until(due) => {}
         }
-        let Some(inner) = inner.upgrade() else { break };
+        let Some(engine) = engine.upgrade() else {
+            break;
+        };
         // Invariant 2: a deadline passing during the round is acted on at once.
-        let round = renew_all(&inner);
+        let round = renew_all(&engine);
         tokio::pin!(round);
         due = loop {
             tokio::select! {
                 next = &mut round => break next,
-                _ = sleep_until(due) => due = expire(&inner),
+                _ = sleep_until(due) => due = expire(&engine),
             }
         };
     }
-    if let Some(inner) = inner.upgrade() {
-        inner.holds.lose_all();
+    if let Some(engine) = engine.upgrade() {
+        engine.holds.lose_all();
     }
 }
 
@@ -66,13 +68,13 @@ pub(crate) async fn run(inner: Weak<Inner>, shutdown: CancellationToken, period:
 /// left then, and skipping them spares the masters during bursts of acquisitions.
 /// Chunks overlap ([`IN_FLIGHT`] calls per master), so a round costs about the
 /// masters' work rather than one round trip per chunk.
-pub(crate) async fn renew_all(inner: &Arc<Inner>) -> Option<Instant> {
-    let young = inner.config.watchdog_timeout / 6;
-    let holds = due(inner.holds.watched(), Instant::now(), young);
+pub(crate) async fn renew_all(engine: &Arc<Engine>) -> Option<Instant> {
+    let young = engine.settings.watchdog_timeout / 6;
+    let holds = due(engine.holds.watched(), Instant::now(), young);
     futures_util::stream::iter(holds.chunks(CHUNK))
-        .for_each_concurrent(IN_FLIGHT, |chunk| renew_chunk(inner, chunk))
+        .for_each_concurrent(IN_FLIGHT, |chunk| renew_chunk(engine, chunk))
         .await;
-    expire(inner)
+    expire(engine)
 }
 
 /// The holds a round renews, least recently renewed first: those renewed at least
@@ -85,15 +87,15 @@ fn due(mut holds: Vec<Arc<Hold>>, now: Instant, young: Duration) -> Vec<Arc<Hold
 
 /// Declares lost every watched hold that no majority renewed within its validity;
 /// returns the earliest deadline among the others.
-fn expire(inner: &Inner) -> Option<Instant> {
-    let validity = inner.validity_of(inner.config.watchdog_timeout);
+fn expire(engine: &Engine) -> Option<Instant> {
+    let validity = engine.validity_of(engine.settings.watchdog_timeout);
     let now = Instant::now();
     let mut due: Option<Instant> = None;
-    for hold in inner.holds.watched() {
+    for hold in engine.holds.watched() {
         let deadline = hold.watchdog_state().1 + validity;
         if deadline <= now {
             tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: not renewed by a majority within its validity");
-            inner.lose(&hold);
+            engine.lose(&hold);
         } else {
             due = Some(due.map_or(deadline, |d| d.min(deadline)));
         }
@@ -108,22 +110,22 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-async fn renew_chunk(inner: &Inner, chunk: &[Arc<Hold>]) {
+async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>]) {
     let started = Instant::now();
-    let lease_ms = inner.config.watchdog_timeout.as_millis() as u64;
+    let lease_ms = engine.settings.watchdog_timeout.as_millis() as u64;
     // A renewal is not latency-critical (the deadline is the validity, three periods
     // away): give a loaded master a whole period, but no more, so a master that does
     // not answer never holds up the next round (invariant 1).
-    let period = inner.config.watchdog_timeout / 3;
+    let period = engine.settings.watchdog_timeout / 3;
     let pairs: Vec<(&str, &str)> = chunk.iter().map(|h| (&*h.name, &*h.holder)).collect();
     let pairs = &pairs;
-    let mut answers: FuturesUnordered<_> = (inner.masters.iter())
+    let mut answers: FuturesUnordered<_> = (engine.masters.iter())
         .map(|m| async move {
             let timeout = period;
             scripts::renew(m, pairs, lease_ms, timeout).await
         })
         .collect();
-    let (n, quorum) = (inner.masters.len(), inner.quorum);
+    let (n, quorum) = (engine.masters.len(), engine.quorum);
     let (mut renewed, mut denied) = (vec![0; chunk.len()], vec![0; chunk.len()]);
     // Judged as answers arrive: a hold renewed by a majority counts at once, without
     // waiting for the slowest master (the validity deadline may fire meanwhile).
@@ -139,7 +141,7 @@ async fn renew_chunk(inner: &Inner, chunk: &[Arc<Hold>]) {
                 denied[i] += 1;
                 if renewed[i] < quorum && n - denied[i] == quorum - 1 {
                     tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: gone on too many masters");
-                    inner.lose(hold);
+                    engine.lose(hold);
                 }
             }
         }
@@ -154,7 +156,7 @@ async fn renew_chunk(inner: &Inner, chunk: &[Arc<Hold>]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::holds::Holds;
+    use crate::engine::holds::Holds;
 
     #[test]
     fn a_round_renews_the_oldest_first_and_skips_the_young() {

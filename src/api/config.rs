@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::engine::Settings;
 use crate::error::{Error, Result};
 
 /// The longest lease (and watchdog timeout) accepted: 30 days.
@@ -169,8 +170,20 @@ impl Config {
         self.urls.len() / 2 + 1
     }
 
-    pub(crate) fn unavailable_after(&self) -> Duration {
+    fn unavailable_after(&self) -> Duration {
         self.unavailable_timeout.unwrap_or(self.watchdog_timeout)
+    }
+
+    /// The timing the engine works with.
+    pub(crate) fn settings(&self) -> Settings {
+        Settings {
+            watchdog_timeout: self.watchdog_timeout,
+            drift_factor: self.drift_factor,
+            retry_jitter: self.retry_jitter,
+            connect_timeout: self.connect_timeout,
+            fair_stale_timeout: self.fair_stale_timeout,
+            unavailable_after: self.unavailable_after(),
+        }
     }
 
     /// Checks every field; parses the URLs.

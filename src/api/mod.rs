@@ -1,0 +1,8 @@
+//! The public API: [`Client`](client::Client), the lock kinds and their guards, the
+//! configuration. Everything here is a thin shell over the engine (`crate::engine`).
+
+pub(crate) mod client;
+pub(crate) mod config;
+pub(crate) mod guard;
+pub(crate) mod lock;
+pub(crate) mod status;

@@ -1,0 +1,102 @@
+//! One master as the engine uses it: its transport, with the default timeout applied,
+//! one retry for idempotent reads, and the group commit of plain lock operations.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::{FromRedisValue, Value};
+
+use super::scripts::PlainFlight;
+use crate::error::{Error, Result};
+use crate::transport::batch::Batcher;
+use crate::transport::{Invocation, Lane, Request, Transport};
+
+/// One independent deployment (a Redlock master, or the only one).
+pub(crate) struct Master {
+    link: Arc<dyn Transport>,
+    /// Group commit of plain acquires and releases (transport/batch.rs).
+    pub(crate) plain: Arc<Batcher<PlainFlight>>,
+}
+
+impl Master {
+    pub(crate) fn new(link: Arc<dyn Transport>) -> Arc<Master> {
+        Arc::new(Master {
+            plain: Arc::new(Batcher::new(PlainFlight(link.clone()))),
+            link,
+        })
+    }
+
+    /// `host:port`, as shown in errors.
+    pub(crate) fn addr(&self) -> &str {
+        self.link.addr()
+    }
+
+    /// The per-command timeout.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.link.timeout()
+    }
+
+    /// Runs a script on `lane` within the master timeout.
+    pub(crate) async fn eval(&self, lane: Lane, inv: &Invocation) -> Result<Value> {
+        self.link
+            .send(lane, self.link.timeout(), Request::Eval(inv))
+            .await
+    }
+
+    /// Runs a script on `lane` within `timeout`.
+    pub(crate) async fn eval_within(
+        &self,
+        lane: Lane,
+        timeout: Duration,
+        inv: &Invocation,
+    ) -> Result<Value> {
+        self.link.send(lane, timeout, Request::Eval(inv)).await
+    }
+
+    /// Runs a command on `lane` within `timeout` and decodes its reply.
+    pub(crate) async fn cmd<T: FromRedisValue>(
+        &self,
+        lane: Lane,
+        timeout: Duration,
+        cmd: &redis::Cmd,
+    ) -> Result<T> {
+        let v = self.link.send(lane, timeout, Request::Cmd(cmd)).await?;
+        self.decode(v)
+    }
+
+    /// Runs a pipeline on the lock lane within the master timeout.
+    pub(crate) async fn pipe(&self, pipe: &redis::Pipeline) -> Result<Value> {
+        (self.link)
+            .send(Lane::Lock, self.link.timeout(), Request::Pipe(pipe))
+            .await
+    }
+
+    /// Runs one read-only command on a side connection within the master timeout. A
+    /// read is idempotent, so a connection that turned out broken (the master
+    /// restarted since it was last used) costs one retry on a fresh one, not an error.
+    pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        let timeout = self.link.timeout();
+        match self.cmd(Lane::Side, timeout, cmd).await {
+            Err(Error::Redis { source, .. })
+                if source.is_io_error() || source.is_connection_dropped() =>
+            {
+                self.cmd(Lane::Side, timeout, cmd).await
+            }
+            other => other,
+        }
+    }
+
+    /// Decodes a reply with redis-rs's `FromRedisValue`; a mismatch is a protocol error
+    /// naming this master.
+    pub(crate) fn decode<T: FromRedisValue>(&self, v: Value) -> Result<T> {
+        redis::from_redis_value(v).map_err(|e| self.err(e.into()))
+    }
+
+    /// Wraps a client error with this master's address.
+    pub(crate) fn err(&self, source: redis::RedisError) -> Error {
+        Error::Redis {
+            addr: self.addr().to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The engine: how locks are taken, waited for, kept and given back, over one or more
+//! independent deployments. It sends requests through the transport layer
+//! ([`crate::transport::Transport`]) and knows nothing of the public API above it.
+//!
+//! * [`master`]: one deployment as the engine uses it (its transport and group commit).
+//! * [`scripts`]: one typed call per Lua script in `lua/`.
+//! * [`quorum`]: fan-out to every master and the majority rules.
+//! * [`attempt`]: one acquisition attempt over all masters (Redlock steps 1–5).
+//! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry).
+//! * [`release`]: giving a hold back, or handing it to a local waiter.
+//! * [`watchdog`]: renewing the leases of held locks.
+//! * [`holds`], [`holder`], [`gate`], [`offers`]: the client's local bookkeeping.
+
+pub(crate) mod attempt;
+pub(crate) mod gate;
+pub(crate) mod holder;
+pub(crate) mod holds;
+pub(crate) mod master;
+pub(crate) mod offers;
+pub(crate) mod quorum;
+pub(crate) mod release;
+pub(crate) mod scripts;
+pub(crate) mod waiter;
+pub(crate) mod watchdog;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use uuid::Uuid;
+
+use crate::transport::pubsub::PubSub;
+use crate::transport::Transport;
+use gate::Gates;
+use holds::{Hold, Holds};
+use master::Master;
+use offers::Offers;
+
+/// The timing the engine works with (the API's `Config`, validated).
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    /// Lease of watchdog-kept holds; the watchdog renews every third of it.
+    pub(crate) watchdog_timeout: Duration,
+    /// Clock drift allowed for, as a fraction of the lease.
+    pub(crate) drift_factor: f64,
+    /// Upper bound of the back-off after a split vote or an outage.
+    pub(crate) retry_jitter: Duration,
+    /// Time allowed to open a connection (and to confirm a subscription).
+    pub(crate) connect_timeout: Duration,
+    /// A fair waiter that stops refreshing its queue entry is evicted after this long.
+    pub(crate) fair_stale_timeout: Duration,
+    /// How long `lock()` retries while no majority answers.
+    pub(crate) unavailable_after: Duration,
+}
+
+/// Which flavour of lock an operation is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Reentrant, non-fair (Redisson `RLock`).
+    Plain,
+    /// Reentrant, FIFO (Redisson `RFairLock`).
+    Fair,
+    /// Reentrant with fencing tokens (Redisson `RFencedLock`).
+    Fenced,
+}
+
+/// The state one client's locks share: the masters, the pub/sub hub, the hold table,
+/// the local gates and offers, and the background clean-ups.
+pub(crate) struct Engine {
+    pub(crate) id: Uuid,
+    /// `"{id}:"`, shared by every holder id of this client.
+    pub(crate) holder_prefix: String,
+    pub(crate) masters: Vec<Arc<Master>>,
+    pub(crate) quorum: usize,
+    pub(crate) settings: Settings,
+    pub(crate) pubsub: PubSub,
+    pub(crate) holds: Holds,
+    pub(crate) gates: Gates,
+    /// Hand-over offers of waiting tasks: plain locks, then fair locks (offers.rs).
+    offers: [Offers; 2],
+    /// Background clean-ups (releases on drop, undoing cancelled attempts, leaving fair
+    /// queues, the answers of masters slower than the majority), so a shutdown can
+    /// wait for them.
+    pub(crate) cleanups: TaskTracker,
+    shutdown: CancellationToken,
+}
+
+impl Engine {
+    /// Starts an engine over `links` (already checked to answer), with its watchdog and
+    /// pub/sub tasks; they stop when [`shut_down`](Self::shut_down) is called or the
+    /// engine is dropped.
+    pub(crate) fn start(links: Vec<Arc<dyn Transport>>, settings: Settings) -> Arc<Engine> {
+        let quorum = links.len() / 2 + 1;
+        let shutdown = CancellationToken::new();
+        let pubsub = PubSub::start(links.clone(), quorum, settings.connect_timeout, &shutdown);
+        let period = settings.watchdog_timeout / 3;
+        let id = Uuid::new_v4();
+        let engine = Arc::new(Engine {
+            id,
+            holder_prefix: holder::prefix(&id),
+            masters: links.into_iter().map(Master::new).collect(),
+            quorum,
+            settings,
+            pubsub,
+            holds: Holds::default(),
+            gates: Gates::default(),
+            offers: Default::default(),
+            cleanups: TaskTracker::new(),
+            shutdown: shutdown.clone(),
+        });
+        tokio::spawn(watchdog::run(Arc::downgrade(&engine), shutdown, period));
+        engine
+    }
+
+    /// The hand-over offers of plain (`fair` false) or fair locks.
+    pub(crate) fn offers(&self, fair: bool) -> &Offers {
+        &self.offers[usize::from(fair)]
+    }
+
+    /// The holder id of the calling task.
+    pub(crate) fn current_holder(&self) -> Arc<str> {
+        holder::current(&self.holder_prefix)
+    }
+
+    /// Declares a hold lost and wakes this client's local waiters of its lock, which
+    /// may have been waiting for that holder's release (waiter.rs invariant 6).
+    pub(crate) fn lose(&self, hold: &Arc<Hold>) {
+        self.holds.lose(hold);
+        self.pubsub.notify_local(&crate::keys::channel(&hold.name));
+    }
+
+    /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).
+    pub(crate) fn validity_of(&self, lease: Duration) -> Duration {
+        let drift = lease.mul_f64(self.settings.drift_factor) + Duration::from_millis(2);
+        lease.saturating_sub(drift)
+    }
+
+    /// Waits (at most `timeout`) for the background clean-ups, then stops the watchdog
+    /// and the pub/sub connections.
+    pub(crate) async fn shut_down(&self, timeout: Duration) {
+        self.cleanups.close();
+        let _ = tokio::time::timeout(timeout, self.cleanups.wait()).await;
+        self.shutdown.cancel();
+    }
+
+    /// Stops the background tasks at once (the last handle went).
+    pub(crate) fn stop(&self) {
+        self.shutdown.cancel();
+    }
+}

@@ -1,0 +1,164 @@
+//! Giving a hold back: on every master ([`release_on`]), or, for the last local hold
+//! on a single master, straight to a waiting task of this client ([`release`]).
+
+use std::sync::Arc;
+
+use super::holds::Hold;
+use super::master::Master;
+use super::offers::{Answer, Offer, Taken};
+use super::quorum::{count, fan_out_until, no_quorum};
+use super::scripts::{self, HandOver, Release};
+use super::Engine;
+use crate::error::{Error, Result};
+
+/// The most offers one fair release considers: the queue head is nearly always one of
+/// the oldest local waiters, and a head not offered is woken by its message as usual.
+const MAX_FAIR_OFFERS: usize = 32;
+
+/// Releases one hold. When it is the last local hold on a single master and other tasks
+/// of this client wait with offers (offers.rs), the lock is handed over in the same
+/// script: one round trip instead of a release and an acquire. A plain lock goes to the
+/// gate holder unless another client waits (release.lua); a fair lock goes to the
+/// queue head if it is one of the offered waiters (fair_release.lua).
+pub(crate) async fn release(
+    engine: &Arc<Engine>,
+    hold: &Hold,
+    lease_ms: u64,
+    fair: bool,
+    last: bool,
+) -> Result<()> {
+    if last && engine.masters.len() == 1 {
+        let offers = engine
+            .offers(fair)
+            .take(&hold.name, if fair { MAX_FAIR_OFFERS } else { 1 });
+        if !offers.is_empty() {
+            return hand_over(engine, hold, lease_ms, fair, offers).await;
+        }
+    }
+    release_on(engine, &hold.name, &hold.holder, lease_ms, fair, None, true)
+        .await
+        .map(drop)
+}
+
+/// Runs the hand-over script and answers every taken offer (offers.rs invariant 2):
+/// the granted one with the instant the script was sent, the others declined; if the
+/// script fails or this future is dropped, `Taken` answers them "unknown", and each
+/// waiter asks Redis whether the script gave it the lock.
+async fn hand_over(
+    engine: &Arc<Engine>,
+    hold: &Hold,
+    lease_ms: u64,
+    fair: bool,
+    offers: Vec<Offer>,
+) -> Result<()> {
+    let started = std::time::Instant::now();
+    let mut taken = Taken { offers, started };
+    let from = (&*hold.holder, lease_ms);
+    let master = &engine.masters[0];
+    let outcome = if fair {
+        let offered: Vec<(&str, u64)> = (taken.offers.iter())
+            .map(|o| (&*o.holder, o.lease_ms))
+            .collect();
+        scripts::fair_hand_over(master, &hold.name, from, &offered).await?
+    } else {
+        let to = (&*taken.offers[0].holder, taken.offers[0].lease_ms);
+        scripts::hand_over(master, &hold.name, from, to).await?
+    };
+    let granted = match outcome {
+        HandOver::To(i) => Some(taken.remove(i)),
+        _ => None,
+    };
+    // The others were not handed the lock: they wait or compete as usual.
+    taken.decline();
+    if let Some(offer) = granted {
+        if offer.tx.send(Answer::Granted(started)).is_err() {
+            // The waiter gave up meanwhile: release what it was handed.
+            let (name, lease_ms) = (&hold.name, offer.lease_ms);
+            release_on(engine, name, &offer.holder, lease_ms, fair, None, true).await?;
+        }
+        return Ok(());
+    }
+    match outcome {
+        // Another client waits (plain) or is next (fair): released and published.
+        HandOver::Released => {
+            if !fair {
+                engine
+                    .pubsub
+                    .notify_local(&crate::keys::channel(&hold.name));
+            }
+            Ok(())
+        }
+        HandOver::StillHeld | HandOver::To(_) => Ok(()),
+        HandOver::NotHeld => Err(Error::NotHeld {
+            name: hold.name.to_string(),
+            holder: hold.holder.to_string(),
+        }),
+    }
+}
+
+/// Releases one hold on every master (or only on `only`). Ok(true) when a majority
+/// released, with `Released` meaning the lock is now free.
+pub(crate) async fn release_on(
+    engine: &Engine,
+    name: &Arc<str>,
+    holder: &Arc<str>,
+    lease_ms: u64,
+    fair: bool,
+    only: Option<&[usize]>,
+    wake_local: bool,
+) -> Result<Release> {
+    let subset: Vec<Arc<Master>>;
+    let masters = match only {
+        Some(only) => {
+            subset = only.iter().map(|&i| engine.masters[i].clone()).collect();
+            &subset
+        }
+        None => &engine.masters,
+    };
+    let quorum = engine.quorum;
+    let done = |r: &Release| *r != Release::NotHeld;
+    // Done once a majority released; the other masters' releases land in the
+    // background (they are never dropped, see fan_out_until).
+    let results = fan_out_until(
+        masters,
+        &engine.cleanups,
+        |m| {
+            let (name, holder) = (name.clone(), holder.clone());
+            async move { scripts::release(&m, &name, lease_ms, &holder, fair).await }
+        },
+        |rs| count(rs, done) >= quorum,
+    )
+    .await;
+    let (released, still, not_held) = (
+        count(&results, |r| *r == Release::Released),
+        count(&results, |r| *r == Release::StillHeld),
+        count(&results, |r| *r == Release::NotHeld),
+    );
+    let results: Vec<Result<Release>> = results.into_iter().flatten().collect();
+    if released > 0 && !fair && wake_local {
+        engine.pubsub.notify_local(&crate::keys::channel(name));
+    }
+    if released + still >= quorum {
+        return Ok(if released >= still {
+            Release::Released
+        } else {
+            Release::StillHeld
+        });
+    }
+    if not_held >= quorum || (not_held > 0 && engine.masters.len() - not_held < quorum) {
+        return Err(Error::NotHeld {
+            name: name.to_string(),
+            holder: holder.to_string(),
+        });
+    }
+    if let Some(e) = results.iter().find_map(|r| match r {
+        Err(Error::WrongType { name, addr }) => Some(Error::WrongType {
+            name: name.clone(),
+            addr: addr.clone(),
+        }),
+        _ => None,
+    }) {
+        return Err(e);
+    }
+    Err(no_quorum(released + still, quorum, results))
+}

@@ -1,0 +1,76 @@
+//! The transport layer: how a request reaches one Redis deployment and how its answer
+//! comes back. The engine calls [`Transport`] and knows nothing of connections.
+//!
+//! * [`standalone`]: one server (a standalone master): connection lanes, timeouts.
+//! * [`script`]: EVALSHA with a reload on NOSCRIPT.
+//! * [`batch`]: group commit, generic over how a batch is sent.
+//! * [`pubsub`]: the pub/sub hub, one subscriber connection per deployment.
+//!
+//! A Cluster or Sentinel transport is another implementation of [`Transport`]: it
+//! routes each request by its first key, which is why every request carries its keys.
+
+pub(crate) mod batch;
+pub(crate) mod pubsub;
+pub(crate) mod script;
+pub(crate) mod standalone;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use redis::Value;
+
+use crate::error::Result;
+
+pub(crate) use script::{Invocation, Script};
+
+/// A boxed, sendable future: what [`Transport`] methods return (the trait is used as
+/// `dyn Transport`).
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Which connection of a deployment a request travels on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// The one ordered connection every lock script uses: a release that timed out on
+    /// our side but was written is executed before any later acquire of the same
+    /// holder, so it can never delete a newer grant.
+    Lock,
+    /// Renewals and reads, spread over the other connections, so a flood of lock
+    /// traffic cannot hold up the watchdog.
+    Side,
+}
+
+/// One request: a script, a command or a pipeline.
+pub(crate) enum Request<'a> {
+    /// A script run with EVALSHA (reloaded on NOSCRIPT).
+    Eval(&'a Invocation),
+    /// One command.
+    Cmd(&'a redis::Cmd),
+    /// Several commands in one round trip; the reply is an array.
+    Pipe(&'a redis::Pipeline),
+}
+
+/// One Redis deployment as the engine sees it: a place to send requests to and to
+/// open pub/sub connections on. Every call is bounded by `timeout` (connecting
+/// included) and its error names the deployment's address.
+pub(crate) trait Transport: Send + Sync + 'static {
+    /// `host:port` (passwords never appear here), as shown in errors.
+    fn addr(&self) -> &str;
+
+    /// The per-command timeout.
+    fn timeout(&self) -> Duration;
+
+    /// The time allowed to open a connection.
+    fn connect_timeout(&self) -> Duration;
+
+    /// Sends `request` on `lane`, bounded by `timeout`.
+    fn send<'a>(
+        &'a self,
+        lane: Lane,
+        timeout: Duration,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<Value>>;
+
+    /// Opens a new pub/sub connection.
+    fn open_pubsub(&self) -> BoxFuture<'_, redis::RedisResult<redis::aio::PubSub>>;
+}

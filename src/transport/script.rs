@@ -1,0 +1,120 @@
+//! Scripts by SHA: [`Script`] (a Lua source and its SHA1) and [`Invocation`] (one call
+//! with its keys and arguments), run with EVALSHA. A server that does not know the
+//! script (restarted, `SCRIPT FLUSH`) answers NOSCRIPT; the script is then loaded and
+//! the call sent again. NOSCRIPT means the script did not run, so resending is safe,
+//! and it is resent as long as the server keeps flushing, up to [`MAX_RELOADS`] times.
+
+use redis::aio::ConnectionLike;
+use redis::{RedisResult, ToRedisArgs, Value};
+
+/// How many times one call reloads its script before giving up: more than one, so a
+/// second flush between our SCRIPT LOAD and the EVALSHA that follows is survived.
+pub(crate) const MAX_RELOADS: usize = 5;
+
+/// A Lua script and its SHA1.
+pub(crate) struct Script {
+    source: &'static str,
+    hash: String,
+}
+
+impl Script {
+    /// A script from its source (the SHA1 is computed once, here).
+    pub(crate) fn new(source: &'static str) -> Self {
+        let hash = redis::Script::new(source).get_hash().to_string();
+        Script { source, hash }
+    }
+
+    /// A call of this script; add its keys and arguments with
+    /// [`key`](Invocation::key) and [`arg`](Invocation::arg).
+    pub(crate) fn call(&'static self) -> Invocation {
+        Invocation {
+            script: self,
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+}
+
+/// One call of a [`Script`].
+pub(crate) struct Invocation {
+    script: &'static Script,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl Invocation {
+    /// Appends a key (KEYS[n]).
+    pub(crate) fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
+        key.write_redis_args(&mut self.keys);
+        self
+    }
+
+    /// Appends an argument (ARGV[n]).
+    pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        arg.write_redis_args(&mut self.args);
+        self
+    }
+
+    /// The first key, by which a clustered transport routes the call.
+    #[allow(dead_code)]
+    pub(crate) fn first_key(&self) -> Option<&[u8]> {
+        self.keys.first().map(Vec::as_slice)
+    }
+
+    fn evalsha(&self) -> redis::Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(&self.script.hash).arg(self.keys.len());
+        for k in &self.keys {
+            cmd.arg(k.as_slice());
+        }
+        for a in &self.args {
+            cmd.arg(a.as_slice());
+        }
+        cmd
+    }
+
+    /// Runs the call on `conn`: EVALSHA, and on NOSCRIPT a SCRIPT LOAD and EVALSHA again.
+    pub(crate) async fn run<C: ConnectionLike + Send>(&self, conn: &mut C) -> RedisResult<Value> {
+        let evalsha = self.evalsha();
+        let mut reloads = 0;
+        loop {
+            match evalsha.query_async::<Value>(conn).await {
+                Err(e) if is_noscript(&e) && reloads < MAX_RELOADS => {
+                    reloads += 1;
+                    redis::cmd("SCRIPT")
+                        .arg("LOAD")
+                        .arg(self.script.source)
+                        .query_async::<()>(conn)
+                        .await?;
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+fn is_noscript(e: &redis::RedisError) -> bool {
+    e.code() == Some("NOSCRIPT")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evalsha_carries_the_hash_the_key_count_keys_then_args() {
+        static S: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new("return 1"));
+        let mut inv = S.call();
+        inv.key("k1").arg(5).key("k2").arg("x");
+        let packed = inv.evalsha().get_packed_command();
+        let text = String::from_utf8_lossy(&packed);
+        let parts: Vec<&str> = text
+            .split("\r\n")
+            .filter(|p| !p.starts_with(['*', '$']))
+            .collect();
+        assert_eq!(parts[..6], ["EVALSHA", &*S.hash, "2", "k1", "k2", "5"]);
+        assert_eq!(parts[6], "x");
+        assert_eq!(inv.first_key(), Some(&b"k1"[..]));
+    }
+}

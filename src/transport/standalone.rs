@@ -1,0 +1,181 @@
+//! The standalone transport: one Redis server, reached through a few long-lived
+//! multiplexed connections taken from a deadpool pool; every request bounded by a
+//! timeout, errors tagged with the address.
+//!
+//! Invariants:
+//! 1. A request never waits longer than its timeout (connecting included: a
+//!    SIGSTOPped server costs one timeout, not a TCP timeout).
+//! 2. A connection that failed with an I/O error is discarded, together with the other
+//!    slots' connections to the same server (a crashed or restarted server broke them
+//!    all); the next request opens a fresh one through the pool, so a restarted server
+//!    costs one failed request, not one per slot.
+//! 3. Connections are reused without deadpool's per-checkout PING (a round trip per
+//!    request): each slot keeps its pooled object checked out and hands out clones of
+//!    the multiplexed connection.
+//! 4. [`Lane::Lock`] is slot 0, one ordered connection; [`Lane::Side`] spreads over
+//!    the other slots (see [`Lane`]).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use deadpool_redis::{Connection as Pooled, Manager, Pool};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Value};
+
+use super::{BoxFuture, Lane, Request, Transport};
+use crate::error::{Error, Result};
+
+/// A connection slot: a pooled object kept checked out.
+#[derive(Default)]
+struct Slot {
+    conn: parking_lot::Mutex<Option<Pooled>>,
+    refill: tokio::sync::Mutex<()>,
+}
+
+/// One standalone Redis server.
+pub(crate) struct Standalone {
+    addr: String,
+    client: redis::Client,
+    pool: Pool,
+    slots: Box<[Slot]>,
+    next: AtomicUsize,
+    timeout: Duration,
+    connect_timeout: Duration,
+}
+
+impl Standalone {
+    /// A transport to the server of `info`, with `pool_size` command connections
+    /// (opened on first use) and requests bounded by `timeout` by default.
+    pub(crate) fn new(
+        info: redis::ConnectionInfo,
+        pool_size: usize,
+        timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Result<Self> {
+        let addr = info.addr().to_string();
+        let redis_err = |source| Error::Redis {
+            addr: addr.clone(),
+            source,
+        };
+        let client = redis::Client::open(info.clone()).map_err(redis_err)?;
+        let conn_config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(connect_timeout))
+            .set_response_timeout(None);
+        let manager = Manager::new_with_config(info, conn_config).map_err(redis_err)?;
+        let pool = Pool::builder(manager)
+            .max_size(pool_size)
+            .build()
+            .map_err(|e| Error::Config(format!("master {addr}: {e}")))?;
+        Ok(Standalone {
+            addr,
+            client,
+            pool,
+            slots: (0..pool_size).map(|_| Slot::default()).collect(),
+            next: AtomicUsize::new(0),
+            timeout,
+            connect_timeout,
+        })
+    }
+
+    fn err(&self, source: redis::RedisError) -> Error {
+        Error::Redis {
+            addr: self.addr.clone(),
+            source,
+        }
+    }
+
+    /// A connection from slot `i`, opening one through the pool when the slot is empty.
+    async fn conn(&self, i: usize) -> Result<MultiplexedConnection> {
+        if let Some(c) = self.slots[i].conn.lock().as_ref() {
+            return Ok((**c).clone());
+        }
+        // Boxed: the pool's future is large and only needed on this cold path; inline
+        // it would be copied around with every request's future.
+        Box::pin(self.refill(i)).await
+    }
+
+    async fn refill(&self, i: usize) -> Result<MultiplexedConnection> {
+        let slot = &self.slots[i];
+        let _refill = slot.refill.lock().await;
+        if let Some(c) = slot.conn.lock().as_ref() {
+            return Ok((**c).clone());
+        }
+        let pooled = self.pool.get().await.map_err(|e| match e {
+            deadpool_redis::PoolError::Backend(source) => self.err(source),
+            other => Error::Config(format!("master {}: pool: {other}", self.addr)),
+        })?;
+        let conn = (*pooled).clone();
+        *slot.conn.lock() = Some(pooled);
+        Ok(conn)
+    }
+
+    /// Drops every slot's connection after an I/O error on one of them (invariant 2).
+    /// Requests in flight keep their clones and finish.
+    fn discard_all(&self) {
+        for slot in self.slots.iter() {
+            if let Some(pooled) = slot.conn.lock().take() {
+                drop(Pooled::take(pooled));
+            }
+        }
+    }
+
+    /// The slot of a lane (invariant 4).
+    fn slot(&self, lane: Lane) -> usize {
+        let n = self.slots.len();
+        match (lane, n) {
+            (Lane::Lock, _) | (Lane::Side, 1) => 0,
+            (Lane::Side, _) => 1 + self.next.fetch_add(1, Ordering::Relaxed) % (n - 1),
+        }
+    }
+
+    async fn send_on(&self, lane: Lane, timeout: Duration, request: Request<'_>) -> Result<Value> {
+        let work = async {
+            let mut conn = self.conn(self.slot(lane)).await?;
+            let reply = match request {
+                Request::Eval(inv) => inv.run(&mut conn).await,
+                Request::Cmd(cmd) => cmd.query_async(&mut conn).await,
+                Request::Pipe(pipe) => pipe.query_async(&mut conn).await,
+            };
+            reply.map_err(|e| {
+                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                    self.discard_all();
+                }
+                self.err(e)
+            })
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Timeout {
+                addr: self.addr.clone(),
+                after: timeout,
+            }),
+        }
+    }
+}
+
+impl Transport for Standalone {
+    fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    fn send<'a>(
+        &'a self,
+        lane: Lane,
+        timeout: Duration,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(self.send_on(lane, timeout, request))
+    }
+
+    fn open_pubsub(&self) -> BoxFuture<'_, redis::RedisResult<redis::aio::PubSub>> {
+        Box::pin(self.client.get_async_pubsub())
+    }
+}
