@@ -4,11 +4,12 @@
 
 // Three layers, each using only those below it (ARCHITECTURE.md):
 // api (what users call) → engine (how locks work) → transport (how requests travel).
-// `error` and `keys` are shared by all three.
+// `error`, `keys` and `telemetry` are shared by all three.
 mod api;
 mod engine;
 mod error;
 mod keys;
+mod telemetry;
 mod transport;
 
 pub use api::client::Client;

@@ -57,6 +57,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn connect(config: Config) -> Result<Client> {
+        crate::telemetry::describe();
         let infos = config.validate()?;
         let links = infos
             .into_iter()

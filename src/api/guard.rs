@@ -1,14 +1,17 @@
 //! [`LockGuard`]: proof of one hold; releases it on `unlock` or drop.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use crate::engine::holds::Hold;
 use crate::engine::release::release;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::telemetry;
 
 /// One hold on a lock. Dropping it releases the hold in a background task;
 /// [`unlock`](LockGuard::unlock) releases it and reports what happened.
@@ -98,20 +101,27 @@ impl LockGuard {
     /// bounds how long the lock can stay held.
     pub async fn unlock(mut self) -> Result<()> {
         self.armed = false;
-        let Some(left) = self.engine.holds.released(&self.hold, self.watchdog) else {
-            return Err(Error::NotHeld {
+        let span = tracing::debug_span!(target: "redlatch", "unlock", lock = %self.hold.name,
+            holder = %self.hold.holder, masters = self.engine.masters.len(),
+            outcome = Empty, elapsed_ms = Empty);
+        let started = Instant::now();
+        let result = match self.engine.holds.released(&self.hold, self.watchdog) {
+            None => Err(Error::NotHeld {
                 name: self.hold.name.to_string(),
                 holder: self.hold.holder.to_string(),
-            });
+            }),
+            Some(left) => {
+                let last = left == 0;
+                let released = release(&self.engine, &self.hold, self.lease_ms, self.fair, last);
+                Box::pin(released).instrument(span.clone()).await
+            }
         };
-        Box::pin(release(
-            &self.engine,
-            &self.hold,
-            self.lease_ms,
-            self.fair,
-            left == 0,
-        ))
-        .await
+        match &result {
+            Ok(()) => telemetry::finish(&span, started, "released", None),
+            Err(e) if e.is_not_held() => telemetry::finish(&span, started, "not_held", None),
+            Err(e) => telemetry::finish(&span, started, "error", Some(e)),
+        }
+        result
     }
 }
 

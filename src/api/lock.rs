@@ -1,9 +1,10 @@
 //! [`Lock`]: a handle on one named lock (plain, fair or fenced).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::Value;
+use tracing::Instrument;
 
 use crate::api::client::Client;
 use crate::api::config::check_lease;
@@ -14,6 +15,7 @@ use crate::engine::waiter::{acquire, Call};
 pub use crate::engine::Kind;
 use crate::error::{Error, Result};
 use crate::keys;
+use crate::telemetry;
 
 /// A reentrant distributed lock on one name, shared by all tasks and processes that
 /// use the same name (Redisson clients included).
@@ -125,7 +127,45 @@ impl Lock {
         self.acquire(Some(wait), Some(lease)).await
     }
 
+    /// `lock`/`try_lock` in their span (telemetry.rs), with the acquisition metrics.
     async fn acquire(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<LockGuard>> {
+        let (kind, masters) = (self.kind.label(), self.client.engine.masters.len());
+        macro_rules! span {
+            ($name:literal) => {
+                tracing::debug_span!(target: "redlatch", $name, lock = %self.name, kind, masters,
+                    outcome = Empty, elapsed_ms = Empty)
+            };
+        }
+        use tracing::field::Empty;
+        let span = if wait.is_some() {
+            span!("try_lock")
+        } else {
+            span!("lock")
+        };
+        let started = Instant::now();
+        let result = self
+            .acquire_in_span(wait, lease)
+            .instrument(span.clone())
+            .await;
+        match &result {
+            Ok(Some(_)) => {
+                telemetry::acquired(kind, started.elapsed());
+                telemetry::finish(&span, started, "acquired", None);
+            }
+            Ok(None) => {
+                telemetry::timed_out(kind);
+                telemetry::finish(&span, started, "timed_out", None);
+            }
+            Err(e) => telemetry::finish(&span, started, "error", Some(e)),
+        }
+        result
+    }
+
+    async fn acquire_in_span(
         &self,
         wait: Option<Duration>,
         lease: Option<Duration>,

@@ -13,11 +13,15 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::telemetry;
+
 /// One holder's hold on one lock.
 pub(crate) struct Hold {
     pub(crate) name: Arc<str>,
     pub(crate) holder: Arc<str>,
     pub(crate) lost: CancellationToken,
+    /// When the holder first took the lock (re-entries do not move it).
+    since: Instant,
     state: parking_lot::Mutex<State>,
 }
 
@@ -102,12 +106,15 @@ impl Holds {
                 }
                 return old.clone();
             }
-            holds.swap_remove(i).lost.cancel();
+            let old = holds.swap_remove(i);
+            old.lost.cancel();
+            telemetry::lost(old.since.elapsed());
         }
         let hold = Arc::new(Hold {
             name: name.clone(),
             holder: holder.clone(),
             lost: CancellationToken::new(),
+            since: at,
             state: parking_lot::Mutex::new(State {
                 count: 1,
                 watchdog_holds: u32::from(watchdog),
@@ -136,6 +143,7 @@ impl Holds {
         if left == 0 {
             drop(s);
             Self::remove(&mut map, hold);
+            telemetry::released(hold.since.elapsed());
         }
         Some(left)
     }
@@ -152,21 +160,29 @@ impl Holds {
     /// Declares a hold lost: cancels its token and removes it.
     pub(crate) fn lose(&self, hold: &Arc<Hold>) {
         let mut map = self.map.lock();
-        hold.lost.cancel();
+        Self::cancel(hold);
         Self::remove(&mut map, hold);
+    }
+
+    /// Cancels the token of a hold (once: a second loss is not counted again).
+    fn cancel(hold: &Hold) {
+        if !hold.lost.is_cancelled() {
+            hold.lost.cancel();
+            telemetry::lost(hold.since.elapsed());
+        }
     }
 
     /// Declares every hold on `name` lost (after a force-unlock).
     pub(crate) fn lose_name(&self, name: &str) {
         for hold in self.map.lock().remove(name).unwrap_or_default() {
-            hold.lost.cancel();
+            Self::cancel(&hold);
         }
     }
 
     /// Declares every hold lost (the client shut down: nobody renews any more).
     pub(crate) fn lose_all(&self) {
         for hold in self.map.lock().drain().flat_map(|(_, v)| v) {
-            hold.lost.cancel();
+            Self::cancel(&hold);
         }
     }
 

@@ -65,6 +65,17 @@ pub enum Kind {
     Fenced,
 }
 
+impl Kind {
+    /// `plain`, `fair` or `fenced`: the `kind` of spans and metrics.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Kind::Plain => "plain",
+            Kind::Fair => "fair",
+            Kind::Fenced => "fenced",
+        }
+    }
+}
+
 /// The state one client's locks share: the masters, the pub/sub hub, the hold table,
 /// the local gates and offers, and the background clean-ups.
 pub(crate) struct Engine {

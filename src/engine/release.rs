@@ -3,6 +3,9 @@
 
 use std::sync::Arc;
 
+use tracing::field::Empty;
+use tracing::Instrument;
+
 use super::holds::Hold;
 use super::master::Master;
 use super::offers::{Answer, Offer, Taken};
@@ -10,6 +13,7 @@ use super::quorum::{count, fan_out_until, no_quorum};
 use super::scripts::{self, HandOver, Release};
 use super::Engine;
 use crate::error::{Error, Result};
+use crate::telemetry;
 
 /// The most offers one fair release considers: the queue head is nearly always one of
 /// the oldest local waiters, and a head not offered is woken by its message as usual.
@@ -51,7 +55,30 @@ async fn hand_over(
     fair: bool,
     offers: Vec<Offer>,
 ) -> Result<()> {
+    let span = tracing::debug_span!(target: "redlatch", "hand_over", lock = %hold.name,
+        kind = if fair { "fair" } else { "plain" }, masters = 1, offers = offers.len(),
+        outcome = Empty, elapsed_ms = Empty);
     let started = std::time::Instant::now();
+    let result = hand_over_in_span(engine, hold, lease_ms, fair, offers, started)
+        .instrument(span.clone())
+        .await;
+    match &result {
+        Ok(outcome) => telemetry::finish(&span, started, outcome, None),
+        Err(e) => telemetry::finish(&span, started, "error", Some(e)),
+    }
+    result.map(drop)
+}
+
+/// [`hand_over`]'s work; the outcome is `handed_over`, `released`, `still_held`,
+/// `declined` (the waiter gave up; released again) or an error.
+async fn hand_over_in_span(
+    engine: &Arc<Engine>,
+    hold: &Hold,
+    lease_ms: u64,
+    fair: bool,
+    offers: Vec<Offer>,
+    started: std::time::Instant,
+) -> Result<&'static str> {
     let mut taken = Taken { offers, started };
     let from = (&*hold.holder, lease_ms);
     let master = &engine.masters[0];
@@ -75,8 +102,9 @@ async fn hand_over(
             // The waiter gave up meanwhile: release what it was handed.
             let (name, lease_ms) = (&hold.name, offer.lease_ms);
             release_on(engine, name, &offer.holder, lease_ms, fair, None, true).await?;
+            return Ok("declined");
         }
-        return Ok(());
+        return Ok("handed_over");
     }
     match outcome {
         // Another client waits (plain) or is next (fair): released and published.
@@ -86,9 +114,9 @@ async fn hand_over(
                     .pubsub
                     .notify_local(&crate::keys::channel(&hold.name));
             }
-            Ok(())
+            Ok("released")
         }
-        HandOver::StillHeld | HandOver::To(_) => Ok(()),
+        HandOver::StillHeld | HandOver::To(_) => Ok("still_held"),
         HandOver::NotHeld => Err(Error::NotHeld {
             name: hold.name.to_string(),
             holder: hold.holder.to_string(),

@@ -42,6 +42,7 @@ use super::scripts::{self, AcquireMode};
 use super::{Engine, Kind};
 use crate::error::{Error, Result};
 use crate::keys;
+use crate::telemetry;
 use crate::transport::pubsub::Subscription;
 use crate::transport::Lane;
 
@@ -313,6 +314,7 @@ impl Waiter<'_> {
                     .and_then(|t| t.checked_add(engine.settings.unavailable_after))
             })
             .unwrap_or(now + engine.settings.connect_timeout);
+        telemetry::contended(self.call.kind.label());
         let mut sub = engine.pubsub.subscribe(channel);
         let bound = until.saturating_duration_since(now);
         sub.ready(bound.min(engine.settings.connect_timeout)).await;
@@ -345,6 +347,7 @@ impl Waiter<'_> {
         let sub = self.sub.as_mut().expect("subscribed before waiting");
         if !offering {
             self.woken = sub.wait(max).await;
+            self.count_wake();
             return Ok(None);
         }
         let until = Instant::now() + max;
@@ -362,6 +365,7 @@ impl Waiter<'_> {
             let answer = tokio::select! {
                 w = sub.wait(left) => {
                     self.woken = w;
+                    self.count_wake();
                     return Ok(None);
                 }
                 r = rx => r.ok(),
@@ -378,6 +382,12 @@ impl Waiter<'_> {
                 self.woken = true;
                 return Ok(None);
             }
+        }
+    }
+
+    fn count_wake(&self) {
+        if self.woken {
+            telemetry::woken(self.call.kind.label());
         }
     }
 
@@ -426,6 +436,7 @@ impl Waiter<'_> {
         };
         // The hand-over script took us off the fair queue.
         self.queued = false;
+        telemetry::woken(call.kind.label());
         Ok(Some(Grant {
             validity: (engine.validity_of(call.lease)).saturating_sub(started.elapsed()),
             token: None,

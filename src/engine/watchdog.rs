@@ -13,15 +13,19 @@
 //! 3. The task holds only a `Weak` reference and stops when the client shuts down,
 //!    declaring its holds lost (nobody renews them any more).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio_util::sync::CancellationToken;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use super::holds::Hold;
 use super::scripts;
 use super::Engine;
+use crate::telemetry;
 
 /// Locks renewed per script call.
 const CHUNK: usize = 5000;
@@ -70,10 +74,24 @@ pub(crate) async fn run(engine: Weak<Engine>, shutdown: CancellationToken, perio
 /// masters' work rather than one round trip per chunk.
 pub(crate) async fn renew_all(engine: &Arc<Engine>) -> Option<Instant> {
     let young = engine.settings.watchdog_timeout / 6;
-    let holds = due(engine.holds.watched(), Instant::now(), young);
+    let started = Instant::now();
+    let holds = due(engine.holds.watched(), started, young);
+    let span = tracing::debug_span!(target: "redlatch", "renewal_round", holds = holds.len(),
+        masters = engine.masters.len(), renewed = Empty, outcome = Empty, elapsed_ms = Empty);
+    let renewed = AtomicU64::new(0);
     futures_util::stream::iter(holds.chunks(CHUNK))
-        .for_each_concurrent(IN_FLIGHT, |chunk| renew_chunk(engine, chunk))
+        .for_each_concurrent(IN_FLIGHT, |chunk| renew_chunk(engine, chunk, &renewed))
+        .instrument(span.clone())
         .await;
+    let renewed = renewed.into_inner();
+    telemetry::renewed(renewed);
+    span.record("renewed", renewed);
+    let outcome = if renewed == holds.len() as u64 {
+        "renewed"
+    } else {
+        "incomplete"
+    };
+    telemetry::finish(&span, started, outcome, None);
     expire(engine)
 }
 
@@ -110,7 +128,7 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>]) {
+async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &AtomicU64) {
     let started = Instant::now();
     let lease_ms = engine.settings.watchdog_timeout.as_millis() as u64;
     // A renewal is not latency-critical (the deadline is the validity, three periods
@@ -136,6 +154,7 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>]) {
                 renewed[i] += 1;
                 if renewed[i] == quorum {
                     hold.renewed(started);
+                    renewed_total.fetch_add(1, Ordering::Relaxed);
                 }
             } else {
                 denied[i] += 1;

@@ -24,8 +24,11 @@ use futures_util::StreamExt;
 use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use super::Transport;
+use crate::telemetry;
 
 /// How long an unused channel stays subscribed (invariant 5).
 const LINGER: Duration = Duration::from_millis(100);
@@ -87,6 +90,7 @@ impl PubSub {
                 actual: HashSet::new(),
                 conn: None,
                 lingering: Vec::new(),
+                reconnect: None,
             };
             tokio::spawn(actor.run(shutdown.clone()));
         }
@@ -210,6 +214,9 @@ struct Actor {
     conn: Option<(PubSubSink, PubSubStream)>,
     /// Idle channels and when they may go (invariant 5).
     lingering: Vec<(tokio::time::Instant, String)>,
+    /// Since a live connection was lost: its `pubsub_reconnect` span, when it was lost
+    /// and the failed attempts since.
+    reconnect: Option<(tracing::Span, std::time::Instant, u32)>,
 }
 
 impl Actor {
@@ -241,10 +248,27 @@ impl Actor {
                 }
             }
             retry_at = None;
-            match self.reconcile().await {
-                Ok(()) => backoff = Duration::from_millis(50),
+            let span = self.reconnect.as_ref().map(|r| r.0.clone());
+            let reconciled = match &span {
+                Some(span) => self.reconcile().instrument(span.clone()).await,
+                None => self.reconcile().await,
+            };
+            match reconciled {
+                Ok(()) => {
+                    backoff = Duration::from_millis(50);
+                    if self.conn.is_some() {
+                        if let Some((span, since, attempts)) = self.reconnect.take() {
+                            span.record("attempts", attempts + 1);
+                            telemetry::finish(&span, since, "reconnected", None);
+                        }
+                    }
+                }
                 Err(e) => {
-                    tracing::debug!(master = self.idx, error = %e, "pub/sub reconcile failed");
+                    let addr = self.link.addr();
+                    tracing::debug!(parent: span.as_ref().and_then(tracing::Span::id), master = addr, error = %e, "pub/sub reconcile failed");
+                    if let Some((_, _, attempts)) = self.reconnect.as_mut() {
+                        *attempts += 1;
+                    }
                     self.disconnected(&e);
                     retry_at = Some(tokio::time::Instant::now() + backoff);
                     backoff = (backoff * 2).min(Duration::from_secs(1));
@@ -259,11 +283,11 @@ impl Actor {
         // must not wake (and so make poll) every waiter again.
         let lost = self.conn.take().is_some();
         if lost {
-            tracing::warn!(
-                master = self.idx,
-                why,
-                "pub/sub connection lost; reconnecting"
-            );
+            let addr = self.link.addr();
+            tracing::warn!(master = addr, why, "pub/sub connection lost; reconnecting");
+            let span = tracing::debug_span!(target: "redlatch", "pubsub_reconnect", master = addr,
+                why, attempts = Empty, outcome = Empty, elapsed_ms = Empty);
+            self.reconnect = Some((span, std::time::Instant::now(), 0));
         }
         self.actual.clear();
         let bit = !(1u64 << self.idx);

@@ -24,6 +24,7 @@ use redis::{AsyncConnectionConfig, Value};
 
 use super::{BoxFuture, Lane, Request, Transport};
 use crate::error::{Error, Result};
+use crate::telemetry;
 
 /// A connection slot: a pooled object kept checked out.
 #[derive(Default)]
@@ -172,7 +173,13 @@ impl Transport for Standalone {
         timeout: Duration,
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Value>> {
-        Box::pin(self.send_on(lane, timeout, request))
+        Box::pin(async move {
+            let reply = self.send_on(lane, timeout, request).await;
+            if reply.is_err() {
+                telemetry::error(&self.addr);
+            }
+            reply
+        })
     }
 
     fn open_pubsub(&self) -> BoxFuture<'_, redis::RedisResult<redis::aio::PubSub>> {

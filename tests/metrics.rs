@@ -1,0 +1,112 @@
+//! The `metrics` feature: counters and histograms after a contended run, read back in
+//! Prometheus text format (as examples/prometheus.rs exports them).
+//!
+//! One test only: the recorder is process-global and the counters are not per lock.
+#![cfg(feature = "metrics")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{eventually_async, RedisServer};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use redlatch::{Client, Config};
+
+/// The value of the sample `series` (name with labels, as rendered), 0 when absent.
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            (name == series).then(|| value.parse().unwrap())
+        })
+        .unwrap_or(0.0)
+}
+
+fn render(handle: &PrometheusHandle) -> String {
+    handle.run_upkeep();
+    handle.render()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_and_histograms_after_a_contended_run() {
+    let handle = PrometheusBuilder::new().install_recorder().unwrap();
+    let server = RedisServer::start();
+    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(600));
+    let client = Client::connect(config).await.unwrap();
+
+    // Four tasks take one lock five times each, holding it a little: they contend.
+    const TASKS: usize = 4;
+    const ROUNDS: usize = 5;
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|_| {
+            let lock = client.lock("metrics:contended");
+            tokio::spawn(async move {
+                for _ in 0..ROUNDS {
+                    let guard = lock.lock().await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    guard.unlock().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // The other client's lock below counts too: the recorder is the process's.
+    let acquired = (TASKS * ROUNDS + 1) as f64;
+
+    // One try_lock that gives up, on a lock held by another client.
+    let other = Client::connect(Config::single(server.url())).await.unwrap();
+    let held = other.lock("metrics:busy").lock().await.unwrap();
+    let busy = client.lock("metrics:busy");
+    assert!(busy
+        .try_lock(Duration::from_millis(20))
+        .await
+        .unwrap()
+        .is_none());
+
+    // A hold the watchdog renews, then loses when its key is deleted.
+    let kept = client.fair_lock("metrics:kept").lock().await.unwrap();
+    let renewed = eventually_async(Duration::from_secs(10), || {
+        sample(&render(&handle), "redlatch_renewals_total") >= 1.0
+    })
+    .await;
+    assert!(renewed, "{}", render(&handle));
+    server.cmd::<i64>(&["DEL", "metrics:kept"]);
+    tokio::time::timeout(Duration::from_secs(10), kept.lost().cancelled())
+        .await
+        .expect("the watchdog reports the deleted lock lost");
+
+    // Errors are counted per master: a lock on a key of another type fails there.
+    server.cmd::<String>(&["SET", "metrics:string", "x"]);
+    assert!(client.lock("metrics:string").lock().await.is_err());
+
+    held.unlock().await.unwrap();
+    let text = render(&handle);
+    let plain = |name: &str| sample(&text, &format!("{name}{{kind=\"plain\"}}"));
+    assert_eq!(plain("redlatch_acquired_total"), acquired, "{text}");
+    assert_eq!(
+        plain("redlatch_acquire_wait_seconds_count"),
+        acquired,
+        "{text}"
+    );
+    assert!(plain("redlatch_contended_total") >= 1.0, "{text}");
+    assert!(plain("redlatch_woken_total") >= 1.0, "{text}");
+    assert_eq!(plain("redlatch_timed_out_total"), 1.0, "{text}");
+    assert_eq!(
+        sample(&text, "redlatch_acquired_total{kind=\"fair\"}"),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(sample(&text, "redlatch_lost_total"), 1.0, "{text}");
+    // Every hold ended: the plain ones released, the fair one lost.
+    assert_eq!(
+        sample(&text, "redlatch_hold_seconds_count"),
+        acquired + 1.0,
+        "{text}"
+    );
+    let errors = format!("redlatch_errors_total{{master=\"{}\"}}", server.addr());
+    assert!(sample(&text, &errors) >= 1.0, "{text}");
+    assert!(text.contains("# HELP redlatch_acquired_total"), "{text}");
+}

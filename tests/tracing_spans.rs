@@ -1,0 +1,200 @@
+//! The `tracing` spans of issue 10: lock, try_lock, unlock, hand-over, renewal rounds
+//! and pub/sub reconnects, with what they are about, their outcome and elapsed time.
+//!
+//! A small `Layer` records every closed span with its fields. The tests run on the
+//! current-thread runtime, so the thread-local subscriber sees the client's background
+//! tasks too.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{eventually_async, RedisServer};
+use parking_lot::Mutex;
+use redlatch::{Client, Config};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::Layer;
+
+/// A closed span: its name and fields, values as text.
+#[derive(Clone, Debug)]
+struct Closed {
+    name: &'static str,
+    fields: HashMap<String, String>,
+}
+
+impl Closed {
+    fn get(&self, field: &str) -> &str {
+        self.fields.get(field).map_or("", String::as_str)
+    }
+}
+
+#[derive(Clone, Default)]
+struct Recorder {
+    open: Arc<Mutex<HashMap<Id, Closed>>>,
+    closed: Arc<Mutex<Vec<Closed>>>,
+}
+
+struct Fields<'a>(&'a mut HashMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().into(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for Recorder {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
+        let mut span = Closed {
+            name: attrs.metadata().name(),
+            fields: HashMap::new(),
+        };
+        attrs.record(&mut Fields(&mut span.fields));
+        self.open.lock().insert(id.clone(), span);
+    }
+    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
+        if let Some(span) = self.open.lock().get_mut(id) {
+            values.record(&mut Fields(&mut span.fields));
+        }
+    }
+    fn on_close(&self, id: Id, _: Context<'_, S>) {
+        if let Some(span) = self.open.lock().remove(&id) {
+            self.closed.lock().push(span);
+        }
+    }
+}
+
+impl Recorder {
+    fn install(&self) -> tracing::subscriber::DefaultGuard {
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()))
+    }
+
+    fn named(&self, name: &str) -> Vec<Closed> {
+        let closed = self.closed.lock();
+        closed.iter().filter(|s| s.name == name).cloned().collect()
+    }
+
+    fn has(&self, name: &str, outcome: &str) -> bool {
+        self.named(name).iter().any(|s| s.get("outcome") == outcome)
+    }
+}
+
+fn elapsed_ms(span: &Closed) -> f64 {
+    span.get("elapsed_ms").parse().unwrap_or(-1.0)
+}
+
+#[tokio::test]
+async fn lock_try_lock_unlock_and_hand_over_are_spans_with_outcome_and_elapsed() {
+    let server = RedisServer::start();
+    let recorder = Recorder::default();
+    let _guard = recorder.install();
+    let client = Client::connect(Config::single(server.url())).await.unwrap();
+    let lock = client.lock("spans:a");
+
+    let guard = lock.lock().await.unwrap();
+    // Another task of the same client waits; the unlock hands the lock to it.
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.lock().await.unwrap().unlock().await.unwrap() }
+    });
+    let busy = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.try_lock(Duration::from_millis(30)).await.unwrap() }
+    });
+    assert!(busy.await.unwrap().is_none());
+    assert!(eventually_async(Duration::from_secs(5), || client.subscriptions() > 0).await);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    guard.unlock().await.unwrap();
+    waiter.await.unwrap();
+
+    let locks = recorder.named("lock");
+    assert_eq!(locks.len(), 2, "{locks:?}");
+    for span in &locks {
+        assert_eq!(span.get("lock"), "spans:a");
+        assert_eq!(span.get("kind"), "plain");
+        assert_eq!(span.get("masters"), "1");
+        assert_eq!(span.get("outcome"), "acquired");
+        assert!(elapsed_ms(span) >= 0.0, "{span:?}");
+    }
+    // The waiter waited for the unlock: its span is at least as long as the hold.
+    assert!(locks.iter().any(|s| elapsed_ms(s) >= 50.0), "{locks:?}");
+
+    let tries = recorder.named("try_lock");
+    assert_eq!(tries.len(), 1, "{tries:?}");
+    assert_eq!(tries[0].get("outcome"), "timed_out");
+    assert!(elapsed_ms(&tries[0]) >= 30.0, "{tries:?}");
+
+    let unlocks = recorder.named("unlock");
+    assert_eq!(unlocks.len(), 2, "{unlocks:?}");
+    assert!(unlocks.iter().all(|s| s.get("outcome") == "released"));
+    assert!(
+        recorder.has("hand_over", "handed_over"),
+        "{:?}",
+        recorder.named("hand_over")
+    );
+
+    // A release of a lock that is gone is a "not_held" unlock.
+    let guard = lock.lock().await.unwrap();
+    assert!(lock.force_unlock().await.unwrap());
+    assert!(guard.unlock().await.is_err());
+    assert!(recorder.has("unlock", "not_held"));
+}
+
+#[tokio::test]
+async fn an_error_is_the_outcome_of_the_span() {
+    let server = RedisServer::start();
+    let recorder = Recorder::default();
+    let _guard = recorder.install();
+    let client = Client::connect(Config::single(server.url())).await.unwrap();
+    server.cmd::<String>(&["SET", "spans:string", "x"]);
+    assert!(client.lock("spans:string").lock().await.is_err());
+    let span = &recorder.named("lock")[0];
+    assert_eq!(span.get("outcome"), "error");
+}
+
+#[tokio::test]
+async fn renewal_rounds_and_pubsub_reconnects_are_spans() {
+    let server = RedisServer::start();
+    let recorder = Recorder::default();
+    let _guard = recorder.install();
+    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(600));
+    let client = Client::connect(config).await.unwrap();
+    let lock = client.lock("spans:renewed");
+    let guard = lock.lock().await.unwrap();
+    // Holds younger than a sixth of the lease wait for the next round.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    client.renew_now().await;
+    let rounds = recorder.named("renewal_round");
+    assert!(
+        rounds
+            .iter()
+            .any(|s| s.get("renewed") == "1" && s.get("outcome") == "renewed"),
+        "{rounds:?}"
+    );
+
+    // A waiter keeps a subscription; killing the pub/sub connection makes the client
+    // reconnect, which ends a `pubsub_reconnect` span.
+    let waiting = tokio::spawn({
+        let lock = client.lock("spans:renewed");
+        async move { lock.try_lock(Duration::from_secs(20)).await }
+    });
+    assert!(eventually_async(Duration::from_secs(5), || client.subscriptions() > 0).await);
+    let killed: i64 = server.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    assert!(killed >= 1);
+    let reconnected = eventually_async(Duration::from_secs(10), || {
+        recorder.has("pubsub_reconnect", "reconnected")
+    })
+    .await;
+    assert!(reconnected, "{:?}", recorder.named("pubsub_reconnect"));
+    let span = &recorder.named("pubsub_reconnect")[0];
+    assert_eq!(span.get("master"), server.addr());
+    guard.unlock().await.unwrap();
+    let got = waiting.await.unwrap().unwrap();
+    assert!(got.is_some());
+}
