@@ -71,6 +71,10 @@ pub enum Error {
         holder: String,
     },
 
+    /// The blocking API's runtime could not be started (no thread could be spawned).
+    #[error("cannot start the blocking client's runtime: {0}")]
+    Runtime(String),
+
     /// The key at the lock's name holds a value of another type: it is not a lock.
     #[error("key {name:?} on master {addr} holds a value of another type, not a lock")]
     WrongType {

@@ -12,6 +12,7 @@ mod keys;
 mod telemetry;
 mod transport;
 
+pub use api::blocking;
 pub use api::client::Client;
 pub use api::config::{Config, ENV_VAR, MAX_LEASE, MIN_LEASE};
 pub use api::guard::LockGuard;

@@ -1,6 +1,7 @@
 //! The public API: [`Client`](client::Client), the lock kinds and their guards, the
 //! configuration. Everything here is a thin shell over the engine (`crate::engine`).
 
+pub mod blocking;
 pub(crate) mod client;
 pub(crate) mod config;
 pub(crate) mod guard;
