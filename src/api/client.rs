@@ -50,11 +50,13 @@ impl Client {
     /// Outside a tokio runtime.
     ///
     /// # Examples
-    /// ```no_run
-    /// # async fn demo() -> redlatch::Result<()> {
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single("redis://127.0.0.1:6379")).await?;
-    /// # Ok(()) }
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// assert_eq!(client.quorum(), 1);
+    /// # Ok(()) }) }
     /// ```
     pub async fn connect(config: Config) -> Result<Client> {
         crate::telemetry::describe();
