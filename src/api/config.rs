@@ -212,6 +212,9 @@ impl Config {
                 return Err(Error::Config(format!("{what} must be > 0 and <= 30 days")));
             }
         }
+        if self.retry_jitter > MAX_LEASE {
+            return Err(Error::Config("retry_jitter must be <= 30 days".into()));
+        }
         if self.effective_master_timeout() >= self.watchdog_timeout {
             return Err(Error::Config(
                 "master_timeout must be shorter than watchdog_timeout".into(),

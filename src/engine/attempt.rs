@@ -169,6 +169,6 @@ async fn write_back(inner: &Engine, name: &str, token: u64) -> Result<Option<u64
 
 /// A random delay in `[1 ms, max]` to desynchronise competing clients.
 pub(crate) fn jitter(max: Duration) -> Duration {
-    let max_us = max.as_micros().max(1000) as u64;
+    let max_us = u64::try_from(max.as_micros()).unwrap_or(u64::MAX).max(1000);
     Duration::from_micros(rand::random_range(1000..=max_us))
 }

@@ -61,6 +61,13 @@ pub(crate) fn deadline_after(d: Duration) -> Option<Instant> {
     Instant::now().checked_add(d)
 }
 
+/// `now + d`, saturated thirty years ahead: a bound that never panics, for timings
+/// the user may set to `Duration::MAX` (the unavailable timeout).
+pub(crate) fn later(d: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+    Instant::now() + d.min(FAR)
+}
+
 /// Acquires or gives up; `Ok(None)` when the wait ran out under contention.
 pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<Grant>> {
     // A wait too long to represent is no wait limit at all.
@@ -350,7 +357,7 @@ impl Waiter<'_> {
             self.count_wake();
             return Ok(None);
         }
-        let until = Instant::now() + max;
+        let until = later(max);
         loop {
             let (engine, call) = (self.engine, self.call);
             let rx = self.offer.get_or_insert_with(|| {
@@ -424,8 +431,8 @@ impl Waiter<'_> {
                 let unsettled = scopeguard::guard((), |()| {
                     settle_in_background(engine, call, self.fair, Unsettled::Unknown);
                 });
-                let until = (self.deadline)
-                    .unwrap_or_else(|| Instant::now() + engine.settings.unavailable_after);
+                let until =
+                    (self.deadline).unwrap_or_else(|| later(engine.settings.unavailable_after));
                 let held = holds_it(engine, &call.name, &call.holder, until).await?;
                 scopeguard::ScopeGuard::into_inner(unsettled);
                 if !held {
@@ -470,7 +477,7 @@ fn settle_in_background(engine: &Arc<Engine>, call: &Call, fair: bool, unsettled
             Unsettled::Offer(rx) => rx.await.ok(),
             Unsettled::Unknown => Some(Answer::Unknown(std::time::Instant::now())),
         };
-        let until = Instant::now() + engine.settings.unavailable_after;
+        let until = later(engine.settings.unavailable_after);
         let held = match answer {
             None => false,
             Some(Answer::Granted(_)) => true,
