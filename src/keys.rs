@@ -22,6 +22,23 @@ pub(crate) fn validate(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Checks a fair lock's name: besides [`validate`], it must not be exactly a hash tag
+/// (`{x}` with no other brace), whose queue and timeout keys are those of the lock `x`
+/// (Redisson derives the same keys for both). Two fair locks sharing one queue can
+/// deadlock: the holder of one is queued behind a waiter of the other.
+pub(crate) fn validate_fair(name: &str) -> Result<()> {
+    validate(name)?;
+    let inner = name.strip_prefix('{').and_then(|n| n.strip_suffix('}'));
+    if let Some(bare) = inner.filter(|n| !n.is_empty() && !n.contains('{')) {
+        return Err(Error::InvalidName(format!(
+            "fair lock {name:?} would share its queue with the fair lock {bare:?} \
+             (both derive {:?}); add a suffix outside the braces, e.g. \"{name}:lock\"",
+            queue(bare)
+        )));
+    }
+    Ok(())
+}
+
 /// `prefix:{name}`, or `prefix:name` when `name` already has a hash tag. (Built by
 /// hand: this runs for every release, and `format!` costs several times more.)
 pub(crate) fn derived(prefix: &str, name: &str) -> String {
@@ -76,6 +93,16 @@ mod tests {
         assert_eq!(timeouts("a"), "redisson_lock_timeout:{a}");
         assert_eq!(token("a"), "redisson_lock_token:{a}");
         assert_eq!(waiter_channel("a", "u:1"), "redisson_lock__channel:{a}:u:1");
+    }
+
+    #[test]
+    fn a_fair_name_that_is_only_a_hash_tag_is_refused() {
+        // The collision itself: two names, one queue.
+        assert_eq!(queue("dl"), queue("{dl}"));
+        assert!(matches!(validate_fair("{dl}"), Err(Error::InvalidName(_))));
+        for ok in ["dl", "{dl}:lock", "a{dl}", "{a}{b}", "{", "}", "{}", "{}x"] {
+            assert!(validate_fair(ok).is_ok(), "{ok}");
+        }
     }
 
     #[test]

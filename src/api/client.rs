@@ -8,9 +8,9 @@ use crate::api::config::Config;
 use crate::api::lock::Lock;
 use crate::engine::quorum::{answers, fan_out};
 use crate::engine::{Engine, Kind};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::transport::standalone::Standalone;
-use crate::transport::{Lane, Transport};
+use crate::transport::{Lane, Request, Transport};
 use uuid::Uuid;
 
 /// A connection to one Redis master (single mode) or N independent masters (Redlock).
@@ -75,14 +75,13 @@ impl Client {
             .collect::<Result<Vec<_>>>()?;
         let ping = redis::cmd("PING");
         let pings = fan_out(&links, |link| {
-            link.send(
-                Lane::Side,
-                link.connect_timeout(),
-                crate::transport::Request::Cmd(&ping),
-            )
+            link.send(Lane::Side, link.connect_timeout(), Request::Cmd(&ping))
         })
         .await;
         answers(pings, config.quorum())?;
+        if links.len() > 1 {
+            refuse_duplicates(&links).await?;
+        }
         if links.len() > 1 && links.len() % 2 == 0 {
             tracing::warn!(
                 n = links.len(),
@@ -167,6 +166,42 @@ impl Client {
     pub async fn renew_now(&self) {
         crate::engine::watchdog::renew_all(&self.engine).await;
     }
+}
+
+/// Refuses two masters that are one server (issue 11.8): `localhost:P` and
+/// `127.0.0.1:P` look different but would cast two votes. Compared by `run_id` (from
+/// `INFO server`), which differs for every server process. A master that does not
+/// answer, or whose ACL user may not run INFO, is not compared.
+async fn refuse_duplicates(links: &[Arc<dyn Transport>]) -> Result<()> {
+    let mut info = redis::cmd("INFO");
+    info.arg("server");
+    let info = &info;
+    let ids = fan_out(links, |link| async move {
+        let timeout = link.connect_timeout();
+        let reply = link.send(Lane::Side, timeout, Request::Cmd(info)).await?;
+        let text: String = redis::from_redis_value(reply).map_err(|e| Error::Redis {
+            addr: link.addr().to_string(),
+            source: e.into(),
+        })?;
+        Ok(text
+            .lines()
+            .find_map(|l| l.strip_prefix("run_id:"))
+            .map(|id| id.trim().to_string()))
+    })
+    .await;
+    let mut seen: Vec<(&str, String)> = Vec::new();
+    for (link, id) in links.iter().zip(ids) {
+        let Ok(Some(id)) = id else { continue };
+        if let Some((first, _)) = seen.iter().find(|(_, other)| *other == id) {
+            return Err(Error::Config(format!(
+                "masters {first} and {} are the same server (run_id {id}); Redlock needs \
+                 independent masters",
+                link.addr()
+            )));
+        }
+        seen.push((link.addr(), id));
+    }
+    Ok(())
 }
 
 impl std::fmt::Debug for Client {

@@ -170,7 +170,10 @@ impl Lock {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
-        keys::validate(&self.name)?;
+        match self.kind {
+            Kind::Fair => keys::validate_fair(&self.name)?,
+            _ => keys::validate(&self.name)?,
+        }
         let engine = &self.client.engine;
         let watchdog = lease.is_none();
         let lease = lease.unwrap_or(engine.settings.watchdog_timeout);

@@ -2,14 +2,17 @@
 //! with its keys and arguments), run with EVALSHA. A server that does not know the
 //! script (restarted, `SCRIPT FLUSH`) answers NOSCRIPT; the script is then loaded and
 //! the call sent again. NOSCRIPT means the script did not run, so resending is safe,
-//! and it is resent as long as the server keeps flushing, up to [`MAX_RELOADS`] times.
+//! and it is resent for as long as the server keeps flushing: the transport's timeout
+//! bounds the loop ([`MAX_RELOADS`] is only a backstop against a server that answers
+//! NOSCRIPT to a script it has just loaded).
 
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, ToRedisArgs, Value};
 
-/// How many times one call reloads its script before giving up: more than one, so a
-/// second flush between our SCRIPT LOAD and the EVALSHA that follows is survived.
-pub(crate) const MAX_RELOADS: usize = 5;
+/// How many times one call reloads its script before giving up. Each flush between
+/// our SCRIPT LOAD and the EVALSHA that follows costs one reload; a server flushing in
+/// a loop is outlasted, since every round trip gives the call another chance.
+pub(crate) const MAX_RELOADS: usize = 1000;
 
 /// A Lua script and its SHA1.
 pub(crate) struct Script {
