@@ -92,3 +92,39 @@ async fn script_flush_in_a_loop_never_fails_a_call() {
     flusher.join().unwrap();
     assert!(flushes.load(Ordering::Relaxed) > 100, "the flusher ran");
 }
+
+/// 11.6: the only master is paused past the validity: `lost()` fires. The renewals
+/// queued meanwhile run when it resumes and would keep the key another full lease;
+/// the lost hold is deleted instead, and `unlock()` reports NotHeld only once nothing
+/// of it is left.
+#[tokio::test]
+async fn a_lock_lost_during_a_pause_is_not_kept_alive_by_late_renewals() {
+    let server = RedisServer::start();
+    let lease = Duration::from_secs(3);
+    let config = Config::single(server.url())
+        .watchdog_timeout(lease)
+        .master_timeout(Duration::from_millis(200));
+    let client = Client::connect(config).await.unwrap();
+    let guard = client.lock("pause:lost").lock().await.unwrap();
+    server.pause();
+    tokio::time::timeout(2 * lease, guard.lost().cancelled())
+        .await
+        .expect("the watchdog declares the lock lost during the pause");
+    server.resume();
+    let err = tokio::time::timeout(lease, guard.unlock())
+        .await
+        .expect("unlock returns")
+        .unwrap_err();
+    assert!(err.is_not_held(), "{err}");
+    // Late renewals ran after the resume; the key is gone all the same, well before a
+    // renewed lease (3 s) would have ended.
+    let pttl: i64 = server.cmd(&["PTTL", "pause:lost"]);
+    assert_eq!(pttl, -2, "the lost lock is still there, pttl {pttl} ms");
+    // And the same holder can take it again at once.
+    let again = client
+        .lock("pause:lost")
+        .try_lock(Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(again.is_some());
+}

@@ -93,7 +93,8 @@ impl LockGuard {
     ///
     /// # Errors
     /// [`Error::NotHeld`] if the lease expired, the lock was force-unlocked or the
-    /// watchdog reported it lost; [`Error::NoQuorum`] / a master's error if a majority
+    /// watchdog reported it lost (whatever a late renewal kept of it on the masters has
+    /// then been deleted, as far as they answer); [`Error::NoQuorum`] / a master's error if a majority
     /// of masters could not be reached (the lease then runs out on its own).
     ///
     /// # Cancel safety
@@ -106,10 +107,17 @@ impl LockGuard {
             outcome = Empty, elapsed_ms = Empty);
         let started = Instant::now();
         let result = match self.engine.holds.released(&self.hold, self.watchdog) {
-            None => Err(Error::NotHeld {
-                name: self.hold.name.to_string(),
-                holder: self.hold.holder.to_string(),
-            }),
+            None => {
+                // A lost hold is being dropped on the masters (Engine::lose): report
+                // once that is done, so nothing of it is left when unlock returns.
+                let (name, holder) = (&self.hold.name, &self.hold.holder);
+                let dropped = self.engine.offers(self.fair).settled(name, holder);
+                dropped.instrument(span.clone()).await;
+                Err(Error::NotHeld {
+                    name: name.to_string(),
+                    holder: holder.to_string(),
+                })
+            }
             Some(left) => {
                 let last = left == 0;
                 let released = release(&self.engine, &self.hold, self.lease_ms, self.fair, last);

@@ -136,9 +136,33 @@ impl Engine {
 
     /// Declares a hold lost and wakes this client's local waiters of its lock, which
     /// may have been waiting for that holder's release (waiter.rs invariant 6).
+    ///
+    /// Then drops what is left of it on every master, in the background: renewals
+    /// queued on a paused master may have extended it after we gave up on it, and
+    /// nobody would release it (its guards no longer send a release, holds.rs
+    /// invariant 2). The holder's next acquisition of the name waits for this, so the
+    /// drop cannot remove a newer grant; sent on the lock lane, it also runs before
+    /// that acquisition on every master that answers late.
     pub(crate) fn lose(&self, hold: &Arc<Hold>) {
         self.holds.lose(hold);
         self.pubsub.notify_local(&crate::keys::channel(&hold.name));
+        let (name, holder) = (hold.name.clone(), hold.holder.clone());
+        let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
+        let masters = self.masters.clone();
+        self.cleanups.spawn(async move {
+            let _settling = settling;
+            let dropped =
+                quorum::fan_out(&masters, |m| scripts::drop_lost(m, &name, &holder)).await;
+            for (m, r) in masters.iter().zip(dropped) {
+                match r {
+                    Ok(true) => tracing::info!(lock = %name, %holder, master = m.addr(),
+                        "deleted a lost lock that a late renewal had kept"),
+                    Ok(false) => {}
+                    Err(e) => tracing::debug!(lock = %name, master = m.addr(), error = %e,
+                        "could not drop a lost lock; its lease ends it"),
+                }
+            }
+        });
     }
 
     /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).

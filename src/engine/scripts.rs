@@ -41,6 +41,7 @@ static FAIR_CANCEL: LazyLock<Script> =
     LazyLock::new(|| Script::new(fair_script!("fair_cancel.lua")));
 static FAIR_FORCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(fair_script!("fair_force_release.lua")));
+static DROP: LazyLock<Script> = LazyLock::new(|| Script::new(fair_script!("drop.lua")));
 
 /// What an acquire script answered on one master.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -426,6 +427,20 @@ pub(crate) async fn force_release(m: &Master, name: &str, fair: bool) -> Result<
         inv
     };
     inv.arg("0");
+    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+    Ok(m.decode::<i64>(v)? == 1)
+}
+
+/// Deletes `name` if `holder` still holds it (a hold declared lost) and wakes the next
+/// waiter; true if it was deleted.
+pub(crate) async fn drop_lost(m: &Master, name: &str, holder: &str) -> Result<bool> {
+    let mut inv = DROP.call();
+    inv.key(name)
+        .key(keys::queue(name))
+        .key(keys::timeouts(name))
+        .key(keys::channel(name))
+        .arg(holder)
+        .arg("0");
     let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
     Ok(m.decode::<i64>(v)? == 1)
 }
