@@ -128,3 +128,51 @@ async fn a_lock_lost_during_a_pause_is_not_kept_alive_by_late_renewals() {
         .unwrap();
     assert!(again.is_some());
 }
+
+/// 11.7: storms of cancelled `lock()` calls on three fresh masters (so the first calls
+/// of each connection would meet NOSCRIPT, and the lock connection is opened under
+/// load): once `close()` returns, no master holds anything of the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_redlock_storms_leave_nothing_after_close() {
+    const STORMS: usize = 6;
+    const CALLS: usize = 1500;
+    for storm in 0..STORMS {
+        let servers = common::start_many(3);
+        let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+        let config = Config::redlock(urls).watchdog_timeout(Duration::from_secs(3));
+        let client = Client::connect(config).await.unwrap();
+        let id = client.id().to_string();
+        let calls: Vec<_> = (0..CALLS)
+            .map(|i| {
+                let lock = client.lock(format!("storm:{}", i % 8));
+                let patience = Duration::from_micros(rand::random_range(0..3000));
+                tokio::spawn(async move {
+                    if let Ok(Ok(guard)) = tokio::time::timeout(patience, lock.lock()).await {
+                        drop(guard);
+                    }
+                })
+            })
+            .collect();
+        // Some are cancelled from outside as well, mid-flight.
+        for (i, call) in calls.iter().enumerate() {
+            if i % 3 == 0 {
+                call.abort();
+            }
+        }
+        for call in calls {
+            let _ = call.await;
+        }
+        client.close(Duration::from_secs(10)).await;
+        for server in &servers {
+            let keys: Vec<String> = server.cmd(&["KEYS", "storm:*"]);
+            for key in keys {
+                let fields: Vec<String> = server.cmd(&["HKEYS", &key]);
+                assert!(
+                    !fields.iter().any(|f| f.starts_with(&id)),
+                    "storm {storm}: {} keeps {key} for {fields:?} after close",
+                    server.addr()
+                );
+            }
+        }
+    }
+}

@@ -69,6 +69,7 @@ impl Client {
                     config.pool_size,
                     config.effective_master_timeout(),
                     config.connect_timeout,
+                    crate::engine::scripts::all(),
                 )?;
                 Ok(Arc::new(link) as Arc<dyn Transport>)
             })

@@ -43,6 +43,26 @@ static FAIR_FORCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(fair_script!("fair_force_release.lua")));
 static DROP: LazyLock<Script> = LazyLock::new(|| Script::new(fair_script!("drop.lua")));
 
+/// Every script, for the transport to load on each new connection before its first
+/// call (transport/script.rs): a call never meets NOSCRIPT on a fresh connection, so
+/// its reload cannot reorder it behind later calls (issue 11.7).
+pub(crate) fn all() -> Vec<&'static Script> {
+    vec![
+        &BATCH,
+        &ACQUIRE,
+        &RELEASE,
+        &RENEW,
+        &FORCE,
+        &FENCED_ACQUIRE,
+        &FENCED_SYNC,
+        &FAIR_ACQUIRE,
+        &FAIR_RELEASE,
+        &FAIR_CANCEL,
+        &FAIR_FORCE,
+        &DROP,
+    ]
+}
+
 /// What an acquire script answered on one master.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Acquire {

@@ -1,10 +1,10 @@
 //! Scripts by SHA: [`Script`] (a Lua source and its SHA1) and [`Invocation`] (one call
 //! with its keys and arguments), run with EVALSHA. A server that does not know the
-//! script (restarted, `SCRIPT FLUSH`) answers NOSCRIPT; the script is then loaded and
-//! the call sent again. NOSCRIPT means the script did not run, so resending is safe,
-//! and it is resent for as long as the server keeps flushing: the transport's timeout
-//! bounds the loop ([`MAX_RELOADS`] is only a backstop against a server that answers
-//! NOSCRIPT to a script it has just loaded).
+//! script (`SCRIPT FLUSH`) answers NOSCRIPT; NOSCRIPT means the script did not run, so
+//! the call is sent again, as EVAL with the source, which runs it whatever the cache
+//! holds (or, if the ACL forbids EVAL, after a SCRIPT LOAD, for as long as the server
+//! keeps flushing; the transport's timeout bounds that loop). Transports load every script on a new
+//! connection before using it ([`load_all`]), so NOSCRIPT only follows a SCRIPT FLUSH.
 
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, ToRedisArgs, Value};
@@ -38,6 +38,21 @@ impl Script {
     }
 }
 
+/// Loads `scripts` on `conn` in one round trip (a pipeline of SCRIPT LOAD).
+pub(crate) async fn load_all<C: ConnectionLike + Send>(
+    conn: &mut C,
+    scripts: &[&'static Script],
+) -> RedisResult<()> {
+    if scripts.is_empty() {
+        return Ok(());
+    }
+    let mut pipe = redis::pipe();
+    for s in scripts {
+        pipe.cmd("SCRIPT").arg("LOAD").arg(s.source).ignore();
+    }
+    pipe.query_async::<()>(conn).await
+}
+
 /// One call of a [`Script`].
 pub(crate) struct Invocation {
     script: &'static Script,
@@ -65,8 +80,17 @@ impl Invocation {
     }
 
     fn evalsha(&self) -> redis::Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(&self.script.hash).arg(self.keys.len());
+        self.command("EVALSHA", &self.script.hash)
+    }
+
+    /// `EVAL source ...`: runs the script without needing it cached (and caches it).
+    fn eval(&self) -> redis::Cmd {
+        self.command("EVAL", self.script.source)
+    }
+
+    fn command(&self, name: &str, script: &str) -> redis::Cmd {
+        let mut cmd = redis::cmd(name);
+        cmd.arg(script).arg(self.keys.len());
         for k in &self.keys {
             cmd.arg(k.as_slice());
         }
@@ -76,20 +100,31 @@ impl Invocation {
         cmd
     }
 
-    /// Runs the call on `conn`: EVALSHA, and on NOSCRIPT a SCRIPT LOAD and EVALSHA again.
+    /// Runs the call on `conn`: EVALSHA; on NOSCRIPT (the script did not run), EVAL
+    /// with the source, which cannot meet NOSCRIPT however often the server flushes.
+    /// A user whose ACL forbids EVAL gets SCRIPT LOAD and EVALSHA again instead, for as
+    /// long as the server keeps flushing (at most [`MAX_RELOADS`] times).
     pub(crate) async fn run<C: ConnectionLike + Send>(&self, conn: &mut C) -> RedisResult<Value> {
         let evalsha = self.evalsha();
+        let first = evalsha.query_async::<Value>(conn).await;
+        match first {
+            Err(e) if is_noscript(&e) => {}
+            other => return other,
+        }
+        match self.eval().query_async::<Value>(conn).await {
+            Err(e) if e.code() == Some("NOPERM") => {}
+            other => return other,
+        }
         let mut reloads = 0;
         loop {
+            redis::cmd("SCRIPT")
+                .arg("LOAD")
+                .arg(self.script.source)
+                .query_async::<()>(conn)
+                .await?;
+            reloads += 1;
             match evalsha.query_async::<Value>(conn).await {
-                Err(e) if is_noscript(&e) && reloads < MAX_RELOADS => {
-                    reloads += 1;
-                    redis::cmd("SCRIPT")
-                        .arg("LOAD")
-                        .arg(self.script.source)
-                        .query_async::<()>(conn)
-                        .await?;
-                }
+                Err(e) if is_noscript(&e) && reloads < MAX_RELOADS => {}
                 other => return other,
             }
         }

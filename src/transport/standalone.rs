@@ -14,15 +14,26 @@
 //!    the multiplexed connection.
 //! 4. [`Lane::Lock`] is slot 0, one ordered connection; [`Lane::Side`] spreads over
 //!    the other slots (see [`Lane`]).
+//! 5. Lock-lane requests are written in the order they were sent, also when the slot
+//!    must first be refilled: a FIFO ticket is held from the start of a send until its
+//!    request is written (the first poll of the connection's call). Without it, a
+//!    request that waits for a fresh connection could be overtaken by a later one (a
+//!    release overtaking the acquire it undoes would leave a grant behind).
+//! 6. Every new connection loads all scripts before its first request, so a call never
+//!    meets NOSCRIPT after a restart or on a fresh server; its reload would be sent
+//!    after requests written meanwhile, reordering them (issue 11.7).
 
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use deadpool_redis::{Connection as Pooled, Manager, Pool};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Value};
 
-use super::{BoxFuture, Lane, Request, Transport};
+use super::script::load_all;
+use super::{BoxFuture, Lane, Request, Script, Transport};
 use crate::error::{Error, Result};
 use crate::telemetry;
 
@@ -42,6 +53,10 @@ pub(crate) struct Standalone {
     next: AtomicUsize,
     timeout: Duration,
     connect_timeout: Duration,
+    /// Loaded on every new connection (invariant 6).
+    scripts: Vec<&'static Script>,
+    /// The FIFO ticket of lock-lane writes (invariant 5).
+    order: tokio::sync::Mutex<()>,
 }
 
 impl Standalone {
@@ -52,6 +67,7 @@ impl Standalone {
         pool_size: usize,
         timeout: Duration,
         connect_timeout: Duration,
+        scripts: Vec<&'static Script>,
     ) -> Result<Self> {
         let addr = info.addr().to_string();
         let redis_err = |source| Error::Redis {
@@ -75,6 +91,8 @@ impl Standalone {
             next: AtomicUsize::new(0),
             timeout,
             connect_timeout,
+            scripts,
+            order: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -105,7 +123,12 @@ impl Standalone {
             deadpool_redis::PoolError::Backend(source) => self.err(source),
             other => Error::Config(format!("master {}: pool: {other}", self.addr)),
         })?;
-        let conn = (*pooled).clone();
+        let mut conn = (*pooled).clone();
+        // Invariant 6. A connection that cannot load them is not kept.
+        if let Err(e) = load_all(&mut conn, &self.scripts).await {
+            drop(Pooled::take(pooled));
+            return Err(self.err(e));
+        }
         *slot.conn.lock() = Some(pooled);
         Ok(conn)
     }
@@ -131,11 +154,27 @@ impl Standalone {
 
     async fn send_on(&self, lane: Lane, timeout: Duration, request: Request<'_>) -> Result<Value> {
         let work = async {
+            // Invariant 5: the ticket is taken in the first poll, in send order.
+            let ticket = match lane {
+                Lane::Lock => Some(self.order.lock().await),
+                Lane::Side => None,
+            };
             let mut conn = self.conn(self.slot(lane)).await?;
-            let reply = match request {
-                Request::Eval(inv) => inv.run(&mut conn).await,
-                Request::Cmd(cmd) => cmd.query_async(&mut conn).await,
-                Request::Pipe(pipe) => pipe.query_async(&mut conn).await,
+            let call = async {
+                match request {
+                    Request::Eval(inv) => inv.run(&mut conn).await,
+                    Request::Cmd(cmd) => cmd.query_async(&mut conn).await,
+                    Request::Pipe(pipe) => pipe.query_async(&mut conn).await,
+                }
+            };
+            let mut call = std::pin::pin!(call);
+            // The first poll writes the request to the connection; then the next
+            // request may go.
+            let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+            drop(ticket);
+            let reply = match first {
+                Poll::Ready(reply) => reply,
+                Poll::Pending => call.await,
             };
             reply.map_err(|e| {
                 if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
