@@ -6,6 +6,22 @@ use std::time::Duration;
 ///
 /// Contention is not an error: `try_lock` returns `Ok(None)` when the wait runs out.
 /// Messages are lowercase and name the stage, the lock and the master involved.
+///
+/// # Examples
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+/// # fn main() { doc_redis::run(|url| async move {
+/// use redlatch::{Client, Config, Error};
+/// let client = Client::connect(Config::single(url.clone())).await?;
+/// // Some other program stored a string under the name:
+/// let mut admin = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+/// redis::cmd("SET").arg("orders:42").arg("shipped").exec(&mut admin).unwrap();
+/// match client.lock("orders:42").lock().await {
+///     Err(Error::WrongType { name, .. }) => assert_eq!(name, "orders:42"),
+///     other => panic!("expected WrongType, got {other:?}"),
+/// }
+/// # Ok(()) }) }
+/// ```
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -87,6 +103,22 @@ pub enum Error {
 
 impl Error {
     /// True for [`Error::Timeout`], and for a quorum failure caused by one.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// // A "master" that accepts connections but never answers:
+    /// let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let config = Config::single(format!("redis://{}", hung.local_addr().unwrap()))
+    ///     .connect_timeout(Duration::from_millis(100));
+    /// let err = Client::connect(config).await.unwrap_err();
+    /// assert!(err.is_timeout());
+    /// assert!(err.is_unavailable());
+    /// # }
+    /// ```
     pub fn is_timeout(&self) -> bool {
         match self {
             Error::Timeout { .. } => true,
@@ -99,16 +131,63 @@ impl Error {
     }
 
     /// True when a release found the lock no longer held by its holder.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// lock.force_unlock().await?; // or the lease ran out
+    /// let err = guard.unlock().await.unwrap_err();
+    /// assert!(err.is_not_held());
+    /// assert!(!err.is_unavailable()); // retrying cannot help
+    /// # Ok(()) }) }
+    /// ```
     pub fn is_not_held(&self) -> bool {
         matches!(self, Error::NotHeld { .. })
     }
 
     /// True for [`Error::NoQuorum`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// // Two addresses where no master runs (ports taken, then freed):
+    /// let taken = [(); 2].map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+    /// let [down1, down2] = taken.each_ref().map(|l| format!("redis://{}", l.local_addr().unwrap()));
+    /// drop(taken);
+    /// let config = Config::redlock([url, down1, down2]);
+    /// let err = Client::connect(config).await.unwrap_err(); // 1 of 3 answers, 2 are needed
+    /// assert!(err.is_no_quorum());
+    /// assert!(matches!(err, redlatch::Error::NoQuorum { acquired: 1, needed: 2, .. }));
+    /// # Ok(()) }) }
+    /// ```
     pub fn is_no_quorum(&self) -> bool {
         matches!(self, Error::NoQuorum { .. })
     }
 
     /// True when a master could not be reached or did not answer: worth retrying later.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use redlatch::{Client, Config};
+    /// // The address of a master that is not running:
+    /// let down = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    /// let err = Client::connect(Config::single(format!("redis://{down}"))).await.unwrap_err();
+    /// assert!(err.is_unavailable()); // worth retrying later
+    /// assert!(!err.is_timeout()); // refused at once
+    ///
+    /// let err = Client::connect(Config::single("http://example.com")).await.unwrap_err();
+    /// assert!(!err.is_unavailable()); // a bad configuration stays bad
+    /// # }
+    /// ```
     pub fn is_unavailable(&self) -> bool {
         match self {
             Error::Timeout { .. } | Error::NoQuorum { .. } => true,

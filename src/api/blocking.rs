@@ -8,17 +8,19 @@
 //! calling **thread**, as in Redisson's `RLock`: nested `lock()` calls on one thread
 //! re-enter, other threads wait.
 //!
-//! ```no_run
+//! ```
+//! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+//! # fn main() { doc_redis::run_blocking(|url| {
 //! use redlatch::blocking::Client;
 //! use redlatch::Config;
 //!
-//! # fn main() -> redlatch::Result<()> {
-//! let client = Client::connect(Config::single("redis://127.0.0.1:6379"))?;
+//! let client = Client::connect(Config::single(url))?;
 //! let lock = client.lock("billing-run");
 //! let guard = lock.lock()?;
 //! // ... critical section; the watchdog keeps the lease meanwhile ...
 //! drop(guard); // released here, before `drop` returns
-//! # Ok(()) }
+//! assert!(!lock.is_locked()?);
+//! # Ok(()) }) }
 //! ```
 //!
 //! # Panics
@@ -91,6 +93,17 @@ impl Client {
     ///
     /// # Panics
     /// Inside an async runtime.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// assert_eq!(client.masters().len(), 1);
+    /// # Ok(()) }) }
+    /// ```
     pub fn connect(config: Config) -> Result<Client> {
         let rt = Runtime::start()?;
         let inner = rt.block_on(crate::Client::connect(config))?;
@@ -98,16 +111,63 @@ impl Client {
     }
 
     /// A reentrant, non-fair lock (Redisson `RLock`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock.lock()?;
+    /// let nested = lock.lock()?; // the same thread re-enters
+    /// assert_eq!(lock.hold_count()?, 2);
+    /// nested.unlock()?;
+    /// guard.unlock()?;
+    /// assert!(!lock.is_locked()?);
+    /// # Ok(()) }) }
+    /// ```
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         self.wrap(self.inner.lock(name))
     }
 
     /// A reentrant FIFO lock (Redisson `RFairLock`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use std::time::Duration;
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.fair_lock("queue:payments");
+    /// assert_eq!(lock.kind(), redlatch::Kind::Fair);
+    /// let guard = lock.try_lock(Duration::from_millis(100))?.expect("free");
+    /// assert!(lock.is_held_by_current_thread()?);
+    /// guard.unlock()?;
+    /// # Ok(()) }) }
+    /// ```
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
         self.wrap(self.inner.fair_lock(name))
     }
 
     /// A reentrant lock whose guards carry a fencing token (Redisson `RFencedLock`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.fenced_lock("ledger");
+    /// let t1 = lock.lock()?.fencing_token().expect("a fenced lock's guard has a token");
+    /// let t2 = lock.lock()?.fencing_token().unwrap();
+    /// assert!(t2 > t1); // storage rejects writes tagged t1 now
+    /// # Ok(()) }) }
+    /// ```
     pub fn fenced_lock(&self, name: impl Into<String>) -> Lock {
         self.wrap(self.inner.fenced_lock(name))
     }
@@ -120,26 +180,94 @@ impl Client {
     }
 
     /// The async client underneath, to share its connections with async code.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let _guard = client.lock("orders:42").lock()?;
+    /// // Async code of the same program shares the connections and the watchdog:
+    /// let async_client = client.as_async().clone();
+    /// let rt = tokio::runtime::Runtime::new().unwrap();
+    /// let locked = rt.block_on(async move { async_client.lock("orders:42").is_locked().await })?;
+    /// assert!(locked);
+    /// assert_eq!(client.as_async().id(), client.id());
+    /// # Ok(()) }) }
+    /// ```
     pub fn as_async(&self) -> &crate::Client {
         &self.inner
     }
 
     /// This client's UUID: the first half of every holder id it uses.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let guard = client.lock("billing-run").lock()?;
+    /// assert!(guard.holder().starts_with(&format!("{}:", client.id())));
+    /// # Ok(()) }) }
+    /// ```
     pub fn id(&self) -> uuid::Uuid {
         self.inner.id()
     }
 
     /// The configuration the client was built with.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url.clone()).pool_size(4))?;
+    /// assert_eq!(client.config().urls(), [url]);
+    /// assert_eq!(client.config().connections_per_master(), 4);
+    /// # Ok(()) }) }
+    /// ```
     pub fn config(&self) -> &Config {
         self.inner.config()
     }
 
     /// Addresses (`host:port`) of the masters, in configuration order.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url.clone()))?;
+    /// assert_eq!(client.masters(), [url.trim_start_matches("redis://")]);
+    /// # Ok(()) }) }
+    /// ```
     pub fn masters(&self) -> Vec<String> {
         self.inner.masters()
     }
 
     /// Locks this client currently holds (distinct name and holder pairs).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// assert_eq!(client.held_locks(), 0);
+    /// let a = client.lock("billing:1").lock()?;
+    /// let _b = client.lock("billing:2").lock()?;
+    /// assert_eq!(client.held_locks(), 2);
+    /// drop(a); // released before drop returns
+    /// assert_eq!(client.held_locks(), 1);
+    /// # Ok(()) }) }
+    /// ```
     pub fn held_locks(&self) -> usize {
         self.inner.held_locks()
     }
@@ -149,6 +277,24 @@ impl Client {
     ///
     /// # Panics
     /// Inside an async runtime.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use std::time::Duration;
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url.clone()))?;
+    /// let guard = client.lock("nightly-job").lock()?;
+    /// // ... the job ...
+    /// drop(guard); // released before drop returns
+    /// client.close(Duration::from_secs(5)); // stops the watchdog and pub/sub of every clone
+    ///
+    /// let other = Client::connect(Config::single(url))?;
+    /// assert!(!other.lock("nightly-job").is_locked()?);
+    /// # Ok(()) }) }
+    /// ```
     pub fn close(self, timeout: Duration) {
         self.rt.block_on(self.inner.close(timeout));
     }
@@ -171,11 +317,37 @@ pub struct Lock {
 
 impl Lock {
     /// The lock's name (its Redis key).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// assert_eq!(lock.name(), "billing-run");
+    /// # Ok(()) }) }
+    /// ```
     pub fn name(&self) -> &str {
         self.inner.name()
     }
 
     /// Plain, fair or fenced.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::Kind;
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// assert_eq!(client.lock("a").kind(), Kind::Plain);
+    /// assert_eq!(client.fair_lock("b").kind(), Kind::Fair);
+    /// assert_eq!(client.fenced_lock("c").kind(), Kind::Fenced);
+    /// # Ok(()) }) }
+    /// ```
     pub fn kind(&self) -> Kind {
         self.inner.kind()
     }
@@ -191,6 +363,22 @@ impl Lock {
     ///
     /// # Errors
     /// As [`crate::Lock::lock`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock.lock()?;
+    /// assert!(lock.is_held_by_current_thread()?);
+    /// // ... critical section ...
+    /// guard.unlock()?;
+    /// assert!(!lock.is_locked()?);
+    /// # Ok(()) }) }
+    /// ```
     pub fn lock(&self) -> Result<LockGuard> {
         let guard = self.rt.block_on(self.inner.lock())?;
         Ok(self.guard(guard))
@@ -200,6 +388,21 @@ impl Lock {
     ///
     /// # Errors
     /// As [`crate::Lock::lock_with_lease`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use std::time::Duration;
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock.lock_with_lease(Duration::from_secs(10))?;
+    /// assert!(lock.remaining_ttl()?.unwrap() <= Duration::from_secs(10)); // nothing renews it
+    /// guard.unlock()?;
+    /// # Ok(()) }) }
+    /// ```
     pub fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
         let guard = self.rt.block_on(self.inner.lock_with_lease(lease))?;
         Ok(self.guard(guard))
@@ -209,6 +412,27 @@ impl Lock {
     ///
     /// # Errors
     /// As [`crate::Lock::try_lock`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use std::time::Duration;
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock.lock()?;
+    /// std::thread::scope(|s| {
+    ///     // Another thread gives up after 50 ms while the lock is held.
+    ///     let busy = s.spawn(|| lock.try_lock(Duration::from_millis(50))).join().unwrap();
+    ///     assert!(busy.unwrap().is_none());
+    /// });
+    /// drop(guard);
+    /// let other = std::thread::spawn(move || lock.try_lock(Duration::ZERO).map(|g| g.is_some()));
+    /// assert!(other.join().unwrap()?); // free now: taken at once
+    /// # Ok(()) }) }
+    /// ```
     pub fn try_lock(&self, wait: Duration) -> Result<Option<LockGuard>> {
         let guard = self.rt.block_on(self.inner.try_lock(wait))?;
         Ok(guard.map(|g| self.guard(g)))
@@ -218,6 +442,23 @@ impl Lock {
     ///
     /// # Errors
     /// As [`crate::Lock::try_lock_with_lease`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use std::time::Duration;
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock
+    ///     .try_lock_with_lease(Duration::from_millis(100), Duration::from_secs(5))?
+    ///     .expect("the lock is free");
+    /// assert!(lock.remaining_ttl()?.unwrap() <= Duration::from_secs(5));
+    /// guard.unlock()?;
+    /// # Ok(()) }) }
+    /// ```
     pub fn try_lock_with_lease(
         &self,
         wait: Duration,
@@ -231,6 +472,22 @@ impl Lock {
     ///
     /// # Errors
     /// As [`crate::Lock::is_locked`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// assert!(!lock.is_locked()?);
+    /// let guard = lock.lock()?;
+    /// assert!(lock.is_locked()?);
+    /// drop(guard);
+    /// assert!(!lock.is_locked()?);
+    /// # Ok(()) }) }
+    /// ```
     pub fn is_locked(&self) -> Result<bool> {
         self.rt.block_on(self.inner.is_locked())
     }
@@ -239,6 +496,21 @@ impl Lock {
     ///
     /// # Errors
     /// As [`crate::Lock::is_held_by_current_task`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let _guard = lock.lock()?;
+    /// assert!(lock.is_held_by_current_thread()?);
+    /// let elsewhere = std::thread::scope(|s| s.spawn(|| lock.is_held_by_current_thread()).join().unwrap());
+    /// assert!(!elsewhere?); // locked, but not by that thread
+    /// # Ok(()) }) }
+    /// ```
     pub fn is_held_by_current_thread(&self) -> Result<bool> {
         self.rt.block_on(self.inner.is_held_by_current_task())
     }
@@ -247,6 +519,24 @@ impl Lock {
     ///
     /// # Errors
     /// As [`crate::Lock::hold_count`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// assert_eq!(lock.hold_count()?, 0);
+    /// let outer = lock.lock()?;
+    /// let inner = lock.lock()?;
+    /// assert_eq!(lock.hold_count()?, 2);
+    /// drop(inner);
+    /// assert_eq!(lock.hold_count()?, 1);
+    /// drop(outer);
+    /// # Ok(()) }) }
+    /// ```
     pub fn hold_count(&self) -> Result<u32> {
         self.rt.block_on(self.inner.hold_count())
     }
@@ -255,6 +545,22 @@ impl Lock {
     ///
     /// # Errors
     /// As [`crate::Lock::remaining_ttl`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use std::time::Duration;
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// assert_eq!(lock.remaining_ttl()?, None); // free
+    /// let _guard = lock.lock_with_lease(Duration::from_secs(5))?;
+    /// let ttl = lock.remaining_ttl()?.expect("held");
+    /// assert!(ttl > Duration::ZERO && ttl <= Duration::from_secs(5));
+    /// # Ok(()) }) }
+    /// ```
     pub fn remaining_ttl(&self) -> Result<Option<Duration>> {
         self.rt.block_on(self.inner.remaining_ttl())
     }
@@ -263,6 +569,22 @@ impl Lock {
     ///
     /// # Errors
     /// As [`crate::Lock::force_unlock`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock.lock()?;
+    /// assert!(lock.force_unlock()?); // deleted, whoever held it
+    /// assert!(!lock.is_locked()?);
+    /// assert!(guard.is_lost()); // this client's guard knows
+    /// assert!(!lock.force_unlock()?); // nothing left to delete
+    /// # Ok(()) }) }
+    /// ```
     pub fn force_unlock(&self) -> Result<bool> {
         self.rt.block_on(self.inner.force_unlock())
     }
@@ -271,6 +593,24 @@ impl Lock {
     ///
     /// # Errors
     /// As [`crate::Lock::status`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock.lock()?;
+    /// let status = lock.status()?;
+    /// assert_eq!(status.len(), 1); // one entry per master
+    /// assert_eq!(status[0].key_type, "hash");
+    /// assert_eq!(status[0].holders, [(guard.holder().to_string(), 1)]);
+    /// drop(guard);
+    /// assert_eq!(lock.status()?[0].key_type, "none");
+    /// # Ok(()) }) }
+    /// ```
     pub fn status(&self) -> Result<Vec<MasterStatus>> {
         self.rt.block_on(self.inner.status())
     }
@@ -298,32 +638,127 @@ impl LockGuard {
     }
 
     /// The lock's name.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let guard = client.lock("billing-run").lock()?;
+    /// assert_eq!(guard.name(), "billing-run");
+    /// # Ok(()) }) }
+    /// ```
     pub fn name(&self) -> &str {
         self.get().name()
     }
 
     /// The holder id (`"{client_uuid}:{thread}"`) this hold was taken with.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock.lock()?;
+    /// assert!(guard.holder().starts_with(&format!("{}:", client.id())));
+    /// assert_eq!(lock.status()?[0].holders[0].0, guard.holder()); // the field in Redis
+    /// // Another thread holds with another id.
+    /// let other = std::thread::scope(|s| {
+    ///     s.spawn(|| client.lock("billing-other").lock().map(|g| g.holder().to_string())).join().unwrap()
+    /// })?;
+    /// assert_ne!(other, guard.holder());
+    /// # Ok(()) }) }
+    /// ```
     pub fn holder(&self) -> &str {
         self.get().holder()
     }
 
     /// The fencing token of a fenced lock; `None` for other locks.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let first = client.fenced_lock("ledger").lock()?;
+    /// let t1 = first.fencing_token().expect("fenced");
+    /// drop(first);
+    /// let second = client.fenced_lock("ledger").lock()?;
+    /// assert!(second.fencing_token().unwrap() > t1);
+    /// assert_eq!(client.lock("billing-run").lock()?.fencing_token(), None);
+    /// # Ok(()) }) }
+    /// ```
     pub fn fencing_token(&self) -> Option<u64> {
         self.get().fencing_token()
     }
 
     /// True once the lock is known to be lost (see [`crate::LockGuard::lost`]).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock.lock()?;
+    /// for _batch in 0..3 {
+    ///     assert!(!guard.is_lost()); // check between batches of work
+    ///     // ... one batch ...
+    /// }
+    /// lock.force_unlock()?; // an operator breaks the lock
+    /// assert!(guard.is_lost());
+    /// # Ok(()) }) }
+    /// ```
     pub fn is_lost(&self) -> bool {
         self.get().lost().is_cancelled()
     }
 
     /// Cancelled when the lock is known to be lost; wait on it from async code, or
     /// check [`is_lost`](Self::is_lost).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock.lock()?;
+    /// let lost = guard.lost(); // a CancellationToken: clone it into async code
+    /// assert!(!lost.is_cancelled());
+    /// lock.force_unlock()?;
+    /// assert!(lost.is_cancelled());
+    /// # Ok(()) }) }
+    /// ```
     pub fn lost(&self) -> CancellationToken {
         self.get().lost()
     }
 
     /// How long the lock was valid for when acquired (see [`crate::LockGuard::validity`]).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use std::time::Duration;
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let guard = client.lock("billing-run").lock_with_lease(Duration::from_secs(2))?;
+    /// // lease − elapsed − drift (2 s × 0.01 + 2 ms): at most 1978 ms.
+    /// assert!(guard.validity() <= Duration::from_millis(1978));
+    /// # Ok(()) }) }
+    /// ```
     pub fn validity(&self) -> Duration {
         self.get().validity()
     }
@@ -335,6 +770,24 @@ impl LockGuard {
     ///
     /// # Panics
     /// Inside an async runtime.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.lock("billing-run");
+    /// let guard = lock.lock()?;
+    /// guard.unlock()?; // released; errors are reported, unlike a drop
+    /// assert!(!lock.is_locked()?);
+    ///
+    /// let guard = lock.lock()?;
+    /// lock.force_unlock()?;
+    /// assert!(guard.unlock().unwrap_err().is_not_held());
+    /// # Ok(()) }) }
+    /// ```
     pub fn unlock(mut self) -> Result<()> {
         let inner = self
             .inner

@@ -99,32 +99,111 @@ impl Client {
 
     /// A reentrant, non-fair lock (Redisson `RLock`). Nothing is sent to Redis yet; the
     /// name is checked by each operation.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// let nested = lock.lock().await?; // the same task re-enters
+    /// assert_eq!(lock.hold_count().await?, 2);
+    /// nested.unlock().await?;
+    /// guard.unlock().await?;
+    /// assert!(!lock.is_locked().await?);
+    /// # Ok(()) }) }
+    /// ```
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Plain)
     }
 
     /// A reentrant FIFO lock (Redisson `RFairLock`): waiters queue in Redis and a release
     /// wakes only the next one.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config, Kind};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.fair_lock("queue:payments");
+    /// assert_eq!(lock.kind(), Kind::Fair);
+    /// let guard = lock.try_lock(Duration::from_millis(100)).await?.expect("free");
+    /// assert!(lock.is_held_by_current_task().await?);
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Fair)
     }
 
     /// A reentrant lock whose guards carry a fencing token (Redisson `RFencedLock`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.fenced_lock("ledger");
+    /// let first = lock.lock().await?;
+    /// let t1 = first.fencing_token().expect("a fenced lock's guard has a token");
+    /// first.unlock().await?;
+    /// let second = lock.lock().await?;
+    /// assert!(second.fencing_token().unwrap() > t1); // storage rejects writes tagged t1 now
+    /// # Ok(()) }) }
+    /// ```
     pub fn fenced_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Fenced)
     }
 
     /// This client's UUID: the first half of every holder id it uses.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let guard = client.lock("orders:42").lock().await?;
+    /// assert!(guard.holder().starts_with(&format!("{}:", client.id())));
+    /// assert_ne!(client.id(), Client::connect(client.config().clone()).await?.id());
+    /// # Ok(()) }) }
+    /// ```
     pub fn id(&self) -> Uuid {
         self.engine.id
     }
 
     /// The configuration the client was built with.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url.clone()).pool_size(4)).await?;
+    /// assert_eq!(client.config().urls(), [url]);
+    /// assert_eq!(client.config().connections_per_master(), 4);
+    /// # Ok(()) }) }
+    /// ```
     pub fn config(&self) -> &Config {
         &self.config
     }
 
     /// Addresses (`host:port`) of the masters, in configuration order.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url.clone())).await?;
+    /// assert_eq!(client.masters(), [url.trim_start_matches("redis://")]);
+    /// # Ok(()) }) }
+    /// ```
     pub fn masters(&self) -> Vec<String> {
         self.engine
             .masters
@@ -134,16 +213,70 @@ impl Client {
     }
 
     /// Masters needed for a majority (N/2+1).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// assert_eq!(client.quorum(), 1); // single mode: the one master decides
+    /// assert_eq!(client.quorum(), client.config().quorum());
+    /// # Ok(()) }) }
+    /// ```
     pub fn quorum(&self) -> usize {
         self.engine.quorum
     }
 
     /// Locks this client currently holds (distinct name and holder pairs).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// assert_eq!(client.held_locks(), 0);
+    /// let a = client.lock("orders:1").lock().await?;
+    /// let a2 = client.lock("orders:1").lock().await?; // re-entered: still one hold
+    /// let _b = client.lock("orders:2").lock().await?;
+    /// assert_eq!(client.held_locks(), 2);
+    /// a2.unlock().await?;
+    /// a.unlock().await?;
+    /// assert_eq!(client.held_locks(), 1);
+    /// # Ok(()) }) }
+    /// ```
     pub fn held_locks(&self) -> usize {
         self.engine.holds.len()
     }
 
     /// Pub/sub channels this client is currently subscribed to for its waiters.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// assert_eq!(client.subscriptions(), 0);
+    /// // Another task waits: it subscribes to the lock's channel for the unlock message.
+    /// let waiter = tokio::spawn({
+    ///     let lock = lock.clone();
+    ///     async move { lock.try_lock(Duration::from_secs(10)).await }
+    /// });
+    /// while client.subscriptions() == 0 {
+    ///     tokio::time::sleep(Duration::from_millis(5)).await;
+    /// }
+    /// assert_eq!(client.subscriptions(), 1);
+    /// guard.unlock().await?; // wakes the waiter
+    /// let taken = waiter.await.unwrap()?.expect("acquired after the unlock");
+    /// assert_eq!(client.subscriptions(), 0);
+    /// # drop(taken);
+    /// # Ok(()) }) }
+    /// ```
     pub fn subscriptions(&self) -> usize {
         self.engine.pubsub.channel_count()
     }
@@ -159,11 +292,48 @@ impl Client {
     ///
     /// # Cancel safety
     /// Dropping the future before it finishes leaves the client running.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url.clone())).await?;
+    /// let guard = client.lock("nightly-job").lock().await?;
+    /// // ... the job ...
+    /// drop(guard); // released by a background task
+    /// client.close(Duration::from_secs(5)).await; // which close waits for
+    ///
+    /// let other = Client::connect(Config::single(url)).await?;
+    /// assert!(!other.lock("nightly-job").is_locked().await?);
+    /// # Ok(()) }) }
+    /// ```
     pub async fn close(self, timeout: Duration) {
         self.engine.shut_down(timeout).await;
     }
 
     /// Runs one watchdog round now instead of waiting for the next tick.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let config = Config::single(url.clone()).watchdog_timeout(Duration::from_millis(1800));
+    /// let client = Client::connect(config).await?;
+    /// let lock = client.lock("orders:42");
+    /// let _guard = lock.lock().await?;
+    /// // A round skips holds renewed less than timeout/6 (here 300 ms) ago.
+    /// tokio::time::sleep(Duration::from_millis(300)).await;
+    /// // Someone cut the lease short to 1 s:
+    /// let mut admin = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    /// redis::cmd("PEXPIRE").arg("orders:42").arg(1000).exec(&mut admin).unwrap();
+    /// client.renew_now().await;
+    /// assert!(lock.remaining_ttl().await?.unwrap() > Duration::from_secs(1)); // 1.8 s again
+    /// # Ok(()) }) }
+    /// ```
     pub async fn renew_now(&self) {
         crate::engine::watchdog::renew_all(&self.engine).await;
     }

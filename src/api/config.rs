@@ -32,12 +32,36 @@ pub struct Config {
 
 impl Config {
     /// One Redis master. `master_timeout` defaults to 1 s in this mode.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use redlatch::Config;
+    /// let config = Config::single("redis://127.0.0.1:7000");
+    /// assert_eq!(config.urls(), ["redis://127.0.0.1:7000"]);
+    /// assert_eq!(config.quorum(), 1);
+    /// assert_eq!(config.effective_master_timeout(), Duration::from_secs(1));
+    /// ```
     pub fn single(url: impl Into<String>) -> Self {
         Self::with_urls(vec![url.into()], Duration::from_secs(1))
     }
 
     /// Redlock over N independent masters (not replicas of each other), quorum N/2+1.
     /// `master_timeout` defaults to 50 ms in this mode.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use redlatch::Config;
+    /// let config = Config::redlock([
+    ///     "redis://10.0.0.1:7000",
+    ///     "redis://10.0.0.2:7000",
+    ///     "redis://10.0.0.3:7000",
+    /// ]);
+    /// assert_eq!(config.urls().len(), 3);
+    /// assert_eq!(config.quorum(), 2);
+    /// assert_eq!(config.effective_master_timeout(), Duration::from_millis(50));
+    /// ```
     pub fn redlock<I, S>(urls: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -52,6 +76,19 @@ impl Config {
     ///
     /// # Errors
     /// [`Error::Config`] when the variable is unset or empty.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::{Config, ENV_VAR};
+    /// std::env::set_var(ENV_VAR, "redis://10.0.0.1:7000,redis://10.0.0.2:7000,redis://10.0.0.3:7000");
+    /// let config = Config::from_env()?;
+    /// assert_eq!(config.urls().len(), 3); // a list: Redlock
+    /// assert_eq!(config.quorum(), 2);
+    ///
+    /// std::env::remove_var(ENV_VAR);
+    /// assert!(matches!(Config::from_env(), Err(redlatch::Error::Config(_))));
+    /// # Ok::<(), redlatch::Error>(())
+    /// ```
     pub fn from_env() -> Result<Self> {
         let raw =
             std::env::var(ENV_VAR).map_err(|_| Error::Config(format!("{ENV_VAR} is not set")))?;
@@ -62,6 +99,17 @@ impl Config {
     ///
     /// # Errors
     /// [`Error::Config`] when the list is empty.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::{Config, Error};
+    /// let config = Config::from_list(" redis://10.0.0.1:7000 , redis://10.0.0.2:7000, redis://10.0.0.3:7000 ")?;
+    /// assert_eq!(config.urls()[0], "redis://10.0.0.1:7000"); // entries are trimmed
+    /// assert_eq!(config.quorum(), 2);
+    /// assert_eq!(Config::from_list("redis://127.0.0.1:7000")?.quorum(), 1); // one URL: single mode
+    /// assert!(matches!(Config::from_list(" , "), Err(Error::Config(_))));
+    /// # Ok::<(), Error>(())
+    /// ```
     pub fn from_list(raw: &str) -> Result<Self> {
         let urls: Vec<&str> = raw
             .split(',')
@@ -92,6 +140,21 @@ impl Config {
 
     /// Lease used when no explicit lease is given; the watchdog renews it every
     /// timeout/3 while a guard lives. Default 30 s (Redisson's `lockWatchdogTimeout`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let config = Config::single(url).watchdog_timeout(Duration::from_secs(3));
+    /// let client = Client::connect(config).await?;
+    /// let lock = client.lock("reports:daily");
+    /// let _guard = lock.lock().await?; // no lease given: the watchdog's 3 s, renewed every 1 s
+    /// let ttl = lock.remaining_ttl().await?.expect("a lease");
+    /// assert!(ttl <= Duration::from_secs(3));
+    /// # Ok(()) }) }
+    /// ```
     pub fn watchdog_timeout(mut self, timeout: Duration) -> Self {
         self.watchdog_timeout = timeout;
         self
@@ -99,6 +162,20 @@ impl Config {
 
     /// Clock drift allowed for, as a fraction of the lease; 2 ms are added on top.
     /// Default 0.01.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url).drift_factor(0.1)).await?;
+    /// let guard = client.lock("reports:daily").lock_with_lease(Duration::from_secs(1)).await?;
+    /// // validity = lease − elapsed − (lease × 0.1 + 2 ms)
+    /// assert!(guard.validity() <= Duration::from_millis(898));
+    /// assert!(guard.validity() > Duration::ZERO);
+    /// # Ok(()) }) }
+    /// ```
     pub fn drift_factor(mut self, factor: f64) -> Self {
         self.drift_factor = factor;
         self
@@ -107,6 +184,15 @@ impl Config {
     /// Per-master timeout of every command (acquire, release, renew, queries). Default
     /// 50 ms in Redlock mode, 1 s in single mode (at most a third of the watchdog
     /// timeout either way). Keep it small compared to the lease.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use redlatch::Config;
+    /// let config = Config::redlock(["redis://10.0.0.1:7000", "redis://10.0.0.2:7000", "redis://10.0.0.3:7000"])
+    ///     .master_timeout(Duration::from_millis(200));
+    /// assert_eq!(config.effective_master_timeout(), Duration::from_millis(200));
+    /// ```
     pub fn master_timeout(mut self, timeout: Duration) -> Self {
         self.master_timeout = Some(timeout);
         self
@@ -114,6 +200,20 @@ impl Config {
 
     /// The master timeout in force: the one set, or the mode's default capped at a
     /// third of the watchdog timeout.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use redlatch::Config;
+    /// let single = Config::single("redis://127.0.0.1:7000");
+    /// assert_eq!(single.effective_master_timeout(), Duration::from_secs(1));
+    /// // The default is capped at a third of the watchdog timeout...
+    /// let short = single.watchdog_timeout(Duration::from_millis(600));
+    /// assert_eq!(short.effective_master_timeout(), Duration::from_millis(200));
+    /// // ...a value set explicitly is used as it is.
+    /// let set = short.master_timeout(Duration::from_millis(20));
+    /// assert_eq!(set.effective_master_timeout(), Duration::from_millis(20));
+    /// ```
     pub fn effective_master_timeout(&self) -> Duration {
         self.master_timeout
             .unwrap_or_else(|| self.default_master_timeout.min(self.watchdog_timeout / 3))
@@ -122,12 +222,41 @@ impl Config {
     /// Upper bound of the random back-off before retrying an attempt that failed for
     /// lack of a majority or because masters were unreachable. Default 50 ms.
     /// Never added to a wake-up by an unlock message.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url).retry_jitter(Duration::from_millis(10))).await?;
+    /// let guard = client.lock("reports:daily").try_lock(Duration::from_millis(100)).await?;
+    /// assert!(guard.is_some());
+    /// # Ok(()) }) }
+    /// ```
     pub fn retry_jitter(mut self, jitter: Duration) -> Self {
         self.retry_jitter = jitter;
         self
     }
 
     /// Time allowed to open a connection to a master. Default 2 s.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::{Duration, Instant};
+    /// use redlatch::{Client, Config};
+    /// // A "master" that accepts connections but never answers.
+    /// let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let config = Config::single(format!("redis://{}", hung.local_addr().unwrap()))
+    ///     .connect_timeout(Duration::from_millis(100));
+    /// let started = Instant::now();
+    /// let err = Client::connect(config).await.unwrap_err();
+    /// assert!(err.is_timeout());
+    /// assert!(started.elapsed() < Duration::from_secs(2)); // not the default 2 s
+    /// # Ok(()) }) }
+    /// ```
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -135,6 +264,17 @@ impl Config {
 
     /// Multiplexed command connections per master (each pipelines many requests).
     /// One pub/sub connection per master comes on top. Default 2.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url).pool_size(4)).await?;
+    /// assert_eq!(client.config().connections_per_master(), 4);
+    /// assert!(client.lock("reports:daily").try_lock(std::time::Duration::ZERO).await?.is_some());
+    /// # Ok(()) }) }
+    /// ```
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size;
         self
@@ -142,6 +282,22 @@ impl Config {
 
     /// Fair lock: a waiter that stops refreshing its queue entry (it crashed) is evicted
     /// after this long. Live waiters refresh every third of it. Default 5 s.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config, Error};
+    /// let config = Config::single(&url).fair_stale_timeout(Duration::from_secs(1));
+    /// let client = Client::connect(config).await?;
+    /// let guard = client.fair_lock("queue:payments").try_lock(Duration::from_millis(100)).await?;
+    /// assert!(guard.is_some());
+    /// // Below 30 ms it is refused.
+    /// let too_short = Config::single(&url).fair_stale_timeout(Duration::from_millis(5));
+    /// assert!(matches!(Client::connect(too_short).await, Err(Error::Config(_))));
+    /// # Ok(()) }) }
+    /// ```
     pub fn fair_stale_timeout(mut self, timeout: Duration) -> Self {
         self.fair_stale_timeout = timeout;
         self
@@ -149,23 +305,67 @@ impl Config {
 
     /// How long `lock()` keeps retrying while no majority of masters answers at all
     /// before it returns the error. Default: the watchdog timeout.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::{Duration, Instant};
+    /// use redlatch::{Client, Config};
+    /// let config = Config::single(&url)
+    ///     .master_timeout(Duration::from_millis(50))
+    ///     .unavailable_timeout(Duration::from_millis(200));
+    /// let client = Client::connect(config).await?;
+    /// // The master stops answering for 5 s (a stand-in for a hung or unreachable master):
+    /// let mut admin = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    /// redis::cmd("CLIENT").arg("PAUSE").arg(5000).arg("ALL").exec(&mut admin).unwrap();
+    /// let started = Instant::now();
+    /// let err = client.lock("reports:daily").lock().await.unwrap_err();
+    /// assert!(err.is_unavailable());
+    /// assert!(started.elapsed() < Duration::from_secs(5)); // gave up after about 200 ms
+    /// # Ok(()) }) }
+    /// ```
     pub fn unavailable_timeout(mut self, timeout: Duration) -> Self {
         self.unavailable_timeout = Some(timeout);
         self
     }
 
     /// The configured URLs.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::Config;
+    /// let config = Config::from_list("redis://10.0.0.1:7000,redis://10.0.0.2:7000,redis://10.0.0.3:7000")?;
+    /// assert_eq!(config.urls()[1], "redis://10.0.0.2:7000");
+    /// # Ok::<(), redlatch::Error>(())
+    /// ```
     pub fn urls(&self) -> &[String] {
         &self.urls
     }
 
     /// Command connections per master ([`pool_size`](Self::pool_size)); the pub/sub
     /// connection comes on top.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::Config;
+    /// assert_eq!(Config::single("redis://127.0.0.1:7000").connections_per_master(), 2);
+    /// let config = Config::single("redis://127.0.0.1:7000").pool_size(8);
+    /// assert_eq!(config.connections_per_master(), 8);
+    /// ```
     pub fn connections_per_master(&self) -> usize {
         self.pool_size
     }
 
     /// Majority needed: N/2+1.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::Config;
+    /// assert_eq!(Config::single("redis://10.0.0.1:7000").quorum(), 1);
+    /// let five = (1..=5).map(|i| format!("redis://10.0.0.{i}:7000"));
+    /// assert_eq!(Config::redlock(five).quorum(), 3);
+    /// ```
     pub fn quorum(&self) -> usize {
         self.urls.len() / 2 + 1
     }

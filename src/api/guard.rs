@@ -56,11 +56,37 @@ impl LockGuard {
     }
 
     /// The lock's name.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let guard = client.lock("orders:42").lock().await?;
+    /// assert_eq!(guard.name(), "orders:42");
+    /// # Ok(()) }) }
+    /// ```
     pub fn name(&self) -> &str {
         &self.hold.name
     }
 
     /// The holder id (`"{client_uuid}:{n}"`) this hold was taken with.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// assert!(guard.holder().starts_with(&format!("{}:", client.id())));
+    /// // The holder id is the field of the lock's hash in Redis, as with Redisson.
+    /// let status = lock.status().await?;
+    /// assert_eq!(status[0].holders[0].0, guard.holder());
+    /// # Ok(()) }) }
+    /// ```
     pub fn holder(&self) -> &str {
         &self.hold.holder
     }
@@ -68,6 +94,22 @@ impl LockGuard {
     /// The fencing token of a fenced lock (strictly greater than every token handed out
     /// before for this name); `None` for other locks. Pass it to the storage you write
     /// to, and let it reject writes with an older token.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let first = client.fenced_lock("ledger").lock().await?;
+    /// let t1 = first.fencing_token().expect("fenced");
+    /// first.unlock().await?;
+    /// let second = client.fenced_lock("ledger").lock().await?;
+    /// assert!(second.fencing_token().unwrap() > t1);
+    /// // Plain and fair locks carry no token.
+    /// assert_eq!(client.lock("orders:42").lock().await?.fencing_token(), None);
+    /// # Ok(()) }) }
+    /// ```
     pub fn fencing_token(&self) -> Option<u64> {
         self.token
     }
@@ -79,12 +121,49 @@ impl LockGuard {
     /// With an explicit lease (no watchdog) nothing renews the lock, so nothing finds
     /// it lost: the lease simply ends [`validity`](Self::validity) after acquisition.
     /// Bound such work with `tokio::time::timeout(guard.validity(), ...)`.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// let lost = guard.lost();
+    /// let work = tokio::spawn(async move {
+    ///     tokio::select! {
+    ///         _ = lost.cancelled() => "stopped: lock lost",
+    ///         _ = tokio::time::sleep(Duration::from_secs(60)) => "finished",
+    ///     }
+    /// });
+    /// lock.force_unlock().await?; // an operator breaks the lock
+    /// assert_eq!(work.await.unwrap(), "stopped: lock lost");
+    /// assert!(guard.unlock().await.unwrap_err().is_not_held());
+    /// # Ok(()) }) }
+    /// ```
     pub fn lost(&self) -> CancellationToken {
         self.hold.lost.clone()
     }
 
     /// How long the lock was valid for when acquired: lease − elapsed − drift
     /// (Redlock step 4). With the watchdog the lease is extended while the guard lives.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let guard = client.lock("orders:42").lock_with_lease(Duration::from_secs(2)).await?;
+    /// // lease − elapsed − drift (2 s × 0.01 + 2 ms): at most 1978 ms.
+    /// assert!(guard.validity() <= Duration::from_millis(1978));
+    /// let result = tokio::time::timeout(guard.validity(), async { /* bounded work */ 42 }).await;
+    /// assert_eq!(result.ok(), Some(42));
+    /// # Ok(()) }) }
+    /// ```
     pub fn validity(&self) -> Duration {
         self.validity
     }
@@ -100,6 +179,24 @@ impl LockGuard {
     /// # Cancel safety
     /// If the future is dropped the release may or may not have happened; the lease
     /// bounds how long the lock can stay held.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// guard.unlock().await?; // released; errors are reported, unlike a drop
+    /// assert!(!lock.is_locked().await?);
+    ///
+    /// let guard = lock.lock().await?;
+    /// lock.force_unlock().await?;
+    /// let err = guard.unlock().await.unwrap_err();
+    /// assert!(err.is_not_held());
+    /// # Ok(()) }) }
+    /// ```
     pub async fn unlock(mut self) -> Result<()> {
         self.armed = false;
         let span = tracing::debug_span!(target: "redlatch", "unlock", lock = %self.hold.name,

@@ -46,16 +46,54 @@ impl Lock {
     }
 
     /// The lock's name (its Redis key).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// assert_eq!(lock.name(), "orders:42");
+    /// # Ok(()) }) }
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// The client this lock belongs to.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, Lock};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// fn related(lock: &Lock) -> Lock {
+    ///     lock.client().lock(format!("{}:audit", lock.name())) // another lock, same connections
+    /// }
+    /// let audit = related(&client.lock("orders:42"));
+    /// assert_eq!(audit.name(), "orders:42:audit");
+    /// assert_eq!(audit.client().id(), client.id());
+    /// # Ok(()) }) }
+    /// ```
     pub fn client(&self) -> &Client {
         &self.client
     }
 
     /// Plain, fair or fenced.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, Kind};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// assert_eq!(client.lock("a").kind(), Kind::Plain);
+    /// assert_eq!(client.fair_lock("b").kind(), Kind::Fair);
+    /// assert_eq!(client.fenced_lock("c").kind(), Kind::Fenced);
+    /// # Ok(()) }) }
+    /// ```
     pub fn kind(&self) -> Kind {
         self.kind
     }
@@ -71,13 +109,18 @@ impl Lock {
     /// clean-up) no fair-queue entry.
     ///
     /// # Examples
-    /// ```no_run
-    /// # async fn demo(client: redlatch::Client) -> redlatch::Result<()> {
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
+    /// assert!(lock.is_held_by_current_task().await?);
     /// // ... critical section ...
     /// guard.unlock().await?;
-    /// # Ok(()) }
+    /// assert!(!lock.is_locked().await?);
+    /// # Ok(()) }) }
     /// ```
     pub async fn lock(&self) -> Result<LockGuard> {
         self.acquire(None, None)
@@ -93,6 +136,22 @@ impl Lock {
     ///
     /// # Cancel safety
     /// As [`lock`](Self::lock).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock_with_lease(Duration::from_secs(10)).await?;
+    /// let ttl = lock.remaining_ttl().await?.expect("a lease");
+    /// assert!(ttl <= Duration::from_secs(10)); // nothing renews it
+    /// assert!(guard.validity() < Duration::from_secs(10));
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
         self.acquire(None, Some(lease))
             .await
@@ -108,6 +167,27 @@ impl Lock {
     ///
     /// # Cancel safety
     /// As [`lock`](Self::lock).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// // Another task gives up after 50 ms while the lock is held...
+    /// let other = lock.clone();
+    /// let busy = tokio::spawn(async move { other.try_lock(Duration::from_millis(50)).await.map(|g| g.is_none()) });
+    /// assert!(busy.await.unwrap()?);
+    /// guard.unlock().await?;
+    /// // ...and gets it at once when it is free.
+    /// let other = lock.clone();
+    /// let free = tokio::spawn(async move { other.try_lock(Duration::ZERO).await.map(|g| g.is_some()) });
+    /// assert!(free.await.unwrap()?);
+    /// # Ok(()) }) }
+    /// ```
     pub async fn try_lock(&self, wait: Duration) -> Result<Option<LockGuard>> {
         self.acquire(Some(wait), None).await
     }
@@ -119,6 +199,23 @@ impl Lock {
     ///
     /// # Cancel safety
     /// As [`lock`](Self::lock).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock
+    ///     .try_lock_with_lease(Duration::from_millis(100), Duration::from_secs(5))
+    ///     .await?
+    ///     .expect("the lock is free");
+    /// assert!(lock.remaining_ttl().await?.unwrap() <= Duration::from_secs(5));
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
     pub async fn try_lock_with_lease(
         &self,
         wait: Duration,
@@ -211,6 +308,21 @@ impl Lock {
     ///
     /// # Errors
     /// [`Error::NoQuorum`] or the master's error when a majority does not answer.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// assert!(!lock.is_locked().await?);
+    /// let guard = lock.lock().await?;
+    /// assert!(lock.is_locked().await?);
+    /// guard.unlock().await?;
+    /// assert!(!lock.is_locked().await?);
+    /// # Ok(()) }) }
+    /// ```
     pub async fn is_locked(&self) -> Result<bool> {
         let v = self.query(redis::cmd("EXISTS").arg(&*self.name)).await?;
         Ok(majority_true(
@@ -223,6 +335,21 @@ impl Lock {
     ///
     /// # Errors
     /// As [`is_locked`](Self::is_locked), plus [`Error::WrongType`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let _guard = lock.lock().await?;
+    /// assert!(lock.is_held_by_current_task().await?);
+    /// let other = lock.clone();
+    /// let held_there = tokio::spawn(async move { other.is_held_by_current_task().await });
+    /// assert!(!held_there.await.unwrap()?); // locked, but not by that task
+    /// # Ok(()) }) }
+    /// ```
     pub async fn is_held_by_current_task(&self) -> Result<bool> {
         Ok(self.hold_count().await? > 0)
     }
@@ -232,6 +359,23 @@ impl Lock {
     ///
     /// # Errors
     /// As [`is_held_by_current_task`](Self::is_held_by_current_task).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// assert_eq!(lock.hold_count().await?, 0);
+    /// let outer = lock.lock().await?;
+    /// let inner = lock.lock().await?;
+    /// assert_eq!(lock.hold_count().await?, 2);
+    /// inner.unlock().await?;
+    /// assert_eq!(lock.hold_count().await?, 1);
+    /// outer.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
     pub async fn hold_count(&self) -> Result<u32> {
         let holder = self.client.engine.current_holder();
         let v = self
@@ -246,6 +390,22 @@ impl Lock {
     ///
     /// # Errors
     /// As [`is_locked`](Self::is_locked).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// assert_eq!(lock.remaining_ttl().await?, None); // free
+    /// let guard = lock.lock_with_lease(Duration::from_secs(5)).await?;
+    /// let ttl = lock.remaining_ttl().await?.expect("held");
+    /// assert!(ttl > Duration::ZERO && ttl <= Duration::from_secs(5));
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
     pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
         let v = self.query(redis::cmd("PTTL").arg(&*self.name)).await?;
         let ttl = majority_floor(v.iter().map(as_int).collect(), self.quorum());
@@ -259,6 +419,21 @@ impl Lock {
     /// # Errors
     /// [`Error::WrongType`] if the key is not a lock; [`Error::NoQuorum`] or the
     /// master's error when a majority does not answer.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// assert!(lock.force_unlock().await?); // deleted, whoever held it
+    /// assert!(!lock.is_locked().await?);
+    /// assert!(guard.lost().is_cancelled()); // this client's guard knows
+    /// assert!(!lock.force_unlock().await?); // nothing left to delete
+    /// # Ok(()) }) }
+    /// ```
     pub async fn force_unlock(&self) -> Result<bool> {
         keys::validate(&self.name)?;
         let engine = &self.client.engine;

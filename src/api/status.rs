@@ -36,6 +36,26 @@ impl Lock {
     ///
     /// # Errors
     /// [`Error::InvalidName`](crate::Error::InvalidName) only.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// let status = lock.status().await?;
+    /// assert_eq!(status.len(), 1); // one entry per master
+    /// let master = &status[0];
+    /// assert_eq!(master.error, None);
+    /// assert_eq!(master.key_type, "hash");
+    /// assert_eq!(master.holders, [(guard.holder().to_string(), 1)]);
+    /// assert!(master.ttl.is_some());
+    /// guard.unlock().await?;
+    /// assert_eq!(lock.status().await?[0].key_type, "none");
+    /// # Ok(()) }) }
+    /// ```
     pub async fn status(&self) -> Result<Vec<MasterStatus>> {
         keys::validate(self.name())?;
         let mut pipe = redis::pipe();

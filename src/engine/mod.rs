@@ -55,6 +55,21 @@ pub(crate) struct Settings {
 }
 
 /// Which flavour of lock an operation is for.
+///
+/// # Examples
+/// ```
+/// use redlatch::Kind;
+/// /// The Redisson class a lock of this kind interoperates with.
+/// fn redisson_class(kind: Kind) -> &'static str {
+///     match kind {
+///         Kind::Plain => "RLock",
+///         Kind::Fair => "RFairLock",
+///         Kind::Fenced => "RFencedLock",
+///     }
+/// }
+/// assert_eq!(redisson_class(Kind::Fair), "RFairLock");
+/// assert_ne!(Kind::Plain, Kind::Fenced);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// Reentrant, non-fair (Redisson `RLock`).
