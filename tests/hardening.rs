@@ -176,3 +176,14 @@ async fn cancelled_redlock_storms_leave_nothing_after_close() {
         }
     }
 }
+
+/// `close()` promises that guards still alive report their lock lost: by the time it
+/// returns, not at some later watchdog tick.
+#[tokio::test]
+async fn close_reports_live_guards_lost_before_it_returns() {
+    let server = RedisServer::start();
+    let client = Client::connect(Config::single(server.url())).await.unwrap();
+    let guard = client.lock("close:alive").lock().await.unwrap();
+    client.clone().close(Duration::from_secs(1)).await;
+    assert!(guard.lost().is_cancelled());
+}

@@ -192,6 +192,8 @@ impl Engine {
         self.cleanups.close();
         let _ = tokio::time::timeout(timeout, self.cleanups.wait()).await;
         self.shutdown.cancel();
+        // Nobody renews from now on: live guards report it before close() returns.
+        self.holds.lose_all();
     }
 
     /// Stops the background tasks at once (the last handle went).
