@@ -87,6 +87,42 @@ pub enum Error {
         holder: String,
     },
 
+    /// A master refused a command for lack of permission (ACL `NOPERM`): the user
+    /// lacks a command, key or channel the lock needs. Not retried: fix the ACL (the
+    /// README lists the minimal one).
+    #[error(
+        "master {addr}: permission denied: {detail} (the README lists the ACL redlatch needs)"
+    )]
+    PermissionDenied {
+        /// `host:port` of the master.
+        addr: String,
+        /// The server's message (the command, key or channel refused).
+        detail: String,
+    },
+
+    /// A master is out of memory (`OOM`, maxmemory reached with a no-eviction policy):
+    /// the lock was not written there. Not retried by this call.
+    #[error("master {addr}: out of memory, the lock was not written: {detail}")]
+    OutOfMemory {
+        /// `host:port` of the master.
+        addr: String,
+        /// The server's message.
+        detail: String,
+    },
+
+    /// A key of the lock holds data a lock script cannot use (a fencing counter that
+    /// is not a number, a hold count that is not an integer): it was written by
+    /// something else. Not retried: repair or delete the key.
+    #[error("lock {name:?} on master {addr}: unusable data: {detail}")]
+    BadData {
+        /// The lock name.
+        name: String,
+        /// `host:port` of the master.
+        addr: String,
+        /// The script's error.
+        detail: String,
+    },
+
     /// The blocking API's runtime could not be started (no thread could be spawned).
     #[error("cannot start the blocking client's runtime: {0}")]
     Runtime(String),
@@ -171,6 +207,27 @@ impl Error {
         matches!(self, Error::NoQuorum { .. })
     }
 
+    /// True for errors that retrying the same call cannot cure: bad input or
+    /// configuration, a key that is not a lock or holds unusable data, a missing
+    /// permission, a master out of memory. (Under Redlock a call fails with such an
+    /// error only when the masters without it cannot form a majority.)
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            Error::Config(_)
+            | Error::InvalidUrl { .. }
+            | Error::InvalidName(_)
+            | Error::InvalidLease(_)
+            | Error::WrongType { .. }
+            | Error::PermissionDenied { .. }
+            | Error::OutOfMemory { .. }
+            | Error::BadData { .. } => true,
+            Error::NoQuorum {
+                source: Some(e), ..
+            } => e.is_permanent(),
+            _ => false,
+        }
+    }
+
     /// True when a master could not be reached or did not answer: worth retrying later.
     ///
     /// # Examples
@@ -199,6 +256,26 @@ impl Error {
             }
             _ => false,
         }
+    }
+}
+
+/// The error of a master's reply: NOPERM and OOM become their own variants (they are
+/// permanent for the call), anything else stays a [`Error::Redis`].
+pub(crate) fn from_master(addr: &str, source: redis::RedisError) -> Error {
+    let detail = || source.detail().unwrap_or_default().to_string();
+    match source.code() {
+        Some("NOPERM") => Error::PermissionDenied {
+            addr: addr.to_string(),
+            detail: detail(),
+        },
+        Some("OOM") => Error::OutOfMemory {
+            addr: addr.to_string(),
+            detail: detail(),
+        },
+        _ => Error::Redis {
+            addr: addr.to_string(),
+            source,
+        },
     }
 }
 

@@ -80,21 +80,19 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
         |rs| plain && count(rs, |a| matches!(a, Acquire::Granted { .. })) >= quorum,
     )
     .await;
-    let (mut grants, mut pttls, mut wrong_type) = (Vec::new(), Vec::new(), None);
+    // A permanent error (a key that is not a lock or holds bad data, a missing
+    // permission, a master out of memory) fails the call at once: retrying cannot cure
+    // it, and an outage's retries would hide it.
+    let (mut grants, mut pttls, mut permanent) = (Vec::new(), Vec::new(), None);
     for (i, r) in results.iter().enumerate() {
         match r {
             Some(Ok(Acquire::Granted { fresh, token })) => grants.push((i, *fresh, *token)),
             Some(Ok(Acquire::Busy { pttl_ms })) => pttls.push(*pttl_ms),
-            Some(Err(Error::WrongType { name, addr })) => {
-                wrong_type = Some(Error::WrongType {
-                    name: name.clone(),
-                    addr: addr.clone(),
-                })
-            }
+            Some(Err(e)) if e.is_permanent() => permanent = Some(e.clone()),
             _ => {}
         }
     }
-    if grants.len() >= quorum && wrong_type.is_none() {
+    if grants.len() >= quorum && permanent.is_none() {
         let token = match grants.iter().filter_map(|g| g.2).max() {
             Some(t) if inner.masters.len() > 1 => write_back(inner, name, t).await,
             other => Ok(other),
@@ -122,7 +120,7 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
         let _ = release_on(inner, name, holder, lease_ms, fair, only, false).await;
     }
     scopeguard::ScopeGuard::into_inner(undo);
-    if let Some(e) = wrong_type {
+    if let Some(e) = permanent {
         return Err(e);
     }
     let answered = grants.len() + pttls.len();

@@ -94,9 +94,6 @@ impl Master {
 
     /// Wraps a client error with this master's address.
     pub(crate) fn err(&self, source: redis::RedisError) -> Error {
-        Error::Redis {
-            addr: self.addr().to_string(),
-            source,
-        }
+        crate::error::from_master(self.addr(), source)
     }
 }

@@ -179,14 +179,11 @@ pub(crate) async fn release_on(
             holder: holder.to_string(),
         });
     }
-    if let Some(e) = results.iter().find_map(|r| match r {
-        Err(Error::WrongType { name, addr }) => Some(Error::WrongType {
-            name: name.clone(),
-            addr: addr.clone(),
-        }),
-        _ => None,
-    }) {
-        return Err(e);
+    if let Some(e) = results
+        .iter()
+        .find_map(|r| r.as_ref().err().filter(|e| e.is_permanent()))
+    {
+        return Err(e.clone());
     }
     Err(no_quorum(released + still, quorum, results))
 }

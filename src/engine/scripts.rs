@@ -92,13 +92,28 @@ pub(crate) enum AcquireMode {
     },
 }
 
-/// Maps a WRONGTYPE reply (by its error code) to [`Error::WrongType`].
+/// Types a script's error by its code: WRONGTYPE, a refused command, unusable data.
 pub(crate) fn typed(name: &str, e: Error) -> Error {
     match e {
         Error::Redis { source, addr } if source.code() == Some("WRONGTYPE") => Error::WrongType {
             name: name.to_string(),
             addr,
         },
+        // A script that failed at run time: its user may not run a command it calls
+        // (Redis reports that as ERR inside scripts), or it met data it cannot use (our
+        // scripts raise nothing else). Both are permanent, not an outage to retry.
+        Error::Redis { source, addr } if source.code() == Some("ERR") => {
+            let detail = source.detail().unwrap_or_default().to_string();
+            if detail.contains("can't run this command") {
+                Error::PermissionDenied { addr, detail }
+            } else {
+                Error::BadData {
+                    name: name.to_string(),
+                    addr,
+                    detail,
+                }
+            }
+        }
         other => other,
     }
 }
@@ -424,7 +439,8 @@ pub(crate) async fn renew(
     for (name, holder) in locks {
         inv.key(*name).arg(*holder);
     }
-    let v = m.eval_within(Lane::Side, timeout, &inv).await?;
+    let first = locks.first().map_or("", |l| l.0);
+    let v = (m.eval_within(Lane::Side, timeout, &inv).await).map_err(|e| typed(first, e))?;
     let v: Vec<i64> = m.decode(v)?;
     if v.len() != locks.len() {
         return Err(protocol(m, "renew", &Value::Int(v.len() as i64)));

@@ -209,7 +209,7 @@ impl Waiter<'_> {
             self.queued = self.fair && !self.once;
             let local = self.local_hold(reentrant);
             if local.is_some() && self.sub.is_none() {
-                self.subscribe().await;
+                self.subscribe().await?;
                 continue;
             }
             if local.is_none() {
@@ -233,7 +233,7 @@ impl Waiter<'_> {
                 return self.give_up(refused.error).await;
             }
             if self.sub.is_none() {
-                self.subscribe().await;
+                self.subscribe().await?;
                 continue;
             }
             if let Some(pause) = refused.backoff {
@@ -304,10 +304,10 @@ impl Waiter<'_> {
     }
 
     /// Invariant 1: subscribes to the channel that wakes us and waits until a majority
-    /// confirmed it — bounded by the caller's deadline, while no majority answers by
+    /// confirmed it (or refused it: ACL, an error) — bounded by the caller's deadline, while no majority answers by
     /// the unavailable timeout (a majority cannot confirm then anyway), and by the
     /// connect timeout. The attempt that follows happens at once.
-    async fn subscribe(&mut self) {
+    async fn subscribe(&mut self) -> Result<()> {
         let engine = self.engine;
         let channel = if self.fair {
             keys::waiter_channel(&self.call.name, &self.call.holder)
@@ -324,8 +324,13 @@ impl Waiter<'_> {
         telemetry::contended(self.call.kind.label());
         let mut sub = engine.pubsub.subscribe(channel);
         let bound = until.saturating_duration_since(now);
-        sub.ready(bound.min(engine.settings.connect_timeout)).await;
+        let ready = sub.ready(bound.min(engine.settings.connect_timeout)).await;
+        if let Err((addr, detail)) = ready {
+            // No majority can ever wake us: say why instead of sleeping out the TTL.
+            return Err(Error::PermissionDenied { addr, detail });
+        }
         self.sub = Some(sub);
+        Ok(())
     }
 
     /// Invariant 3: a split vote or an outage backs off for real; our own clean-up

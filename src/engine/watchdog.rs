@@ -148,7 +148,16 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
     // Judged as answers arrive: a hold renewed by a majority counts at once, without
     // waiting for the slowest master (the validity deadline may fire meanwhile).
     while let Some(answer) = answers.next().await {
-        let Ok(held) = answer else { continue };
+        let held = match answer {
+            Ok(held) => held,
+            Err(e) if e.is_permanent() => {
+                // Not an outage: nothing will renew these locks until it is fixed.
+                tracing::error!(error = %e, locks = chunk.len(),
+                    "renewal refused; the locks will be lost when their validity ends");
+                continue;
+            }
+            Err(_) => continue,
+        };
         for (i, hold) in chunk.iter().enumerate() {
             if held[i] {
                 renewed[i] += 1;

@@ -15,6 +15,10 @@
 //! 5. A channel whose last subscription went lingers for [`LINGER`] before it is
 //!    unsubscribed: the next waiter of a busy lock (the usual case: one local waiter
 //!    takes over from the last) finds it confirmed, with no SUBSCRIBE round trip.
+//! 6. A master that refuses SUBSCRIBE (ACL NOPERM) is marked denied until a subscribe
+//!    succeeds there; when so many are denied that no majority can confirm, waiting
+//!    for confirmation ends with that refusal instead of silently falling back to the
+//!    TTL bound.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -32,6 +36,9 @@ use crate::telemetry;
 
 /// How long an unused channel stays subscribed (invariant 5).
 const LINGER: Duration = Duration::from_millis(100);
+
+/// Prefix of a reconcile error that is a refusal (ACL NOPERM), not an outage.
+const DENIED: &str = "NOPERM ";
 
 struct Channel {
     refs: usize,
@@ -52,6 +59,10 @@ struct Port {
 struct Shared {
     channels: parking_lot::Mutex<HashMap<String, Channel>>,
     ports: Vec<Port>,
+    /// Bit i set: master i refuses our subscriptions (invariant 6).
+    denied: watch::Sender<u64>,
+    /// The last refusal: the master's address and message.
+    refusal: parking_lot::Mutex<Option<(String, String)>>,
 }
 
 /// The client's pub/sub hub.
@@ -66,6 +77,7 @@ pub(crate) struct Subscription {
     name: String,
     wake: watch::Receiver<u64>,
     confirmed: watch::Receiver<u64>,
+    denied: watch::Receiver<u64>,
     quorum: u32,
 }
 
@@ -80,6 +92,8 @@ impl PubSub {
         let shared = Arc::new(Shared {
             channels: Default::default(),
             ports: links.iter().map(|_| Port::default()).collect(),
+            denied: watch::channel(0).0,
+            refusal: parking_lot::Mutex::new(None),
         });
         for (idx, link) in links.into_iter().enumerate() {
             let actor = Actor {
@@ -113,6 +127,7 @@ impl PubSub {
             shared: self.shared.clone(),
             wake: entry.wake.subscribe(),
             confirmed: entry.confirmed.subscribe(),
+            denied: self.shared.denied.subscribe(),
             name: channel,
             quorum: self.quorum as u32,
         };
@@ -160,13 +175,26 @@ impl Shared {
 impl Subscription {
     /// Waits until a majority of masters confirmed the subscription, at most `within`
     /// (a master that is down must not stall the waiter: it falls back to the TTL).
-    pub(crate) async fn ready(&mut self, within: Duration) {
+    /// `Err((master, message))` when so many masters refuse the subscription (ACL)
+    /// that no majority can confirm it (invariant 6).
+    pub(crate) async fn ready(&mut self, within: Duration) -> Result<(), (String, String)> {
         let quorum = self.quorum;
-        let _ = tokio::time::timeout(
-            within,
-            self.confirmed.wait_for(|bits| bits.count_ones() >= quorum),
-        )
-        .await;
+        let masters = self.shared.ports.len() as u32;
+        let impossible = move |bits: &u64| masters - bits.count_ones() < quorum;
+        let confirmed = self.confirmed.wait_for(|bits| bits.count_ones() >= quorum);
+        let refused = self.denied.wait_for(impossible);
+        let refused = tokio::select! {
+            _ = confirmed => false,
+            r = refused => r.is_ok(),
+            _ = tokio::time::sleep(within) => false,
+        };
+        match refused
+            .then(|| self.shared.refusal.lock().clone())
+            .flatten()
+        {
+            Some(refusal) => Err(refusal),
+            None => Ok(()),
+        }
     }
 
     /// Marks every wake-up so far as seen; call before each attempt.
@@ -253,6 +281,26 @@ impl Actor {
                 Some(span) => self.reconcile().instrument(span.clone()).await,
                 None => self.reconcile().await,
             };
+            let bit = 1u64 << self.idx;
+            match &reconciled {
+                Err(e) if e.starts_with(DENIED) => {
+                    let why = e[DENIED.len()..].to_string();
+                    *self.shared.refusal.lock() = Some((self.link.addr().to_string(), why));
+                    self.shared.denied.send_if_modified(|b| {
+                        let old = *b;
+                        *b |= bit;
+                        old != *b
+                    });
+                }
+                Ok(()) if self.conn.is_some() => {
+                    self.shared.denied.send_if_modified(|b| {
+                        let old = *b;
+                        *b &= !bit;
+                        old != *b
+                    });
+                }
+                _ => {}
+            }
             match reconciled {
                 Ok(()) => {
                     backoff = Duration::from_millis(50);
@@ -406,6 +454,8 @@ where
 {
     match tokio::time::timeout(timeout, f).await {
         Ok(Ok(())) => Ok(()),
+        // Tagged: the actor tells waiters that this master refuses them (invariant 6).
+        Ok(Err(e)) if e.code() == Some("NOPERM") => Err(format!("{DENIED}{e}")),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("subscribe timed out".into()),
     }

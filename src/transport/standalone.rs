@@ -97,10 +97,7 @@ impl Standalone {
     }
 
     fn err(&self, source: redis::RedisError) -> Error {
-        Error::Redis {
-            addr: self.addr.clone(),
-            source,
-        }
+        crate::error::from_master(&self.addr, source)
     }
 
     /// A connection from slot `i`, opening one through the pool when the slot is empty.
