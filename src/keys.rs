@@ -76,6 +76,13 @@ pub(crate) fn token(name: &str) -> String {
     derived("redisson_lock_token", name)
 }
 
+/// The fencing counter's epoch under Redlock (not a Redisson key): the master's `run_id`
+/// when the counter was last written back there. Same hash tag as the lock and its
+/// counter, so all three stay in one Cluster slot.
+pub(crate) fn token_epoch(name: &str) -> String {
+    derived("redlatch_token_epoch", name)
+}
+
 /// A fair waiter's own wake-up channel.
 pub(crate) fn waiter_channel(name: &str, holder: &str) -> String {
     format!("{}:{holder}", channel(name))
@@ -92,6 +99,8 @@ mod tests {
         assert_eq!(queue("a"), "redisson_lock_queue:{a}");
         assert_eq!(timeouts("a"), "redisson_lock_timeout:{a}");
         assert_eq!(token("a"), "redisson_lock_token:{a}");
+        assert_eq!(token_epoch("a"), "redlatch_token_epoch:{a}");
+        assert_eq!(token_epoch("{o}:1"), "redlatch_token_epoch:{o}:1");
         assert_eq!(waiter_channel("a", "u:1"), "redisson_lock__channel:{a}:u:1");
     }
 

@@ -35,6 +35,11 @@ async fn every_acquisition_gets_a_larger_token_and_plain_locks_get_none() {
         server.cmd::<i64>(&["PTTL", "redisson_lock_token:{ledger}"]),
         -1
     );
+    // The epoch is for Redlock only: on one master the keys are Redisson's alone.
+    assert_eq!(
+        server.cmd::<i64>(&["EXISTS", "redlatch_token_epoch:{ledger}"]),
+        0
+    );
     let plain = a.lock("plain").lock().await.unwrap();
     assert_eq!(plain.fencing_token(), None);
     plain.unlock().await.unwrap();

@@ -30,7 +30,8 @@ pub(crate) enum Outcome {
         retry_in: Duration,
         split: bool,
     },
-    /// No majority answered at all.
+    /// No majority answered at all, or (fenced, Redlock) too few masters answered to
+    /// vouch for the token (see [`confirm`]).
     Unavailable(Error),
 }
 
@@ -86,22 +87,39 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
     let (mut grants, mut pttls, mut permanent) = (Vec::new(), Vec::new(), None);
     for (i, r) in results.iter().enumerate() {
         match r {
-            Some(Ok(Acquire::Granted { fresh, token })) => grants.push((i, *fresh, *token)),
+            Some(Ok(Acquire::Granted {
+                fresh,
+                token,
+                current,
+            })) => grants.push(Granted {
+                at: i,
+                fresh: *fresh,
+                token: *token,
+                current: *current,
+            }),
             Some(Ok(Acquire::Busy { pttl_ms })) => pttls.push(*pttl_ms),
             Some(Err(e)) if e.is_permanent() => permanent = Some(e.clone()),
             _ => {}
         }
     }
+    // Set when a fenced attempt under Redlock cannot vouch for its token: it fails safe.
+    let mut unconfirmed = None;
     if grants.len() >= quorum && permanent.is_none() {
-        let token = match grants.iter().filter_map(|g| g.2).max() {
-            Some(t) if inner.masters.len() > 1 => write_back(inner, name, t).await,
-            other => Ok(other),
+        let token = match grants.iter().filter_map(|g| g.token).max() {
+            Some(t) if inner.masters.len() > 1 => match confirm(&grants, &results, quorum) {
+                Ok(()) => write_back(inner, name, holder, t).await.ok(),
+                Err(e) => {
+                    unconfirmed = Some(e);
+                    None
+                }
+            },
+            other => Some(other),
         };
         let validity = inner
             .validity_of(req.lease)
             .saturating_sub(started.elapsed());
-        if let (Ok(token), false) = (token, validity.is_zero()) {
-            let fresh = grants.iter().filter(|g| g.1).count() >= quorum;
+        if let (Some(token), false) = (token, validity.is_zero()) {
+            let fresh = grants.iter().filter(|g| g.fresh).count() >= quorum;
             scopeguard::ScopeGuard::into_inner(undo);
             return Ok(Outcome::Granted(Grant {
                 validity,
@@ -113,7 +131,7 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
         }
     }
     // Release everywhere the request may have landed.
-    let granted: Vec<usize> = grants.iter().map(|g| g.0).collect();
+    let granted: Vec<usize> = grants.iter().map(|g| g.at).collect();
     if !granted.is_empty() || pttls.len() < results.len() {
         let only = reentrant.then_some(granted.as_slice());
         // No local wake-up: this undoes our own attempt, nobody local was waiting on it.
@@ -122,6 +140,9 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
     scopeguard::ScopeGuard::into_inner(undo);
     if let Some(e) = permanent {
         return Err(e);
+    }
+    if let Some(e) = unconfirmed {
+        return Ok(Outcome::Unavailable(e));
     }
     let answered = grants.len() + pttls.len();
     if answered < quorum {
@@ -154,10 +175,67 @@ fn retry_hint(inner: &Engine, pttls: &[i64]) -> Duration {
         .unwrap_or(fallback)
 }
 
+/// One master's grant in an attempt.
+struct Granted {
+    /// The master's index.
+    at: usize,
+    fresh: bool,
+    token: Option<u64>,
+    /// Fenced under Redlock: the master has not restarted since its counter was last
+    /// written back (`lua/fenced_acquire.lua`).
+    current: bool,
+}
+
+/// Fencing under Redlock (README, "Fencing under Redlock"): may the largest counter
+/// among `grants` be handed out? Yes when at least `quorum` of the granting masters are
+/// current, or when every master granted; otherwise the attempt fails safe with
+/// `NoQuorum { acquired: current grants, needed: quorum }`.
+///
+/// Why. Every token T handed out was first written back (`lua/fenced_sync.lua`) to a
+/// majority W, which left each master of W with a counter ≥ T. A master is current
+/// only by a write-back that reached it since it last started, from a holder it granted
+/// the lock to since then. So a master of W that is current kept a counter ≥ T: either
+/// it has not restarted since T's write-back (counters only grow), or it restarted and
+/// was then written back to by an acquisition granted there after the restart, hence
+/// after T's lock (restarts are delayed past the longest lease), whose token was > T by
+/// this same argument one acquisition earlier.
+/// * A quorum C of current grants: C and W are two majorities, so some master of C is
+///   in W; its counter is ≥ T and its INCR makes the maximum > T. Nothing is assumed
+///   about data loss: a restart makes a master not current, and C does without it.
+/// * Every master granted: as long as fewer than half the masters lost data since T
+///   was written back, some master of W kept its counter ≥ T, and it is among the
+///   grants, so the maximum is > T.
+/// * Otherwise (a new name, restarts, and some master did not grant): the masters that
+///   kept T may be exactly those that did not answer, and the maximum could be ≤ T.
+///   Handing it out could make tokens go backwards, so the attempt is undone instead.
+///
+/// This assumes, as mutual exclusion under Redlock does, that a master restarted empty
+/// comes back only after the longest lease (README, "Restarting a master").
+fn confirm<T>(grants: &[Granted], results: &[Option<Result<T>>], quorum: usize) -> Result<()> {
+    let current = grants.iter().filter(|g| g.current).count();
+    if current >= quorum || grants.len() == results.len() {
+        return Ok(());
+    }
+    // The last error of a master that did not grant says which one to bring back.
+    let last = results.iter().rev().find_map(|r| match r {
+        Some(Err(e)) => Some(Box::new(e.clone())),
+        _ => None,
+    });
+    Err(Error::NoQuorum {
+        acquired: current,
+        needed: quorum,
+        source: last,
+    })
+}
+
 /// Fencing under Redlock: the token handed out is the maximum seen, first written back
-/// to a majority so no later acquisition can see a smaller one.
-async fn write_back(inner: &Engine, name: &str, token: u64) -> Result<Option<u64>> {
-    let results = fan_out(&inner.masters, |m| scripts::fenced_sync(m, name, token)).await;
+/// to a majority so no later acquisition can see a smaller one. The masters where
+/// `holder` holds the lock become current.
+async fn write_back(inner: &Engine, name: &str, holder: &str, token: u64) -> Result<Option<u64>> {
+    let results = fan_out(&inner.masters, |m| {
+        scripts::fenced_sync(m, name, holder, token)
+    })
+    .await;
     let ok = results.iter().filter(|r| r.is_ok()).count();
     if ok < inner.quorum {
         return Err(no_quorum(ok, inner.quorum, results));

@@ -66,8 +66,14 @@ pub(crate) fn all() -> Vec<&'static Script> {
 /// What an acquire script answered on one master.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Acquire {
-    /// Granted: `fresh` if the key was created, else re-entered; `token` for fenced locks.
-    Granted { fresh: bool, token: Option<u64> },
+    /// Granted: `fresh` if the key was created, else re-entered; `token` for fenced locks;
+    /// `current` for fenced locks under Redlock: the master has not restarted since its
+    /// counter was last written back (`lua/fenced_acquire.lua`), else false.
+    Granted {
+        fresh: bool,
+        token: Option<u64>,
+        current: bool,
+    },
     /// Held by someone else for `pttl_ms` more (-1: no expiry, -2: free but queued).
     Busy { pttl_ms: i64 },
 }
@@ -84,7 +90,10 @@ pub(crate) enum Release {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum AcquireMode {
     Plain,
-    Fenced,
+    /// `redlock`: more than one master, so the counter's epoch is read too.
+    Fenced {
+        redlock: bool,
+    },
     /// Fair: `join` the queue when busy; waiter deadline = now + `stale_ms`.
     Fair {
         join: bool,
@@ -186,11 +195,14 @@ pub(crate) async fn acquire(
                 lease_ms,
             };
             let (status, value) = m.plain.submit(op).await?;
-            return acquire_reply(m, name, mode, status, value, None);
+            return acquire_reply(m, name, mode, status, value, (None, false));
         }
-        AcquireMode::Fenced => {
+        AcquireMode::Fenced { redlock } => {
             let mut inv = FENCED_ACQUIRE.call();
             inv.key(name).key(keys::token(name));
+            if redlock {
+                inv.key(keys::token_epoch(name));
+            }
             inv
         }
         AcquireMode::Fair { .. } => {
@@ -215,7 +227,8 @@ pub(crate) async fn acquire(
         _ => return Err(protocol(m, "acquire", &v)),
     };
     let token = items.get(2).and_then(int).map(|t| t as u64);
-    acquire_reply(m, name, mode, status, value, token)
+    let current = items.get(3).and_then(int) == Some(1);
+    acquire_reply(m, name, mode, status, value, (token, current))
 }
 
 fn acquire_reply(
@@ -224,13 +237,15 @@ fn acquire_reply(
     mode: AcquireMode,
     status: i64,
     value: i64,
-    token: Option<u64>,
+    (token, current): (Option<u64>, bool),
 ) -> Result<Acquire> {
+    let fenced = matches!(mode, AcquireMode::Fenced { .. });
     Ok(match status {
         0 => Acquire::Busy { pttl_ms: value },
         1 | 2 => Acquire::Granted {
             fresh: status == 1,
-            token: token.filter(|_| matches!(mode, AcquireMode::Fenced)),
+            token: token.filter(|_| fenced),
+            current: current && fenced,
         },
         WRONG_TYPE => return Err(wrong_type(m.addr(), name)),
         _ => return Err(protocol(m, "acquire", &Value::Int(status))),
@@ -493,10 +508,16 @@ pub(crate) async fn fair_cancel(m: &Master, name: &str, holder: &str) -> Result<
     Ok(m.decode::<i64>(v)? == 1)
 }
 
-/// Raises the fencing counter of `name` to at least `token`; returns the counter.
-pub(crate) async fn fenced_sync(m: &Master, name: &str, token: u64) -> Result<u64> {
+/// Raises the fencing counter of `name` to at least `token` and, if `holder` holds the
+/// lock there, marks the master current (its epoch := its run_id); returns the counter.
+/// Redlock only.
+pub(crate) async fn fenced_sync(m: &Master, name: &str, holder: &str, token: u64) -> Result<u64> {
     let mut inv = FENCED_SYNC.call();
-    inv.key(keys::token(name)).arg(token);
+    inv.key(keys::token(name))
+        .key(keys::token_epoch(name))
+        .key(name)
+        .arg(token)
+        .arg(holder);
     let v = m.eval(Lane::Lock, &inv).await?;
     m.decode(v)
 }

@@ -76,7 +76,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     let once = call.wait == Some(Duration::ZERO);
     let mode = match call.kind {
         Kind::Plain => AcquireMode::Plain,
-        Kind::Fenced => AcquireMode::Fenced,
+        Kind::Fenced => AcquireMode::Fenced {
+            redlock: engine.masters.len() > 1,
+        },
         Kind::Fair => AcquireMode::Fair {
             join: !once,
             stale_ms: engine.settings.fair_stale_timeout.as_millis() as u64,
