@@ -233,7 +233,10 @@ fn status_json_shows_the_holder_on_every_master() {
         assert_eq!(m["holders"][0]["count"], 1, "{m}");
         let ttl = m["ttl_ms"].as_u64().unwrap();
         assert!(ttl > 0 && ttl <= 30_000, "{m}");
-        assert_eq!(m["fencing_counter"], 1, "{m}");
+        // 1, unless a first attempt under load was undone (each attempt counts):
+        // the write-back leaves the same value on every master.
+        assert!(m["fencing_counter"].as_u64() >= Some(1), "{m}");
+        assert_eq!(m["fencing_counter"], masters[0]["fencing_counter"], "{m}");
         assert_eq!(m["queue"].as_array().unwrap().len(), 0, "{m}");
     }
     let table = output(&with(args(&["status", "st"]), redis_args(&refs)), 0).stdout;

@@ -72,15 +72,17 @@ fn is_current(server: &RedisServer, name: &str) -> bool {
     epoch(server, name) == Some(run_id(server))
 }
 
-/// Cuts `server` off the lock scripts: it answers them with an ACL error at once. (A
-/// paused master is no good here: the calls queued on its socket would all run when
-/// it resumes, bringing its counter up to date; a partition loses them.)
+/// Cuts `server` off the lock scripts: it refuses every write at once, as a replica of
+/// a master that does not exist (READONLY, an outage the client retries; its data and
+/// run_id stay). (A paused master is no good here: the calls queued on its socket would
+/// all run when it resumes, bringing its counter up to date; a partition loses them.
+/// An ACL refusal is no good either: it is a permanent error, not an outage.)
 fn cut_off(server: &RedisServer) {
-    let _: () = server.cmd(&["ACL", "SETUSER", "default", "-evalsha", "-eval"]);
+    let _: String = server.cmd(&["REPLICAOF", "127.0.0.1", "1"]);
 }
 
 fn reconnect(server: &RedisServer) {
-    let _: () = server.cmd(&["ACL", "SETUSER", "default", "+@all"]);
+    let _: String = server.cmd(&["REPLICAOF", "NO", "ONE"]);
 }
 
 /// Lets the calls to a paused master that the client still queues drain after it

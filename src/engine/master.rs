@@ -38,19 +38,30 @@ impl Master {
 
     /// Runs a script on `lane` within the master timeout.
     pub(crate) async fn eval(&self, lane: Lane, inv: &Invocation) -> Result<Value> {
-        self.link
-            .send(lane, self.link.timeout(), Request::Eval(inv))
-            .await
+        self.eval_within(lane, self.link.timeout(), inv).await
     }
 
-    /// Runs a script on `lane` within `timeout`.
+    /// Runs a script on `lane` within `timeout`. On the lock lane it goes after every
+    /// plain operation submitted before it (batch.rs invariant 6).
     pub(crate) async fn eval_within(
         &self,
         lane: Lane,
         timeout: Duration,
         inv: &Invocation,
     ) -> Result<Value> {
-        self.link.send(lane, timeout, Request::Eval(inv)).await
+        let send = async {
+            if lane == Lane::Lock {
+                self.plain.drained().await;
+            }
+            self.link.send(lane, timeout, Request::Eval(inv)).await
+        };
+        match tokio::time::timeout(timeout, send).await {
+            Ok(reply) => reply,
+            Err(_) => Err(Error::Timeout {
+                addr: self.addr().to_string(),
+                after: timeout,
+            }),
+        }
     }
 
     /// Runs a command on `lane` within `timeout` and decodes its reply.

@@ -24,6 +24,10 @@
 //!    late, after the caller's next operation.
 //! 5. Every operation's outcome is exactly what [`Flight::one`] would have returned
 //!    for it alone; a batch only saves round trips and per-call work in Redis.
+//! 6. A request sent to the same deployment outside the batcher (a fair or fenced
+//!    script) waits for [`Batcher::drained`] first, so it cannot overtake operations
+//!    submitted before it (a fenced acquire overtaking the release of the same
+//!    holder's earlier attempt would lose that new hold).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,6 +93,8 @@ struct Queue<F: Flight> {
 pub(crate) struct Batcher<F: Flight> {
     flight: F,
     queue: parking_lot::Mutex<Queue<F>>,
+    /// Signalled whenever the queue or the unsent count shrinks (invariant 6).
+    progress: tokio::sync::Notify,
 }
 
 impl<F: Flight> Batcher<F> {
@@ -102,6 +108,22 @@ impl<F: Flight> Batcher<F> {
                 starting: false,
                 unsent: 0,
             }),
+            progress: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Waits until every operation submitted so far has been written to the connection
+    /// (invariant 6): nothing queued, nothing taken and not yet polled.
+    pub(crate) async fn drained(&self) {
+        loop {
+            let progress = self.progress.notified();
+            {
+                let q = self.queue.lock();
+                if q.ops.iter().all(|p| p.tx.is_closed()) && q.unsent == 0 {
+                    return;
+                }
+            }
+            progress.await;
         }
     }
 
@@ -147,7 +169,10 @@ impl<F: Flight> Batcher<F> {
     /// as sent (invariant 4), then awaits its reply.
     async fn sent<Fut: std::future::Future>(&self, call: Fut) -> Fut::Output {
         let mut call = std::pin::pin!(call);
-        let unsent = scopeguard::guard((), |()| self.queue.lock().unsent -= 1);
+        let unsent = scopeguard::guard((), |()| {
+            self.queue.lock().unsent -= 1;
+            self.progress.notify_waiters();
+        });
         let first = std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await;
         drop(unsent);
         match first {
@@ -188,6 +213,8 @@ impl<F: Flight> Batcher<F> {
                 q.ops.retain(|p| !p.tx.is_closed());
                 if q.ops.is_empty() {
                     q.flying -= 1;
+                    drop(q);
+                    self.progress.notify_waiters();
                     return;
                 }
                 let n = q.ops.len().min(MAX_BATCH);
