@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/ensure-redis.sh
 rounds="${1:-3}"
-cargo build --release --quiet
-bin=target/release/redlatch
+cargo build --release --quiet -p redlatch-cli
+bin="${CARGO_TARGET_DIR:-target}/release/redlatch"
 out=target/bench
 mkdir -p "$out"
 : > "$out/results.jsonl"

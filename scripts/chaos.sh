@@ -29,8 +29,9 @@ WORKERS=8
 LEASE=2s          # watchdog lease of every worker
 RESTART_AFTER=3   # seconds a crashed master stays down (> lease): amnesia is safe then
 
-cargo build --workspace --bins --quiet
-bin="$PWD/target/debug/redlatch"
+cargo build --quiet -p redlatch-cli
+bin="${CARGO_TARGET_DIR:-target}/debug/redlatch"
+[[ "$bin" = /* ]] || bin="$PWD/$bin"
 dir=$(mktemp -d)
 pids=()
 cleanup() {

@@ -21,7 +21,7 @@ LOCK=demo:nightly-report
 . scripts/ensure-redis.sh
 
 echo "== building redlatch (release)"
-cargo build --release --quiet --bin redlatch
+cargo build --release --quiet -p redlatch-cli
 BIN="${CARGO_TARGET_DIR:-target}/release/redlatch"
 DEADLINE=$((SECONDS + 90)) # hard bound on the rest of the run
 

@@ -20,16 +20,3 @@ pub use api::lock::{Kind, Lock};
 pub use api::status::MasterStatus;
 pub use error::{Error, Result};
 pub use keys::MAX_NAME_LEN;
-pub use scripts_for_tools::script_sources;
-
-#[doc(hidden)]
-mod scripts_for_tools {
-    /// The plain lock's scripts, for tools that load them by hand (`redlatch bench`).
-    #[doc(hidden)]
-    pub fn script_sources() -> [(&'static str, &'static str); 2] {
-        [
-            ("acquire", include_str!("../lua/acquire.lua")),
-            ("release", include_str!("../lua/release.lua")),
-        ]
-    }
-}

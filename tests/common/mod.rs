@@ -1,5 +1,6 @@
 #![allow(dead_code)]
-//! Shared integration-test harness: include with `mod common;` from any file under tests/.
+//! Shared integration-test harness: include with `mod common;` from any file under tests/
+//! (the CLI's tests, in redlatch-cli/tests/, include it with `#[path = "../../tests/common/mod.rs"]`).
 //!
 //! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
 //! * [`start_many`], [`numsub`]: small helpers on top of it.

@@ -16,6 +16,15 @@ pub const OTHER: &str = "00000000-0000-4000-8000-000000000000:1";
 
 static RESTARTS: AtomicUsize = AtomicUsize::new(0);
 
+/// The repository's root: the package's own directory for the library's tests, its
+/// parent for the CLI's (redlatch-cli/tests/ share this harness).
+fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("scripts/delayed-restart.sh").is_file())
+        .expect("scripts/delayed-restart.sh in the package directory or above it")
+}
+
 /// A Redlock configuration over `servers`, in order, with a master timeout of 250 ms
 /// instead of 50 ms: opening a connection counts against it, and a test machine busy
 /// with parallel tests can take longer than 50 ms for that. Tests about timing set it.
@@ -101,7 +110,7 @@ impl DelayedRestart {
         let log = server.dir().join(format!("restarted-{n}.log"));
         let out = File::create(&output).expect("create script output file");
         let ms = |d: Duration| format!("{}ms", d.as_millis());
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/delayed-restart.sh");
+        let script = repo_root().join("scripts/delayed-restart.sh");
         let started = Instant::now();
         #[rustfmt::skip]
         let child = Command::new(script)

@@ -47,7 +47,7 @@ fn load(url: &str, src: &str) -> Result<String, String> {
 pub fn run(ctx: &Ctx) -> Result<Report, String> {
     let url = &ctx.urls[0];
     let (host, port) = host_port(url).ok_or("the ceiling needs a redis://host:port master")?;
-    let [(_, acquire_src), (_, release_src)] = redlatch::script_sources();
+    let (acquire_src, release_src) = (super::ACQUIRE_LUA, super::RELEASE_LUA);
     let acquire = load(url, acquire_src)?;
     let release = load(url, release_src)?;
     let key = ctx.key("ceil:__rand_int__");

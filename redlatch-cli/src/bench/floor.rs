@@ -29,7 +29,7 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
                 .map_err(|e| format!("{url}: {e}"))?,
         );
     }
-    let [(_, acquire_src), (_, release_src)] = redlatch::script_sources();
+    let (acquire_src, release_src) = (super::ACQUIRE_LUA, super::RELEASE_LUA);
     let (acquire, release) = (Script::new(acquire_src), Script::new(release_src));
     let name = ctx.key("floor");
     let channel = format!("redisson_lock__channel:{{{name}}}");

@@ -20,6 +20,12 @@ use crate::conn::{self, RedisArgs};
 use crate::duration;
 use crate::exit::{self, Failure};
 
+/// The library's acquire and release scripts, which the floor and the ceiling load by
+/// hand: the very files the library embeds (`redlatch-cli/lua` is a symbolic link to the
+/// repository's `lua/`, which `cargo package` follows, so the published crate has them).
+const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
+const RELEASE_LUA: &str = include_str!("../lua/release.lua");
+
 /// One result line.
 pub type Report = Map<String, Value>;
 
