@@ -8,8 +8,10 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use tokio::process::{Child, Command};
-use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::signal::unix::{signal, SignalKind};
 
 use crate::exit::{self, Failure};
 
@@ -79,18 +81,23 @@ fn spawn_failure(program: &OsStr, e: &io::Error) -> Failure {
 /// tied to the thread that forks: `main` runs a current-thread runtime, so that is the
 /// main thread, which lives as long as the process.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)] // the crate's only `unsafe`: std has no safe pre-exec hook
 fn die_with_parent(command: &mut Command) {
-    let parent = std::process::id();
-    // SAFETY: the closure runs in the forked child before exec and only calls
-    // async-signal-safe functions (prctl, getppid); it allocates nothing.
+    use nix::errno::Errno;
+    use nix::sys::prctl::set_pdeathsig;
+    use nix::unistd::getppid;
+
+    let parent = Pid::this();
+    // SAFETY: the closure runs in the forked child before exec and only makes two
+    // async-signal-safe system calls (prctl, getppid) through nix; it allocates nothing
+    // (an `Errno` becomes an `io::Error` without allocating) and touches no lock.
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // The parent may have died between fork and prctl.
-            if libc::getppid() as u32 != parent {
-                libc::_exit(exit::LOST as libc::c_int);
+            set_pdeathsig(Signal::SIGKILL)?;
+            // The parent may have died between fork and prctl: then CMD must not start
+            // (the spawn fails in this child, which exits without running CMD).
+            if getppid() != parent {
+                return Err(Errno::ESRCH.into());
             }
             Ok(())
         });
@@ -102,12 +109,10 @@ fn die_with_parent(_command: &mut Command) {}
 
 /// Sends `sig` to CMD if it has not been reaped yet (so its PID cannot have been
 /// reused by another process).
-pub fn send(child: &Child, sig: libc::c_int) {
-    if let Some(pid) = child.id() {
-        // SAFETY: kill(2) on the PID of our own child, which has not been reaped.
-        unsafe {
-            libc::kill(pid as libc::pid_t, sig);
-        }
+pub fn send(child: &Child, sig: Signal) {
+    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+        // It can only fail if CMD has just exited (ESRCH): then there is nothing to do.
+        let _ = kill(Pid::from_raw(pid), sig);
     }
 }
 
@@ -123,29 +128,28 @@ pub fn status_code(status: ExitStatus) -> u8 {
 /// The signals redlatch forwards to CMD: SIGINT, SIGTERM, SIGHUP, SIGQUIT. Installed
 /// before the lock is requested, so a signal while waiting ends the wait cleanly.
 pub struct Signals {
-    streams: Vec<(libc::c_int, Signal)>,
+    streams: Vec<(Signal, tokio::signal::unix::Signal)>,
 }
 
 impl Signals {
     pub fn install() -> Result<Self, Failure> {
         let kinds = [
-            (libc::SIGINT, SignalKind::interrupt()),
-            (libc::SIGTERM, SignalKind::terminate()),
-            (libc::SIGHUP, SignalKind::hangup()),
-            (libc::SIGQUIT, SignalKind::quit()),
+            (Signal::SIGINT, SignalKind::interrupt()),
+            (Signal::SIGTERM, SignalKind::terminate()),
+            (Signal::SIGHUP, SignalKind::hangup()),
+            (Signal::SIGQUIT, SignalKind::quit()),
         ];
         let mut streams = Vec::with_capacity(kinds.len());
         for (no, kind) in kinds {
-            let s = signal(kind).map_err(|e| {
-                Failure::new(exit::INTERNAL, format!("cannot handle signal {no}: {e}"))
-            })?;
+            let s = signal(kind)
+                .map_err(|e| Failure::new(exit::INTERNAL, format!("cannot handle {no}: {e}")))?;
             streams.push((no, s));
         }
         Ok(Signals { streams })
     }
 
-    /// The next signal received (its number).
-    pub async fn recv(&mut self) -> libc::c_int {
+    /// The next signal received.
+    pub async fn recv(&mut self) -> Signal {
         let waits = self.streams.iter_mut().map(|(no, s)| {
             let no = *no;
             Box::pin(async move {
@@ -154,17 +158,5 @@ impl Signals {
             })
         });
         futures_util::future::select_all(waits).await.0
-    }
-}
-
-/// A signal's name for messages.
-pub fn signal_name(sig: libc::c_int) -> &'static str {
-    match sig {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGKILL => "SIGKILL",
-        _ => "signal",
     }
 }

@@ -1,59 +1,42 @@
-//! Human durations for the command line: `500ms`, `10s`, `2m`, `1h`, `1.5s`, `1m30s`.
+//! Human durations for the command line: `500ms`, `10s`, `2m`, `1h`, `1.5s`, `1m30s`
+//! (humantime's grammar, so `2min`, `1d` or `250us` work too), at most 30 days.
 
 use std::time::Duration;
+
+use humantime::DurationError;
 
 /// The longest duration accepted anywhere on the command line (30 days, the library's
 /// longest lease).
 const MAX: Duration = redlatch::MAX_LEASE;
 
-/// Parses a duration: one or more `<number><unit>` parts, unit one of `ms`, `s`, `m`,
-/// `h`; the number may have a fraction (`1.5s`). A bare number is refused: `10` could
-/// mean seconds or milliseconds.
+/// What a duration looks like, for error messages.
+const EXPECTED: &str = "expected e.g. 500ms, 10s, 2m, 1h, 1m30s";
+
+/// Parses a duration: one or more `<number><unit>` parts with no spaces between them,
+/// the number may have a fraction (`1.5s`). A bare number is refused: `10` could mean
+/// seconds or milliseconds.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let s = text.trim();
     if s.is_empty() {
-        return Err("empty duration (expected e.g. 500ms, 10s, 2m, 1h)".into());
+        return Err(format!("empty duration ({EXPECTED})"));
     }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let (part, tail) = next_part(rest).map_err(|why| format!("{why} in {text:?}"))?;
-        total = total
-            .checked_add(part)
-            .filter(|t| *t <= MAX)
-            .ok_or_else(|| format!("duration {text:?} is longer than 30 days"))?;
-        rest = tail;
+    if s.contains(char::is_whitespace) {
+        return Err(format!("space in duration {text:?} ({EXPECTED})"));
     }
-    Ok(total)
-}
-
-/// Splits off one `<number><unit>` part.
-fn next_part(s: &str) -> Result<(Duration, &str), String> {
-    let num_end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, rest) = s.split_at(num_end);
-    if num.is_empty() {
-        return Err("expected a number".into());
+    let d = humantime::parse_duration(s).map_err(|e| match e {
+        DurationError::UnknownUnit { unit, .. } if unit.is_empty() => {
+            format!("missing unit (ms, s, m or h) in {text:?}")
+        }
+        DurationError::UnknownUnit { unit, .. } => {
+            format!("unknown unit {unit:?} in {text:?} (use ms, s, m or h)")
+        }
+        DurationError::NumberOverflow => format!("duration {text:?} is longer than 30 days"),
+        other => format!("{other} in {text:?} ({EXPECTED})"),
+    })?;
+    if d > MAX {
+        return Err(format!("duration {text:?} is longer than 30 days"));
     }
-    let value: f64 = num.parse().map_err(|_| format!("bad number {num:?}"))?;
-    let unit_end = rest
-        .find(|c: char| !c.is_ascii_alphabetic())
-        .unwrap_or(rest.len());
-    let (unit, tail) = rest.split_at(unit_end);
-    let scale = match unit {
-        "ms" => 0.001,
-        "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        "" => return Err("missing unit (ms, s, m or h)".into()),
-        other => return Err(format!("unknown unit {other:?} (use ms, s, m or h)")),
-    };
-    let secs = value * scale;
-    if !secs.is_finite() || secs > MAX.as_secs_f64() {
-        return Err("duration longer than 30 days".into());
-    }
-    Ok((Duration::from_secs_f64(secs), tail))
+    Ok(d)
 }
 
 /// Formats a duration compactly for humans: `850ms`, `12.3s`, `4m05s`, `2h10m`.
@@ -87,9 +70,29 @@ mod tests {
 
     #[test]
     fn refuses_garbage() {
-        for bad in ["", "10", "s", "5x", "-1s", "1.2.3s", "ms", "99999h", "5 s"] {
+        for bad in [
+            "", "10", "s", "5x", "-1s", "1.2.3s", "ms", "99999h", "5 s", "31d",
+        ] {
             assert!(parse(bad).is_err(), "{bad:?} was accepted");
         }
+    }
+
+    #[test]
+    fn says_what_is_wrong() {
+        let err = |text| parse(text).unwrap_err();
+        assert!(err("").starts_with("empty duration"), "{}", err(""));
+        assert!(err("10").contains("missing unit"), "{}", err("10"));
+        assert!(err("5x").contains("unknown unit \"x\""), "{}", err("5x"));
+        assert!(err("5x").contains("\"5x\""), "{}", err("5x"));
+        assert!(err("31d").contains("longer than 30 days"), "{}", err("31d"));
+        assert!(err("99999999999999999999h").contains("longer than 30 days"));
+    }
+
+    #[test]
+    fn accepts_up_to_30_days() {
+        assert_eq!(parse("30d"), Ok(MAX));
+        assert_eq!(parse("720h"), Ok(MAX));
+        assert_eq!(parse("250us"), Ok(Duration::from_micros(250)));
     }
 
     #[test]

@@ -3,6 +3,9 @@
 //! A thin layer over the library's public API: `run` (flock(1) across machines),
 //! `status`, `unlock --force` and `bench`.
 
+// The one exception is `child::die_with_parent` (std's pre-exec hook is `unsafe`).
+#![deny(unsafe_code)]
+
 mod bench;
 mod child;
 mod conn;

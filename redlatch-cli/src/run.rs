@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use nix::sys::signal::Signal;
 use redlatch::{Lock, LockGuard};
 use tokio::process::Child;
 use tokio::time::Instant;
@@ -142,10 +143,9 @@ async fn acquire(lock: &Lock, args: &RunArgs, signals: &mut Signals) -> Result<L
             if args.fair {
                 tokio::time::sleep(QUEUE_CLEANUP).await;
             }
-            let name = child::signal_name(sig);
             return Err(Failure::new(
-                128 + sig as u8,
-                format!("{name} while waiting for lock {:?}; not acquired", args.name),
+                128 + sig as i32 as u8,
+                format!("{sig} while waiting for lock {:?}; not acquired", args.name),
             ));
         }
     };
@@ -169,7 +169,7 @@ async fn acquire(lock: &Lock, args: &RunArgs, signals: &mut Signals) -> Result<L
 /// What happened while CMD ran.
 enum Event {
     Exited(std::io::Result<std::process::ExitStatus>),
-    Signal(libc::c_int),
+    Signal(Signal),
     GraceOver,
     Lost(String),
 }
@@ -202,7 +202,7 @@ async fn supervise(
         match event {
             Event::Exited(Ok(status)) => return Ok(Ended { status, lost }),
             Event::Exited(Err(e)) => {
-                child::send(&child, libc::SIGKILL);
+                child::send(&child, Signal::SIGKILL);
                 let why = format!("cannot wait for CMD: {e}; killed it");
                 return Err(Failure::new(exit::INTERNAL, why));
             }
@@ -212,7 +212,7 @@ async fn supervise(
                     "redlatch: CMD still running {} after SIGTERM; sending SIGKILL",
                     human(args.kill_grace)
                 );
-                child::send(&child, libc::SIGKILL);
+                child::send(&child, Signal::SIGKILL);
                 kill_at = None;
             }
             Event::Lost(reason) => {
@@ -222,7 +222,7 @@ async fn supervise(
                     args.name,
                     human(args.kill_grace)
                 );
-                child::send(&child, libc::SIGTERM);
+                child::send(&child, Signal::SIGTERM);
                 kill_at = Some(Instant::now() + args.kill_grace);
                 lost = Some(reason);
             }
