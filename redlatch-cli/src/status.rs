@@ -5,14 +5,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 use redlatch::{Client, MasterStatus};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::conn::{self, RedisArgs};
 use crate::duration::human;
 use crate::exit::{self, Failure};
 
 const JSON_SHAPE: &str = "\
-With --json, one JSON document on stdout:
+With --json, one JSON document on stdout (each master is the library's MasterStatus as
+serde serializes it, plus deadline_in_ms in the queue):
   { \"name\": \"NAME\", \"masters_total\": 3, \"quorum\": 2, \"answered\": 3,
     \"locked\": true,              // one holder holds it on a majority of masters
     \"holder\": \"uuid:n\" | null,  // that holder
@@ -52,7 +54,7 @@ async fn execute(args: &StatusArgs) -> Result<(), Failure> {
     let client = conn::connect(args.redis.config()?).await?;
     let masters = read(&client, &args.name, args.fair).await?;
     if args.json {
-        out(&format!("{}\n", to_json(&args.name, &client, &masters)));
+        out(&format!("{}\n", to_json(&args.name, &client, &masters)?));
     } else {
         out(&table(&args.name, &client, &masters, args.fair));
     }
@@ -130,38 +132,45 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn to_json(name: &str, client: &Client, masters: &[MasterStatus]) -> Value {
-    let now = now_ms();
-    let holder = majority_holder(client, masters);
-    json!({
-        "name": name,
-        "masters_total": masters.len(),
-        "quorum": client.quorum(),
-        "answered": masters.iter().filter(|m| m.error.is_none()).count(),
-        "locked": holder.is_some(),
-        "holder": holder,
-        "masters": masters.iter().map(|m| master_json(m, now)).collect::<Vec<_>>(),
-    })
+/// The `--json` document.
+#[derive(Serialize)]
+struct Report<'a> {
+    name: &'a str,
+    masters_total: usize,
+    quorum: usize,
+    answered: usize,
+    /// One holder holds it on a majority of masters.
+    locked: bool,
+    holder: Option<String>,
+    masters: &'a [MasterStatus],
 }
 
-fn master_json(m: &MasterStatus, now: i64) -> Value {
-    json!({
-        "master": m.master,
-        "error": m.error,
-        "type": m.key_type,
-        "holders": m.holders.iter()
-            .map(|(h, n)| json!({ "holder": h, "count": n }))
-            .collect::<Vec<_>>(),
-        "ttl_ms": m.ttl.map(|t| t.as_millis() as u64),
-        "queue": m.queue.iter()
-            .map(|(h, d)| json!({
-                "holder": h,
-                "deadline_ms": d,
-                "deadline_in_ms": d.map(|d| d - now),
-            }))
-            .collect::<Vec<_>>(),
-        "fencing_counter": m.fencing_counter,
-    })
+fn to_json(name: &str, client: &Client, masters: &[MasterStatus]) -> Result<Value, Failure> {
+    let holder = majority_holder(client, masters);
+    let report = Report {
+        name,
+        masters_total: masters.len(),
+        quorum: client.quorum(),
+        answered: masters.iter().filter(|m| m.error.is_none()).count(),
+        locked: holder.is_some(),
+        holder,
+        masters,
+    };
+    let mut doc = serde_json::to_value(&report)
+        .map_err(|e| Failure::new(exit::INTERNAL, format!("cannot write JSON: {e}")))?;
+    // What only the reader's clock knows: how far each waiter's deadline is.
+    let now = now_ms();
+    let waiters = doc["masters"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["queue"].as_array_mut())
+        .flatten();
+    for waiter in waiters {
+        let due = waiter["deadline_ms"].as_i64().map(|d| d - now);
+        waiter["deadline_in_ms"] = due.into();
+    }
+    Ok(doc)
 }
 
 /// The human-readable report.

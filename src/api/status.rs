@@ -10,7 +10,13 @@ use crate::error::Result;
 use crate::keys;
 
 /// What one master holds for a lock.
+///
+/// With the `serde` feature it implements `Serialize` as
+/// `{"master", "error", "type", "holders": [{"holder", "count"}], "ttl_ms",
+/// "queue": [{"holder", "deadline_ms"}], "fencing_counter"}` (the fields of
+/// `redlatch status --json`).
 #[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct MasterStatus {
     /// `host:port` of the master.
@@ -19,12 +25,19 @@ pub struct MasterStatus {
     pub error: Option<String>,
     /// Redis type of the key: `hash` for a lock, `none` when free, anything else is
     /// not a lock.
+    #[cfg_attr(feature = "serde", serde(rename = "type"))]
     pub key_type: String,
     /// Holder ids with their hold counts.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "ser::holders"))]
     pub holders: Vec<(String, u64)>,
     /// Time left on the lease; `None` when the key is absent or has no expiry.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "ttl_ms", serialize_with = "ser::millis")
+    )]
     pub ttl: Option<Duration>,
     /// Fair-lock waiters in queue order, with their deadline in ms since the epoch.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "ser::queue"))]
     pub queue: Vec<(String, Option<i64>)>,
     /// The fencing counter, if the lock was ever used as a fenced lock.
     pub fencing_counter: Option<u64>,
@@ -156,5 +169,48 @@ fn int(v: &Value) -> Option<i64> {
         other => text(other)
             .and_then(|s| s.parse::<f64>().ok())
             .map(|f| f as i64),
+    }
+}
+
+/// `Serialize` helpers for [`MasterStatus`]: durations as milliseconds, pairs as
+/// objects with named fields.
+#[cfg(feature = "serde")]
+mod ser {
+    use std::time::Duration;
+
+    use serde::ser::{Serialize, Serializer};
+
+    #[derive(serde::Serialize)]
+    struct Holder<'a> {
+        holder: &'a str,
+        count: u64,
+    }
+
+    #[derive(serde::Serialize)]
+    struct Waiter<'a> {
+        holder: &'a str,
+        deadline_ms: Option<i64>,
+    }
+
+    pub(super) fn millis<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        d.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .serialize(s)
+    }
+
+    pub(super) fn holders<S: Serializer>(v: &[(String, u64)], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|(holder, count)| Holder {
+            holder,
+            count: *count,
+        }))
+    }
+
+    pub(super) fn queue<S: Serializer>(
+        v: &[(String, Option<i64>)],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|(holder, deadline_ms)| Waiter {
+            holder,
+            deadline_ms: *deadline_ms,
+        }))
     }
 }
