@@ -2,12 +2,14 @@
 //! Shared integration-test harness: include with `mod common;` from any file under tests/.
 //!
 //! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
+//! * [`tls::TestCerts`]: a test CA and certificates for TLS servers and clients.
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 
 pub mod fair;
 pub mod redlock;
 mod server;
+pub mod tls;
 
 pub use server::RedisServer;
 
