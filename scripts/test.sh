@@ -3,13 +3,15 @@
 # (each test starts its own redis-server processes on free loopback ports) and doc tests
 # of the whole workspace: the library and the CLI (redlatch-cli/).
 # Extra arguments go to the test runner, e.g. `scripts/test.sh redlock`.
+# With the cargo features `tls` and `metrics`, so tests/tls.rs and tests/metrics.rs run too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/ensure-redis.sh
-cargo build --workspace --all-targets --quiet
-cargo test --workspace --doc --quiet
+features="redlatch/tls,redlatch/metrics,redlatch-cli/tls"
+cargo build --workspace --all-targets --features "$features" --quiet
+cargo test --workspace --doc --features "$features" --quiet
 if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run --workspace --no-fail-fast --hide-progress-bar "$@"
+    cargo nextest run --workspace --features "$features" --no-fail-fast --hide-progress-bar "$@"
 else
-    cargo test --workspace --no-fail-fast "$@"
+    cargo test --workspace --features "$features" --no-fail-fast "$@"
 fi

@@ -32,7 +32,7 @@ pub enum Error {
     /// A Redis URL could not be parsed or names an unsupported scheme.
     #[error("invalid redis url {url:?}: {reason}")]
     InvalidUrl {
-        /// The URL as given.
+        /// The URL as given, its password (if any) shown as `***`.
         url: String,
         /// What is wrong with it.
         reason: String,

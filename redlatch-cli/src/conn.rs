@@ -1,6 +1,7 @@
 //! Which masters to use (`--redis`, `REDLATCH_REDIS`, the default) and connecting with
 //! a bounded timeout.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -26,19 +27,65 @@ pub struct RedisArgs {
     /// (comma-separated), then redis://127.0.0.1:6379.
     #[arg(long = "redis", value_name = "URL")]
     pub urls: Vec<String>,
+
+    /// rediss:// masters: trust the CA certificate(s) of this PEM file instead of the
+    /// bundled webpki (Mozilla) roots.
+    #[arg(long = "tls-ca", value_name = "FILE", env = "REDLATCH_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// rediss:// masters: present this client certificate (PEM file; needs --tls-key).
+    #[arg(
+        long = "tls-cert",
+        value_name = "FILE",
+        env = "REDLATCH_TLS_CERT",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// Private key (PEM file) of --tls-cert.
+    #[arg(
+        long = "tls-key",
+        value_name = "FILE",
+        env = "REDLATCH_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl RedisArgs {
     /// The configuration these flags (or the environment) describe.
     pub fn config(&self) -> Result<Config, Failure> {
-        match self.urls.as_slice() {
-            [one] => Ok(Config::single(one.clone())),
-            [_, _, ..] => Ok(Config::redlock(self.urls.iter().cloned())),
+        let config = match self.urls.as_slice() {
+            [one] => Config::single(one.clone()),
+            [_, _, ..] => Config::redlock(self.urls.iter().cloned()),
             [] => match std::env::var(ENV_VAR) {
                 Ok(list) if !list.trim().is_empty() => Config::from_list(&list)
-                    .map_err(|e| exit::from_error(&format!("bad {ENV_VAR}"), &e)),
-                _ => Ok(Config::single(DEFAULT_URL)),
+                    .map_err(|e| exit::from_error(&format!("bad {ENV_VAR}"), &e))?,
+                _ => Config::single(DEFAULT_URL),
             },
+        };
+        self.with_tls(config)
+    }
+
+    /// Adds --tls-ca / --tls-cert / --tls-key (files are read when connecting).
+    #[cfg(feature = "tls")]
+    fn with_tls(&self, mut config: Config) -> Result<Config, Failure> {
+        if let Some(ca) = &self.tls_ca {
+            config = config.tls_root_ca_file(ca);
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            config = config.tls_client_cert_files(cert, key);
+        }
+        Ok(config)
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn with_tls(&self, config: Config) -> Result<Config, Failure> {
+        match (&self.tls_ca, &self.tls_cert, &self.tls_key) {
+            (None, None, None) => Ok(config),
+            _ => Err(Failure::usage(
+                "--tls-ca, --tls-cert and --tls-key need redlatch built with the cargo feature `tls`",
+            )),
         }
     }
 }
@@ -57,7 +104,8 @@ pub fn with_watchdog(config: Config, watchdog: Duration) -> Config {
 
 /// Connects within [`CONNECT_TIMEOUT`] (plus a little slack for the whole fan-out).
 pub async fn connect(config: Config) -> Result<Client, Failure> {
-    let urls = config.urls().join(", ");
+    let urls: Vec<String> = config.urls().iter().map(|u| redacted(u)).collect();
+    let urls = urls.join(", ");
     let config = config.connect_timeout(CONNECT_TIMEOUT);
     let bound = CONNECT_TIMEOUT * 2;
     match tokio::time::timeout(bound, Client::connect(config)).await {
@@ -67,5 +115,21 @@ pub async fn connect(config: Config) -> Result<Client, Failure> {
             exit::UNAVAILABLE,
             format!("cannot reach redis {urls}: no answer within {bound:?}"),
         )),
+    }
+}
+
+/// `url` with its password shown as `***`: messages never print it. Everything before
+/// the last `@` counts as user info, so an unescaped `@` or `/` in a password cannot
+/// make part of it show.
+fn redacted(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => match rest.rsplit_once('@') {
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
+                None => url.to_string(),
+            },
+            None => url.to_string(),
+        },
+        None => url.to_string(),
     }
 }

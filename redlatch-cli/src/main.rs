@@ -29,7 +29,9 @@ Examples:
   redlatch unlock --force nightly-backup
 
 Masters: --redis URL (repeat for Redlock), else $REDLATCH_REDIS (comma-separated), else
-redis://127.0.0.1:6379. Durations: 500ms, 10s, 2m, 1h, 1m30s.
+redis://127.0.0.1:6379. TLS: rediss:// URLs, --tls-ca FILE (else the webpki roots),
+--tls-cert FILE --tls-key FILE for a client certificate (feature `tls`).
+Durations: 500ms, 10s, 2m, 1h, 1m30s.
 Exit status of `run`: CMD's, 128+signal, 64 usage, 65 not a lock, 69 Redis unavailable,
 70 internal, 75 not acquired within --wait, 76 lock lost, 126/127 CMD not executable /
 not found (details: redlatch run --help).";

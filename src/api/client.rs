@@ -60,12 +60,12 @@ impl Client {
     /// ```
     pub async fn connect(config: Config) -> Result<Client> {
         crate::telemetry::describe();
-        let infos = config.validate()?;
-        let links = infos
+        let clients = config.redis_clients()?;
+        let links = clients
             .into_iter()
-            .map(|info| {
+            .map(|client| {
                 let link = Standalone::new(
-                    info,
+                    client,
                     config.pool_size,
                     config.effective_master_timeout(),
                     config.connect_timeout,

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use crate::engine::Settings;
 use crate::error::{Error, Result};
+#[cfg(feature = "tls")]
+use crate::transport::tls::{self, is_tls};
 
 /// The longest lease (and watchdog timeout) accepted: 30 days.
 pub const MAX_LEASE: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -16,7 +18,7 @@ pub const ENV_VAR: &str = "REDLATCH_REDIS";
 ///
 /// One URL is single-master mode; several URLs are Redlock over independent masters
 /// (use an odd number, 3 or 5; the quorum is N/2+1).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Config {
     pub(crate) urls: Vec<String>,
     pub(crate) watchdog_timeout: Duration,
@@ -28,6 +30,8 @@ pub struct Config {
     pub(crate) pool_size: usize,
     pub(crate) fair_stale_timeout: Duration,
     pub(crate) unavailable_timeout: Option<Duration>,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: tls::TlsOptions,
 }
 
 impl Config {
@@ -135,6 +139,8 @@ impl Config {
             pool_size: 2,
             fair_stale_timeout: Duration::from_secs(5),
             unavailable_timeout: None,
+            #[cfg(feature = "tls")]
+            tls: Default::default(),
         }
     }
 
@@ -441,7 +447,170 @@ impl Config {
                 w[0]
             )));
         }
+        #[cfg(feature = "tls")]
+        if self.tls.is_set() && !infos.iter().any(is_tls) {
+            return Err(Error::Config(
+                "TLS certificates are configured but no master URL is rediss://".into(),
+            ));
+        }
         Ok(infos)
+    }
+
+    /// Validates the configuration and makes one redis client per master, carrying the
+    /// TLS certificates for `rediss://` masters.
+    pub(crate) fn redis_clients(&self) -> Result<Vec<redis::Client>> {
+        let infos = self.validate()?;
+        #[cfg(feature = "tls")]
+        let certs = match infos.iter().any(is_tls) {
+            true => {
+                tls::install_crypto_provider();
+                self.tls.certificates()?
+            }
+            false => None,
+        };
+        infos
+            .into_iter()
+            .map(|info| {
+                let addr = info.addr().to_string();
+                #[cfg(feature = "tls")]
+                if let (Some(certs), true) = (&certs, is_tls(&info)) {
+                    return redis::Client::build_with_tls(info, certs.clone())
+                        .map_err(|e| Error::Config(format!("master {addr}: TLS: {e}")));
+                }
+                redis::Client::open(info).map_err(|source| Error::Redis { addr, source })
+            })
+            .collect()
+    }
+}
+
+/// TLS (`rediss://` masters), with the cargo feature `tls`.
+///
+/// By default a master's certificate must chain to one of the Mozilla root
+/// certificates bundled with the crate (webpki-roots) and match the URL's host name
+/// (or IP address), and no client certificate is sent. The settings apply to every
+/// `rediss://` master; setting any of them with no `rediss://` master is a
+/// configuration error. Files are read, and every certificate and key checked, by
+/// [`Client::connect`](crate::Client::connect), which reports a problem as
+/// [`Error::Config`] naming the file (never its contents).
+#[cfg(feature = "tls")]
+impl Config {
+    /// Trusts the CA certificates of this PEM document (one or more `CERTIFICATE`
+    /// blocks) instead of the bundled roots. Default: the webpki roots.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use redlatch::{Client, Config, Error};
+    /// // Usually the contents of the CA file, e.g. include_bytes!("ca.crt"). The PEM is
+    /// // checked by connect, before any connection is opened:
+    /// let config = Config::single("rediss://redis.internal:6380")
+    ///     .tls_root_ca_pem(b"not a certificate".to_vec());
+    /// let err = Client::connect(config).await.unwrap_err();
+    /// assert!(matches!(err, Error::Config(_)));
+    /// assert!(err.to_string().contains("no CERTIFICATE"), "{err}");
+    /// # }
+    /// ```
+    pub fn tls_root_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.root_ca = Some(tls::Pem::Bytes(pem.into()));
+        self
+    }
+
+    /// Like [`tls_root_ca_pem`](Self::tls_root_ca_pem), with the PEM read from a file
+    /// when connecting.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use redlatch::{Client, Config, Error};
+    /// let config = Config::single("rediss://redis.internal:6380")
+    ///     .tls_root_ca_file("/nonexistent/redis-ca.crt");
+    /// // The file is read by connect; a missing one is a configuration error naming it.
+    /// let err = Client::connect(config).await.unwrap_err();
+    /// assert!(matches!(err, Error::Config(_)));
+    /// assert!(err.to_string().contains("/nonexistent/redis-ca.crt"), "{err}");
+    /// # }
+    /// ```
+    pub fn tls_root_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.tls.root_ca = Some(tls::Pem::File(path.into()));
+        self
+    }
+
+    /// Presents this client certificate (PEM chain, leaf first) with its private key
+    /// (PEM: PKCS#8, PKCS#1 or SEC1), for masters that require one
+    /// (`tls-auth-clients yes`). Default: none.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use redlatch::{Client, Config, Error};
+    /// // TLS settings need a rediss:// master: with none they are refused, not ignored.
+    /// let config = Config::single("redis://127.0.0.1:6380")
+    ///     .tls_client_cert_pem(b"certificate PEM".to_vec(), b"key PEM".to_vec());
+    /// let err = Client::connect(config).await.unwrap_err();
+    /// assert!(matches!(err, Error::Config(_)));
+    /// assert!(err.to_string().contains("rediss://"), "{err}");
+    /// # }
+    /// ```
+    pub fn tls_client_cert_pem(
+        mut self,
+        cert_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.tls.client = Some((
+            tls::Pem::Bytes(cert_pem.into()),
+            tls::Pem::Bytes(key_pem.into()),
+        ));
+        self
+    }
+
+    /// Like [`tls_client_cert_pem`](Self::tls_client_cert_pem), with both PEMs read from
+    /// files when connecting (they may be the same file).
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use redlatch::{Client, Config, Error};
+    /// let config = Config::single("rediss://redis.internal:6380")
+    ///     .tls_root_ca_file("/etc/redis/ca.crt")
+    ///     .tls_client_cert_files("/nonexistent/client.crt", "/nonexistent/client.key");
+    /// // Debug shows the paths, never key material.
+    /// assert!(format!("{config:?}").contains("/nonexistent/client.key"));
+    /// let err = Client::connect(config).await.unwrap_err();
+    /// assert!(matches!(err, Error::Config(_)));
+    /// # }
+    /// ```
+    pub fn tls_client_cert_files(
+        mut self,
+        cert: impl Into<std::path::PathBuf>,
+        key: impl Into<std::path::PathBuf>,
+    ) -> Self {
+        self.tls.client = Some((tls::Pem::File(cert.into()), tls::Pem::File(key.into())));
+        self
+    }
+}
+
+/// Like a derived Debug, with the URLs' passwords shown as `***` (and no TLS key).
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls: Vec<String> = self.urls.iter().map(|u| redact_url(u)).collect();
+        let mut d = f.debug_struct("Config");
+        d.field("urls", &urls)
+            .field("watchdog_timeout", &self.watchdog_timeout)
+            .field("drift_factor", &self.drift_factor)
+            .field("master_timeout", &self.master_timeout)
+            .field("default_master_timeout", &self.default_master_timeout)
+            .field("retry_jitter", &self.retry_jitter)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("pool_size", &self.pool_size)
+            .field("fair_stale_timeout", &self.fair_stale_timeout)
+            .field("unavailable_timeout", &self.unavailable_timeout);
+        #[cfg(feature = "tls")]
+        d.field("tls", &self.tls);
+        d.finish()
     }
 }
 
@@ -465,9 +634,25 @@ pub(crate) fn check_lease(what: &str, lease: Duration) -> Result<u64> {
     Ok(ms as u64)
 }
 
+/// `url` with the password of its user info (`user:password@`) replaced by `***`, for
+/// errors and Debug output. Everything before the last `@` counts as user info, so an
+/// unescaped `@` or `/` in a password cannot make part of it show.
+pub(crate) fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    match rest.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
 fn parse_url(url: &str) -> Result<redis::ConnectionInfo> {
     let bad = |reason: String| Error::InvalidUrl {
-        url: url.to_string(),
+        url: redact_url(url),
         reason,
     };
     let scheme = url.split("://").next().unwrap_or_default();
@@ -527,6 +712,36 @@ mod tests {
                 .urls
                 .len(),
             2
+        );
+    }
+
+    #[test]
+    fn passwords_never_show_in_url_errors_or_debug() {
+        assert_eq!(redact_url("redis://:pw@h:1/2"), "redis://:***@h:1/2");
+        assert_eq!(redact_url("rediss://u:p@ss/w@h:1"), "rediss://u:***@h:1");
+        assert_eq!(redact_url("redis://u@h:1"), "redis://u@h:1");
+        assert_eq!(redact_url("redis://h:1"), "redis://h:1");
+        assert_eq!(redact_url("nonsense"), "nonsense");
+        for url in [
+            "redis://:s3cret@h:notaport",
+            "bogus://u:s3cret@h:1",
+            "redis+unix://:s3cret@",
+        ] {
+            let err = Config::single(url).validate().unwrap_err();
+            assert!(!format!("{err} {err:?}").contains("s3cret"), "{err:?}");
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            let err = Config::single("rediss://:s3cret@h:1")
+                .validate()
+                .unwrap_err();
+            assert!(!format!("{err} {err:?}").contains("s3cret"), "{err:?}");
+        }
+        let config = Config::redlock(["redis://:s3cret@a:1", "redis://b:1"]);
+        let debug = format!("{config:?}");
+        assert!(
+            !debug.contains("s3cret") && debug.contains("redis://:***@a:1"),
+            "{debug}"
         );
     }
 

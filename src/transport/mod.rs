@@ -5,6 +5,8 @@
 //! * [`script`]: EVALSHA with a reload on NOSCRIPT.
 //! * [`batch`]: group commit, generic over how a batch is sent.
 //! * [`pubsub`]: the pub/sub hub, one subscriber connection per deployment.
+//! * `tls` (cargo feature `tls`): the rustls crypto provider and the certificates of
+//!   `rediss://` connections.
 //!
 //! A Cluster or Sentinel transport is another implementation of [`Transport`]: it
 //! routes each request by its first key, which is why every request carries its keys.
@@ -13,6 +15,8 @@ pub(crate) mod batch;
 pub(crate) mod pubsub;
 pub(crate) mod script;
 pub(crate) mod standalone;
+#[cfg(feature = "tls")]
+pub(crate) mod tls;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -60,21 +60,24 @@ pub(crate) struct Standalone {
 }
 
 impl Standalone {
-    /// A transport to the server of `info`, with `pool_size` command connections
+    /// A transport to the server of `client`, with `pool_size` command connections
     /// (opened on first use) and requests bounded by `timeout` by default.
+    ///
+    /// `client` carries the address and the connection settings, TLS certificates
+    /// included; the pool opens its connections from the same connection info.
     pub(crate) fn new(
-        info: redis::ConnectionInfo,
+        client: redis::Client,
         pool_size: usize,
         timeout: Duration,
         connect_timeout: Duration,
         scripts: Vec<&'static Script>,
     ) -> Result<Self> {
+        let info = client.get_connection_info().clone();
         let addr = info.addr().to_string();
         let redis_err = |source| Error::Redis {
             addr: addr.clone(),
             source,
         };
-        let client = redis::Client::open(info.clone()).map_err(redis_err)?;
         let conn_config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(connect_timeout))
             .set_response_timeout(None);

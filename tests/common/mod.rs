@@ -3,12 +3,14 @@
 //! (the CLI's tests, in redlatch-cli/tests/, include it with `#[path = "../../tests/common/mod.rs"]`).
 //!
 //! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
+//! * [`tls::TestCerts`]: a test CA and certificates for TLS servers and clients.
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 
 pub mod fair;
 pub mod redlock;
 mod server;
+pub mod tls;
 
 pub use server::RedisServer;
 

@@ -27,6 +27,8 @@ enum StartError {
 
 pub struct RedisServer {
     port: u16,
+    /// `--tls-port`, 0 when the server speaks plain TCP only.
+    tls_port: u16,
     dir: PathBuf,
     args: Vec<String>,
     child: Mutex<Option<Child>>,
@@ -42,6 +44,26 @@ impl RedisServer {
 
     /// Same as [`RedisServer::start`], with extra redis-server args appended.
     pub fn start_with(extra: &[&str]) -> RedisServer {
+        Self::start_inner(extra, false)
+    }
+
+    /// A server that also serves TLS on a second free port ([`RedisServer::tls_url`]),
+    /// with the certificates of `certs`; the plain port stays for the harness's own
+    /// commands. `auth_clients`: whether TLS clients must present a certificate signed
+    /// by the test CA (`--tls-auth-clients yes`).
+    pub fn start_tls(certs: &super::tls::TestCerts, auth_clients: bool) -> RedisServer {
+        let (cert, key, ca) = (certs.server_cert(), certs.server_key(), certs.ca());
+        #[rustfmt::skip]
+        let args = [
+            "--tls-cert-file", &*cert.to_string_lossy(),
+            "--tls-key-file", &*key.to_string_lossy(),
+            "--tls-ca-cert-file", &*ca.to_string_lossy(),
+            "--tls-auth-clients", if auth_clients { "yes" } else { "no" },
+        ];
+        Self::start_inner(&args, true)
+    }
+
+    fn start_inner(extra: &[&str], tls: bool) -> RedisServer {
         let dir = std::env::temp_dir().join(format!(
             "redlatch-test-{}-{}",
             std::process::id(),
@@ -52,6 +74,7 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("cannot create test dir {}: {e}", dir.display()));
         let mut server = RedisServer {
             port: 0,
+            tls_port: 0,
             dir,
             args: extra.iter().map(|s| s.to_string()).collect(),
             child: Mutex::new(None),
@@ -60,6 +83,14 @@ impl RedisServer {
         };
         for attempt in 1..=FRESH_PORT_ATTEMPTS {
             server.port = super::free_port();
+            if tls {
+                server.tls_port = loop {
+                    let p = super::free_port();
+                    if p != server.port {
+                        break p;
+                    }
+                };
+            }
             match server.spawn_and_wait() {
                 Ok(()) => return server,
                 Err(StartError::PortInUse) if attempt < FRESH_PORT_ATTEMPTS => continue,
@@ -79,6 +110,12 @@ impl RedisServer {
     /// `redis://127.0.0.1:PORT`
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// `rediss://127.0.0.1:TLS_PORT` of a server started with [`RedisServer::start_tls`].
+    pub fn tls_url(&self) -> String {
+        assert!(self.tls_port != 0, "this server was not started with TLS");
+        format!("rediss://127.0.0.1:{}", self.tls_port)
     }
 
     /// `127.0.0.1:PORT`
@@ -228,8 +265,14 @@ impl RedisServer {
             .append(true)
             .open(self.dir.join("redis.stdio"))
             .expect("cannot create redis.stdio");
+        let tls_port = self.tls_port.to_string();
+        let tls = match self.tls_port {
+            0 => &[][..],
+            _ => &["--tls-port", &tls_port][..],
+        };
         let child = Command::new("redis-server")
             .args(base)
+            .args(tls)
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(stdio.try_clone().expect("dup redis.stdio"))
