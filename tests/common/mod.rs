@@ -4,11 +4,17 @@
 //!
 //! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
 //! * [`tls::TestCerts`]: a test CA and certificates for TLS servers and clients.
+//! * [`cluster::RedisCluster`]: a Redis Cluster of such servers (primaries, replicas), with
+//!   failover and slot-migration helpers; [`cluster::shared_cluster`] for tests that only
+//!   read its topology.
+//! * [`sentinel::SentinelSet`]: a primary, a replica and three sentinels monitoring them.
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 
+pub mod cluster;
 pub mod fair;
 pub mod redlock;
+pub mod sentinel;
 mod server;
 pub mod tls;
 
@@ -34,6 +40,15 @@ pub fn calls(server: &RedisServer, command: &str) -> u64 {
         .map_or(0, |n| n.parse().unwrap())
 }
 
+/// The value of `name` in INFO-style `name:value` lines (`INFO`, `CLUSTER INFO`).
+pub fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines().find_map(|l| {
+        l.trim_end()
+            .strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix(':'))
+    })
+}
+
 /// Number of subscribers of `channel` (`PUBSUB NUMSUB channel`).
 pub fn numsub(server: &RedisServer, channel: &str) -> i64 {
     let (_name, count): (String, i64) = server.cmd(&["PUBSUB", "NUMSUB", channel]);
@@ -43,7 +58,13 @@ pub fn numsub(server: &RedisServer, channel: &str) -> i64 {
 /// Polls `cond` every 10 ms until it returns true or `within` has elapsed; returns whether it
 /// became true. `cond` is always evaluated at least once, and once more at the deadline.
 /// For test assertions about eventual state only.
-pub fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+pub fn eventually(within: Duration, cond: impl FnMut() -> bool) -> bool {
+    eventually_every(within, POLL_INTERVAL, cond)
+}
+
+/// [`eventually`] polling every `every` instead of 10 ms: for conditions that are costly to
+/// check (several servers and commands per poll) and change over seconds.
+pub fn eventually_every(within: Duration, every: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + within;
     loop {
         if cond() {
@@ -53,7 +74,7 @@ pub fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
         if now >= deadline {
             return false;
         }
-        std::thread::sleep(POLL_INTERVAL.min(deadline - now));
+        std::thread::sleep(every.min(deadline - now));
     }
 }
 

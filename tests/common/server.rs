@@ -44,7 +44,7 @@ impl RedisServer {
 
     /// Same as [`RedisServer::start`], with extra redis-server args appended.
     pub fn start_with(extra: &[&str]) -> RedisServer {
-        Self::start_inner(extra, false)
+        Self::start_in(|_port, _dir| extra.iter().map(|s| s.to_string()).collect())
     }
 
     /// A server that also serves TLS on a second free port ([`RedisServer::tls_url`]),
@@ -54,16 +54,26 @@ impl RedisServer {
     pub fn start_tls(certs: &super::tls::TestCerts, auth_clients: bool) -> RedisServer {
         let (cert, key, ca) = (certs.server_cert(), certs.server_key(), certs.ca());
         #[rustfmt::skip]
-        let args = [
+        let args: Vec<String> = [
             "--tls-cert-file", &*cert.to_string_lossy(),
             "--tls-key-file", &*key.to_string_lossy(),
             "--tls-ca-cert-file", &*ca.to_string_lossy(),
             "--tls-auth-clients", if auth_clients { "yes" } else { "no" },
-        ];
-        Self::start_inner(&args, true)
+        ].iter().map(|s| s.to_string()).collect();
+        Self::start_inner(move |_port, _dir| args.clone(), true)
     }
 
-    fn start_inner(extra: &[&str], tls: bool) -> RedisServer {
+    /// Same as [`RedisServer::start_with`], with the extra args computed for each start
+    /// attempt from the chosen port and the private dir: for settings tied to them (a
+    /// cluster bus port, a config file written into the dir). As on redis-server's own
+    /// command line, a first arg not starting with `-` is a config file: it goes before the
+    /// harness's args (`--port`, `--dir`, ...), the others after them, so they win.
+    /// A restart reuses the args of the attempt that succeeded.
+    pub fn start_in(extra: impl FnMut(u16, &Path) -> Vec<String>) -> RedisServer {
+        Self::start_inner(extra, false)
+    }
+
+    fn start_inner(mut extra: impl FnMut(u16, &Path) -> Vec<String>, tls: bool) -> RedisServer {
         let dir = std::env::temp_dir().join(format!(
             "redlatch-test-{}-{}",
             std::process::id(),
@@ -76,7 +86,7 @@ impl RedisServer {
             port: 0,
             tls_port: 0,
             dir,
-            args: extra.iter().map(|s| s.to_string()).collect(),
+            args: Vec::new(),
             child: Mutex::new(None),
             pid: 0,
             paused: AtomicBool::new(false),
@@ -91,6 +101,7 @@ impl RedisServer {
                     }
                 };
             }
+            server.args = extra(server.port, &server.dir);
             match server.spawn_and_wait() {
                 Ok(()) => return server,
                 Err(StartError::PortInUse) if attempt < FRESH_PORT_ATTEMPTS => continue,
@@ -155,6 +166,45 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("redis command {args:?} on {} failed: {e}", self.addr()))
     }
 
+    /// Like [`RedisServer::cmd`] but returns the error instead of panicking, with `timeout`
+    /// for connecting, reading and writing: for polling servers that may be down or paused.
+    pub fn try_cmd<T: redis::FromRedisValue>(
+        &self,
+        timeout: Duration,
+        args: &[&str],
+    ) -> redis::RedisResult<T> {
+        assert!(
+            !args.is_empty(),
+            "RedisServer::try_cmd needs at least the command name"
+        );
+        let mut conn = redis::Client::open(self.url())?.get_connection_with_timeout(timeout)?;
+        conn.set_read_timeout(Some(timeout))?;
+        conn.set_write_timeout(Some(timeout))?;
+        redis::cmd(args[0]).arg(&args[1..]).query::<T>(&mut conn)
+    }
+
+    /// Whether the server is paused ([`RedisServer::pause`] without a resume, kill or restart
+    /// since).
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+
+    /// Running and not paused: it answers commands.
+    pub fn is_live(&self) -> bool {
+        !self.is_paused() && self.is_running()
+    }
+
+    /// `"running"`, `"paused"` or `"killed"`, for failure messages.
+    pub fn state(&self) -> &'static str {
+        if self.is_paused() {
+            "paused"
+        } else if self.is_running() {
+            "running"
+        } else {
+            "killed"
+        }
+    }
+
     /// SIGKILL the process and reap it; idempotent.
     pub fn kill(&mut self) {
         let mut guard = self.child_guard();
@@ -207,6 +257,13 @@ impl RedisServer {
         std::fs::read(self.log_path())
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_else(|e| format!("<cannot read {}: {e}>", self.log_path().display()))
+    }
+
+    /// The last `lines` lines of [`RedisServer::log`], for failure messages.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = self.log();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
     }
 
     fn log_path(&self) -> PathBuf {
@@ -270,10 +327,15 @@ impl RedisServer {
             0 => &[][..],
             _ => &["--tls-port", &tls_port][..],
         };
+        let (config, extra) = match self.args.split_first() {
+            Some((first, rest)) if !first.starts_with('-') => (Some(first), rest),
+            _ => (None, &self.args[..]),
+        };
         let child = Command::new("redis-server")
+            .args(config)
             .args(base)
             .args(tls)
-            .args(&self.args)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(stdio.try_clone().expect("dup redis.stdio"))
             .stderr(stdio)
