@@ -209,8 +209,23 @@ impl Error {
 
     /// True for errors that retrying the same call cannot cure: bad input or
     /// configuration, a key that is not a lock or holds unusable data, a missing
-    /// permission, a master out of memory. (Under Redlock a call fails with such an
-    /// error only when the masters without it cannot form a majority.)
+    /// permission, a master out of memory. A lock call fails with such an error at
+    /// once, also when only one master of a Redlock set reports it (a misconfigured
+    /// master should be loud, not silently outvoted).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let mut admin = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    /// redis::cmd("SET").arg("not-a-lock").arg("x").exec(&mut admin).unwrap();
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let err = client.lock("not-a-lock").lock().await.unwrap_err();
+    /// assert!(err.is_permanent()); // WrongType: returned at once, not retried
+    /// assert!(!err.is_unavailable());
+    /// # Ok(()) }) }
+    /// ```
     pub fn is_permanent(&self) -> bool {
         match self {
             Error::Config(_)

@@ -104,7 +104,11 @@ pub fn with_watchdog(config: Config, watchdog: Duration) -> Config {
 
 /// Connects within [`CONNECT_TIMEOUT`] (plus a little slack for the whole fan-out).
 pub async fn connect(config: Config) -> Result<Client, Failure> {
-    let urls: Vec<String> = config.urls().iter().map(|u| redacted(u)).collect();
+    let urls: Vec<String> = config
+        .urls()
+        .iter()
+        .map(|u| redlatch::redact_url(u))
+        .collect();
     let urls = urls.join(", ");
     let config = config.connect_timeout(CONNECT_TIMEOUT);
     let bound = CONNECT_TIMEOUT * 2;
@@ -115,21 +119,5 @@ pub async fn connect(config: Config) -> Result<Client, Failure> {
             exit::UNAVAILABLE,
             format!("cannot reach redis {urls}: no answer within {bound:?}"),
         )),
-    }
-}
-
-/// `url` with its password shown as `***`: messages never print it. Everything before
-/// the last `@` counts as user info, so an unescaped `@` or `/` in a password cannot
-/// make part of it show.
-fn redacted(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => match rest.rsplit_once('@') {
-            Some((userinfo, host)) => match userinfo.split_once(':') {
-                Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
-                None => url.to_string(),
-            },
-            None => url.to_string(),
-        },
-        None => url.to_string(),
     }
 }

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 /// Bad flags, a bad duration, a missing `--`, an invalid name or URL (EX_USAGE).
 pub const USAGE: u8 = 64;
-/// The key named by NAME holds something that is not a lock (EX_DATAERR).
+/// The key named by NAME holds something that is not a lock, or a lock key holds
+/// data the scripts cannot use (EX_DATAERR).
 pub const DATA: u8 = 65;
 /// Redis unreachable, no quorum of masters, or a master refused (EX_UNAVAILABLE).
 pub const UNAVAILABLE: u8 = 69;
@@ -15,6 +16,10 @@ pub const INTERNAL: u8 = 70;
 pub const NOT_ACQUIRED: u8 = 75;
 /// The lock was lost while CMD ran; CMD was terminated (or had already ended).
 pub const LOST: u8 = 76;
+/// The ACL user lacks a command, key or channel the lock needs (EX_NOPERM).
+pub const NO_PERMISSION: u8 = 77;
+/// A master is out of memory and refused the write (EX_TEMPFAIL-like, but distinct).
+pub const OUT_OF_MEMORY: u8 = 71;
 /// CMD exists but cannot be executed (as sh).
 pub const NOT_EXECUTABLE: u8 = 126;
 /// CMD was not found (as sh).
@@ -27,12 +32,15 @@ Exit status of `redlatch run`:
   128+S    CMD was killed by signal S (e.g. 143 for SIGTERM), or redlatch got
            signal S while still waiting for the lock (CMD never ran)
   64       usage error: bad flag, bad duration, missing `--`, invalid URL or name
-  65       the key NAME holds a value that is not a lock
+  65       the key NAME holds a value that is not a lock, or unusable data
+           (e.g. a fencing counter that is not a number)
   69       Redis unreachable, or no majority of the masters answered
   70       internal error
+  71       a master is out of memory (OOM) and refused the write
   75       the lock was not acquired within --wait
   76       the lock was lost while CMD ran (CMD was sent SIGTERM, then SIGKILL after
            --kill-grace), or the release found it already gone
+  77       permission denied: the ACL user lacks a command, key or channel (NOPERM)
   126      CMD is not executable
   127      CMD was not found
 `status` and `unlock` use 0 for success and the same codes for errors.";
@@ -76,7 +84,13 @@ pub fn code_of(e: &redlatch::Error) -> u8 {
     use redlatch::Error as E;
     match e {
         E::Config(_) | E::InvalidUrl { .. } | E::InvalidName(_) | E::InvalidLease(_) => USAGE,
-        E::WrongType { .. } => DATA,
+        E::WrongType { .. } | E::BadData { .. } => DATA,
+        E::PermissionDenied { .. } => NO_PERMISSION,
+        E::OutOfMemory { .. } => OUT_OF_MEMORY,
+        E::NoQuorum {
+            source: Some(inner),
+            ..
+        } if inner.is_permanent() => code_of(inner),
         E::NotHeld { .. } => LOST,
         E::Redis { .. } | E::Timeout { .. } | E::NoQuorum { .. } => UNAVAILABLE,
         _ => INTERNAL,

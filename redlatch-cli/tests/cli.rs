@@ -489,3 +489,41 @@ fn bench_prints_one_json_line_per_workload_and_cleans_up() {
         "bench keys left behind"
     );
 }
+
+/// Issue 11.5: permission and data errors end `run` at once with their own exit codes
+/// (77 NOPERM, 65 bad data), instead of 30 s of retries and 69.
+#[test]
+fn permission_and_data_errors_exit_at_once_with_their_codes() {
+    let server = RedisServer::start();
+    server.cmd::<String>(&[
+        "ACL", "SETUSER", "noeval", "on", ">pw", "~*", "&*", "+@all", "-evalsha",
+    ]);
+    let url = format!("redis://noeval:pw@127.0.0.1:{}", server.port());
+    let started = Instant::now();
+    let args: Vec<String> = ["run", "perm:lock", "--redis", &url, "--", "true"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let out = output(&args, 77);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("permission denied"));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
+    server.cmd::<String>(&["SET", "redisson_lock_token:{bad:lock}", "x"]);
+    let args: Vec<String> = [
+        "run",
+        "bad:lock",
+        "--fenced",
+        "--redis",
+        &server.url(),
+        "--",
+        "true",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    output(&args, 65);
+}

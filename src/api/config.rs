@@ -634,20 +634,58 @@ pub(crate) fn check_lease(what: &str, lease: Duration) -> Result<u64> {
     Ok(ms as u64)
 }
 
-/// `url` with the password of its user info (`user:password@`) replaced by `***`, for
-/// errors and Debug output. Everything before the last `@` counts as user info, so an
-/// unescaped `@` or `/` in a password cannot make part of it show.
-pub(crate) fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
+/// `url` with its secrets replaced by `***`, for errors, logs and `Debug` output: the
+/// password of the user info (`user:***@host`; a user info without `:` may be a bare
+/// password, so it is hidden whole) and `pass`/`password` query parameters (unix-socket
+/// URLs). Everything before the last `@` counts as user info, so an unescaped `@` or
+/// `/` in a password cannot make part of it show; a URL without a scheme is treated
+/// the same way.
+///
+/// # Examples
+/// ```
+/// use redlatch::redact_url;
+/// assert_eq!(redact_url("redis://alice:s3cret@db:6379/0"), "redis://alice:***@db:6379/0");
+/// assert_eq!(redact_url("redis://s3cret@db:6379"), "redis://***@db:6379");
+/// assert_eq!(redact_url("alice:p@ss@db:6379"), "alice:***@db:6379");
+/// assert_eq!(redact_url("redis+unix:///run/redis.sock?pass=s3cret&db=1"),
+///            "redis+unix:///run/redis.sock?pass=***&db=1");
+/// assert_eq!(redact_url("redis://db:6379"), "redis://db:6379");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), url),
     };
-    match rest.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
+    let (before_query, query) = match rest.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (rest, None),
+    };
+    let mut out = scheme;
+    match before_query.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            match userinfo.split_once(':') {
+                Some((user, _password)) => out.push_str(&format!("{user}:***@")),
+                None => out.push_str("***@"),
+            }
+            out.push_str(host);
+        }
+        None => out.push_str(before_query),
     }
+    if let Some(query) = query {
+        let params: Vec<String> = (query.split('&'))
+            .map(|kv| match kv.split_once('=') {
+                Some((k, _))
+                    if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") =>
+                {
+                    format!("{k}=***")
+                }
+                _ => kv.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&params.join("&"));
+    }
+    out
 }
 
 fn parse_url(url: &str) -> Result<redis::ConnectionInfo> {
