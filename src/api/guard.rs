@@ -218,7 +218,12 @@ impl LockGuard {
             Some(left) => {
                 let last = left == 0;
                 let released = release(&self.engine, &self.hold, self.lease_ms, self.fair, last);
-                Box::pin(released).instrument(span.clone()).await
+                // Instrumented only when someone listens (the wrapper costs W1).
+                if span.is_disabled() {
+                    Box::pin(released).await
+                } else {
+                    Box::pin(released).instrument(span.clone()).await
+                }
             }
         };
         match &result {

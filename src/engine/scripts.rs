@@ -10,7 +10,7 @@ use super::master::Master;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::transport::batch::Flight;
-use crate::transport::{BoxFuture, Lane, Script, Transport};
+use crate::transport::{BoxFuture, Invocation, Lane, Script, Transport};
 
 macro_rules! fair_script {
     ($file:literal) => {
@@ -205,14 +205,7 @@ pub(crate) async fn acquire(
             }
             inv
         }
-        AcquireMode::Fair { .. } => {
-            let mut inv = FAIR_ACQUIRE.call();
-            inv.key(name)
-                .key(keys::queue(name))
-                .key(keys::timeouts(name))
-                .key(keys::channel(name));
-            inv
-        }
+        AcquireMode::Fair { .. } => fair_call(&FAIR_ACQUIRE, name),
     };
     inv.arg(lease_ms).arg(holder);
     if let AcquireMode::Fair { join, stale_ms } = mode {
@@ -419,14 +412,8 @@ pub(crate) async fn fair_hand_over(
     (from, from_lease_ms): (&str, u64),
     offered: &[(&str, u64)],
 ) -> Result<HandOver> {
-    let mut inv = FAIR_RELEASE.call();
-    inv.key(name)
-        .key(keys::queue(name))
-        .key(keys::timeouts(name))
-        .key(keys::channel(name))
-        .arg("0")
-        .arg(from_lease_ms)
-        .arg(from);
+    let mut inv = fair_call(&FAIR_RELEASE, name);
+    inv.arg("0").arg(from_lease_ms).arg(from);
     for (holder, lease_ms) in offered {
         inv.arg(*holder).arg(*lease_ms);
     }
@@ -466,12 +453,7 @@ pub(crate) async fn renew(
 /// Deletes `name` whoever holds it and wakes its waiters; true if it was deleted.
 pub(crate) async fn force_release(m: &Master, name: &str, fair: bool) -> Result<bool> {
     let mut inv = if fair {
-        let mut inv = FAIR_FORCE.call();
-        inv.key(name)
-            .key(keys::queue(name))
-            .key(keys::timeouts(name))
-            .key(keys::channel(name));
-        inv
+        fair_call(&FAIR_FORCE, name)
     } else {
         let mut inv = FORCE.call();
         inv.key(name).key(keys::channel(name));
@@ -485,25 +467,27 @@ pub(crate) async fn force_release(m: &Master, name: &str, fair: bool) -> Result<
 /// Deletes `name` if `holder` still holds it (a hold declared lost) and wakes the next
 /// waiter; true if it was deleted.
 pub(crate) async fn drop_lost(m: &Master, name: &str, holder: &str) -> Result<bool> {
-    let mut inv = DROP.call();
-    inv.key(name)
-        .key(keys::queue(name))
-        .key(keys::timeouts(name))
-        .key(keys::channel(name))
-        .arg(holder)
-        .arg("0");
+    let mut inv = fair_call(&DROP, name);
+    inv.arg(holder).arg("0");
     let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
     Ok(m.decode::<i64>(v)? == 1)
 }
 
-/// Removes `holder` from the fair queue of `name`; true if it was queued.
-pub(crate) async fn fair_cancel(m: &Master, name: &str, holder: &str) -> Result<bool> {
-    let mut inv = FAIR_CANCEL.call();
+/// A call of a script over the fair lock's keys: the lock, its queue, its deadlines and
+/// its channel prefix (KEYS[1..4] of every fair script and of drop.lua).
+fn fair_call(script: &'static Script, name: &str) -> Invocation {
+    let mut inv = script.call();
     inv.key(name)
         .key(keys::queue(name))
         .key(keys::timeouts(name))
-        .key(keys::channel(name))
-        .arg(holder);
+        .key(keys::channel(name));
+    inv
+}
+
+/// Removes `holder` from the fair queue of `name`; true if it was queued.
+pub(crate) async fn fair_cancel(m: &Master, name: &str, holder: &str) -> Result<bool> {
+    let mut inv = fair_call(&FAIR_CANCEL, name);
+    inv.arg(holder);
     let v = m.eval(Lane::Lock, &inv).await?;
     Ok(m.decode::<i64>(v)? == 1)
 }

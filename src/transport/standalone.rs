@@ -156,7 +156,11 @@ impl Standalone {
         let work = async {
             // Invariant 5: the ticket is taken in the first poll, in send order.
             let ticket = match lane {
-                Lane::Lock => Some(self.order.lock().await),
+                // Uncontended (the usual case): no await at all.
+                Lane::Lock => Some(match self.order.try_lock() {
+                    Ok(ticket) => ticket,
+                    Err(_) => self.order.lock().await,
+                }),
                 Lane::Side => None,
             };
             let mut conn = self.conn(self.slot(lane)).await?;
