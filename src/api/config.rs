@@ -757,7 +757,8 @@ mod tests {
     fn passwords_never_show_in_url_errors_or_debug() {
         assert_eq!(redact_url("redis://:pw@h:1/2"), "redis://:***@h:1/2");
         assert_eq!(redact_url("rediss://u:p@ss/w@h:1"), "rediss://u:***@h:1");
-        assert_eq!(redact_url("redis://u@h:1"), "redis://u@h:1");
+        // A user info without `:` may be a bare password: hidden whole.
+        assert_eq!(redact_url("redis://u@h:1"), "redis://***@h:1");
         assert_eq!(redact_url("redis://h:1"), "redis://h:1");
         assert_eq!(redact_url("nonsense"), "nonsense");
         for url in [
