@@ -30,10 +30,11 @@ impl Script {
     /// A call of this script; add its keys and arguments with
     /// [`key`](Invocation::key) and [`arg`](Invocation::arg).
     pub(crate) fn call(&'static self) -> Invocation {
+        // Room for every call of our scripts without regrowing (W1's hot path).
         Invocation {
             script: self,
-            keys: Vec::new(),
-            args: Vec::new(),
+            keys: Vec::with_capacity(4),
+            args: Vec::with_capacity(6),
         }
     }
 }
@@ -89,8 +90,11 @@ impl Invocation {
     }
 
     fn command(&self, name: &str, script: &str) -> redis::Cmd {
-        let mut cmd = redis::cmd(name);
-        cmd.arg(script).arg(self.keys.len());
+        // Sized up front: one allocation for the packed arguments, none regrown.
+        let parts = self.keys.iter().chain(&self.args);
+        let data = name.len() + script.len() + 4 + parts.map(Vec::len).sum::<usize>();
+        let mut cmd = redis::Cmd::with_capacity(3 + self.keys.len() + self.args.len(), data);
+        cmd.arg(name).arg(script).arg(self.keys.len());
         for k in &self.keys {
             cmd.arg(k.as_slice());
         }
