@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::tls::TestCerts;
-use common::{eventually_async, numsub, RedisServer};
+use common::RedisServer;
 use redlatch::{Client, Config, Error};
 
 /// Bound on a connect attempt that must fail: the connect timeout plus slack.
@@ -80,21 +80,7 @@ async fn lock_unlock_and_a_pubsub_wakeup_over_tls_with_the_test_ca() {
 
     // A waiter on b subscribes over its TLS pub/sub connection and is woken by a's
     // unlock message long before the 30 s watchdog lease could run out.
-    let lock_b = b.lock("tls-lock");
-    let waiter = tokio::spawn(async move {
-        let g = lock_b.lock().await.unwrap();
-        let at = Instant::now();
-        g.unlock().await.unwrap();
-        at
-    });
-    assert!(
-        eventually_async(Duration::from_secs(5), || numsub(
-            &server,
-            "redisson_lock__channel:{tls-lock}"
-        ) == 1)
-        .await,
-        "the waiter never subscribed"
-    );
+    let waiter = common::subscribed_waiter(&server, b.lock("tls-lock")).await;
     let released = Instant::now();
     guard.unlock().await.unwrap();
     let woke = tokio::time::timeout(Duration::from_secs(5), waiter)

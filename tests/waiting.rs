@@ -16,21 +16,7 @@ async fn a_waiter_wakes_on_release_far_sooner_than_the_lease() {
     let server = RedisServer::start();
     let (a, b) = (client(&server).await, client(&server).await);
     let held = a.lock("wake").lock().await.unwrap();
-    let lock_b = b.lock("wake");
-    let waiter = tokio::spawn(async move {
-        let g = lock_b.lock().await.unwrap();
-        let at = Instant::now();
-        g.unlock().await.unwrap();
-        at
-    });
-    // The waiter is subscribed before the holder lets go.
-    assert!(
-        eventually_async(Duration::from_secs(5), || numsub(
-            &server,
-            "redisson_lock__channel:{wake}"
-        ) == 1)
-        .await
-    );
+    let waiter = common::subscribed_waiter(&server, b.lock("wake")).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let released = Instant::now();
     held.unlock().await.unwrap();

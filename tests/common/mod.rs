@@ -122,3 +122,22 @@ fn serving_pid(url: &str) -> Option<u32> {
         .find_map(|l| l.trim().strip_prefix("process_id:"))
         .and_then(|p| p.trim().parse().ok())
 }
+
+/// Spawns a waiter that takes `lock`, notes when it got it, and unlocks; returns it once
+/// the waiter is subscribed to the lock's channel on `server` (so a release from now on
+/// wakes it by message).
+pub async fn subscribed_waiter(
+    server: &RedisServer,
+    lock: redlatch::Lock,
+) -> tokio::task::JoinHandle<Instant> {
+    let channel = format!("redisson_lock__channel:{{{}}}", lock.name());
+    let waiter = tokio::spawn(async move {
+        let guard = lock.lock().await.unwrap();
+        let at = Instant::now();
+        guard.unlock().await.unwrap();
+        at
+    });
+    let subscribed = eventually_async(Duration::from_secs(5), || numsub(server, &channel) == 1);
+    assert!(subscribed.await, "the waiter never subscribed to {channel}");
+    waiter
+}
