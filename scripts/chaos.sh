@@ -46,6 +46,10 @@ trap cleanup EXIT INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
+# alive PID: the process exists and is not a zombie (an orphan may not be reaped at
+# once in a container, and kill -0 succeeds on a zombie).
+alive() { [[ -r /proc/$1/stat ]] && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]; }
+
 declare -A master_pid
 start_master() { # start_master PORT: (re)starts an empty master on PORT
     local port=$1
@@ -110,7 +114,7 @@ nemesis() { # nemesis UNTIL LOG
         now=$(date +%s)
         for p in "${!back_at[@]}"; do # restart or resume what is due
             (( now >= back_at[$p] )) || continue
-            if kill -0 "${master_pid[$p]}" 2>/dev/null; then
+            if alive "${master_pid[$p]}"; then
                 kill -CONT "${master_pid[$p]}"
             else
                 start_master "$p"
@@ -122,7 +126,7 @@ nemesis() { # nemesis UNTIL LOG
         case $action in
             0) p=$(pick_master) || continue
                kill -9 "${master_pid[$p]}"
-               for _ in $(seq 1 100); do kill -0 "${master_pid[$p]}" 2>/dev/null || break; sleep 0.01; done
+               for _ in $(seq 1 100); do alive "${master_pid[$p]}" || break; sleep 0.01; done
                back_at[$p]=$((now + RESTART_AFTER)); faults=$((faults + 1)) ;;
             1) p=$(pick_master) || continue
                kill -STOP "${master_pid[$p]}"
@@ -132,7 +136,7 @@ nemesis() { # nemesis UNTIL LOG
         down=("${!back_at[@]}")
     done
     for p in "${!back_at[@]}"; do # leave every master up
-        if kill -0 "${master_pid[$p]}" 2>/dev/null; then kill -CONT "${master_pid[$p]}"; else start_master "$p"; fi
+        if alive "${master_pid[$p]}"; then kill -CONT "${master_pid[$p]}"; else start_master "$p"; fi
     done
     echo "$faults" > "$dir/faults"
 }
@@ -144,16 +148,16 @@ cat > "$dir/critical" <<'EOF'
 echo "+ $$" >> "$1"; sleep 0.01; echo "- $$" >> "$1"
 EOF
 until1=$(( $(date +%s) + SECONDS1 ))
-worker() { # worker UNTIL LOG [extra run flags...]
-    local until=$1 log=$2
-    shift 2
+worker() { # worker UNTIL LOG NAME [extra run flags...]
+    local until=$1 log=$2 name=$3
+    shift 3
     while (( $(date +%s) < until )); do
-        timeout 20 "$bin" run chaos-lock --watchdog "$LEASE" --wait 5s "${redis_args[@]}" "$@" \
+        timeout 20 "$bin" run "$name" --watchdog "$LEASE" --wait 5s "${redis_args[@]}" "$@" \
             -- sh "$dir/critical" "$log" >/dev/null 2>>"$dir/workers.err" || true
     done
 }
 for _ in $(seq 1 "$WORKERS"); do
-    worker "$until1" "$log1" &
+    worker "$until1" "$log1" chaos-lock &
     pids+=($!)
 done
 nemesis "$until1" "$log1"
@@ -169,6 +173,12 @@ read -r acquisitions overlaps < <(awk '
 echo "chaos exclusion: masters=$MASTERS workers=$WORKERS seconds=$SECONDS1 acquisitions=$acquisitions faults=$faults1 overlaps=$overlaps"
 
 # ---- phase 2: fencing -----------------------------------------------------------------
+# Every master must be up: a fenced name's first acquisition needs all of them (README,
+# "Fencing under Redlock").
+for p in "${ports[@]}"; do
+    kill -CONT "${master_pid[$p]}" 2>/dev/null || true
+    redis-cli -p "$p" ping >/dev/null 2>&1 || start_master "$p"
+done
 store=$(free_port)
 start_master "$store"
 log2="$dir/critical-2.log"
@@ -181,7 +191,7 @@ echo "w \$REDLATCH_FENCING_TOKEN \$\$ \$r" >> "\$1"
 EOF
 until2=$(( $(date +%s) + SECONDS2 ))
 for _ in $(seq 1 4); do
-    worker "$until2" "$log2" --fenced &
+    worker "$until2" "$log2" chaos-fenced --fenced &
     pids+=($!)
 done
 stalls=0
