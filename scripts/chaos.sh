@@ -138,7 +138,6 @@ nemesis() { # nemesis UNTIL LOG
     for p in "${!back_at[@]}"; do # leave every master up
         if alive "${master_pid[$p]}"; then kill -CONT "${master_pid[$p]}"; else start_master "$p"; fi
     done
-    echo "$faults" > "$dir/faults"
 }
 
 # ---- phase 1: exclusion ---------------------------------------------------------------
@@ -163,7 +162,7 @@ done
 nemesis "$until1" "$log1"
 wait_workers() { for p in $(jobs -p); do wait "$p" 2>/dev/null || true; done; }
 wait_workers
-faults1=$(cat "$dir/faults")
+faults1=$faults
 
 # Checker: replay the log; "+" while someone else is inside is an overlap.
 read -r acquisitions overlaps < <(awk '
@@ -183,10 +182,11 @@ store=$(free_port)
 start_master "$store"
 log2="$dir/critical-2.log"
 : > "$log2"
-# The store's compare-and-set: accept TOKEN only if it is newer than every accepted one.
+# The store's compare-and-set (lua/token_store.lua): accept TOKEN only if it is newer
+# than every accepted one.
 cat > "$dir/critical" <<EOF
 sleep 0.05
-r=\$(redis-cli -p $store EVAL "if tonumber(redis.call('get', KEYS[1]) or '0') < tonumber(ARGV[1]) then redis.call('set', KEYS[1], ARGV[1]); return 1 end return 0" 1 newest "\$REDLATCH_FENCING_TOKEN")
+r=\$(redis-cli -p $store --eval "$PWD/lua/token_store.lua" newest , "\$REDLATCH_FENCING_TOKEN")
 echo "w \$REDLATCH_FENCING_TOKEN \$\$ \$r" >> "\$1"
 EOF
 until2=$(( $(date +%s) + SECONDS2 ))

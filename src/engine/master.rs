@@ -49,19 +49,20 @@ impl Master {
         timeout: Duration,
         inv: &Invocation,
     ) -> Result<Value> {
-        let send = async {
-            if lane == Lane::Lock {
-                self.plain.drained().await;
+        // One bound for both steps; the wait for the batcher is usually ready at once,
+        // so its timer is never armed (the transport bounds the send itself).
+        let started = std::time::Instant::now();
+        if lane == Lane::Lock {
+            let drained = tokio::time::timeout(timeout, self.plain.drained()).await;
+            if drained.is_err() {
+                return Err(Error::Timeout {
+                    addr: self.addr().to_string(),
+                    after: timeout,
+                });
             }
-            self.link.send(lane, timeout, Request::Eval(inv)).await
-        };
-        match tokio::time::timeout(timeout, send).await {
-            Ok(reply) => reply,
-            Err(_) => Err(Error::Timeout {
-                addr: self.addr().to_string(),
-                after: timeout,
-            }),
         }
+        let left = timeout.saturating_sub(started.elapsed());
+        self.link.send(lane, left, Request::Eval(inv)).await
     }
 
     /// Runs a command on `lane` within `timeout` and decodes its reply.
