@@ -39,6 +39,25 @@ pub(crate) fn validate_fair(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Checks a name for Redis Cluster: all of a lock's keys must share one hash slot. A
+/// name with a `{` but no non-empty `{tag}` (`a{b`, `a{}b`) hashes as a whole, while
+/// its derived keys (`prefix:a{}b`) hash differently: a script over them fails with
+/// CROSSSLOT. Redisson derives the same keys and fails the same way on the cluster.
+pub(crate) fn validate_cluster(name: &str) -> Result<()> {
+    let Some(open) = name.find('{') else {
+        return Ok(());
+    };
+    let tagged = name[open + 1..].find('}').is_some_and(|close| close > 0);
+    if tagged {
+        return Ok(());
+    }
+    Err(Error::InvalidName(format!(
+        "on Redis Cluster the name {name:?} would put the lock and its channel in \
+         different hash slots: a name with '{{' needs a non-empty {{tag}} (\"{{orders}}:42\") \
+         or no braces"
+    )))
+}
+
 /// `prefix:{name}`, or `prefix:name` when `name` already has a hash tag. (Built by
 /// hand: this runs for every release, and `format!` costs several times more.)
 pub(crate) fn derived(prefix: &str, name: &str) -> String {
@@ -111,6 +130,19 @@ mod tests {
         assert!(matches!(validate_fair("{dl}"), Err(Error::InvalidName(_))));
         for ok in ["dl", "{dl}:lock", "a{dl}", "{a}{b}", "{", "}", "{}", "{}x"] {
             assert!(validate_fair(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn on_a_cluster_a_brace_needs_a_tag() {
+        for ok in ["orders:42", "{orders}:42", "a{b}c{", "{x}"] {
+            assert!(validate_cluster(ok).is_ok(), "{ok}");
+        }
+        for bad in ["a{b", "a{}b", "{", "}{", "x{}"] {
+            assert!(
+                matches!(validate_cluster(bad), Err(Error::InvalidName(_))),
+                "{bad}"
+            );
         }
     }
 

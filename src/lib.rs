@@ -14,7 +14,7 @@ mod transport;
 
 pub use api::blocking;
 pub use api::client::Client;
-pub use api::config::{redact_url, Config, ENV_VAR, MAX_LEASE, MIN_LEASE};
+pub use api::config::{redact_url, Config, Topology, ENV_VAR, MAX_LEASE, MIN_LEASE};
 pub use api::guard::LockGuard;
 pub use api::lock::{Kind, Lock};
 pub use api::status::MasterStatus;

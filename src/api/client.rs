@@ -4,13 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::config::Config;
+use crate::api::config::{Config, Topology};
 use crate::api::lock::Lock;
 use crate::engine::quorum::{answers, fan_out};
 use crate::engine::{Engine, Kind};
 use crate::error::{Error, Result};
+use crate::transport::cluster::Cluster;
 use crate::transport::standalone::Standalone;
 use crate::transport::{Lane, Request, Transport};
+use redis::Value;
 use uuid::Uuid;
 
 /// A connection to one Redis master (single mode) or N independent masters (Redlock).
@@ -58,31 +60,36 @@ impl Client {
     /// assert_eq!(client.quorum(), 1);
     /// # Ok(()) }) }
     /// ```
-    pub async fn connect(config: Config) -> Result<Client> {
+    pub async fn connect(mut config: Config) -> Result<Client> {
         crate::telemetry::describe();
         let clients = config.redis_clients()?;
         let links = clients
             .into_iter()
-            .map(|client| {
-                let link = Standalone::new(
-                    client,
-                    config.pool_size,
-                    config.effective_master_timeout(),
-                    config.connect_timeout,
-                    crate::engine::scripts::all(),
-                )?;
-                Ok(Arc::new(link) as Arc<dyn Transport>)
-            })
+            .map(|client| config.standalone(client))
             .collect::<Result<Vec<_>>>()?;
         let ping = redis::cmd("PING");
         let pings = fan_out(&links, |link| {
             link.send(Lane::Side, link.connect_timeout(), Request::Cmd(&ping))
         })
         .await;
-        answers(pings, config.quorum())?;
-        if links.len() > 1 {
-            refuse_duplicates(&links).await?;
-        }
+        let links: Vec<Arc<dyn Transport>> = match config.topology {
+            Topology::Masters if links.len() == 1 && is_cluster_node(&links[0]).await => {
+                config.topology = Topology::Cluster;
+                vec![Arc::new(connect_cluster(&config, links, pings).await?)]
+            }
+            Topology::Masters => {
+                answers(pings, config.quorum())?;
+                let links: Vec<Arc<dyn Transport>> = links
+                    .into_iter()
+                    .map(|l| Arc::new(l) as Arc<dyn Transport>)
+                    .collect();
+                if links.len() > 1 {
+                    refuse_duplicates(&links).await?;
+                }
+                links
+            }
+            Topology::Cluster => vec![Arc::new(connect_cluster(&config, links, pings).await?)],
+        };
         if links.len() > 1 && links.len() % 2 == 0 {
             tracing::warn!(
                 n = links.len(),
@@ -337,6 +344,46 @@ impl Client {
     pub async fn renew_now(&self) {
         crate::engine::watchdog::renew_all(&self.engine).await;
     }
+}
+
+/// Connects to a cluster through the first seed that answered the PING.
+async fn connect_cluster(
+    config: &Config,
+    seeds: Vec<Standalone>,
+    pings: Vec<Result<Value>>,
+) -> Result<Cluster> {
+    let mut last = None;
+    for (seed, ping) in seeds.into_iter().zip(pings) {
+        if let Err(e) = ping {
+            last = Some(e);
+            continue;
+        }
+        match Cluster::connect(
+            seed,
+            config.pool_size,
+            config.effective_master_timeout(),
+            config.connect_timeout,
+            crate::engine::scripts::all(),
+        )
+        .await
+        {
+            Ok(cluster) => return Ok(cluster),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| Error::Config("no cluster seed given".into())))
+}
+
+/// True if `link` is a node of a Redis Cluster (`cluster_enabled:1`). A server that
+/// does not answer, or may not run INFO, is taken as not one.
+async fn is_cluster_node(link: &dyn Transport) -> bool {
+    let mut info = redis::cmd("INFO");
+    info.arg("cluster");
+    let reply = link
+        .send(Lane::Side, link.connect_timeout(), Request::Cmd(&info))
+        .await;
+    let text: Option<String> = reply.ok().and_then(|v| redis::from_redis_value(v).ok());
+    text.is_some_and(|t| t.lines().any(|l| l.trim() == "cluster_enabled:1"))
 }
 
 /// Refuses two masters that are one server (issue 11.8): `localhost:P` and

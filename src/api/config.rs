@@ -21,6 +21,7 @@ pub const ENV_VAR: &str = "REDLATCH_REDIS";
 #[derive(Clone)]
 pub struct Config {
     pub(crate) urls: Vec<String>,
+    pub(crate) topology: Topology,
     pub(crate) watchdog_timeout: Duration,
     pub(crate) drift_factor: f64,
     pub(crate) master_timeout: Option<Duration>,
@@ -73,6 +74,45 @@ impl Config {
     {
         let urls = urls.into_iter().map(Into::into).collect();
         Self::with_urls(urls, Duration::from_millis(50))
+    }
+
+    /// A Redis Cluster, reached through one or more of its nodes (`seeds`; any node,
+    /// primary or replica, will do: the first that answers is asked for the slot
+    /// map). Every operation goes to the primary serving the lock name's hash slot;
+    /// `MOVED` and `ASK` are followed; waiters use sharded pub/sub on Redis >= 7.
+    /// Credentials and TLS settings of the first seed apply to every node.
+    /// `master_timeout` defaults to 1 s, as in single mode.
+    ///
+    /// A single URL given to [`single`](Self::single) that turns out to be a cluster
+    /// node (`cluster_enabled:1`) is used as a cluster seed too.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::{Config, Topology};
+    /// let config = Config::cluster(["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"]);
+    /// assert_eq!(config.topology(), &Topology::Cluster);
+    /// assert_eq!(config.quorum(), 1); // one deployment, not Redlock
+    /// ```
+    pub fn cluster<I, S>(seeds: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let urls = seeds.into_iter().map(Into::into).collect();
+        let mut config = Self::with_urls(urls, Duration::from_secs(1));
+        config.topology = Topology::Cluster;
+        config
+    }
+
+    /// How the URLs are used: independent masters, cluster seeds or sentinels.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::{Config, Topology};
+    /// assert_eq!(Config::single("redis://127.0.0.1:7000").topology(), &Topology::Masters);
+    /// ```
+    pub fn topology(&self) -> &Topology {
+        &self.topology
     }
 
     /// Reads [`ENV_VAR`] (`REDLATCH_REDIS`): one URL means single mode, a
@@ -130,6 +170,7 @@ impl Config {
     fn with_urls(urls: Vec<String>, master_timeout: Duration) -> Self {
         Config {
             urls,
+            topology: Topology::Masters,
             watchdog_timeout: Duration::from_secs(30),
             drift_factor: 0.01,
             master_timeout: None,
@@ -373,7 +414,10 @@ impl Config {
     /// assert_eq!(Config::redlock(five).quorum(), 3);
     /// ```
     pub fn quorum(&self) -> usize {
-        self.urls.len() / 2 + 1
+        match self.topology {
+            Topology::Masters => self.urls.len() / 2 + 1,
+            _ => 1,
+        }
     }
 
     fn unavailable_after(&self) -> Duration {
@@ -389,6 +433,7 @@ impl Config {
             connect_timeout: self.connect_timeout,
             fair_stale_timeout: self.fair_stale_timeout,
             unavailable_after: self.unavailable_after(),
+            cluster: self.topology == Topology::Cluster,
         }
     }
 
@@ -480,6 +525,22 @@ impl Config {
                 redis::Client::open(info).map_err(|source| Error::Redis { addr, source })
             })
             .collect()
+    }
+}
+
+impl Config {
+    /// The transport of one server with this configuration's pool and timeouts.
+    pub(crate) fn standalone(
+        &self,
+        client: redis::Client,
+    ) -> Result<crate::transport::standalone::Standalone> {
+        crate::transport::standalone::Standalone::new(
+            client,
+            self.pool_size,
+            self.effective_master_timeout(),
+            self.connect_timeout,
+            crate::engine::scripts::all(),
+        )
     }
 }
 
@@ -599,6 +660,7 @@ impl std::fmt::Debug for Config {
         let urls: Vec<String> = self.urls.iter().map(|u| redact_url(u)).collect();
         let mut d = f.debug_struct("Config");
         d.field("urls", &urls)
+            .field("topology", &self.topology)
             .field("watchdog_timeout", &self.watchdog_timeout)
             .field("drift_factor", &self.drift_factor)
             .field("master_timeout", &self.master_timeout)
@@ -612,6 +674,24 @@ impl std::fmt::Debug for Config {
         d.field("tls", &self.tls);
         d.finish()
     }
+}
+
+/// How a [`Config`]'s URLs are used.
+///
+/// # Examples
+/// ```
+/// use redlatch::{Config, Topology};
+/// let config = Config::cluster(["redis://127.0.0.1:7000"]);
+/// assert!(matches!(config.topology(), Topology::Cluster));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Topology {
+    /// One master, or Redlock over several independent masters (by the number of
+    /// URLs).
+    Masters,
+    /// A Redis Cluster; the URLs are seed nodes.
+    Cluster,
 }
 
 /// The shortest lease accepted: below it the validity left after the drift allowance

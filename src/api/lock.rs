@@ -267,10 +267,7 @@ impl Lock {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
-        match self.kind {
-            Kind::Fair => keys::validate_fair(&self.name)?,
-            _ => keys::validate(&self.name)?,
-        }
+        self.check_name()?;
         let engine = &self.client.engine;
         let watchdog = lease.is_none();
         let lease = lease.unwrap_or(engine.settings.watchdog_timeout);
@@ -435,7 +432,7 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub async fn force_unlock(&self) -> Result<bool> {
-        keys::validate(&self.name)?;
+        self.check_name()?;
         let engine = &self.client.engine;
         let fair = self.kind == Kind::Fair;
         let results = fan_out(&engine.masters, |m| {
@@ -455,9 +452,21 @@ impl Lock {
         self.client.engine.quorum
     }
 
+    /// Checks the name for this kind of lock and this deployment.
+    pub(crate) fn check_name(&self) -> Result<()> {
+        match self.kind {
+            Kind::Fair => keys::validate_fair(&self.name)?,
+            _ => keys::validate(&self.name)?,
+        }
+        if self.client.engine.settings.cluster {
+            keys::validate_cluster(&self.name)?;
+        }
+        Ok(())
+    }
+
     /// Runs a read on every master; the answers of at least a majority.
     async fn query(&self, cmd: &mut redis::Cmd) -> Result<Vec<Value>> {
-        keys::validate(&self.name)?;
+        self.check_name()?;
         let cmd = &*cmd;
         let results = fan_out(&self.client.engine.masters, |m| async move {
             m.query::<Value>(cmd)

@@ -70,7 +70,7 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub async fn status(&self) -> Result<Vec<MasterStatus>> {
-        keys::validate(self.name())?;
+        self.check_name()?;
         let mut pipe = redis::pipe();
         // A key of another type fails HGETALL only; TYPE still says what it is.
         pipe.ignore_errors();

@@ -26,6 +26,11 @@ impl Master {
         })
     }
 
+    /// The deployment's transport.
+    pub(crate) fn link(&self) -> &dyn Transport {
+        &*self.link
+    }
+
     /// `host:port`, as shown in errors.
     pub(crate) fn addr(&self) -> &str {
         self.link.addr()

@@ -52,6 +52,8 @@ pub(crate) struct Settings {
     pub(crate) fair_stale_timeout: Duration,
     /// How long `lock()` retries while no majority answers.
     pub(crate) unavailable_after: Duration,
+    /// The deployment is a Redis Cluster (lock names must keep their keys in one slot).
+    pub(crate) cluster: bool,
 }
 
 /// Which flavour of lock an operation is for.

@@ -4,6 +4,7 @@
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use futures_util::future::join_all;
 use redis::Value;
 
 use super::master::Master;
@@ -21,12 +22,14 @@ macro_rules! fair_script {
     };
 }
 
-static BATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/batch.lua")));
+static BATCH: LazyLock<Script> =
+    LazyLock::new(|| Script::cross_slot(include_str!("../../lua/batch.lua")));
 static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/acquire.lua")));
 static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/release.lua")));
-static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/renew.lua")));
+static RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::cross_slot(include_str!("../../lua/renew.lua")));
 static FORCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/force_release.lua")));
 static FENCED_ACQUIRE: LazyLock<Script> =
@@ -165,8 +168,25 @@ impl Flight for PlainFlight {
         Box::pin(single(&*self.0, op))
     }
 
-    fn many<'a>(&'a self, ops: &'a [&'a PlainOp]) -> BoxFuture<'a, Result<Vec<PlainReply>>> {
-        Box::pin(batch(&*self.0, ops))
+    fn many<'a>(&'a self, ops: &'a [&'a PlainOp]) -> BoxFuture<'a, Vec<Result<PlainReply>>> {
+        Box::pin(by_shard(
+            &*self.0,
+            ops,
+            |op| &op.name,
+            |link, ops| {
+                Box::pin(async move {
+                    match batch(link, &ops).await {
+                        Err(e) if is_redirect(&e) => {
+                            // A slot of the group is migrating or moved: nothing ran; each
+                            // operation alone follows its own redirect.
+                            join_all(ops.iter().map(|op| single(link, op))).await
+                        }
+                        Err(e) => ops.iter().map(|_| Err(e.clone())).collect(),
+                        Ok(replies) => replies.into_iter().map(Ok).collect(),
+                    }
+                })
+            },
+        ))
     }
 
     fn addr(&self) -> &str {
@@ -329,6 +349,52 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
     }
 }
 
+/// Runs `call` once per group of `items` whose keys are served by one node
+/// ([`Transport::shard`]), concurrently, and returns one result per item, in order.
+/// A single server is one group. Every group's call is polled once before this
+/// returns Pending, so all are written in this poll (batch.rs invariant 4).
+async fn by_shard<'a, T, R: Clone>(
+    link: &'a dyn Transport,
+    items: &'a [&'a T],
+    key: impl Fn(&T) -> &str,
+    call: impl Fn(&'a dyn Transport, Vec<&'a T>) -> BoxFuture<'a, Vec<Result<R>>>,
+) -> Vec<Result<R>> {
+    let shards: Vec<usize> = items
+        .iter()
+        .map(|i| link.shard(key(i).as_bytes()))
+        .collect();
+    if shards.windows(2).all(|w| w[0] == w[1]) {
+        return call(link, items.to_vec()).await;
+    }
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (i, shard) in shards.iter().enumerate() {
+        match groups.iter_mut().find(|(s, _)| s == shard) {
+            Some((_, idx)) => idx.push(i),
+            None => groups.push((*shard, vec![i])),
+        }
+    }
+    let calls = groups.iter().map(|(_, idx)| {
+        let group: Vec<&T> = idx.iter().map(|&i| items[i]).collect();
+        call(link, group)
+    });
+    let replies = join_all(calls).await;
+    let mut out: Vec<Option<Result<R>>> = vec![None; items.len()];
+    for ((_, idx), replies) in groups.iter().zip(replies) {
+        for (&i, r) in idx.iter().zip(replies) {
+            out[i] = Some(r);
+        }
+    }
+    out.into_iter()
+        .map(|r| r.expect("every item has a reply"))
+        .collect()
+}
+
+/// True for a cluster's "not here / not now" answer, given before a script runs.
+fn is_redirect(e: &Error) -> bool {
+    matches!(e, Error::Redis { source, .. }
+        if matches!(source.code(), Some("MOVED" | "ASK" | "TRYAGAIN" | "CROSSSLOT")))
+}
+
 /// Many plain operations in one `batch.lua` call.
 async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<PlainReply>> {
     let mut inv = BATCH.call();
@@ -429,10 +495,43 @@ pub(crate) async fn fair_hand_over(
         .ok_or_else(|| protocol(m, "fair_hand_over", &v))
 }
 
-/// Renews `(name, holder)` pairs to `lease_ms`; one bool per pair, true = still held.
+/// Renews `(name, holder)` pairs to `lease_ms`; one answer per pair, true = still
+/// held. On a cluster, one call per node (its locks may lie in many slots); a group
+/// whose slot is migrating is renewed lock by lock.
 pub(crate) async fn renew(
     m: &Master,
     locks: &[(&str, &str)],
+    lease_ms: u64,
+    timeout: Duration,
+) -> Vec<Result<bool>> {
+    let items: Vec<&(&str, &str)> = locks.iter().collect();
+    by_shard(
+        m.link(),
+        &items,
+        |l| l.0,
+        |_, group| {
+            Box::pin(async move {
+                match renew_group(m, &group, lease_ms, timeout).await {
+                    Err(e) if is_redirect(&e) && group.len() > 1 => {
+                        let alone = group.iter().map(|l| async move {
+                            let r = renew_group(m, &[*l], lease_ms, timeout).await;
+                            r.map(|v| v[0])
+                        });
+                        join_all(alone).await
+                    }
+                    Err(e) => group.iter().map(|_| Err(e.clone())).collect(),
+                    Ok(held) => held.into_iter().map(Ok).collect(),
+                }
+            })
+        },
+    )
+    .await
+}
+
+/// One renew call for `locks` (all served by one node).
+async fn renew_group(
+    m: &Master,
+    locks: &[&(&str, &str)],
     lease_ms: u64,
     timeout: Duration,
 ) -> Result<Vec<bool>> {

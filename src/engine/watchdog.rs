@@ -148,18 +148,17 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
     // Judged as answers arrive: a hold renewed by a majority counts at once, without
     // waiting for the slowest master (the validity deadline may fire meanwhile).
     while let Some(answer) = answers.next().await {
-        let held = match answer {
-            Ok(held) => held,
-            Err(e) if e.is_permanent() => {
-                // Not an outage: nothing will renew these locks until it is fixed.
-                tracing::error!(error = %e, locks = chunk.len(),
-                    "renewal refused; the locks will be lost when their validity ends");
-                continue;
-            }
-            Err(_) => continue,
-        };
+        // Not an outage: nothing will renew these locks until it is fixed.
+        let refused = answer.iter().filter_map(|r| r.as_ref().err());
+        if let Some(e) = refused.clone().find(|e| e.is_permanent()) {
+            tracing::error!(error = %e, locks = refused.count(),
+                "renewal refused; the locks will be lost when their validity ends");
+        }
         for (i, hold) in chunk.iter().enumerate() {
-            if held[i] {
+            let Ok(held) = answer[i] else {
+                continue;
+            };
+            if held {
                 renewed[i] += 1;
                 if renewed[i] == quorum {
                     hold.renewed(started);

@@ -64,8 +64,9 @@ pub(crate) trait Flight: Send + Sync + 'static {
     /// Sends one operation alone.
     fn one<'a>(&'a self, op: &'a Self::Op) -> BoxFuture<'a, Result<Self::Reply>>;
 
-    /// Sends several operations in one call: one reply per operation, in order.
-    fn many<'a>(&'a self, ops: &'a [&'a Self::Op]) -> BoxFuture<'a, Result<Vec<Self::Reply>>>;
+    /// Sends several operations in one call (or one per node of a cluster): one reply
+    /// per operation, in order.
+    fn many<'a>(&'a self, ops: &'a [&'a Self::Op]) -> BoxFuture<'a, Vec<Result<Self::Reply>>>;
 
     /// Where the operations go, for errors.
     fn addr(&self) -> &str;
@@ -222,26 +223,17 @@ impl<F: Flight> Batcher<F> {
                 q.ops.drain(..n).collect()
             };
             let ops: Vec<&F::Op> = batch.iter().map(|p| &p.op).collect();
-            let result = self
+            let replies = self
                 .sent(async {
                     if let [one] = ops.as_slice() {
-                        self.flight.one(one).await.map(|r| vec![r])
+                        vec![self.flight.one(one).await]
                     } else {
                         self.flight.many(&ops).await
                     }
                 })
                 .await;
-            match result {
-                Ok(replies) => {
-                    for (p, r) in batch.into_iter().zip(replies) {
-                        let _ = p.tx.send(Ok(r));
-                    }
-                }
-                Err(e) => {
-                    for p in batch {
-                        let _ = p.tx.send(Err(e.clone()));
-                    }
-                }
+            for (p, r) in batch.into_iter().zip(replies) {
+                let _ = p.tx.send(r);
             }
         }
     }

@@ -4,7 +4,11 @@
 //! * [`standalone`]: one server (a standalone master): connection lanes, timeouts.
 //! * [`script`]: EVALSHA with a reload on NOSCRIPT.
 //! * [`batch`]: group commit, generic over how a batch is sent.
-//! * [`pubsub`]: the pub/sub hub, one subscriber connection per deployment.
+//! * [`pubsub`]: the pub/sub hub, one [`Subscriber`] per deployment.
+//! * [`subscriber`]: a deployment's subscriber: one classic pub/sub connection, or
+//!   (cluster) sharded subscriptions spread over the primaries.
+//! * [`cluster`]: Redis Cluster: requests routed by their first key's hash slot,
+//!   MOVED/ASK followed, sharded pub/sub.
 //! * `tls` (cargo feature `tls`): the rustls crypto provider and the certificates of
 //!   `rediss://` connections.
 //!
@@ -12,9 +16,11 @@
 //! routes each request by its first key, which is why every request carries its keys.
 
 pub(crate) mod batch;
+pub(crate) mod cluster;
 pub(crate) mod pubsub;
 pub(crate) mod script;
 pub(crate) mod standalone;
+pub(crate) mod subscriber;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
 
@@ -26,7 +32,8 @@ use redis::Value;
 
 use crate::error::Result;
 
-pub(crate) use script::{Invocation, Script};
+pub(crate) use script::{Dialect, Invocation, Script};
+pub(crate) use subscriber::Subscriber;
 
 /// A boxed, sendable future: what [`Transport`] methods return (the trait is used as
 /// `dyn Transport`).
@@ -44,7 +51,11 @@ pub(crate) enum Lane {
     Side,
 }
 
-/// One request: a script, a command or a pipeline.
+/// One request: a script, a command or a pipeline. A clustered transport routes it by
+/// its first key: a script's first KEYS entry, a command's first argument (every
+/// keyed command we send has its key there; `PING` and `INFO` have none and may go to
+/// any node), a pipeline's first command's.
+#[derive(Clone, Copy)]
 pub(crate) enum Request<'a> {
     /// A script run with EVALSHA (reloaded on NOSCRIPT).
     Eval(&'a Invocation),
@@ -75,6 +86,37 @@ pub(crate) trait Transport: Send + Sync + 'static {
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Value>>;
 
-    /// Opens a new pub/sub connection.
-    fn open_pubsub(&self) -> BoxFuture<'_, redis::RedisResult<redis::aio::PubSub>>;
+    /// Opens a new subscriber (see [`Subscriber`]).
+    fn subscriber(&self) -> BoxFuture<'_, redis::RedisResult<Box<dyn Subscriber>>>;
+
+    /// Which node of the deployment serves `key` now, as a small number: requests for
+    /// keys with the same number may share one script call (group commit, renewals).
+    /// Always 0 for a single server.
+    fn shard(&self, _key: &[u8]) -> usize {
+        0
+    }
+}
+
+impl Request<'_> {
+    /// The key a clustered transport routes by; `None` for a keyless command.
+    pub(crate) fn key(&self) -> Option<&[u8]> {
+        fn cmd_key(cmd: &redis::Cmd) -> Option<&[u8]> {
+            let mut args = cmd.args_iter();
+            let redis::Arg::Simple(name) = args.next()? else {
+                return None;
+            };
+            if name.eq_ignore_ascii_case(b"PING") || name.eq_ignore_ascii_case(b"INFO") {
+                return None;
+            }
+            match args.next()? {
+                redis::Arg::Simple(key) => Some(key),
+                _ => None,
+            }
+        }
+        match self {
+            Request::Eval(inv) => inv.first_key(),
+            Request::Cmd(cmd) => cmd_key(cmd),
+            Request::Pipe(pipe) => pipe.cmd_iter().next().and_then(cmd_key),
+        }
+    }
 }

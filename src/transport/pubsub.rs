@@ -24,14 +24,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::Transport;
+use super::{Subscriber, Transport};
 use crate::telemetry;
 
 /// How long an unused channel stays subscribed (invariant 5).
@@ -239,7 +237,7 @@ struct Actor {
     link: Arc<dyn Transport>,
     timeout: Duration,
     actual: HashSet<String>,
-    conn: Option<(PubSubSink, PubSubStream)>,
+    conn: Option<Box<dyn Subscriber>>,
     /// Idle channels and when they may go (invariant 5).
     lingering: Vec<(tokio::time::Instant, String)>,
     /// Since a live connection was lost: its `pubsub_reconnect` span, when it was lost
@@ -261,8 +259,8 @@ impl Actor {
                 _ = shutdown.cancelled() => return,
                 msg = next_message(&mut self.conn), if connected => {
                     match msg {
-                        Some(m) => {
-                            self.shared.wake(m.get_channel_name());
+                        Some(channel) => {
+                            self.shared.wake(&channel);
                             continue;
                         }
                         None => self.disconnected("connection closed"),
@@ -402,17 +400,17 @@ impl Actor {
             if subscribe.is_empty() {
                 return Ok(());
             }
-            let pubsub = tokio::time::timeout(self.timeout, self.link.open_pubsub())
+            let subscriber = tokio::time::timeout(self.timeout, self.link.subscriber())
                 .await
                 .map_err(|_| "connect timed out".to_string())?
                 .map_err(|e| e.to_string())?;
-            self.conn = Some(pubsub.split());
+            self.conn = Some(subscriber);
             fresh = true;
             // Everything wanted goes on the new connection.
             subscribe = self.shared.channels.lock().keys().cloned().collect();
             unsubscribe.clear();
         }
-        let sink = &mut self.conn.as_mut().expect("connected").0;
+        let sink = self.conn.as_mut().expect("connected");
         if !unsubscribe.is_empty() {
             within(self.timeout, sink.unsubscribe(&unsubscribe)).await?;
             for name in &unsubscribe {
@@ -461,9 +459,9 @@ where
     }
 }
 
-async fn next_message(conn: &mut Option<(PubSubSink, PubSubStream)>) -> Option<redis::Msg> {
+async fn next_message(conn: &mut Option<Box<dyn Subscriber>>) -> Option<String> {
     match conn {
-        Some((_, stream)) => stream.next().await,
+        Some(subscriber) => subscriber.next_message().await,
         None => std::future::pending().await,
     }
 }

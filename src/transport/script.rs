@@ -14,17 +14,65 @@ use redis::{RedisResult, ToRedisArgs, Value};
 /// a loop is outlasted, since every round trip gives the call another chance.
 pub(crate) const MAX_RELOADS: usize = 1000;
 
-/// A Lua script and its SHA1.
-pub(crate) struct Script {
-    source: &'static str,
+/// Which variant of a script a deployment runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// The script as written: classic pub/sub (`PUBLISH`, `PUBSUB NUMSUB`).
+    Classic,
+    /// Redis Cluster with sharded pub/sub (Redis >= 7): `SPUBLISH` and
+    /// `PUBSUB SHARDNUMSUB` instead, so messages reach `SSUBSCRIBE`rs (Redisson's
+    /// subscription mode on such clusters); scripts made with [`Script::cross_slot`]
+    /// also carry the `allow-cross-slot-keys` flag.
+    Sharded,
+}
+
+/// One text of a script and its SHA1.
+struct Text {
+    source: std::borrow::Cow<'static, str>,
     hash: String,
 }
 
+impl Text {
+    fn new(source: std::borrow::Cow<'static, str>) -> Self {
+        let hash = redis::Script::new(&source).get_hash().to_string();
+        Text { source, hash }
+    }
+}
+
+/// A Lua script and its SHA1, in both [`Dialect`]s.
+pub(crate) struct Script {
+    classic: Text,
+    sharded: Text,
+}
+
 impl Script {
-    /// A script from its source (the SHA1 is computed once, here).
+    /// A script from its source (the SHA1s are computed once, here).
     pub(crate) fn new(source: &'static str) -> Self {
-        let hash = redis::Script::new(source).get_hash().to_string();
-        Script { source, hash }
+        Self::with_flags(source, "")
+    }
+
+    /// A script whose keys may lie in several slots of one cluster node (a batch over
+    /// many locks): in the sharded dialect it declares `allow-cross-slot-keys`
+    /// (Redis >= 7), so one call serves every lock a node owns.
+    pub(crate) fn cross_slot(source: &'static str) -> Self {
+        Self::with_flags(source, "#!lua flags=allow-cross-slot-keys\n")
+    }
+
+    fn with_flags(source: &'static str, shebang: &str) -> Self {
+        let sharded = source
+            .replace("redis.call('publish'", "redis.call('spublish'")
+            .replace("'pubsub', 'numsub'", "'pubsub', 'shardnumsub'");
+        Script {
+            classic: Text::new(source.into()),
+            sharded: Text::new(format!("{shebang}{sharded}").into()),
+        }
+    }
+
+    fn text(&self, dialect: Dialect) -> &Text {
+        match dialect {
+            Dialect::Classic => &self.classic,
+            Dialect::Sharded => &self.sharded,
+        }
     }
 
     /// A call of this script; add its keys and arguments with
@@ -39,17 +87,22 @@ impl Script {
     }
 }
 
-/// Loads `scripts` on `conn` in one round trip (a pipeline of SCRIPT LOAD).
+/// Loads `scripts` (their `dialect` text) on `conn` in one round trip (a pipeline of
+/// SCRIPT LOAD).
 pub(crate) async fn load_all<C: ConnectionLike + Send>(
     conn: &mut C,
     scripts: &[&'static Script],
+    dialect: Dialect,
 ) -> RedisResult<()> {
     if scripts.is_empty() {
         return Ok(());
     }
     let mut pipe = redis::pipe();
     for s in scripts {
-        pipe.cmd("SCRIPT").arg("LOAD").arg(s.source).ignore();
+        pipe.cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(&*s.text(dialect).source)
+            .ignore();
     }
     pipe.query_async::<()>(conn).await
 }
@@ -75,18 +128,17 @@ impl Invocation {
     }
 
     /// The first key, by which a clustered transport routes the call.
-    #[allow(dead_code)]
     pub(crate) fn first_key(&self) -> Option<&[u8]> {
         self.keys.first().map(Vec::as_slice)
     }
 
-    fn evalsha(&self) -> redis::Cmd {
-        self.command("EVALSHA", &self.script.hash)
+    fn evalsha(&self, dialect: Dialect) -> redis::Cmd {
+        self.command("EVALSHA", &self.script.text(dialect).hash)
     }
 
     /// `EVAL source ...`: runs the script without needing it cached (and caches it).
-    fn eval(&self) -> redis::Cmd {
-        self.command("EVAL", self.script.source)
+    pub(crate) fn eval(&self, dialect: Dialect) -> redis::Cmd {
+        self.command("EVAL", &self.script.text(dialect).source)
     }
 
     fn command(&self, name: &str, script: &str) -> redis::Cmd {
@@ -108,14 +160,18 @@ impl Invocation {
     /// with the source, which cannot meet NOSCRIPT however often the server flushes.
     /// A user whose ACL forbids EVAL gets SCRIPT LOAD and EVALSHA again instead, for as
     /// long as the server keeps flushing (at most [`MAX_RELOADS`] times).
-    pub(crate) async fn run<C: ConnectionLike + Send>(&self, conn: &mut C) -> RedisResult<Value> {
-        let evalsha = self.evalsha();
+    pub(crate) async fn run<C: ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        dialect: Dialect,
+    ) -> RedisResult<Value> {
+        let evalsha = self.evalsha(dialect);
         let first = evalsha.query_async::<Value>(conn).await;
         match first {
             Err(e) if is_noscript(&e) => {}
             other => return other,
         }
-        match self.eval().query_async::<Value>(conn).await {
+        match self.eval(dialect).query_async::<Value>(conn).await {
             Err(e) if e.code() == Some("NOPERM") => {}
             other => return other,
         }
@@ -123,7 +179,7 @@ impl Invocation {
         loop {
             redis::cmd("SCRIPT")
                 .arg("LOAD")
-                .arg(self.script.source)
+                .arg(&*self.script.text(dialect).source)
                 .query_async::<()>(conn)
                 .await?;
             reloads += 1;
@@ -149,14 +205,35 @@ mod tests {
             std::sync::LazyLock::new(|| Script::new("return 1"));
         let mut inv = S.call();
         inv.key("k1").arg(5).key("k2").arg("x");
-        let packed = inv.evalsha().get_packed_command();
+        let packed = inv.evalsha(Dialect::Classic).get_packed_command();
         let text = String::from_utf8_lossy(&packed);
         let parts: Vec<&str> = text
             .split("\r\n")
             .filter(|p| !p.starts_with(['*', '$']))
             .collect();
-        assert_eq!(parts[..6], ["EVALSHA", &*S.hash, "2", "k1", "k2", "5"]);
+        assert_eq!(
+            parts[..6],
+            ["EVALSHA", &*S.classic.hash, "2", "k1", "k2", "5"]
+        );
         assert_eq!(parts[6], "x");
         assert_eq!(inv.first_key(), Some(&b"k1"[..]));
+    }
+
+    #[test]
+    fn the_sharded_dialect_publishes_with_spublish_and_may_cross_slots() {
+        let src = "redis.call('pubsub', 'numsub', KEYS[2])\nredis.call('publish', KEYS[2], '0')";
+        let plain = Script::new(Box::leak(src.to_string().into_boxed_str()));
+        assert_eq!(plain.classic.source, src);
+        assert_eq!(
+            plain.sharded.source,
+            "redis.call('pubsub', 'shardnumsub', KEYS[2])\nredis.call('spublish', KEYS[2], '0')"
+        );
+        assert_ne!(plain.classic.hash, plain.sharded.hash);
+        let batch = Script::cross_slot("return 1");
+        assert_eq!(batch.classic.source, "return 1");
+        assert_eq!(
+            batch.sharded.source,
+            "#!lua flags=allow-cross-slot-keys\nreturn 1"
+        );
     }
 }

@@ -33,7 +33,8 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Value};
 
 use super::script::load_all;
-use super::{BoxFuture, Lane, Request, Script, Transport};
+use super::subscriber::Classic;
+use super::{BoxFuture, Dialect, Lane, Request, Script, Subscriber, Transport};
 use crate::error::{Error, Result};
 use crate::telemetry;
 
@@ -55,6 +56,9 @@ pub(crate) struct Standalone {
     connect_timeout: Duration,
     /// Loaded on every new connection (invariant 6).
     scripts: Vec<&'static Script>,
+    /// The scripts' variant this server runs (a cluster node with sharded pub/sub runs
+    /// the sharded one).
+    dialect: Dialect,
     /// The FIFO ticket of lock-lane writes (invariant 5).
     order: tokio::sync::Mutex<()>,
 }
@@ -95,8 +99,20 @@ impl Standalone {
             timeout,
             connect_timeout,
             scripts,
+            dialect: Dialect::Classic,
             order: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// Runs the scripts' `dialect` variant (set before the first request).
+    pub(crate) fn with_dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = dialect;
+        self
+    }
+
+    /// The connection settings of this server (a cluster derives its other nodes').
+    pub(crate) fn client(&self) -> &redis::Client {
+        &self.client
     }
 
     fn err(&self, source: redis::RedisError) -> Error {
@@ -125,7 +141,7 @@ impl Standalone {
         })?;
         let mut conn = (*pooled).clone();
         // Invariant 6. A connection that cannot load them is not kept.
-        if let Err(e) = load_all(&mut conn, &self.scripts).await {
+        if let Err(e) = load_all(&mut conn, &self.scripts, self.dialect).await {
             drop(Pooled::take(pooled));
             return Err(self.err(e));
         }
@@ -166,7 +182,7 @@ impl Standalone {
             let mut conn = self.conn(self.slot(lane)).await?;
             let call = async {
                 match request {
-                    Request::Eval(inv) => inv.run(&mut conn).await,
+                    Request::Eval(inv) => inv.run(&mut conn, self.dialect).await,
                     Request::Cmd(cmd) => cmd.query_async(&mut conn).await,
                     Request::Pipe(pipe) => pipe.query_async(&mut conn).await,
                 }
@@ -225,7 +241,10 @@ impl Transport for Standalone {
         })
     }
 
-    fn open_pubsub(&self) -> BoxFuture<'_, redis::RedisResult<redis::aio::PubSub>> {
-        Box::pin(self.client.get_async_pubsub())
+    fn subscriber(&self) -> BoxFuture<'_, redis::RedisResult<Box<dyn Subscriber>>> {
+        Box::pin(async {
+            let pubsub = self.client.get_async_pubsub().await?;
+            Ok(Box::new(Classic::new(pubsub)) as Box<dyn Subscriber>)
+        })
     }
 }

@@ -1,0 +1,408 @@
+//! The Redis Cluster transport: each request goes to the primary serving its first
+//! key's hash slot, through that primary's own [`Standalone`] transport (lanes,
+//! ordering, script preloading and timeouts as on a single server).
+//!
+//! Invariants:
+//! 1. The slot map is read with `CLUSTER SLOTS` at connect, after every `MOVED`, and
+//!    after a node failed to answer (a failover may have moved its slots); refreshes
+//!    are coalesced, at most one every [`REFRESH_EVERY`], and run in the background:
+//!    a request never waits for one.
+//! 2. `MOVED slot addr`: the slot is recorded as `addr`'s at once and the request is
+//!    sent there. `ASK addr` (a slot being migrated, the key already moved): the
+//!    request is sent to `addr` once, preceded by `ASKING` on the same connection, and
+//!    the map is left alone. `TRYAGAIN` (a multi-key request while its slot is
+//!    migrating) and `CLUSTERDOWN` are retried after a short pause. Every redirect and
+//!    retry stays within the request's timeout; at most [`MAX_REDIRECTS`] of them.
+//!    Each is safe: these errors are given before a command runs.
+//! 3. Every node runs the same script dialect: sharded (`SPUBLISH`) when the cluster
+//!    runs Redis >= 7, classic before.
+//! 4. A node's connections are opened with the seed's settings (credentials, TLS
+//!    certificates), only the host and port differ.
+
+mod sharded;
+pub(crate) mod slots;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::{ConnectionAddr, ConnectionInfo, Value};
+
+use super::standalone::Standalone;
+use super::{BoxFuture, Dialect, Lane, Request, Script, Subscriber, Transport};
+use crate::error::{Error, Result};
+use slots::{key_slot, SlotMap};
+
+/// Redirects and retries one request may follow (invariant 2).
+const MAX_REDIRECTS: usize = 16;
+
+/// The least time between two slot-map refreshes (invariant 1).
+const REFRESH_EVERY: Duration = Duration::from_millis(100);
+
+/// A Redis Cluster, reached through its primaries.
+pub(crate) struct Cluster {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// This, for the background refreshes it starts.
+    me: std::sync::Weak<Inner>,
+    /// `cluster <seed>`, as shown where the deployment (not one node) is meant.
+    label: String,
+    /// The seeds' `host:port`, asked for the slot map when no known node answers.
+    seeds: Vec<String>,
+    /// The seed's connection settings (invariant 4).
+    base: ConnectionInfo,
+    pool_size: usize,
+    timeout: Duration,
+    connect_timeout: Duration,
+    scripts: Vec<&'static Script>,
+    dialect: Dialect,
+    map: parking_lot::RwLock<Arc<SlotMap>>,
+    nodes: parking_lot::Mutex<HashMap<String, Arc<Standalone>>>,
+    /// A refresh is scheduled or running (invariant 1).
+    refreshing: AtomicBool,
+    last_refresh: parking_lot::Mutex<Instant>,
+}
+
+/// What a failed request asks for (invariant 2).
+enum Redirect {
+    Moved(u16, String),
+    Ask(String),
+    Retry(Duration),
+}
+
+impl Cluster {
+    /// Connects through `seed` (a node of the cluster, already known to answer):
+    /// reads the slot map and the server version, within `connect_timeout`.
+    pub(crate) async fn connect(
+        seed: Standalone,
+        pool_size: usize,
+        timeout: Duration,
+        connect_timeout: Duration,
+        scripts: Vec<&'static Script>,
+    ) -> Result<Cluster> {
+        let base = seed.client().get_connection_info().clone();
+        let seed_addr = seed.addr().to_string();
+        let host = host_of(&base);
+        let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
+        let reply = seed
+            .send(Lane::Side, connect_timeout, Request::Cmd(&slots))
+            .await?;
+        let map = SlotMap::parse(&reply, &host).map_err(|e| Error::Config(e.to_string()))?;
+        let mut info = redis::cmd("INFO");
+        info.arg("server");
+        let info = seed
+            .send(Lane::Side, connect_timeout, Request::Cmd(&info))
+            .await?;
+        let info: String = redis::from_redis_value(info).map_err(|e| Error::Redis {
+            addr: seed_addr.clone(),
+            source: e.into(),
+        })?;
+        let major = info
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .and_then(|v| v.trim().split('.').next()?.parse::<u32>().ok())
+            .unwrap_or(0);
+        let dialect = if major >= 7 {
+            Dialect::Sharded
+        } else {
+            Dialect::Classic
+        };
+        let inner = Arc::new_cyclic(|me| Inner {
+            me: me.clone(),
+            label: format!("cluster {seed_addr}"),
+            seeds: vec![seed_addr],
+            base,
+            pool_size,
+            timeout,
+            connect_timeout,
+            scripts,
+            dialect,
+            map: parking_lot::RwLock::new(Arc::new(map)),
+            nodes: Default::default(),
+            refreshing: AtomicBool::new(false),
+            last_refresh: parking_lot::Mutex::new(Instant::now()),
+        });
+        Ok(Cluster { inner })
+    }
+
+    /// The primaries serving slots now, as `host:port`.
+    pub(crate) fn primaries(&self) -> Vec<String> {
+        self.inner.map.read().primaries().to_vec()
+    }
+}
+
+impl Inner {
+    /// The transport of the node at `addr`, made on first use (invariant 4).
+    fn node(&self, addr: &str) -> Result<Arc<Standalone>> {
+        if let Some(node) = self.nodes.lock().get(addr) {
+            return Ok(node.clone());
+        }
+        let (host, port) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+            .ok_or_else(|| Error::Config(format!("cluster node address {addr:?}")))?;
+        let info = self.base.clone().set_addr(match self.base.addr() {
+            ConnectionAddr::TcpTls {
+                insecure,
+                tls_params,
+                ..
+            } => ConnectionAddr::TcpTls {
+                host: host.to_string(),
+                port,
+                insecure: *insecure,
+                tls_params: tls_params.clone(),
+            },
+            _ => ConnectionAddr::Tcp(host.to_string(), port),
+        });
+        let client = redis::Client::open(info).map_err(|source| Error::Redis {
+            addr: addr.to_string(),
+            source,
+        })?;
+        let node = Standalone::new(
+            client,
+            self.pool_size,
+            self.timeout,
+            self.connect_timeout,
+            self.scripts.clone(),
+        )?
+        .with_dialect(self.dialect);
+        let node = Arc::new(node);
+        Ok(self
+            .nodes
+            .lock()
+            .entry(addr.to_string())
+            .or_insert(node)
+            .clone())
+    }
+
+    fn map(&self) -> Arc<SlotMap> {
+        self.map.read().clone()
+    }
+
+    /// The primary serving `key`'s slot (any primary for a keyless request).
+    fn owner(&self, key: Option<&[u8]>) -> Result<String> {
+        let map = self.map();
+        let owner = match key {
+            Some(key) => map.owner(key_slot(key)),
+            None => map.primaries().first().map(String::as_str),
+        };
+        match owner {
+            Some(addr) => Ok(addr.to_string()),
+            None => Err(Error::Redis {
+                addr: self.label.clone(),
+                source: redis::RedisError::from((
+                    redis::ErrorKind::ClusterConnectionNotFound,
+                    "no primary serves the slot",
+                    format!("slot {}", key.map_or(0, key_slot)),
+                )),
+            }),
+        }
+    }
+
+    /// Records a MOVED answer at once (invariant 2).
+    fn moved(&self, slot: u16, addr: &str) {
+        let mut map = self.map.write();
+        Arc::make_mut(&mut map).moved(slot, addr);
+    }
+
+    /// Reads the slot map again, from the known primaries, then the seeds.
+    async fn refresh(&self) -> Result<()> {
+        let mut candidates: Vec<String> = self.map().primaries().to_vec();
+        candidates.extend(self.seeds.iter().cloned());
+        candidates.dedup();
+        let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
+        let mut last = None;
+        for addr in candidates {
+            let node = self.node(&addr)?;
+            let reply = node
+                .send(Lane::Side, self.connect_timeout, Request::Cmd(&slots))
+                .await;
+            let host = addr.rsplit_once(':').map_or("", |(h, _)| h);
+            match reply.map(|r| SlotMap::parse(&r, host)) {
+                Ok(Ok(map)) => {
+                    *self.map.write() = Arc::new(map);
+                    return Ok(());
+                }
+                Ok(Err(e)) => last = Some(Error::Config(e)),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::Config("no cluster node known".into())))
+    }
+
+    /// Sends `request` to the node serving its key, following redirects (invariant 2).
+    async fn route(&self, lane: Lane, timeout: Duration, request: Request<'_>) -> Result<Value> {
+        let started = Instant::now();
+        let key = request.key();
+        let mut target: Option<(String, bool)> = None;
+        let mut redirects = 0;
+        loop {
+            let left = timeout.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(Error::Timeout {
+                    addr: self.label.clone(),
+                    after: timeout,
+                });
+            }
+            let (addr, asking) = match target.take() {
+                Some(t) => t,
+                None => (self.owner(key)?, false),
+            };
+            let node = self.node(&addr)?;
+            let reply = match asking {
+                false => node.send(lane, left, request).await,
+                true => asking_send(&node, lane, left, request, self.dialect).await,
+            };
+            let e = match reply {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            let redirect = match redirect(&e) {
+                Some(r) if redirects < MAX_REDIRECTS => r,
+                _ => {
+                    if e.is_unavailable() {
+                        // The node may have failed over (invariant 1).
+                        self.schedule_refresh();
+                    }
+                    return Err(e);
+                }
+            };
+            redirects += 1;
+            match redirect {
+                Redirect::Moved(slot, to) => {
+                    tracing::debug!(slot, from = %addr, to = %to, "cluster slot moved");
+                    self.moved(slot, &to);
+                    self.schedule_refresh();
+                    target = Some((to, false));
+                }
+                Redirect::Ask(to) => target = Some((to, true)),
+                Redirect::Retry(pause) => {
+                    self.schedule_refresh();
+                    tokio::time::sleep(pause.min(left)).await;
+                }
+            }
+        }
+    }
+
+    /// Starts a background refresh unless one is running or one ran less than
+    /// [`REFRESH_EVERY`] ago (invariant 1).
+    fn schedule_refresh(&self) {
+        if self.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Some(this) = self.me.upgrade() else {
+            self.refreshing.store(false, Ordering::Release);
+            return;
+        };
+        tokio::spawn(async move {
+            let since = this.last_refresh.lock().elapsed();
+            if since < REFRESH_EVERY {
+                tokio::time::sleep(REFRESH_EVERY - since).await;
+            }
+            if let Err(e) = this.refresh().await {
+                tracing::debug!(cluster = %this.label, error = %e, "slot map refresh failed");
+            }
+            *this.last_refresh.lock() = Instant::now();
+            this.refreshing.store(false, Ordering::Release);
+        });
+    }
+}
+
+/// Sends `request` preceded by `ASKING`, in one pipeline on the node's lane (a script
+/// goes as EVAL: a node importing a slot may not have it cached).
+async fn asking_send(
+    node: &Standalone,
+    lane: Lane,
+    timeout: Duration,
+    request: Request<'_>,
+    dialect: Dialect,
+) -> Result<Value> {
+    let mut pipe = redis::pipe();
+    pipe.cmd("ASKING").ignore();
+    match request {
+        Request::Eval(inv) => {
+            pipe.add_command(inv.eval(dialect));
+        }
+        Request::Cmd(cmd) => {
+            pipe.add_command(cmd.clone());
+        }
+        Request::Pipe(p) => {
+            for cmd in p.cmd_iter() {
+                pipe.add_command(cmd.clone());
+            }
+        }
+    }
+    let reply = node.send(lane, timeout, Request::Pipe(&pipe)).await?;
+    match (request, reply) {
+        (Request::Pipe(_), reply) => Ok(reply),
+        (_, Value::Array(mut items)) if items.len() == 1 => Ok(items.remove(0)),
+        (_, other) => Err(Error::Redis {
+            addr: node.addr().to_string(),
+            source: redis::RedisError::from((
+                redis::ErrorKind::Parse,
+                "unexpected reply to ASKING",
+                format!("{other:?}"),
+            )),
+        }),
+    }
+}
+
+/// The redirect a node's error asks for, if it is one (invariant 2).
+fn redirect(e: &Error) -> Option<Redirect> {
+    let Error::Redis { source, .. } = e else {
+        return None;
+    };
+    match source.code()? {
+        "MOVED" => {
+            let (addr, slot) = source.redirect_node()?;
+            Some(Redirect::Moved(slot, addr.to_string()))
+        }
+        "ASK" => Some(Redirect::Ask(source.redirect_node()?.0.to_string())),
+        "TRYAGAIN" => Some(Redirect::Retry(Duration::from_millis(20))),
+        "CLUSTERDOWN" => Some(Redirect::Retry(Duration::from_millis(100))),
+        _ => None,
+    }
+}
+
+fn host_of(info: &ConnectionInfo) -> String {
+    match info.addr() {
+        ConnectionAddr::Tcp(host, _) | ConnectionAddr::TcpTls { host, .. } => host.clone(),
+        ConnectionAddr::Unix(_) => String::new(),
+        #[allow(unreachable_patterns)]
+        _ => String::new(),
+    }
+}
+
+impl Transport for Cluster {
+    fn addr(&self) -> &str {
+        &self.inner.label
+    }
+
+    fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    fn connect_timeout(&self) -> Duration {
+        self.inner.connect_timeout
+    }
+
+    fn send<'a>(
+        &'a self,
+        lane: Lane,
+        timeout: Duration,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(self.inner.route(lane, timeout, request))
+    }
+
+    fn subscriber(&self) -> BoxFuture<'_, redis::RedisResult<Box<dyn Subscriber>>> {
+        Box::pin(sharded::open(self.inner.clone()))
+    }
+
+    fn shard(&self, key: &[u8]) -> usize {
+        self.inner.map().owner_index(key_slot(key))
+    }
+}

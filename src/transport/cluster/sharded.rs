@@ -1,0 +1,186 @@
+//! The cluster's subscriber: sharded pub/sub (Redis >= 7), as Redisson uses on such
+//! clusters. Classic and sharded pub/sub do not deliver to each other, so waiters
+//! `SSUBSCRIBE` where releases `SPUBLISH` (the sharded script dialect).
+//!
+//! Invariants:
+//! 1. A channel is subscribed on the primary serving its slot, over one RESP3
+//!    connection per primary shared by every channel there; messages of all of them
+//!    arrive on one queue.
+//! 2. The subscriptions count as lost (`next_message` returns `None`, and the hub
+//!    subscribes everything again and wakes every waiter) when any of the connections
+//!    closes or the server drops a subscription we did not drop (`SUNSUBSCRIBE` pushed
+//!    when the channel's slot moved to another node). A subscription to the wrong node
+//!    (`MOVED`) fails and is retried by the hub after the slot map is refreshed.
+//! 3. A cluster on Redis < 7 (no sharded pub/sub) uses one classic connection to any
+//!    primary: classic messages reach every node.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, ErrorKind, PushInfo, PushKind, RedisError, RedisResult, Value};
+use tokio::sync::mpsc;
+
+use super::super::subscriber::Classic;
+use super::super::{BoxFuture, Dialect, Subscriber};
+use super::Inner;
+use crate::error::Error;
+
+/// Opens the cluster's subscriber: sharded, or classic before Redis 7 (invariant 3).
+pub(super) async fn open(inner: Arc<Inner>) -> RedisResult<Box<dyn Subscriber>> {
+    if inner.dialect == Dialect::Classic {
+        let node = inner
+            .owner(None)
+            .and_then(|a| inner.node(&a))
+            .map_err(lost)?;
+        let pubsub = node.client().get_async_pubsub().await?;
+        return Ok(Box::new(Classic::new(pubsub)));
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    Ok(Box::new(Sharded {
+        inner,
+        conns: HashMap::new(),
+        placed: HashMap::new(),
+        tx,
+        rx,
+    }))
+}
+
+/// Sharded subscriptions over the primaries (invariant 1).
+struct Sharded {
+    inner: Arc<Inner>,
+    /// One connection per primary that serves a subscribed channel.
+    conns: HashMap<String, MultiplexedConnection>,
+    /// Each subscribed channel's primary.
+    placed: HashMap<String, String>,
+    tx: mpsc::UnboundedSender<PushInfo>,
+    rx: mpsc::UnboundedReceiver<PushInfo>,
+}
+
+impl Sharded {
+    /// The subscriber connection to `addr`, opened on first use: the node's settings,
+    /// RESP3, pushes to our queue.
+    async fn conn(&mut self, addr: &str) -> RedisResult<MultiplexedConnection> {
+        if let Some(conn) = self.conns.get(addr) {
+            return Ok(conn.clone());
+        }
+        let node = self.inner.node(addr).map_err(lost)?;
+        let info = node.client().get_connection_info().clone();
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_protocol(redis::ProtocolVersion::RESP3);
+        let client = redis::Client::open(info.set_redis_settings(settings))?;
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.inner.connect_timeout))
+            .set_response_timeout(None)
+            .set_push_sender(self.tx.clone());
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        self.conns.insert(addr.to_string(), conn.clone());
+        Ok(conn)
+    }
+
+    /// `channels` grouped by the primary serving each one's slot.
+    fn by_owner<'a>(&self, channels: &'a [String]) -> RedisResult<HashMap<String, Vec<&'a str>>> {
+        let mut groups: HashMap<String, Vec<&str>> = HashMap::new();
+        for ch in channels {
+            let owner = self.inner.owner(Some(ch.as_bytes())).map_err(lost)?;
+            groups.entry(owner).or_default().push(ch);
+        }
+        Ok(groups)
+    }
+}
+
+/// Runs `command channel` for each channel, concurrently on `conn` (one command per
+/// channel: each is answered by exactly one confirmation).
+async fn each(conn: &MultiplexedConnection, command: &str, channels: &[&str]) -> RedisResult<()> {
+    let calls = channels.iter().map(|ch| {
+        let mut conn = conn.clone();
+        let cmd = redis::cmd(command).arg(*ch).clone();
+        async move { cmd.query_async::<Value>(&mut conn).await }
+    });
+    for reply in join_all(calls).await {
+        reply?;
+    }
+    Ok(())
+}
+
+impl Subscriber for Sharded {
+    fn subscribe<'a>(&'a mut self, channels: &'a [String]) -> BoxFuture<'a, RedisResult<()>> {
+        Box::pin(async move {
+            for (addr, group) in self.by_owner(channels)? {
+                let conn = self.conn(&addr).await?;
+                if let Err(e) = each(&conn, "SSUBSCRIBE", &group).await {
+                    if let Some((to, slot)) = e.redirect_node() {
+                        // Invariant 2: learn where it went; the hub retries.
+                        self.inner.moved(slot, to);
+                        self.inner.schedule_refresh();
+                    }
+                    return Err(e);
+                }
+                for ch in group {
+                    self.placed.insert(ch.to_string(), addr.clone());
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn unsubscribe<'a>(&'a mut self, channels: &'a [String]) -> BoxFuture<'a, RedisResult<()>> {
+        Box::pin(async move {
+            let mut groups: HashMap<String, Vec<&str>> = HashMap::new();
+            for ch in channels {
+                // Forgotten first: the confirmation that comes back is ours (invariant 2).
+                if let Some(addr) = self.placed.remove(ch) {
+                    groups.entry(addr).or_default().push(ch);
+                }
+            }
+            for (addr, group) in groups {
+                if let Some(conn) = self.conns.get(&addr) {
+                    each(conn, "SUNSUBSCRIBE", &group).await?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn next_message(&mut self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            loop {
+                let push = self.rx.recv().await?;
+                let channel = || match push.data.first() {
+                    Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+                    Some(Value::SimpleString(s)) => Some(s.clone()),
+                    _ => None,
+                };
+                match push.kind {
+                    PushKind::SMessage => match channel() {
+                        Some(ch) => return Some(ch),
+                        None => continue,
+                    },
+                    PushKind::Disconnection => return None,
+                    PushKind::SUnsubscribe => {
+                        if channel().is_some_and(|ch| self.placed.contains_key(&ch)) {
+                            // Dropped by the server: its slot moved (invariant 2).
+                            self.inner.schedule_refresh();
+                            return None;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        })
+    }
+}
+
+/// A routing failure as a client error, for the hub to retry.
+fn lost(e: Error) -> RedisError {
+    RedisError::from((
+        ErrorKind::ClusterConnectionNotFound,
+        "cluster subscriber",
+        e.to_string(),
+    ))
+}

@@ -1,0 +1,230 @@
+//! Redis Cluster mode on a real 3-primary, 3-replica cluster: routing by hash slot,
+//! key co-location, sharded pub/sub wake-ups, group commit and renewals per node.
+//! Tests here leave the topology alone and share one cluster per binary
+//! ([`shared_cluster`]); tests/cluster_faults.rs changes it.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cluster::{key_slot, shared_cluster, RedisCluster};
+use common::eventually_async;
+use redlatch::{Client, Config, Error, Topology};
+
+async fn client(cluster: &RedisCluster) -> Client {
+    Client::connect(Config::cluster(cluster.urls()))
+        .await
+        .unwrap()
+}
+
+/// Subscribers of a sharded channel on the node serving it (`PUBSUB SHARDNUMSUB`).
+fn shard_numsub(cluster: &RedisCluster, channel: &str) -> i64 {
+    let node = cluster.primary_for_key(channel);
+    let (_, n): (String, i64) = cluster.node(node).cmd(&["PUBSUB", "SHARDNUMSUB", channel]);
+    n
+}
+
+#[tokio::test]
+async fn locks_on_every_primary_work_like_on_one_server() {
+    let cluster = shared_cluster();
+    let c = client(cluster).await;
+    for (i, primary) in cluster.primaries().into_iter().enumerate() {
+        let name = cluster.key_on(primary, &format!("every-primary-{i}-"));
+        let lock = c.lock(&name);
+        let guard = lock.lock().await.unwrap();
+        let again = lock.lock().await.unwrap();
+        assert_eq!(lock.hold_count().await.unwrap(), 2);
+        // The hash is on the primary serving the name, nowhere else.
+        let ty: String = cluster.node(primary).cmd(&["TYPE", &name]);
+        assert_eq!(ty, "hash", "{name} on node {primary}");
+        assert!(lock.is_locked().await.unwrap());
+        assert!(lock.remaining_ttl().await.unwrap().is_some());
+        again.unlock().await.unwrap();
+        guard.unlock().await.unwrap();
+        assert!(!lock.is_locked().await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_seed_url_given_as_single_is_recognised_as_a_cluster_node() {
+    let cluster = shared_cluster();
+    let c = Client::connect(Config::single(cluster.node(0).url()))
+        .await
+        .unwrap();
+    assert_eq!(c.config().topology(), &Topology::Cluster);
+    // A name on another primary than the seed: routed, not MOVED.
+    let other = cluster
+        .primaries()
+        .into_iter()
+        .find(|&p| p != cluster.primary_for_key("x"))
+        .unwrap();
+    let name = cluster.key_on(other, "seed-routed-");
+    c.lock(&name).lock().await.unwrap().unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_key_of_a_lock_is_in_the_slot_of_its_name() {
+    let cluster = shared_cluster();
+    let c = client(cluster).await;
+    for name in ["colocated", "{orders}:42", "a{tag}b"] {
+        let slot = key_slot(name.as_bytes());
+        // Fair lock with a queued waiter: hash, queue, timeouts, waiter channel.
+        let fair = c.fair_lock(name);
+        let held = fair.lock().await.unwrap();
+        let c2 = client(cluster).await;
+        let waiting = {
+            let fair = c2.fair_lock(name);
+            tokio::spawn(async move { fair.lock().await.map(drop) })
+        };
+        let node = cluster.primary_for_key(name);
+        let keys = || -> Vec<String> { cluster.node(node).cmd(&["KEYS", "*"]) };
+        let queued = eventually_async(Duration::from_secs(5), || {
+            keys().iter().any(|k| k.starts_with("redisson_lock_queue:"))
+        });
+        assert!(queued.await, "no queue on node {node}: {:?}", keys());
+        let fenced = c.fenced_lock(format!("{name}-fenced"));
+        let fenced_name = format!("{name}-fenced");
+        let token_guard = fenced.lock().await.unwrap();
+        assert!(token_guard.fencing_token().is_some());
+        for key in keys() {
+            if key.contains(name) && !key.contains("-fenced") {
+                assert_eq!(key_slot(key.as_bytes()), slot, "{key} of {name}");
+            }
+            if key.contains(&fenced_name) {
+                assert_eq!(
+                    key_slot(key.as_bytes()),
+                    key_slot(fenced_name.as_bytes()),
+                    "{key} of {fenced_name}"
+                );
+            }
+        }
+        held.unlock().await.unwrap();
+        waiting.await.unwrap().unwrap();
+        token_guard.unlock().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_name_whose_keys_would_span_slots_is_refused() {
+    let cluster = shared_cluster();
+    let c = client(cluster).await;
+    for bad in ["a{}b", "open{brace"] {
+        let err = c.lock(bad).lock().await.unwrap_err();
+        assert!(matches!(err, Error::InvalidName(_)), "{bad}: {err:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_waiter_is_woken_by_a_sharded_release() {
+    let cluster = shared_cluster();
+    let (a, b) = (client(cluster).await, client(cluster).await);
+    for primary in cluster.primaries() {
+        let name = cluster.key_on(primary, "sharded-wake-");
+        let channel = format!("redisson_lock__channel:{{{name}}}");
+        let held = a.lock(&name).lock().await.unwrap();
+        let lock_b = b.lock(&name);
+        let waiter = tokio::spawn(async move {
+            let g = lock_b.lock().await.unwrap();
+            let at = Instant::now();
+            g.unlock().await.unwrap();
+            at
+        });
+        let subscribed = eventually_async(Duration::from_secs(5), || {
+            shard_numsub(cluster, &channel) >= 1
+        });
+        assert!(subscribed.await, "no SSUBSCRIBE on {channel}");
+        let released = Instant::now();
+        held.unlock().await.unwrap();
+        let acquired = waiter.await.unwrap();
+        // The lease (30 s) is the only other way out.
+        assert!(acquired.duration_since(released) < Duration::from_secs(5));
+    }
+}
+
+#[tokio::test]
+async fn a_classic_subscriber_hears_nothing_but_a_sharded_one_hears_the_release() {
+    // Why sharded pub/sub is required: Redisson on a Redis 7 cluster SSUBSCRIBEs.
+    use futures_util::StreamExt;
+    let cluster = shared_cluster();
+    let c = client(cluster).await;
+    let name = "who-hears";
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let node = cluster.node(cluster.primary_for_key(name));
+    let (tx, mut pushes) = tokio::sync::mpsc::unbounded_channel();
+    let config = redis::AsyncConnectionConfig::new().set_push_sender(tx);
+    let mut sharded = redis::Client::open(format!("{}?protocol=resp3", node.url()))
+        .unwrap()
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .unwrap();
+    redis::cmd("SSUBSCRIBE")
+        .arg(&channel)
+        .exec_async(&mut sharded)
+        .await
+        .unwrap();
+    let mut classic = redis::Client::open(node.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    classic.subscribe(&channel).await.unwrap();
+    c.lock(name).lock().await.unwrap().unlock().await.unwrap();
+    let smessage = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(push) = pushes.recv().await {
+            if push.kind == redis::PushKind::SMessage {
+                return push;
+            }
+        }
+        panic!("push channel closed");
+    });
+    smessage.await.expect("no smessage on the lock's channel");
+    let mut messages = classic.on_message();
+    let heard = tokio::time::timeout(Duration::from_millis(300), messages.next()).await;
+    assert!(heard.is_err(), "a classic subscriber heard it: {heard:?}");
+}
+
+#[tokio::test]
+async fn group_commit_spreads_over_nodes_without_crossslot() {
+    let cluster = shared_cluster();
+    let c = client(cluster).await;
+    // 64 tasks on distinct names over every slot range, several rounds each.
+    let tasks: Vec<_> = (0..64)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move {
+                for round in 0..20 {
+                    let lock = c.lock(format!("gc-{i}-{round}"));
+                    let g = lock.lock().await?;
+                    g.unlock().await?;
+                }
+                Ok::<_, Error>(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_watchdog_renews_locks_spread_over_every_node() {
+    let cluster = shared_cluster();
+    let config = Config::cluster(cluster.urls()).watchdog_timeout(Duration::from_millis(1500));
+    let c = Client::connect(config).await.unwrap();
+    let mut guards = Vec::new();
+    for i in 0..300 {
+        guards.push(c.lock(format!("wd-{i}")).lock().await.unwrap());
+    }
+    // Several leases long: only renewals keep them.
+    tokio::time::sleep(Duration::from_millis(4000)).await;
+    for g in &guards {
+        assert!(!g.lost().is_cancelled(), "{} was lost", g.name());
+    }
+    let nodes: std::collections::HashSet<usize> = (0..300)
+        .map(|i| cluster.primary_for_key(&format!("wd-{i}")))
+        .collect();
+    assert_eq!(nodes.len(), 3);
+    for g in guards {
+        g.unlock().await.unwrap();
+    }
+}
