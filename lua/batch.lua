@@ -3,21 +3,20 @@
 -- only ever extended on re-entry and partial release); the
 -- batch only saves round trips and per-call overhead.
 --
--- For operation i (1-based), with k = the running KEYS index:
---   ARGV[3i-2] = "a" (acquire: KEYS[k] = lock name)
---             or "r" (release: KEYS[k] = lock name, KEYS[k+1] = unlock channel)
---   ARGV[3i-1] = lease in milliseconds
---   ARGV[3i]   = holder id
+-- For operation i (1-based): KEYS[i] = lock name, and
+--   ARGV[4i-3] = "a" (acquire) or "r" (release)
+--   ARGV[4i-2] = lease in milliseconds
+--   ARGV[4i-1] = holder id
+--   ARGV[4i]   = release: the unlock channel (not a key: see release.lua); acquire: ""
 --
 -- Returns a flat array, two integers per operation:
 --   acquire: {1, 1} fresh, {2, count} re-entered, {0, pttl} busy
 --   release: {-1, 0} not held, {0, 0} still held, {1, 0} released (published "0")
 --   either:  {3, 0} the key holds a value of another type (WRONGTYPE); nothing changed
 local out = {}
-local k = 1
-for i = 1, #ARGV, 3 do
-    local op, lease, holder = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-    local name = KEYS[k]
+for i = 1, #ARGV, 4 do
+    local op, lease, holder, channel = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+    local name = KEYS[(i + 3) / 4]
     if op == 'a' then
         local kind = redis.call('type', name).ok
         if kind == 'none' then
@@ -53,15 +52,10 @@ for i = 1, #ARGV, 3 do
             out[#out + 1] = 0
         else
             redis.call('del', name)
-            redis.call('publish', KEYS[k + 1], '0')
+            redis.call('publish', channel, '0')
             out[#out + 1] = 1
             out[#out + 1] = 0
         end
-    end
-    if op == 'r' then
-        k = k + 2
-    else
-        k = k + 1
     end
 end
 return out

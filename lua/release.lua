@@ -2,12 +2,13 @@
 -- pass the lock straight to a waiting task of the same client (a local hand-over).
 --
 -- KEYS[1]  lock name (HASH holder -> hold count)
--- KEYS[2]  unlock channel "redisson_lock__channel:{name}"
--- ARGV[1]  unlock message, "0"
--- ARGV[2]  lease in milliseconds, re-applied while holds remain
--- ARGV[3]  holder id
--- ARGV[4]  optional: the receiving holder id (a hand-over)
--- ARGV[5]  optional: the receiver's lease in milliseconds
+-- ARGV[1]  unlock channel "redisson_lock__channel:{name}" (same hash slot as the name;
+--          not a key, so on a cluster a slot being migrated never answers TRYAGAIN)
+-- ARGV[2]  unlock message, "0"
+-- ARGV[3]  lease in milliseconds, re-applied while holds remain
+-- ARGV[4]  holder id
+-- ARGV[5]  optional: the receiving holder id (a hand-over)
+-- ARGV[6]  optional: the receiver's lease in milliseconds
 --
 -- Returns:
 --   nil  the holder does not hold the lock (lease expired, force-unlocked, never held)
@@ -23,20 +24,20 @@
 -- Invariant of a hand-over: other clients' waiters are never bypassed. When another
 -- client listens on the channel (PUBSUB NUMSUB > 1: this client's shared connection is
 -- one), it is an ordinary release (1) and everyone competes.
-local held = redis.call('hget', KEYS[1], ARGV[3])
+local held = redis.call('hget', KEYS[1], ARGV[4])
 if not held then
     return nil
 end
 if tonumber(held) > 1 then
-    redis.call('hincrby', KEYS[1], ARGV[3], -1)
-    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then redis.call('pexpire', KEYS[1], ARGV[2]) end
+    redis.call('hincrby', KEYS[1], ARGV[4], -1)
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[3]) then redis.call('pexpire', KEYS[1], ARGV[3]) end
     return 0
 end
 redis.call('del', KEYS[1])
-if ARGV[4] and redis.call('pubsub', 'numsub', KEYS[2])[2] <= 1 then
-    redis.call('hincrby', KEYS[1], ARGV[4], 1)
-    redis.call('pexpire', KEYS[1], ARGV[5])
+if ARGV[5] and redis.call('pubsub', 'numsub', ARGV[1])[2] <= 1 then
+    redis.call('hincrby', KEYS[1], ARGV[5], 1)
+    redis.call('pexpire', KEYS[1], ARGV[6])
     return 2
 end
-redis.call('publish', KEYS[2], ARGV[1])
+redis.call('publish', ARGV[1], ARGV[2])
 return 1

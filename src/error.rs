@@ -127,6 +127,26 @@ pub enum Error {
     #[error("cannot start the blocking client's runtime: {0}")]
     Runtime(String),
 
+    /// The primary granted the lock but fewer replicas than
+    /// [`Config::sync_replicas`](crate::Config::sync_replicas) asks for acknowledged it
+    /// in time (a replica is down, paused or lagging): a failover now could lose the
+    /// lock, so the acquisition was undone. Retry later or lower the requirement.
+    #[error(
+        "master {addr}: only {acked} of {wanted} replicas acknowledged the lock within \
+         {timeout:?}; the acquisition was undone"
+    )]
+    NotReplicated {
+        /// `host:port` of the primary.
+        addr: String,
+        /// Acknowledgements received (with `SyncReplicas::Aof`, the primary's own fsync
+        /// counts as one).
+        acked: usize,
+        /// Acknowledgements required.
+        wanted: usize,
+        /// How long the primary waited for them.
+        timeout: Duration,
+    },
+
     /// The key at the lock's name holds a value of another type: it is not a lock.
     #[error("key {name:?} on master {addr} holds a value of another type, not a lock")]
     WrongType {

@@ -20,3 +20,4 @@ pub use api::lock::{Kind, Lock};
 pub use api::status::MasterStatus;
 pub use error::{Error, Result};
 pub use keys::MAX_NAME_LEN;
+pub use transport::replicas::SyncReplicas;

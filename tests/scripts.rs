@@ -28,7 +28,7 @@ fn single(conn: &mut redis::Connection, (acquire, name, holder): (bool, &str, &s
     }
     let r: redis::RedisResult<Option<i64>> = Script::new(include_str!("../lua/release.lua"))
         .key(name)
-        .key(format!("redisson_lock__channel:{{{name}}}"))
+        .arg(format!("redisson_lock__channel:{{{name}}}"))
         .arg("0")
         .arg(LEASE)
         .arg(holder)
@@ -47,14 +47,14 @@ fn batch(conn: &mut redis::Connection, ops: &[Op], prefix: &str) -> Vec<(i64, i6
     let mut inv = script.prepare_invoke();
     for &(acquire, name, holder) in ops {
         let name = format!("{prefix}{name}");
-        inv.key(&name);
-        if acquire {
-            inv.arg("a");
-        } else {
-            inv.key(format!("redisson_lock__channel:{{{name}}}"))
-                .arg("r");
-        }
-        inv.arg(LEASE).arg(holder);
+        inv.key(&name)
+            .arg(if acquire { "a" } else { "r" })
+            .arg(LEASE)
+            .arg(holder);
+        match acquire {
+            true => inv.arg(""),
+            false => inv.arg(format!("redisson_lock__channel:{{{name}}}")),
+        };
     }
     let v: Vec<i64> = inv.invoke(conn).unwrap();
     v.chunks(2).map(|c| (c[0], c[1])).collect()

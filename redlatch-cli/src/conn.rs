@@ -28,6 +28,21 @@ pub struct RedisArgs {
     #[arg(long = "redis", value_name = "URL")]
     pub urls: Vec<String>,
 
+    /// The --redis URLs are seed nodes of one Redis Cluster (detected on its own for a
+    /// single URL whose server says cluster_enabled:1).
+    #[arg(long, conflicts_with = "sentinel")]
+    pub cluster: bool,
+
+    /// The --redis URLs are sentinels monitoring the primary named NAME.
+    #[arg(long, value_name = "NAME")]
+    pub sentinel: Option<String>,
+
+    /// Replicas that must acknowledge each acquisition: auto (every connected
+    /// replica), off, or a count.
+    #[arg(long = "sync-replicas", value_name = "auto|off|N", default_value = "auto",
+          value_parser = parse_sync)]
+    pub sync_replicas: redlatch::SyncReplicas,
+
     /// rediss:// masters: trust the CA certificate(s) of this PEM file instead of the
     /// bundled webpki (Mozilla) roots.
     #[arg(long = "tls-ca", value_name = "FILE", env = "REDLATCH_TLS_CA")]
@@ -55,7 +70,7 @@ pub struct RedisArgs {
 impl RedisArgs {
     /// The configuration these flags (or the environment) describe.
     pub fn config(&self) -> Result<Config, Failure> {
-        let config = match self.urls.as_slice() {
+        let mut config = match self.urls.as_slice() {
             [one] => Config::single(one.clone()),
             [_, _, ..] => Config::redlock(self.urls.iter().cloned()),
             [] => match std::env::var(ENV_VAR) {
@@ -64,6 +79,13 @@ impl RedisArgs {
                 _ => Config::single(DEFAULT_URL),
             },
         };
+        if self.cluster {
+            config = Config::cluster(config.urls().to_vec());
+        } else if let Some(name) = &self.sentinel {
+            config = Config::sentinel(name.clone(), config.urls().to_vec());
+        }
+        let timeout = config.replica_sync().1;
+        config = config.sync_replicas(self.sync_replicas, timeout);
         self.with_tls(config)
     }
 
@@ -90,10 +112,22 @@ impl RedisArgs {
     }
 }
 
+/// `--sync-replicas`: `auto`, `off` or a replica count.
+fn parse_sync(s: &str) -> Result<redlatch::SyncReplicas, String> {
+    match s {
+        "auto" => Ok(redlatch::SyncReplicas::Auto),
+        "off" => Ok(redlatch::SyncReplicas::Off),
+        n => n
+            .parse()
+            .map(redlatch::SyncReplicas::Count)
+            .map_err(|_| format!("{s:?}: expected auto, off or a number of replicas")),
+    }
+}
+
 /// Sets the watchdog timeout, keeping the per-master timeout well below it (the
 /// library refuses a master timeout that is not shorter than the watchdog's).
 pub fn with_watchdog(config: Config, watchdog: Duration) -> Config {
-    let default = if config.urls().len() > 1 {
+    let default = if config.quorum() > 1 {
         REDLOCK_MASTER_TIMEOUT
     } else {
         SINGLE_MASTER_TIMEOUT

@@ -92,7 +92,9 @@ pub fn code_of(e: &redlatch::Error) -> u8 {
             ..
         } if inner.is_permanent() => code_of(inner),
         E::NotHeld { .. } => LOST,
-        E::Redis { .. } | E::Timeout { .. } | E::NoQuorum { .. } => UNAVAILABLE,
+        E::Redis { .. } | E::Timeout { .. } | E::NoQuorum { .. } | E::NotReplicated { .. } => {
+            UNAVAILABLE
+        }
         _ => INTERNAL,
     }
 }

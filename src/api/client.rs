@@ -10,6 +10,8 @@ use crate::engine::quorum::{answers, fan_out};
 use crate::engine::{Engine, Kind};
 use crate::error::{Error, Result};
 use crate::transport::cluster::Cluster;
+use crate::transport::replicas::SyncReplicas;
+use crate::transport::sentinel::{Sentinel, SentinelSetup};
 use crate::transport::standalone::Standalone;
 use crate::transport::{Lane, Request, Transport};
 use redis::Value;
@@ -63,33 +65,47 @@ impl Client {
     pub async fn connect(mut config: Config) -> Result<Client> {
         crate::telemetry::describe();
         let clients = config.redis_clients()?;
-        let links = clients
-            .into_iter()
-            .map(|client| config.standalone(client))
-            .collect::<Result<Vec<_>>>()?;
-        let ping = redis::cmd("PING");
-        let pings = fan_out(&links, |link| {
-            link.send(Lane::Side, link.connect_timeout(), Request::Cmd(&ping))
-        })
-        .await;
-        let links: Vec<Arc<dyn Transport>> = match config.topology {
-            Topology::Masters if links.len() == 1 && is_cluster_node(&links[0]).await => {
-                config.topology = Topology::Cluster;
-                vec![Arc::new(connect_cluster(&config, links, pings).await?)]
+        let links: Vec<Arc<dyn Transport>> = match config.topology.clone() {
+            Topology::Sentinel { master_name } => {
+                vec![Arc::new(
+                    connect_sentinel(&config, master_name, clients).await?,
+                )]
             }
-            Topology::Masters => {
-                answers(pings, config.quorum())?;
-                let links: Vec<Arc<dyn Transport>> = links
+            topology => {
+                let links = clients
                     .into_iter()
-                    .map(|l| Arc::new(l) as Arc<dyn Transport>)
-                    .collect();
-                if links.len() > 1 {
-                    refuse_duplicates(&links).await?;
+                    .map(|client| config.standalone(client))
+                    .collect::<Result<Vec<_>>>()?;
+                let ping = redis::cmd("PING");
+                let pings = fan_out(&links, |link| {
+                    link.send(Lane::Side, link.connect_timeout(), Request::Cmd(&ping))
+                })
+                .await;
+                // Only a seed that answered is asked whether it is a cluster node.
+                let single = topology == Topology::Masters
+                    && links.len() == 1
+                    && pings.first().is_some_and(Result::is_ok);
+                if topology == Topology::Cluster || (single && is_cluster_node(&links[0]).await) {
+                    config.topology = Topology::Cluster;
+                    vec![Arc::new(connect_cluster(&config, links, pings).await?)]
+                } else {
+                    answers(pings, config.quorum())?;
+                    let links: Vec<Arc<dyn Transport>> = links
+                        .into_iter()
+                        .map(|l| Arc::new(l) as Arc<dyn Transport>)
+                        .collect();
+                    if links.len() > 1 {
+                        refuse_duplicates(&links).await?;
+                    }
+                    links
                 }
-                links
             }
-            Topology::Cluster => vec![Arc::new(connect_cluster(&config, links, pings).await?)],
         };
+        if config.sync.0 == SyncReplicas::Aof {
+            for link in &links {
+                require_waitaof(&**link).await?;
+            }
+        }
         if links.len() > 1 && links.len() % 2 == 0 {
             tracing::warn!(
                 n = links.len(),
@@ -344,6 +360,51 @@ impl Client {
     pub async fn renew_now(&self) {
         crate::engine::watchdog::renew_all(&self.engine).await;
     }
+}
+
+/// Refuses [`SyncReplicas::Aof`] on a server without `WAITAOF` (Redis < 7.2) at
+/// connect, rather than failing every acquisition later.
+async fn require_waitaof(link: &dyn Transport) -> Result<()> {
+    let mut cmd = redis::cmd("COMMAND");
+    cmd.arg("INFO").arg("WAITAOF");
+    let reply = link
+        .send(Lane::Side, link.connect_timeout(), Request::Cmd(&cmd))
+        .await?;
+    match reply {
+        Value::Array(items) if items.first().is_some_and(|i| *i != Value::Nil) => Ok(()),
+        _ => Err(Error::Config(format!(
+            "SyncReplicas::Aof needs WAITAOF (Redis >= 7.2), which {} lacks; use \
+             SyncReplicas::Auto or Count",
+            link.addr()
+        ))),
+    }
+}
+
+/// Finds the primary of `master_name` through the sentinels (`clients`).
+async fn connect_sentinel(
+    config: &Config,
+    master_name: String,
+    sentinels: Vec<redis::Client>,
+) -> Result<Sentinel> {
+    let mut master = sentinels[0].get_connection_info().clone();
+    if let Some((username, password)) = &config.master_auth {
+        let mut settings = master.redis_settings().clone().set_password(password);
+        if let Some(username) = username {
+            settings = settings.set_username(username);
+        }
+        master = master.set_redis_settings(settings);
+    }
+    Sentinel::connect(SentinelSetup {
+        master_name,
+        sentinels,
+        master,
+        pool_size: config.pool_size,
+        timeout: config.effective_master_timeout(),
+        connect_timeout: config.connect_timeout,
+        scripts: crate::engine::scripts::all(),
+        sync: config.sync,
+    })
+    .await
 }
 
 /// Connects to a cluster through the first seed that answered the PING.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::engine::Settings;
 use crate::error::{Error, Result};
+use crate::transport::replicas::SyncReplicas;
 #[cfg(feature = "tls")]
 use crate::transport::tls::{self, is_tls};
 
@@ -31,6 +32,9 @@ pub struct Config {
     pub(crate) pool_size: usize,
     pub(crate) fair_stale_timeout: Duration,
     pub(crate) unavailable_timeout: Option<Duration>,
+    pub(crate) sync: (SyncReplicas, Duration),
+    /// Sentinel mode: the primary's credentials when they differ from the sentinels'.
+    pub(crate) master_auth: Option<(Option<String>, String)>,
     #[cfg(feature = "tls")]
     pub(crate) tls: tls::TlsOptions,
 }
@@ -102,6 +106,87 @@ impl Config {
         let mut config = Self::with_urls(urls, Duration::from_secs(1));
         config.topology = Topology::Cluster;
         config
+    }
+
+    /// Which replicas must have a lock before an acquisition succeeds, and how long to
+    /// wait for them (Redisson's `checkLockSyncedSlaves` / `slavesSyncTimeout`).
+    /// Default: [`SyncReplicas::Auto`] (every replica the primary has connected; a
+    /// primary without replicas costs nothing) and 1 s.
+    ///
+    /// After each acquire script the primary is sent `WAIT` in the same round trip. An
+    /// acquisition fewer replicas acknowledged in time is undone and fails with
+    /// [`Error::NotReplicated`]. Releases and renewals are not waited for. See the
+    /// README's "Failover" section for what this buys.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use redlatch::{Config, SyncReplicas};
+    /// let config = Config::single("redis://10.0.0.1:7000")
+    ///     .sync_replicas(SyncReplicas::Off, Duration::from_secs(1));
+    /// assert_eq!(config.replica_sync().0, SyncReplicas::Off);
+    /// ```
+    pub fn sync_replicas(mut self, mode: SyncReplicas, timeout: Duration) -> Self {
+        self.sync = (mode, timeout);
+        self
+    }
+
+    /// The replica-sync policy: [`sync_replicas`](Self::sync_replicas).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use redlatch::{Config, SyncReplicas};
+    /// let config = Config::single("redis://10.0.0.1:7000");
+    /// assert_eq!(config.replica_sync(), (SyncReplicas::Auto, Duration::from_secs(1)));
+    /// ```
+    pub fn replica_sync(&self) -> (SyncReplicas, Duration) {
+        self.sync
+    }
+
+    /// A primary/replica set managed by Redis Sentinel: `sentinels` are the sentinels'
+    /// URLs, `master_name` the name they monitor it under. The primary is looked up
+    /// through them at connect and again whenever they announce a switch
+    /// (`+switch-master`) or the primary stops answering; operations then go to the
+    /// new primary and waiters resubscribe there. The primary is reached with the
+    /// first sentinel URL's scheme and credentials unless
+    /// [`master_auth`](Self::master_auth) says otherwise. `master_timeout` defaults to
+    /// 1 s.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::{Config, Topology};
+    /// let config = Config::sentinel("mymaster", ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"]);
+    /// assert_eq!(config.topology(), &Topology::Sentinel { master_name: "mymaster".into() });
+    /// assert_eq!(config.quorum(), 1);
+    /// ```
+    pub fn sentinel<I, S>(master_name: impl Into<String>, sentinels: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let urls = sentinels.into_iter().map(Into::into).collect();
+        let mut config = Self::with_urls(urls, Duration::from_secs(1));
+        config.topology = Topology::Sentinel {
+            master_name: master_name.into(),
+        };
+        config
+    }
+
+    /// Sentinel mode: the credentials of the primary, when they differ from those in
+    /// the sentinel URLs (Redisson's `password` beside `sentinelPassword`). Never
+    /// shown by `Debug`.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::Config;
+    /// let config = Config::sentinel("mymaster", ["redis://:sentinel-secret@10.0.0.1:26379"])
+    ///     .master_auth(None, "primary-secret");
+    /// assert!(!format!("{config:?}").contains("primary-secret"));
+    /// ```
+    pub fn master_auth(mut self, username: Option<&str>, password: &str) -> Self {
+        self.master_auth = Some((username.map(str::to_string), password.to_string()));
+        self
     }
 
     /// How the URLs are used: independent masters, cluster seeds or sentinels.
@@ -180,6 +265,8 @@ impl Config {
             pool_size: 2,
             fair_stale_timeout: Duration::from_secs(5),
             unavailable_timeout: None,
+            sync: (SyncReplicas::Auto, Duration::from_secs(1)),
+            master_auth: None,
             #[cfg(feature = "tls")]
             tls: Default::default(),
         }
@@ -463,6 +550,11 @@ impl Config {
                 return Err(Error::Config(format!("{what} must be > 0 and <= 30 days")));
             }
         }
+        if self.sync.1.is_zero() || self.sync.1 > MAX_LEASE {
+            return Err(Error::Config(
+                "the replica sync timeout must be > 0 and <= 30 days".into(),
+            ));
+        }
         if self.retry_jitter > MAX_LEASE {
             return Err(Error::Config("retry_jitter must be <= 30 days".into()));
         }
@@ -534,13 +626,14 @@ impl Config {
         &self,
         client: redis::Client,
     ) -> Result<crate::transport::standalone::Standalone> {
-        crate::transport::standalone::Standalone::new(
+        let link = crate::transport::standalone::Standalone::new(
             client,
             self.pool_size,
             self.effective_master_timeout(),
             self.connect_timeout,
             crate::engine::scripts::all(),
-        )
+        )?;
+        Ok(link.with_sync(self.sync.0, self.sync.1))
     }
 }
 
@@ -669,7 +762,9 @@ impl std::fmt::Debug for Config {
             .field("connect_timeout", &self.connect_timeout)
             .field("pool_size", &self.pool_size)
             .field("fair_stale_timeout", &self.fair_stale_timeout)
-            .field("unavailable_timeout", &self.unavailable_timeout);
+            .field("unavailable_timeout", &self.unavailable_timeout)
+            .field("sync_replicas", &self.sync)
+            .field("master_auth", &self.master_auth.as_ref().map(|_| "***"));
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
         d.finish()
@@ -692,6 +787,11 @@ pub enum Topology {
     Masters,
     /// A Redis Cluster; the URLs are seed nodes.
     Cluster,
+    /// A Sentinel-managed primary; the URLs are the sentinels'.
+    Sentinel {
+        /// The name the sentinels monitor the primary under.
+        master_name: String,
+    },
 }
 
 /// The shortest lease accepted: below it the validity left after the drift allowance

@@ -85,6 +85,7 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
     // permission, a master out of memory) fails the call at once: retrying cannot cure
     // it, and an outage's retries would hide it.
     let (mut grants, mut pttls, mut permanent) = (Vec::new(), Vec::new(), None);
+    let mut unsynced = Vec::new();
     for (i, r) in results.iter().enumerate() {
         match r {
             Some(Ok(Acquire::Granted {
@@ -98,6 +99,12 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
                 current: *current,
             }),
             Some(Ok(Acquire::Busy { pttl_ms })) => pttls.push(*pttl_ms),
+            // Granted, but not on enough replicas: undone below like a grant, and
+            // reported at once (retrying would wait on the same replicas again).
+            Some(Err(e @ Error::NotReplicated { .. })) => {
+                unsynced.push(i);
+                permanent = Some(e.clone());
+            }
             Some(Err(e)) if e.is_permanent() => permanent = Some(e.clone()),
             _ => {}
         }
@@ -131,7 +138,7 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
         }
     }
     // Release everywhere the request may have landed.
-    let granted: Vec<usize> = grants.iter().map(|g| g.at).collect();
+    let granted: Vec<usize> = grants.iter().map(|g| g.at).chain(unsynced).collect();
     if !granted.is_empty() || pttls.len() < results.len() {
         let only = reentrant.then_some(granted.as_slice());
         // No local wake-up: this undoes our own attempt, nobody local was waiting on it.

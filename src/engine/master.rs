@@ -70,6 +70,25 @@ impl Master {
         self.link.send(lane, left, Request::Eval(inv)).await
     }
 
+    /// Runs an acquisition script on the lock lane after the batcher's earlier
+    /// operations, synced to replicas when the deployment asks for it
+    /// ([`scripts::send_acquire`](super::scripts::send_acquire)).
+    pub(crate) async fn eval_acquire(&self, inv: &Invocation) -> Result<(Value, Option<Error>)> {
+        let timeout = self.link.timeout();
+        let started = std::time::Instant::now();
+        if tokio::time::timeout(timeout, self.plain.drained())
+            .await
+            .is_err()
+        {
+            return Err(Error::Timeout {
+                addr: self.addr().to_string(),
+                after: timeout,
+            });
+        }
+        let left = timeout.saturating_sub(started.elapsed());
+        super::scripts::send_acquire(&*self.link, left, inv).await
+    }
+
     /// Runs a command on `lane` within `timeout` and decodes its reply.
     pub(crate) async fn cmd<T: FromRedisValue>(
         &self,

@@ -11,7 +11,7 @@ use super::master::Master;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::transport::batch::Flight;
-use crate::transport::{BoxFuture, Invocation, Lane, Script, Transport};
+use crate::transport::{BoxFuture, Invocation, Lane, Request, Script, Transport};
 
 macro_rules! fair_script {
     ($file:literal) => {
@@ -182,7 +182,7 @@ impl Flight for PlainFlight {
                             join_all(ops.iter().map(|op| single(link, op))).await
                         }
                         Err(e) => ops.iter().map(|_| Err(e.clone())).collect(),
-                        Ok(replies) => replies.into_iter().map(Ok).collect(),
+                        Ok(replies) => replies,
                     }
                 })
             },
@@ -231,7 +231,7 @@ pub(crate) async fn acquire(
     if let AcquireMode::Fair { join, stale_ms } = mode {
         inv.arg(stale_ms).arg(if join { "1" } else { "0" });
     }
-    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+    let (v, short) = m.eval_acquire(&inv).await.map_err(|e| typed(name, e))?;
     let Value::Array(items) = &v else {
         return Err(protocol(m, "acquire", &v));
     };
@@ -241,7 +241,13 @@ pub(crate) async fn acquire(
     };
     let token = items.get(2).and_then(int).map(|t| t as u64);
     let current = items.get(3).and_then(int) == Some(1);
-    acquire_reply(m, name, mode, status, value, (token, current))
+    match (
+        acquire_reply(m, name, mode, status, value, (token, current))?,
+        short,
+    ) {
+        (Acquire::Granted { .. }, Some(e)) => Err(e),
+        (reply, _) => Ok(reply),
+    }
 }
 
 fn acquire_reply(
@@ -308,6 +314,34 @@ fn wrong_type(addr: &str, name: &str) -> Error {
     }
 }
 
+/// Sends an acquisition script: synced to replicas when the deployment asks for it
+/// (transport/replicas.rs). Returns the script's reply and, when fewer replicas than
+/// wanted acknowledged it, the error to report should the reply be a grant.
+pub(crate) async fn send_acquire(
+    link: &dyn Transport,
+    timeout: Duration,
+    inv: &Invocation,
+) -> Result<(Value, Option<Error>)> {
+    if !link.syncs() {
+        let v = link.send(Lane::Lock, timeout, Request::Eval(inv)).await?;
+        return Ok((v, None));
+    }
+    let v = link.send(Lane::Lock, timeout, Request::Synced(inv)).await?;
+    let Some((reply, acked, wanted, addr)) = crate::transport::synced_parts(v) else {
+        return Err(Error::Redis {
+            addr: link.addr().to_string(),
+            source: redis::RedisError::from((redis::ErrorKind::Parse, "unexpected synced reply")),
+        });
+    };
+    let short = (acked < wanted).then(|| Error::NotReplicated {
+        addr,
+        acked,
+        wanted,
+        timeout: link.sync_timeout(),
+    });
+    Ok((reply, short))
+}
+
 /// One plain operation with its own script (acquire.lua / release.lua), answered in
 /// `batch.lua`'s terms.
 async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
@@ -315,7 +349,7 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
     let inv = if op.release {
         let mut inv = RELEASE.call();
         inv.key(name)
-            .key(keys::channel(name))
+            .arg(keys::channel(name))
             .arg("0")
             .arg(op.lease_ms)
             .arg(&*op.holder);
@@ -325,26 +359,32 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
         inv.key(name).arg(op.lease_ms).arg(&*op.holder);
         inv
     };
-    let reply = link
-        .send(
-            Lane::Lock,
-            link.timeout(),
-            crate::transport::Request::Eval(&inv),
-        )
-        .await
-        .and_then(|v| {
-            let decoded = if op.release {
-                redis::from_redis_value::<Option<i64>>(v).map(|v| (v.map_or(-1, |x| x.min(1)), 0))
-            } else {
-                redis::from_redis_value::<(i64, i64)>(v)
-            };
-            decoded.map_err(|e| Error::Redis {
-                addr: link.addr().to_string(),
-                source: e.into(),
+    let mut short = None;
+    let reply = if op.release {
+        link.send(Lane::Lock, link.timeout(), Request::Eval(&inv))
+            .await
+    } else {
+        send_acquire(link, link.timeout(), &inv)
+            .await
+            .map(|(v, s)| {
+                short = s;
+                v
             })
-        });
+    };
+    let reply = reply.and_then(|v| {
+        let decoded = if op.release {
+            redis::from_redis_value::<Option<i64>>(v).map(|v| (v.map_or(-1, |x| x.min(1)), 0))
+        } else {
+            redis::from_redis_value::<(i64, i64)>(v)
+        };
+        decoded.map_err(|e| Error::Redis {
+            addr: link.addr().to_string(),
+            source: e.into(),
+        })
+    });
     match reply.map_err(|e| typed(name, e)) {
         Err(Error::WrongType { .. }) => Ok((WRONG_TYPE, 0)),
+        Ok((1 | 2, _)) if short.is_some() => Err(short.expect("checked")),
         other => other,
     }
 }
@@ -395,33 +435,41 @@ fn is_redirect(e: &Error) -> bool {
         if matches!(source.code(), Some("MOVED" | "ASK" | "TRYAGAIN" | "CROSSSLOT")))
 }
 
-/// Many plain operations in one `batch.lua` call.
-async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<PlainReply>> {
+/// Many plain operations in one `batch.lua` call. A grant the replicas did not
+/// acknowledge in time is that operation's [`Error::NotReplicated`].
+async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<PlainReply>>> {
     let mut inv = BATCH.call();
     for op in ops {
-        inv.key(&*op.name);
-        if op.release {
-            inv.key(keys::channel(&op.name)).arg("r");
-        } else {
-            inv.arg("a");
-        }
-        inv.arg(op.lease_ms).arg(&*op.holder);
+        inv.key(&*op.name)
+            .arg(if op.release { "r" } else { "a" })
+            .arg(op.lease_ms)
+            .arg(&*op.holder);
+        match op.release {
+            true => inv.arg(keys::channel(&op.name)),
+            false => inv.arg(""),
+        };
     }
-    let v = link
-        .send(
-            Lane::Lock,
-            link.timeout(),
-            crate::transport::Request::Eval(&inv),
-        )
-        .await?;
+    let (v, short) = match ops.iter().any(|op| !op.release) {
+        true => send_acquire(link, link.timeout(), &inv).await?,
+        false => (
+            link.send(Lane::Lock, link.timeout(), Request::Eval(&inv))
+                .await?,
+            None,
+        ),
+    };
     let ints: Option<Vec<i64>> = match &v {
         Value::Array(items) => items.iter().map(int).collect(),
         _ => None,
     };
     match ints {
-        Some(ints) if ints.len() == 2 * ops.len() => {
-            Ok(ints.chunks(2).map(|c| (c[0], c[1])).collect())
-        }
+        Some(ints) if ints.len() == 2 * ops.len() => Ok(ints
+            .chunks(2)
+            .zip(ops)
+            .map(|(c, op)| match (&short, op.release, c[0]) {
+                (Some(e), false, 1 | 2) => Err(e.clone()),
+                _ => Ok((c[0], c[1])),
+            })
+            .collect()),
         _ => Err(Error::Redis {
             addr: link.addr().to_string(),
             source: redis::RedisError::from((
@@ -455,7 +503,7 @@ pub(crate) async fn hand_over(
 ) -> Result<HandOver> {
     let mut inv = RELEASE.call();
     inv.key(name)
-        .key(keys::channel(name))
+        .arg(keys::channel(name))
         .arg("0")
         .arg(from_lease_ms)
         .arg(from)
@@ -555,7 +603,7 @@ pub(crate) async fn force_release(m: &Master, name: &str, fair: bool) -> Result<
         fair_call(&FAIR_FORCE, name)
     } else {
         let mut inv = FORCE.call();
-        inv.key(name).key(keys::channel(name));
+        inv.key(name).arg(keys::channel(name));
         inv
     };
     inv.arg("0");

@@ -7,6 +7,8 @@
 //! * [`pubsub`]: the pub/sub hub, one [`Subscriber`] per deployment.
 //! * [`subscriber`]: a deployment's subscriber: one classic pub/sub connection, or
 //!   (cluster) sharded subscriptions spread over the primaries.
+//! * [`sentinel`]: a Sentinel-managed primary, followed across switches.
+//! * [`replicas`]: replica-synced acquisitions (`WAIT`).
 //! * [`cluster`]: Redis Cluster: requests routed by their first key's hash slot,
 //!   MOVED/ASK followed, sharded pub/sub.
 //! * `tls` (cargo feature `tls`): the rustls crypto provider and the certificates of
@@ -18,7 +20,9 @@
 pub(crate) mod batch;
 pub(crate) mod cluster;
 pub(crate) mod pubsub;
+pub(crate) mod replicas;
 pub(crate) mod script;
+pub(crate) mod sentinel;
 pub(crate) mod standalone;
 pub(crate) mod subscriber;
 #[cfg(feature = "tls")]
@@ -59,6 +63,11 @@ pub(crate) enum Lane {
 pub(crate) enum Request<'a> {
     /// A script run with EVALSHA (reloaded on NOSCRIPT).
     Eval(&'a Invocation),
+    /// A lock acquisition that replicas must acknowledge: the script, then (in the
+    /// same round trip) `WAIT` per the deployment's [`replicas`] policy; answered
+    /// `[reply, acked, wanted, node]` (replicas.rs invariant 2). The timeout given is
+    /// extended by the policy's wait.
+    Synced(&'a Invocation),
     /// One command.
     Cmd(&'a redis::Cmd),
     /// Several commands in one round trip; the reply is an array.
@@ -95,6 +104,35 @@ pub(crate) trait Transport: Send + Sync + 'static {
     fn shard(&self, _key: &[u8]) -> usize {
         0
     }
+
+    /// Whether acquisitions should be sent as [`Request::Synced`].
+    fn syncs(&self) -> bool {
+        false
+    }
+
+    /// The longest a synced acquisition waits for replicas.
+    fn sync_timeout(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+/// A [`Request::Synced`] answer, taken apart: the script's reply, then the
+/// acknowledgements received and wanted, and the node that answered.
+pub(crate) fn synced_parts(v: Value) -> Option<(Value, usize, usize, String)> {
+    let Value::Array(mut items) = v else {
+        return None;
+    };
+    if items.len() != 4 {
+        return None;
+    }
+    let node = match items.pop()? {
+        Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => return None,
+    };
+    let (Value::Int(wanted), Value::Int(acked)) = (items.pop()?, items.pop()?) else {
+        return None;
+    };
+    Some((items.pop()?, acked as usize, wanted as usize, node))
 }
 
 impl Request<'_> {
@@ -114,7 +152,7 @@ impl Request<'_> {
             }
         }
         match self {
-            Request::Eval(inv) => inv.first_key(),
+            Request::Eval(inv) | Request::Synced(inv) => inv.first_key(),
             Request::Cmd(cmd) => cmd_key(cmd),
             Request::Pipe(pipe) => pipe.cmd_iter().next().and_then(cmd_key),
         }

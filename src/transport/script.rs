@@ -191,6 +191,27 @@ impl Invocation {
     }
 }
 
+impl Invocation {
+    /// Runs the call and then `then` in one round trip (a pipeline), as EVALSHA, or as
+    /// EVAL after NOSCRIPT; the replies of both.
+    pub(crate) async fn run_then<C: ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        dialect: Dialect,
+        then: &redis::Cmd,
+    ) -> RedisResult<(Value, Value)> {
+        let both = |first: redis::Cmd| {
+            let mut pipe = redis::pipe();
+            pipe.add_command(first).add_command(then.clone());
+            pipe
+        };
+        match both(self.evalsha(dialect)).query_async(conn).await {
+            Err(e) if is_noscript(&e) => both(self.eval(dialect)).query_async(conn).await,
+            other => other,
+        }
+    }
+}
+
 fn is_noscript(e: &redis::RedisError) -> bool {
     e.code() == Some("NOSCRIPT")
 }

@@ -32,6 +32,7 @@ use deadpool_redis::{Connection as Pooled, Manager, Pool};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Value};
 
+use super::replicas::{Replicas, SyncReplicas};
 use super::script::load_all;
 use super::subscriber::Classic;
 use super::{BoxFuture, Dialect, Lane, Request, Script, Subscriber, Transport};
@@ -59,6 +60,8 @@ pub(crate) struct Standalone {
     /// The scripts' variant this server runs (a cluster node with sharded pub/sub runs
     /// the sharded one).
     dialect: Dialect,
+    /// Replica-synced acquisitions (replicas.rs).
+    replicas: Replicas,
     /// The FIFO ticket of lock-lane writes (invariant 5).
     order: tokio::sync::Mutex<()>,
 }
@@ -100,6 +103,7 @@ impl Standalone {
             connect_timeout,
             scripts,
             dialect: Dialect::Classic,
+            replicas: Replicas::new(SyncReplicas::Off, Duration::ZERO),
             order: tokio::sync::Mutex::new(()),
         })
     }
@@ -108,6 +112,47 @@ impl Standalone {
     pub(crate) fn with_dialect(mut self, dialect: Dialect) -> Self {
         self.dialect = dialect;
         self
+    }
+
+    /// Syncs acquisitions to replicas per `mode`, waiting at most `timeout`.
+    pub(crate) fn with_sync(mut self, mode: SyncReplicas, timeout: Duration) -> Self {
+        self.replicas = Replicas::new(mode, timeout);
+        self
+    }
+
+    /// The acknowledgements a synced write waits for now and the command that waits
+    /// for them (none: nothing to wait for).
+    pub(crate) fn sync_wait(&self) -> (usize, Option<redis::Cmd>) {
+        let wanted = self.replicas.wanted();
+        (wanted, self.replicas.wait_cmd(wanted))
+    }
+
+    /// Counts the connected replicas on `conn` (replicas.rs invariant 1).
+    async fn count_replicas(&self, conn: &mut MultiplexedConnection) -> Result<()> {
+        let mut info = redis::cmd("INFO");
+        info.arg("replication");
+        match info.query_async::<String>(conn).await {
+            Ok(text) => self.replicas.record(&text),
+            // An ACL without INFO: no replica can be seen (the README says to grant
+            // it, or to name a count).
+            Err(e) if e.code() == Some("NOPERM") => {
+                tracing::warn!(master = %self.addr, "INFO is not permitted: SyncReplicas::Auto \
+                    sees no replicas; grant +info or use SyncReplicas::Count");
+                self.replicas.record("");
+            }
+            Err(e) => return Err(self.err(e)),
+        }
+        Ok(())
+    }
+
+    /// The replica-sync policy (a cluster gives it to every node).
+    pub(crate) fn sync_policy(&self) -> (SyncReplicas, Duration) {
+        self.replicas.policy()
+    }
+
+    /// How much longer a synced write may take than a plain one.
+    pub(crate) fn sync_timeout(&self) -> Duration {
+        self.replicas.timeout()
     }
 
     /// The connection settings of this server (a cluster derives its other nodes').
@@ -145,6 +190,12 @@ impl Standalone {
             drop(Pooled::take(pooled));
             return Err(self.err(e));
         }
+        if self.replicas.needs_count() {
+            if let Err(e) = self.count_replicas(&mut conn).await {
+                drop(Pooled::take(pooled));
+                return Err(e);
+            }
+        }
         *slot.conn.lock() = Some(pooled);
         Ok(conn)
     }
@@ -169,20 +220,57 @@ impl Standalone {
     }
 
     async fn send_on(&self, lane: Lane, timeout: Duration, request: Request<'_>) -> Result<Value> {
+        // A synced write may also wait for its replicas. Their count is read when a
+        // connection is opened and, once stale, after a synced write was answered:
+        // never before one is written, which would let later lock-lane requests
+        // overtake it (invariant 5).
+        //
+        // A synced write's extra time only starts once it is written: until then it
+        // has the plain `timeout`, like every request, so a request sent after it on
+        // the lock lane (an undoing release) never gives up on being written before
+        // it does (invariant 5 keeps them in order only if that holds).
+        let (base, write_by) = (timeout, tokio::time::Instant::now() + timeout);
+        let timeout = match request {
+            Request::Synced(_) => timeout + self.replicas.timeout(),
+            _ => timeout,
+        };
+        let late = || Error::Timeout {
+            addr: self.addr.clone(),
+            after: base,
+        };
         let work = async {
             // Invariant 5: the ticket is taken in the first poll, in send order.
             let ticket = match lane {
                 // Uncontended (the usual case): no await at all.
                 Lane::Lock => Some(match self.order.try_lock() {
                     Ok(ticket) => ticket,
-                    Err(_) => self.order.lock().await,
+                    Err(_) => tokio::time::timeout_at(write_by, self.order.lock())
+                        .await
+                        .map_err(|_| late())?,
                 }),
                 Lane::Side => None,
             };
-            let mut conn = self.conn(self.slot(lane)).await?;
+            let mut conn = tokio::time::timeout_at(write_by, self.conn(self.slot(lane)))
+                .await
+                .map_err(|_| late())??;
             let call = async {
                 match request {
                     Request::Eval(inv) => inv.run(&mut conn, self.dialect).await,
+                    Request::Synced(inv) => {
+                        let (wanted, wait) = self.sync_wait();
+                        let (reply, acked) = match &wait {
+                            Some(wait) => {
+                                let (reply, acked) =
+                                    inv.run_then(&mut conn, self.dialect, wait).await?;
+                                (reply, self.replicas.acked(&acked))
+                            }
+                            None => (inv.run(&mut conn, self.dialect).await?, 0),
+                        };
+                        if self.replicas.needs_count() {
+                            let _ = self.count_replicas(&mut conn).await;
+                        }
+                        Ok(synced_reply(reply, acked, wanted, &self.addr))
+                    }
                     Request::Cmd(cmd) => cmd.query_async(&mut conn).await,
                     Request::Pipe(pipe) => pipe.query_async(&mut conn).await,
                 }
@@ -241,10 +329,28 @@ impl Transport for Standalone {
         })
     }
 
+    fn syncs(&self) -> bool {
+        self.replicas.enabled()
+    }
+
+    fn sync_timeout(&self) -> Duration {
+        self.replicas.timeout()
+    }
+
     fn subscriber(&self) -> BoxFuture<'_, redis::RedisResult<Box<dyn Subscriber>>> {
         Box::pin(async {
             let pubsub = self.client.get_async_pubsub().await?;
             Ok(Box::new(Classic::new(pubsub)) as Box<dyn Subscriber>)
         })
     }
+}
+
+/// The answer of a [`Request::Synced`] (replicas.rs invariant 2).
+pub(crate) fn synced_reply(reply: Value, acked: usize, wanted: usize, node: &str) -> Value {
+    Value::Array(vec![
+        reply,
+        Value::Int(acked as i64),
+        Value::Int(wanted as i64),
+        Value::BulkString(node.as_bytes().to_vec()),
+    ])
 }

@@ -62,7 +62,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         [
             "EVALSHA",
             &release,
-            "2",
+            "1",
             &key,
             &channel,
             "0",

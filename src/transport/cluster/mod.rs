@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionAddr, ConnectionInfo, Value};
 
+use super::replicas::SyncReplicas;
 use super::standalone::Standalone;
 use super::{BoxFuture, Dialect, Lane, Request, Script, Subscriber, Transport};
 use crate::error::{Error, Result};
@@ -59,6 +60,8 @@ struct Inner {
     connect_timeout: Duration,
     scripts: Vec<&'static Script>,
     dialect: Dialect,
+    /// Every node's replica-sync policy (replicas.rs).
+    sync: (SyncReplicas, Duration),
     map: parking_lot::RwLock<Arc<SlotMap>>,
     nodes: parking_lot::Mutex<HashMap<String, Arc<Standalone>>>,
     /// A refresh is scheduled or running (invariant 1).
@@ -84,6 +87,7 @@ impl Cluster {
         scripts: Vec<&'static Script>,
     ) -> Result<Cluster> {
         let base = seed.client().get_connection_info().clone();
+        let sync = seed.sync_policy();
         let seed_addr = seed.addr().to_string();
         let host = host_of(&base);
         let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
@@ -120,17 +124,13 @@ impl Cluster {
             connect_timeout,
             scripts,
             dialect,
+            sync,
             map: parking_lot::RwLock::new(Arc::new(map)),
             nodes: Default::default(),
             refreshing: AtomicBool::new(false),
             last_refresh: parking_lot::Mutex::new(Instant::now()),
         });
         Ok(Cluster { inner })
-    }
-
-    /// The primaries serving slots now, as `host:port`.
-    pub(crate) fn primaries(&self) -> Vec<String> {
-        self.inner.map.read().primaries().to_vec()
     }
 }
 
@@ -168,7 +168,8 @@ impl Inner {
             self.connect_timeout,
             self.scripts.clone(),
         )?
-        .with_dialect(self.dialect);
+        .with_dialect(self.dialect)
+        .with_sync(self.sync.0, self.sync.1);
         let node = Arc::new(node);
         Ok(self
             .nodes
@@ -322,9 +323,18 @@ async fn asking_send(
 ) -> Result<Value> {
     let mut pipe = redis::pipe();
     pipe.cmd("ASKING").ignore();
+    let mut synced = None;
     match request {
         Request::Eval(inv) => {
             pipe.add_command(inv.eval(dialect));
+        }
+        Request::Synced(inv) => {
+            pipe.add_command(inv.eval(dialect));
+            let (wanted, wait) = node.sync_wait();
+            if let Some(wait) = wait {
+                pipe.add_command(wait);
+            }
+            synced = Some(wanted);
         }
         Request::Cmd(cmd) => {
             pipe.add_command(cmd.clone());
@@ -335,9 +345,24 @@ async fn asking_send(
             }
         }
     }
+    let timeout = timeout + synced.map_or(Duration::ZERO, |_| node.sync_timeout());
     let reply = node.send(lane, timeout, Request::Pipe(&pipe)).await?;
     match (request, reply) {
         (Request::Pipe(_), reply) => Ok(reply),
+        (Request::Synced(_), Value::Array(mut items)) if !items.is_empty() => {
+            let wanted = synced.unwrap_or(0);
+            let acked = match items.get(1) {
+                Some(Value::Int(n)) => (*n).max(0) as usize,
+                _ => 0,
+            };
+            let reply = items.swap_remove(0);
+            Ok(super::standalone::synced_reply(
+                reply,
+                acked,
+                wanted,
+                node.addr(),
+            ))
+        }
         (_, Value::Array(mut items)) if items.len() == 1 => Ok(items.remove(0)),
         (_, other) => Err(Error::Redis {
             addr: node.addr().to_string(),
@@ -404,5 +429,13 @@ impl Transport for Cluster {
 
     fn shard(&self, key: &[u8]) -> usize {
         self.inner.map().owner_index(key_slot(key))
+    }
+
+    fn syncs(&self) -> bool {
+        self.inner.sync.0 != SyncReplicas::Off
+    }
+
+    fn sync_timeout(&self) -> Duration {
+        self.inner.sync.1
     }
 }

@@ -162,12 +162,12 @@ impl Subscriber for Sharded {
                         None => continue,
                     },
                     PushKind::Disconnection => return None,
-                    PushKind::SUnsubscribe => {
-                        if channel().is_some_and(|ch| self.placed.contains_key(&ch)) {
-                            // Dropped by the server: its slot moved (invariant 2).
-                            self.inner.schedule_refresh();
-                            return None;
-                        }
+                    // Dropped by the server: its slot moved (invariant 2).
+                    PushKind::SUnsubscribe
+                        if channel().is_some_and(|ch| self.placed.contains_key(&ch)) =>
+                    {
+                        self.inner.schedule_refresh();
+                        return None;
                     }
                     _ => {}
                 }

@@ -1,0 +1,232 @@
+//! Redis Cluster under faults, each test on its own 3-primary, 3-replica cluster:
+//! failover (kill -9 and CLUSTER FAILOVER), slot migration while locks are held and
+//! waited on, and replica-synced acquisitions (`Config::sync_replicas`).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cluster::{key_slot, RedisCluster};
+use common::eventually_async;
+use redlatch::{Client, Config, Error, SyncReplicas};
+
+fn config(cluster: &RedisCluster) -> Config {
+    Config::cluster(cluster.urls())
+        .watchdog_timeout(Duration::from_millis(3000))
+        .unavailable_timeout(Duration::from_secs(20))
+}
+
+/// True if node `i` (a primary, or a replica read with READONLY) holds the lock
+/// hash `name`.
+fn has_lock(cluster: &RedisCluster, i: usize, name: &str) -> bool {
+    let mut conn = cluster.node(i).conn();
+    redis::cmd("READONLY").exec(&mut conn).unwrap();
+    let ty: String = redis::cmd("TYPE").arg(name).query(&mut conn).unwrap();
+    ty == "hash"
+}
+
+#[tokio::test]
+async fn a_synced_lock_survives_the_failover_of_its_primary() {
+    let mut cluster = RedisCluster::start(3, 1);
+    // A lease that outlasts the failover (renewals fail until the replica is promoted).
+    let cfg = config(&cluster)
+        .watchdog_timeout(Duration::from_secs(10))
+        .sync_replicas(SyncReplicas::Auto, Duration::from_secs(2));
+    let c = Client::connect(cfg.clone()).await.unwrap();
+    let primary = cluster.primaries()[0];
+    let replica = cluster.replica_of(primary);
+    let name = cluster.key_on(primary, "synced-");
+    let guard = c.lock(&name).lock().await.unwrap();
+    // Acknowledged by the replica before lock() returned: it has the lock now.
+    assert!(
+        has_lock(&cluster, replica, &name),
+        "the replica lacks {name}"
+    );
+    cluster.kill(primary);
+    let promoted = cluster.wait_for_failover(primary);
+    assert_eq!(promoted, replica);
+    assert!(has_lock(&cluster, promoted, &name));
+    // Nobody else can take it, and operations resume without user action.
+    let other = Client::connect(cfg).await.unwrap();
+    let tried = other
+        .lock(&name)
+        .try_lock(Duration::from_millis(200))
+        .await
+        .unwrap();
+    assert!(tried.is_none(), "granted twice after the failover");
+    // Renewals reach the new primary.
+    tokio::time::sleep(Duration::from_millis(4000)).await;
+    assert!(!guard.lost().is_cancelled(), "the synced lock was lost");
+    c.renew_now().await;
+    let ttl = other.lock(&name).remaining_ttl().await.unwrap().unwrap();
+    assert!(
+        ttl > Duration::from_secs(8),
+        "not renewed on the new primary: {ttl:?}"
+    );
+    guard.unlock().await.unwrap();
+    let next = other.lock(&name).lock().await.unwrap();
+    next.unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unreplicated_lock_is_reported_lost_after_a_failover() {
+    let mut cluster = RedisCluster::start(3, 1);
+    let cfg = config(&cluster).sync_replicas(SyncReplicas::Off, Duration::from_secs(1));
+    let c = Client::connect(cfg).await.unwrap();
+    let primary = cluster.primaries()[0];
+    let replica = cluster.replica_of(primary);
+    let name = cluster.key_on(primary, "unsynced-");
+    // The replica is frozen: the grant never reaches it.
+    cluster.pause(replica);
+    let guard = c.lock(&name).lock().await.unwrap();
+    cluster.kill(primary);
+    cluster.resume(replica);
+    let promoted = cluster.wait_for_failover(primary);
+    assert!(
+        !has_lock(&cluster, promoted, &name),
+        "the replica had it after all"
+    );
+    // The watchdog finds it gone on the new primary.
+    let lost = tokio::time::timeout(Duration::from_secs(15), guard.lost().cancelled()).await;
+    assert!(lost.is_ok(), "the lost lock was never reported");
+}
+
+#[tokio::test]
+async fn a_paused_replica_fails_a_synced_acquire_and_leaves_no_lock() {
+    let cluster = RedisCluster::start(3, 1);
+    let cfg = config(&cluster).sync_replicas(SyncReplicas::Auto, Duration::from_millis(500));
+    let c = Client::connect(cfg).await.unwrap();
+    let primary = cluster.primaries()[1];
+    let replica = cluster.replica_of(primary);
+    let name = cluster.key_on(primary, "paused-replica-");
+    // Counted while it is connected.
+    c.lock(&name).lock().await.unwrap().unlock().await.unwrap();
+    cluster.pause(replica);
+    let started = Instant::now();
+    let err = c.lock(&name).lock().await.unwrap_err();
+    let took = started.elapsed();
+    cluster.resume(replica);
+    match &err {
+        Error::NotReplicated {
+            addr,
+            acked,
+            wanted,
+            ..
+        } => {
+            assert_eq!((*acked, *wanted), (0, 1));
+            assert_eq!(addr, &cluster.node(primary).addr());
+        }
+        other => panic!("expected NotReplicated, got {other:?}"),
+    }
+    assert!(
+        took >= Duration::from_millis(500),
+        "failed before the timeout: {took:?}"
+    );
+    assert!(
+        !has_lock(&cluster, primary, &name),
+        "the failed acquire left a lock"
+    );
+    // A lock on another primary is unaffected.
+    let elsewhere = cluster.key_on(cluster.primaries()[0], "healthy-");
+    c.lock(&elsewhere)
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn waiters_follow_a_manual_failover_and_are_woken() {
+    let cluster = RedisCluster::start(3, 1);
+    let (a, b) = (
+        Client::connect(config(&cluster)).await.unwrap(),
+        Client::connect(config(&cluster)).await.unwrap(),
+    );
+    let primary = cluster.primaries()[2];
+    let name = cluster.key_on(primary, "manual-failover-");
+    let held = a.lock(&name).lock().await.unwrap();
+    let lock_b = b.lock(&name);
+    let waiter = tokio::spawn(async move {
+        let g = lock_b.lock().await?;
+        let at = Instant::now();
+        g.unlock().await?;
+        Ok::<_, Error>(at)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster.failover(cluster.replica_of(primary));
+    // The holder keeps it through the switch (it was replicated) and releases it on
+    // the new primary; the waiter, resubscribed there, is woken.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!held.lost().is_cancelled());
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let acquired = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the waiter slept through the failover")
+        .unwrap()
+        .unwrap();
+    // The lease (3 s, renewed) would be the only other way out.
+    assert!(acquired.duration_since(released) < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_slot_migration_under_held_and_waited_locks_loses_nothing() {
+    let cluster = RedisCluster::start(3, 1);
+    let (a, b) = (
+        Client::connect(config(&cluster)).await.unwrap(),
+        Client::connect(config(&cluster)).await.unwrap(),
+    );
+    let [from, to] = [cluster.primaries()[0], cluster.primaries()[1]];
+    let name = cluster.key_on(from, "migrating-");
+    let slot = key_slot(name.as_bytes());
+    let held = a.lock(&name).lock().await.unwrap();
+    let lock_b = b.lock(&name);
+    let waiter = tokio::spawn(async move {
+        let g = lock_b.lock().await?;
+        let at = Instant::now();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        g.unlock().await?;
+        Ok::<_, Error>(at)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster.begin_migration(slot, from, to);
+    // Mid-migration (ASK for moved keys): the holder re-enters and releases once.
+    let nested = a.lock(&name).lock().await.unwrap();
+    nested.unlock().await.unwrap();
+    assert_eq!(cluster.move_slot_keys(slot, from, to), 1);
+    // Keys moved, slot not yet handed over: operations follow ASK.
+    assert!(a.lock(&name).is_locked().await.unwrap());
+    cluster.finish_migration(slot, from, to);
+    assert!(has_lock(&cluster, to, &name));
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let acquired = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the waiter was never woken after the migration")
+        .unwrap()
+        .unwrap();
+    assert!(acquired.duration_since(released) < Duration::from_secs(2));
+    // A third client, fresh, is routed to the new owner at once.
+    let c = Client::connect(config(&cluster)).await.unwrap();
+    let freed = eventually_async(Duration::from_secs(5), || !has_lock(&cluster, to, &name));
+    assert!(freed.await);
+    c.lock(&name).lock().await.unwrap().unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn operations_resume_after_a_primary_is_killed() {
+    let mut cluster = RedisCluster::start(3, 1);
+    let c = Client::connect(config(&cluster)).await.unwrap();
+    let primary = cluster.primaries()[1];
+    let name = cluster.key_on(primary, "resume-");
+    c.lock(&name).lock().await.unwrap().unlock().await.unwrap();
+    cluster.kill(primary);
+    // lock() retries through the failover (unavailable_timeout 20 s) and succeeds on
+    // the promoted replica without any user action.
+    let started = Instant::now();
+    let g = c.lock(&name).lock().await.unwrap();
+    eprintln!("lock() after the kill took {:?}", started.elapsed());
+    g.unlock().await.unwrap();
+}
