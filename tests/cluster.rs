@@ -228,3 +228,85 @@ async fn the_watchdog_renews_locks_spread_over_every_node() {
         g.unlock().await.unwrap();
     }
 }
+
+/// Redisson's own scripts (tests/redisson/) as a Java client on a Redis 7 cluster runs
+/// them: its unlock publishes with `spublish`, its waiters `SSUBSCRIBE`.
+#[tokio::test]
+async fn redisson_scripted_clients_and_redlatch_wake_each_other_on_a_cluster() {
+    use futures_util::StreamExt as _;
+    const JAVA: &str = "6f1c2b1e-1d4a-4b7e-9a51-3c2d7e8f9a10:57";
+    let cluster = shared_cluster();
+    let c = client(cluster).await;
+    let name = cluster.key_on(cluster.primaries()[1], "java-interop-");
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let node = cluster.node(cluster.primary_for_key(&name));
+    let java_lock = || -> Option<i64> {
+        redis::cmd("EVAL")
+            .arg(include_str!("redisson/lock.lua"))
+            .arg(1)
+            .arg(&name)
+            .arg(30_000)
+            .arg(JAVA)
+            .query(&mut node.conn())
+            .unwrap()
+    };
+    let java_unlock = || -> Option<i64> {
+        redis::cmd("EVAL")
+            .arg(include_str!("redisson/unlock.lua"))
+            .arg(3)
+            .arg(&name)
+            .arg(&channel)
+            .arg(format!("redisson_unlock_latch:{{{name}}}:req-1"))
+            .arg("0")
+            .arg(30_000)
+            .arg(JAVA)
+            .arg("spublish")
+            .arg(5_000)
+            .query(&mut node.conn())
+            .unwrap()
+    };
+
+    // A Java holder's unlock wakes a redlatch waiter.
+    assert_eq!(java_lock(), None);
+    let lock = c.lock(&name);
+    let waiter = tokio::spawn(async move {
+        let g = lock.lock().await.unwrap();
+        let at = Instant::now();
+        (g, at)
+    });
+    let subscribed = eventually_async(Duration::from_secs(5), || {
+        shard_numsub(cluster, &channel) >= 1
+    });
+    assert!(subscribed.await, "the redlatch waiter never SSUBSCRIBEd");
+    let released = Instant::now();
+    assert_eq!(java_unlock(), Some(1));
+    let (guard, acquired) = waiter.await.unwrap();
+    assert!(acquired.duration_since(released) < Duration::from_secs(5));
+
+    // A redlatch release wakes a Java-style sharded waiter, which then gets the lock.
+    let (tx, mut pushes) = tokio::sync::mpsc::unbounded_channel();
+    let config = redis::AsyncConnectionConfig::new().set_push_sender(tx);
+    let mut java_sub = redis::Client::open(format!("{}?protocol=resp3", node.url()))
+        .unwrap()
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .unwrap();
+    redis::cmd("SSUBSCRIBE")
+        .arg(&channel)
+        .exec_async(&mut java_sub)
+        .await
+        .unwrap();
+    assert!(java_lock().is_some(), "Java got a lock redlatch holds");
+    guard.unlock().await.unwrap();
+    let woken = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut stream = futures_util::stream::poll_fn(|cx| pushes.poll_recv(cx));
+        while let Some(push) = stream.next().await {
+            if push.kind == redis::PushKind::SMessage {
+                return;
+            }
+        }
+    });
+    woken.await.expect("the Java waiter was not woken");
+    assert_eq!(java_lock(), None, "Java could not take the released lock");
+    assert_eq!(java_unlock(), Some(1));
+}

@@ -1,0 +1,117 @@
+//! `redlatch run` on a Redis Cluster while the primary serving the lock is killed:
+//! several runner loops on one name, each critical section logging its start and end
+//! to a shared file; overlaps are counted after the failover. With replica sync on
+//! (the default), there must be none.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::cluster::RedisCluster;
+
+const RUNNERS: usize = 4;
+/// Each runner's loop stops after this long (bounded in time and count).
+const RUN_FOR: Duration = Duration::from_secs(12);
+const MAX_ROUNDS: usize = 200;
+
+/// Overlapping critical sections in a log of `start ID` / `end ID` lines.
+fn overlaps(log: &str) -> usize {
+    let (mut inside, mut overlaps) = (0i32, 0);
+    for line in log.lines() {
+        if line.starts_with("start ") {
+            inside += 1;
+            if inside > 1 {
+                overlaps += 1;
+            }
+        } else if line.starts_with("end ") {
+            inside -= 1;
+        }
+    }
+    overlaps
+}
+
+#[test]
+fn no_two_runners_overlap_while_the_primary_fails_over() {
+    let mut cluster = RedisCluster::start(3, 1);
+    let primary = cluster.primaries()[0];
+    let name = cluster.key_on(primary, "cli-failover-");
+    let seed = cluster.node(cluster.primaries()[1]).url();
+    let dir = std::env::temp_dir().join(format!("redlatch-cli-failover-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("sections.log");
+    std::fs::File::create(&log).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let runners: Vec<_> = (0..RUNNERS)
+        .map(|i| {
+            let (name, seed, log, stop) = (name.clone(), seed.clone(), log.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (mut ok, mut failed) = (0, 0);
+                for round in 0..MAX_ROUNDS {
+                    if stop.load(Ordering::Relaxed) || started.elapsed() > RUN_FOR {
+                        break;
+                    }
+                    let script = format!(
+                        "echo start {i}.{round} >> {l}; sleep 0.02; echo end {i}.{round} >> {l}",
+                        l = log.display()
+                    );
+                    let status = Command::new(env!("CARGO_BIN_EXE_redlatch"))
+                        .args(["run", &name, "--wait", "20s", "--redis", &seed])
+                        .args(["--", "sh", "-c", &script])
+                        .env_remove("REDLATCH_REDIS")
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .status()
+                        .unwrap();
+                    if status.success() {
+                        ok += 1;
+                    } else {
+                        failed += 1;
+                    }
+                }
+                (ok, failed)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    cluster.kill(primary);
+    let promoted = cluster.wait_for_failover(primary);
+    let failover_done = started.elapsed();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .unwrap()
+        .write_all(b"failover\n")
+        .unwrap();
+    let results: Vec<(usize, usize)> = runners.into_iter().map(|r| r.join().unwrap()).collect();
+    stop.store(true, Ordering::Relaxed);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let sections = text.lines().filter(|l| l.starts_with("start ")).count();
+    let n = overlaps(&text);
+    let _ = writeln!(
+        std::io::stderr(),
+        "runs ok/failed per runner {results:?}; {sections} critical sections, {n} overlaps; \
+         failover to node {promoted} done at {failover_done:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(n, 0, "critical sections overlapped:\n{text}");
+    let ok: usize = results.iter().map(|r| r.0).sum();
+    assert!(ok >= RUNNERS, "too few runs succeeded: {results:?}");
+    // Work went on after the failover, not only before it.
+    let after = text.split("failover\n").nth(1).unwrap_or("");
+    assert!(
+        after.lines().any(|l| l.starts_with("start ")),
+        "no critical section after the failover: {results:?}"
+    );
+}
+
+#[test]
+fn the_overlap_counter_sees_an_overlap() {
+    assert_eq!(overlaps("start a\nend a\nstart b\nend b\n"), 0);
+    assert_eq!(overlaps("start a\nstart b\nend a\nend b\n"), 1);
+}
