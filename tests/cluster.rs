@@ -39,6 +39,11 @@ async fn locks_on_every_primary_work_like_on_one_server() {
         assert_eq!(ty, "hash", "{name} on node {primary}");
         assert!(lock.is_locked().await.unwrap());
         assert!(lock.remaining_ttl().await.unwrap().is_some());
+        // status names the primary that serves the name.
+        let status = lock.status().await.unwrap();
+        assert_eq!(status.len(), 1);
+        assert_eq!(status[0].master, cluster.node(primary).addr());
+        assert_eq!(status[0].holders.len(), 1);
         again.unlock().await.unwrap();
         guard.unlock().await.unwrap();
         assert!(!lock.is_locked().await.unwrap());

@@ -97,7 +97,7 @@ impl Lock {
         Ok(masters
             .iter()
             .zip(results)
-            .map(|(m, r)| decode(m.addr().to_string(), r))
+            .map(|(m, r)| decode(m.link().serving(self.name().as_bytes()), r))
             .collect())
     }
 }

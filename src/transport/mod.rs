@@ -105,6 +105,13 @@ pub(crate) trait Transport: Send + Sync + 'static {
         0
     }
 
+    /// The address of the server that serves `key` now, as shown by `status`: the
+    /// deployment's own address unless it spreads keys over nodes or follows a
+    /// primary.
+    fn serving(&self, _key: &[u8]) -> String {
+        self.addr().to_string()
+    }
+
     /// Whether acquisitions should be sent as [`Request::Synced`].
     fn syncs(&self) -> bool {
         false

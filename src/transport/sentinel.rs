@@ -338,6 +338,10 @@ impl Transport for Sentinel {
         })
     }
 
+    fn serving(&self, _key: &[u8]) -> String {
+        self.inner.primary().addr().to_string()
+    }
+
     fn syncs(&self) -> bool {
         self.inner.setup.sync.0 != SyncReplicas::Off
     }

@@ -431,6 +431,12 @@ impl Transport for Cluster {
         self.inner.map().owner_index(key_slot(key))
     }
 
+    fn serving(&self, key: &[u8]) -> String {
+        self.inner
+            .owner(Some(key))
+            .unwrap_or_else(|_| self.inner.label.clone())
+    }
+
     fn syncs(&self) -> bool {
         self.inner.sync.0 != SyncReplicas::Off
     }
