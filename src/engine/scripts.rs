@@ -22,14 +22,12 @@ macro_rules! fair_script {
     };
 }
 
-static BATCH: LazyLock<Script> =
-    LazyLock::new(|| Script::cross_slot(include_str!("../../lua/batch.lua")));
+static BATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/batch.lua")));
 static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/acquire.lua")));
 static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/release.lua")));
-static RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::cross_slot(include_str!("../../lua/renew.lua")));
+static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/renew.lua")));
 static FORCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/force_release.lua")));
 static FENCED_ACQUIRE: LazyLock<Script> =
@@ -175,12 +173,10 @@ impl Flight for PlainFlight {
             |op| &op.name,
             |link, ops| {
                 Box::pin(async move {
+                    // A failed group fails its operations: re-sending them one by one
+                    // later could put them behind requests sent meanwhile (an undoing
+                    // release would then run before the acquire it undoes).
                     match batch(link, &ops).await {
-                        Err(e) if is_redirect(&e) => {
-                            // A slot of the group is migrating or moved: nothing ran; each
-                            // operation alone follows its own redirect.
-                            join_all(ops.iter().map(|op| single(link, op))).await
-                        }
                         Err(e) => ops.iter().map(|_| Err(e.clone())).collect(),
                         Ok(replies) => replies,
                     }
@@ -389,9 +385,9 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
     }
 }
 
-/// Runs `call` once per group of `items` whose keys are served by one node
-/// ([`Transport::shard`]), concurrently, and returns one result per item, in order.
-/// A single server is one group. Every group's call is polled once before this
+/// Runs `call` once per group of `items` whose keys may share one script call
+/// ([`Transport::shard`]: one hash slot on a cluster), concurrently, and returns one
+/// result per item, in order. A single server is one group. Every group's call is polled once before this
 /// returns Pending, so all are written in this poll (batch.rs invariant 4).
 async fn by_shard<'a, T, R: Clone>(
     link: &'a dyn Transport,
@@ -427,12 +423,6 @@ async fn by_shard<'a, T, R: Clone>(
     out.into_iter()
         .map(|r| r.expect("every item has a reply"))
         .collect()
-}
-
-/// True for a cluster's "not here / not now" answer, given before a script runs.
-fn is_redirect(e: &Error) -> bool {
-    matches!(e, Error::Redis { source, .. }
-        if matches!(source.code(), Some("MOVED" | "ASK" | "TRYAGAIN" | "CROSSSLOT")))
 }
 
 /// Many plain operations in one `batch.lua` call. A grant the replicas did not
@@ -544,8 +534,7 @@ pub(crate) async fn fair_hand_over(
 }
 
 /// Renews `(name, holder)` pairs to `lease_ms`; one answer per pair, true = still
-/// held. On a cluster, one call per node (its locks may lie in many slots); a group
-/// whose slot is migrating is renewed lock by lock.
+/// held. On a cluster, one call per hash slot.
 pub(crate) async fn renew(
     m: &Master,
     locks: &[(&str, &str)],
@@ -560,13 +549,6 @@ pub(crate) async fn renew(
         |_, group| {
             Box::pin(async move {
                 match renew_group(m, &group, lease_ms, timeout).await {
-                    Err(e) if is_redirect(&e) && group.len() > 1 => {
-                        let alone = group.iter().map(|l| async move {
-                            let r = renew_group(m, &[*l], lease_ms, timeout).await;
-                            r.map(|v| v[0])
-                        });
-                        join_all(alone).await
-                    }
                     Err(e) => group.iter().map(|_| Err(e.clone())).collect(),
                     Ok(held) => held.into_iter().map(Ok).collect(),
                 }
@@ -576,7 +558,7 @@ pub(crate) async fn renew(
     .await
 }
 
-/// One renew call for `locks` (all served by one node).
+/// One renew call for `locks` (all in one hash slot on a cluster).
 async fn renew_group(
     m: &Master,
     locks: &[&(&str, &str)],

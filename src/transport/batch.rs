@@ -64,7 +64,7 @@ pub(crate) trait Flight: Send + Sync + 'static {
     /// Sends one operation alone.
     fn one<'a>(&'a self, op: &'a Self::Op) -> BoxFuture<'a, Result<Self::Reply>>;
 
-    /// Sends several operations in one call (or one per node of a cluster): one reply
+    /// Sends several operations in one call (or one per hash slot of a cluster): one reply
     /// per operation, in order.
     fn many<'a>(&'a self, ops: &'a [&'a Self::Op]) -> BoxFuture<'a, Vec<Result<Self::Reply>>>;
 

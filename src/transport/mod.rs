@@ -98,9 +98,11 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// Opens a new subscriber (see [`Subscriber`]).
     fn subscriber(&self) -> BoxFuture<'_, redis::RedisResult<Box<dyn Subscriber>>>;
 
-    /// Which node of the deployment serves `key` now, as a small number: requests for
-    /// keys with the same number may share one script call (group commit, renewals).
-    /// Always 0 for a single server.
+    /// Which script calls `key` may share (group commit, renewals): keys with the same
+    /// number may be declared in one call. Always 0 for a single server; the hash slot
+    /// on a cluster, whose routing refuses a call declaring keys of several slots
+    /// (CROSSSLOT) even with the `allow-cross-slot-keys` script flag, which only
+    /// relaxes the keys a script touches without declaring them.
     fn shard(&self, _key: &[u8]) -> usize {
         0
     }

@@ -21,8 +21,7 @@ pub(crate) enum Dialect {
     Classic,
     /// Redis Cluster with sharded pub/sub (Redis >= 7): `SPUBLISH` and
     /// `PUBSUB SHARDNUMSUB` instead, so messages reach `SSUBSCRIBE`rs (Redisson's
-    /// subscription mode on such clusters); scripts made with [`Script::cross_slot`]
-    /// also carry the `allow-cross-slot-keys` flag.
+    /// subscription mode on such clusters).
     Sharded,
 }
 
@@ -48,23 +47,12 @@ pub(crate) struct Script {
 impl Script {
     /// A script from its source (the SHA1s are computed once, here).
     pub(crate) fn new(source: &'static str) -> Self {
-        Self::with_flags(source, "")
-    }
-
-    /// A script whose keys may lie in several slots of one cluster node (a batch over
-    /// many locks): in the sharded dialect it declares `allow-cross-slot-keys`
-    /// (Redis >= 7), so one call serves every lock a node owns.
-    pub(crate) fn cross_slot(source: &'static str) -> Self {
-        Self::with_flags(source, "#!lua flags=allow-cross-slot-keys\n")
-    }
-
-    fn with_flags(source: &'static str, shebang: &str) -> Self {
         let sharded = source
             .replace("redis.call('publish'", "redis.call('spublish'")
             .replace("'pubsub', 'numsub'", "'pubsub', 'shardnumsub'");
         Script {
             classic: Text::new(source.into()),
-            sharded: Text::new(format!("{shebang}{sharded}").into()),
+            sharded: Text::new(sharded.into()),
         }
     }
 
@@ -241,7 +229,7 @@ mod tests {
     }
 
     #[test]
-    fn the_sharded_dialect_publishes_with_spublish_and_may_cross_slots() {
+    fn the_sharded_dialect_publishes_with_spublish() {
         let src = "redis.call('pubsub', 'numsub', KEYS[2])\nredis.call('publish', KEYS[2], '0')";
         let plain = Script::new(Box::leak(src.to_string().into_boxed_str()));
         assert_eq!(plain.classic.source, src);
@@ -250,11 +238,5 @@ mod tests {
             "redis.call('pubsub', 'shardnumsub', KEYS[2])\nredis.call('spublish', KEYS[2], '0')"
         );
         assert_ne!(plain.classic.hash, plain.sharded.hash);
-        let batch = Script::cross_slot("return 1");
-        assert_eq!(batch.classic.source, "return 1");
-        assert_eq!(
-            batch.sharded.source,
-            "#!lua flags=allow-cross-slot-keys\nreturn 1"
-        );
     }
 }

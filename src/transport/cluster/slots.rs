@@ -109,11 +109,6 @@ impl SlotMap {
         self.primaries.get(usize::from(idx)).map(String::as_str)
     }
 
-    /// The index of the primary serving `slot` (for grouping requests by node).
-    pub(crate) fn owner_index(&self, slot: u16) -> usize {
-        usize::from(self.owner[usize::from(slot)])
-    }
-
     /// Records that `addr` serves `slot` now (a MOVED answer), until the next refresh.
     pub(crate) fn moved(&mut self, slot: u16, addr: &str) {
         if slot < SLOTS {
@@ -166,7 +161,6 @@ mod tests {
         assert_eq!(map.owner(0), Some("10.0.0.1:7000"));
         assert_eq!(map.owner(8000), Some("10.0.0.1:7000"));
         assert_eq!(map.owner(8001), Some("127.0.0.1:7001"));
-        assert_eq!(map.owner_index(16383), 1);
         map.moved(5, "127.0.0.1:7001");
         assert_eq!(map.owner(5), Some("127.0.0.1:7001"));
         assert_eq!(map.primaries().len(), 2);
