@@ -33,6 +33,7 @@ fn redisson_unlock(server: &RedisServer, name: &str) -> Option<i64> {
         .arg("0")
         .arg(30_000)
         .arg(JAVA_HOLDER)
+        .arg("publish")
         .arg(5_000)
         .query(&mut server.conn())
         .unwrap()

@@ -8,12 +8,14 @@
 //!   failover and slot-migration helpers; [`cluster::shared_cluster`] for tests that only
 //!   read its topology.
 //! * [`sentinel::SentinelSet`]: a primary, a replica and three sentinels monitoring them.
+//! * [`redisson::JavaFairLock`]: Redisson's fair lock as a Java client drives it.
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 
 pub mod cluster;
 pub mod fair;
 pub mod redlock;
+pub mod redisson;
 pub mod sentinel;
 mod server;
 pub mod tls;

@@ -1,4 +1,5 @@
--- Redisson 3.x RedissonLock.tryLockInnerAsync, verbatim behaviour, for interop tests.
+-- Redisson RedissonLock.tryLockInnerAsync (current master, unchanged since 3.x), as the
+-- Java client sends it, for interop tests.
 -- KEYS[1] lock name; ARGV[1] lease ms; ARGV[2] "<uuid>:<threadId>".
 if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
     redis.call('hincrby', KEYS[1], ARGV[2], 1);
