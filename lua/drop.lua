@@ -9,6 +9,7 @@
 -- KEYS[2]  queue "redisson_lock_queue:{name}"
 -- KEYS[3]  deadlines "redisson_lock_timeout:{name}"
 -- KEYS[4]  channel "redisson_lock__channel:{name}"
+-- KEYS[5]  fair liveness "redlatch_fair_alive:{name}" (see fair_evict.lua)
 -- ARGV[1]  holder id
 -- ARGV[2]  unlock message, "0"
 --
@@ -18,6 +19,6 @@ if redis.call('type', KEYS[1]).ok ~= 'hash' or redis.call('hexists', KEYS[1], AR
     return 0
 end
 redis.call('del', KEYS[1])
-evict_stale(KEYS[2], KEYS[3], now_ms())
-wake_next(KEYS[2], KEYS[4], ARGV[2])
+evict(now_ms())
+wake_next(ARGV[2])
 return 1

@@ -1,10 +1,7 @@
 -- fair_force_release.lua: delete a fair lock whoever holds it and wake the next waiter.
 -- fair_evict.lua is prepended.
 --
--- KEYS[1]  lock name
--- KEYS[2]  queue "redisson_lock_queue:{name}"
--- KEYS[3]  deadlines "redisson_lock_timeout:{name}"
--- KEYS[4]  channel prefix "redisson_lock__channel:{name}"
+-- KEYS[1..5] lock, queue, deadlines, channel prefix, liveness (see fair_evict.lua)
 -- ARGV[1]  unlock message, "0"
 --
 -- Returns 1 if a lock was deleted, 0 if there was none; the queue is kept. A key of
@@ -14,8 +11,8 @@ if kind ~= 'hash' and kind ~= 'none' then
     return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
 end
 redis.call('del', KEYS[1])
-evict_stale(KEYS[2], KEYS[3], now_ms())
-wake_next(KEYS[2], KEYS[4], ARGV[1])
+evict(now_ms())
+wake_next(ARGV[1])
 if kind == 'hash' then
     return 1
 end

@@ -5,21 +5,20 @@
 -- queue head is woken on its own channel, or the plain channel when nobody is queued.
 -- fair_evict.lua is prepended.
 --
--- KEYS[1]  lock name
--- KEYS[2]  queue "redisson_lock_queue:{name}"
--- KEYS[3]  deadlines "redisson_lock_timeout:{name}"
--- KEYS[4]  channel prefix "redisson_lock__channel:{name}"
+-- KEYS[1..5] lock, queue, deadlines, channel prefix, liveness (see fair_evict.lua)
 -- ARGV[1]  unlock message, "0"
 -- ARGV[2]  the releasing holder's lease in ms, re-applied while holds remain
 -- ARGV[3]  releasing holder id
--- ARGV[4], ARGV[5], ...  offered waiters, if any: holder id, lease in ms, holder id, ...
+-- ARGV[4]  the offered waiters' wait time w in ms (R2 when one of them takes the lock)
+-- ARGV[5], ARGV[6], ...  offered waiters, if any: holder id, lease in ms, holder id, ...
 --
 -- Returns nil (not held by the releaser), 0 (still held), 1 (released, next woken) or
 -- the holder id of the offered waiter that now holds the lock (count 1, its lease).
 --
 -- Invariants: only the live queue head is ever granted, exactly as fair_acquire.lua
--- would grant it, so the FIFO order across clients is unchanged; nothing is published
--- on a hand-over, because the lock was never free.
+-- would grant it (taking w off every deadline left, R2), so the FIFO order across
+-- clients is unchanged; nothing is published on a hand-over, because the lock was
+-- never free.
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     return nil
 end
@@ -29,18 +28,17 @@ if count > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
-evict_stale(KEYS[2], KEYS[3], now_ms())
+evict(now_ms())
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then
-    for i = 4, #ARGV - 1, 2 do
+    for i = 5, #ARGV - 1, 2 do
         if ARGV[i] == head then
-            redis.call('lpop', KEYS[2])
-            redis.call('zrem', KEYS[3], head)
+            take(head, tonumber(ARGV[4]))
             redis.call('hincrby', KEYS[1], head, 1)
             redis.call('pexpire', KEYS[1], ARGV[i + 1])
             return head
         end
     end
 end
-wake_next(KEYS[2], KEYS[4], ARGV[1])
+wake_next(ARGV[1])
 return 1

@@ -90,6 +90,12 @@ pub(crate) fn timeouts(name: &str) -> String {
     derived("redisson_lock_timeout", name)
 }
 
+/// The fair lock's liveness set (ZSET redlatch waiter -> ms until which it is known
+/// alive; not a Redisson key, see `lua/fair_evict.lua`).
+pub(crate) fn fair_alive(name: &str) -> String {
+    derived("redlatch_fair_alive", name)
+}
+
 /// The fenced lock's token counter.
 pub(crate) fn token(name: &str) -> String {
     derived("redisson_lock_token", name)

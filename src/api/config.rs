@@ -31,6 +31,7 @@ pub struct Config {
     pub(crate) connect_timeout: Duration,
     pub(crate) pool_size: usize,
     pub(crate) fair_stale_timeout: Duration,
+    pub(crate) fair_wait_time: Duration,
     pub(crate) unavailable_timeout: Option<Duration>,
     pub(crate) sync: (SyncReplicas, Duration),
     /// Sentinel mode: the primary's credentials when they differ from the sentinels'.
@@ -264,6 +265,7 @@ impl Config {
             connect_timeout: Duration::from_secs(2),
             pool_size: 2,
             fair_stale_timeout: Duration::from_secs(5),
+            fair_wait_time: Duration::from_secs(300),
             unavailable_timeout: None,
             sync: (SyncReplicas::Auto, Duration::from_secs(1)),
             master_auth: None,
@@ -415,7 +417,10 @@ impl Config {
     }
 
     /// Fair lock: a waiter that stops refreshing its queue entry (it crashed) is evicted
-    /// after this long. Live waiters refresh every third of it. Default 5 s.
+    /// after this long by the next fair call of a redlatch client on the lock. Live
+    /// waiters refresh every third of it. Default 5 s. (A queue with only Redisson
+    /// clients left evicts it by Redisson's rule instead: see
+    /// [`fair_wait_time`](Self::fair_wait_time).)
     ///
     /// # Examples
     /// ```
@@ -434,6 +439,37 @@ impl Config {
     /// ```
     pub fn fair_stale_timeout(mut self, timeout: Duration) -> Self {
         self.fair_stale_timeout = timeout;
+        self
+    }
+
+    /// Fair lock: a waiter's wait time on Redisson's wire, Redisson's `threadWaitTime`
+    /// (`Config.setFairLockWaitTimeout`, default 300 s). A joining waiter's deadline is
+    /// the deadline ahead plus this, every acquisition takes it off every deadline left,
+    /// a waiter that gives up takes it off those behind it. Set it to the value of the
+    /// Redisson clients sharing the lock (or more): then their arithmetic never evicts
+    /// one of our live waiters, nor theirs behind ours. It also bounds how long a dead
+    /// redlatch waiter can hold up a queue that only Redisson clients still use (our
+    /// own clients evict it after [`fair_stale_timeout`](Self::fair_stale_timeout)).
+    /// Default 300 s; at least `fair_stale_timeout`.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config, Error};
+    /// // Java side: config.setFairLockWaitTimeout(60_000)
+    /// let config = Config::single(&url).fair_wait_time(Duration::from_secs(60));
+    /// let client = Client::connect(config).await?;
+    /// let guard = client.fair_lock("queue:payments").try_lock(Duration::from_millis(100)).await?;
+    /// assert!(guard.is_some());
+    /// // Shorter than the stale timeout (5 s by default) is refused.
+    /// let too_short = Config::single(&url).fair_wait_time(Duration::from_secs(1));
+    /// assert!(matches!(Client::connect(too_short).await, Err(Error::Config(_))));
+    /// # Ok(()) }) }
+    /// ```
+    pub fn fair_wait_time(mut self, wait: Duration) -> Self {
+        self.fair_wait_time = wait;
         self
     }
 
@@ -519,6 +555,7 @@ impl Config {
             retry_jitter: self.retry_jitter,
             connect_timeout: self.connect_timeout,
             fair_stale_timeout: self.fair_stale_timeout,
+            fair_wait_time: self.fair_wait_time,
             unavailable_after: self.unavailable_after(),
             cluster: self.topology == Topology::Cluster,
         }
@@ -545,6 +582,7 @@ impl Config {
             ("master_timeout", self.effective_master_timeout()),
             ("connect_timeout", self.connect_timeout),
             ("fair_stale_timeout", self.fair_stale_timeout),
+            ("fair_wait_time", self.fair_wait_time),
         ] {
             if d.is_zero() || d > MAX_LEASE {
                 return Err(Error::Config(format!("{what} must be > 0 and <= 30 days")));
@@ -566,6 +604,11 @@ impl Config {
         if self.fair_stale_timeout < Duration::from_millis(30) {
             return Err(Error::Config(
                 "fair_stale_timeout must be at least 30ms".into(),
+            ));
+        }
+        if self.fair_wait_time < self.fair_stale_timeout {
+            return Err(Error::Config(
+                "fair_wait_time must be at least fair_stale_timeout".into(),
             ));
         }
         if self.pool_size == 0 || self.pool_size > 64 {
@@ -762,6 +805,7 @@ impl std::fmt::Debug for Config {
             .field("connect_timeout", &self.connect_timeout)
             .field("pool_size", &self.pool_size)
             .field("fair_stale_timeout", &self.fair_stale_timeout)
+            .field("fair_wait_time", &self.fair_wait_time)
             .field("unavailable_timeout", &self.unavailable_timeout)
             .field("sync_replicas", &self.sync)
             .field("master_auth", &self.master_auth.as_ref().map(|_| "***"));

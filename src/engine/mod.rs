@@ -50,6 +50,8 @@ pub(crate) struct Settings {
     pub(crate) connect_timeout: Duration,
     /// A fair waiter that stops refreshing its queue entry is evicted after this long.
     pub(crate) fair_stale_timeout: Duration,
+    /// A fair waiter's wait time on Redisson's wire (its threadWaitTime).
+    pub(crate) fair_wait_time: Duration,
     /// How long `lock()` retries while no majority answers.
     pub(crate) unavailable_after: Duration,
     /// The deployment is a Redis Cluster (lock names must keep their keys in one slot).

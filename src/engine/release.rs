@@ -86,7 +86,8 @@ async fn hand_over_in_span(
         let offered: Vec<(&str, u64)> = (taken.offers.iter())
             .map(|o| (&*o.holder, o.lease_ms))
             .collect();
-        scripts::fair_hand_over(master, &hold.name, from, &offered).await?
+        let wait_ms = engine.settings.fair_wait_time.as_millis() as u64;
+        scripts::fair_hand_over(master, &hold.name, from, wait_ms, &offered).await?
     } else {
         let to = (&*taken.offers[0].holder, taken.offers[0].lease_ms);
         scripts::hand_over(master, &hold.name, from, to).await?

@@ -95,10 +95,13 @@ pub(crate) enum AcquireMode {
     Fenced {
         redlock: bool,
     },
-    /// Fair: `join` the queue when busy; waiter deadline = now + `stale_ms`.
+    /// Fair: `join` the queue when busy; alive for `stale_ms` (also the margin kept
+    /// behind another entry), wait time `wait_ms` (Redisson's threadWaitTime), see
+    /// `lua/fair_evict.lua`.
     Fair {
         join: bool,
         stale_ms: u64,
+        wait_ms: u64,
     },
 }
 
@@ -224,8 +227,13 @@ pub(crate) async fn acquire(
         AcquireMode::Fair { .. } => fair_call(&FAIR_ACQUIRE, name),
     };
     inv.arg(lease_ms).arg(holder);
-    if let AcquireMode::Fair { join, stale_ms } = mode {
-        inv.arg(stale_ms).arg(if join { "1" } else { "0" });
+    if let AcquireMode::Fair {
+        join,
+        stale_ms,
+        wait_ms,
+    } = mode
+    {
+        inv.arg(stale_ms).arg(if join { "1" } else { "0" }).arg(wait_ms);
     }
     let (v, short) = m.eval_acquire(&inv).await.map_err(|e| typed(name, e))?;
     let Value::Array(items) = &v else {
@@ -292,7 +300,7 @@ pub(crate) async fn release(
     }
     // fair_release.lua without offers: an ordinary release.
     Ok(
-        match fair_hand_over(m, name, (holder, lease_ms), &[]).await? {
+        match fair_hand_over(m, name, (holder, lease_ms), 0, &[]).await? {
             HandOver::NotHeld => Release::NotHeld,
             HandOver::StillHeld => Release::StillHeld,
             HandOver::Released | HandOver::To(_) => Release::Released,
@@ -509,15 +517,17 @@ pub(crate) async fn hand_over(
 }
 
 /// Releases `from`'s last hold of a fair `name` and, when the queue head is one of
-/// `offered` (holder id, lease in ms), grants it the lock in the same script.
+/// `offered` (holder id, lease in ms; all with wait time `wait_ms`), grants it the lock
+/// in the same script.
 pub(crate) async fn fair_hand_over(
     m: &Master,
     name: &str,
     (from, from_lease_ms): (&str, u64),
+    wait_ms: u64,
     offered: &[(&str, u64)],
 ) -> Result<HandOver> {
     let mut inv = fair_call(&FAIR_RELEASE, name);
-    inv.arg("0").arg(from_lease_ms).arg(from);
+    inv.arg("0").arg(from_lease_ms).arg(from).arg(wait_ms);
     for (holder, lease_ms) in offered {
         inv.arg(*holder).arg(*lease_ms);
     }
@@ -602,21 +612,30 @@ pub(crate) async fn drop_lost(m: &Master, name: &str, holder: &str) -> Result<bo
     Ok(m.decode::<i64>(v)? == 1)
 }
 
-/// A call of a script over the fair lock's keys: the lock, its queue, its deadlines and
-/// its channel prefix (KEYS[1..4] of every fair script and of drop.lua).
+/// A call of a script over the fair lock's keys: the lock, its queue, its deadlines,
+/// its channel prefix and its liveness set (KEYS[1..5] of every fair script and of
+/// drop.lua).
 fn fair_call(script: &'static Script, name: &str) -> Invocation {
     let mut inv = script.call();
     inv.key(name)
         .key(keys::queue(name))
         .key(keys::timeouts(name))
-        .key(keys::channel(name));
+        .key(keys::channel(name))
+        .key(keys::fair_alive(name));
     inv
 }
 
-/// Removes `holder` from the fair queue of `name`; true if it was queued.
-pub(crate) async fn fair_cancel(m: &Master, name: &str, holder: &str) -> Result<bool> {
+/// Removes `holder` (wait time `wait_ms`) from the fair queue of `name`, taking its
+/// wait off the deadlines behind it as Redisson's failed acquire does; true if it was
+/// queued.
+pub(crate) async fn fair_cancel(
+    m: &Master,
+    name: &str,
+    holder: &str,
+    wait_ms: u64,
+) -> Result<bool> {
     let mut inv = fair_call(&FAIR_CANCEL, name);
-    inv.arg(holder);
+    inv.arg(holder).arg(wait_ms);
     let v = m.eval(Lane::Lock, &inv).await?;
     Ok(m.decode::<i64>(v)? == 1)
 }

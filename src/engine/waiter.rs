@@ -82,6 +82,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         Kind::Fair => AcquireMode::Fair {
             join: !once,
             stale_ms: engine.settings.fair_stale_timeout.as_millis() as u64,
+            wait_ms: engine.settings.fair_wait_time.as_millis() as u64,
         },
     };
     // Local waiters line up in the gate (see gate.rs). A fair lock on one master needs
@@ -530,10 +531,15 @@ async fn holds_it(
     }
 }
 
-/// Removes a fair waiter from the queue on every master (best effort: a master that
-/// misses it evicts the entry after the stale timeout).
+/// Removes a fair waiter from the queue on every master (best effort: on a master that
+/// misses it, the entry's liveness lapses after the stale timeout and the next fair
+/// script evicts it).
 pub(crate) async fn leave_queue(engine: &Engine, name: &str, holder: &str) {
-    let results = fan_out(&engine.masters, |m| scripts::fair_cancel(m, name, holder)).await;
+    let wait_ms = engine.settings.fair_wait_time.as_millis() as u64;
+    let results = fan_out(&engine.masters, |m| {
+        scripts::fair_cancel(m, name, holder, wait_ms)
+    })
+    .await;
     for e in results.into_iter().filter_map(Result::err) {
         tracing::debug!(lock = name, error = %e, "leaving the fair queue failed");
     }
