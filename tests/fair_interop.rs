@@ -274,20 +274,24 @@ async fn a_dead_java_waiter_keeps_its_turn_until_its_redisson_deadline_and_no_lo
 const HELPER_ENV: &str = "REDLATCH_FAIR_INTEROP_DEAD_URLS";
 
 /// Not a test of its own: run by the dead-redlatch-waiter tests as a separate process
-/// that queues (stale timeout 1 s), prints `QUEUED <holder>` and waits to be killed.
+/// that queues (stale timeout 1 s, the given wait time), prints `QUEUED <holder>` and
+/// waits to be killed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn helper_process_queued_redlatch_waiter() {
     let Ok(urls) = std::env::var(HELPER_ENV) else {
         return;
     };
-    let (name, urls) = urls.split_once(' ').unwrap();
+    let mut words = urls.split(' ');
+    let (name, wait_ms, urls) = (words.next().unwrap(), words.next().unwrap(), words.next().unwrap());
+    let wait = Duration::from_millis(wait_ms.parse().unwrap());
     let urls: Vec<String> = urls.split(',').map(String::from).collect();
     let config = if urls.len() == 1 {
         Config::single(urls[0].clone())
     } else {
         Config::redlock(urls.clone())
     };
-    let client = Client::connect(config.fair_stale_timeout(SEC)).await.unwrap();
+    let config = config.fair_stale_timeout(SEC).fair_wait_time(wait);
+    let client = Client::connect(config).await.unwrap();
     let lock = client.fair_lock(name);
     let task = tokio::spawn(async move { lock.lock().await.map(drop) });
     let holder = format!("{}:{}", client.id(), task.id());
@@ -314,17 +318,22 @@ async fn helper_process_queued_redlatch_waiter() {
     panic!("never queued");
 }
 
-/// Starts the helper process queued on `name` on `masters`; returns it and its holder.
+/// Starts the helper process queued on `name` on `masters` with wait time `wait`;
+/// returns it and its holder.
 async fn dead_redlatch_waiter(
     masters: &[&RedisServer],
     name: &str,
+    wait: Duration,
 ) -> (tokio::process::Child, String) {
     use tokio::io::{AsyncBufReadExt, BufReader};
     let urls: Vec<String> = masters.iter().map(|m| m.url()).collect();
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "helper_process_queued_redlatch_waiter", "--nocapture"])
         .arg("--test-threads=1")
-        .env(HELPER_ENV, format!("{name} {}", urls.join(",")))
+        .env(
+            HELPER_ENV,
+            format!("{name} {} {}", wait.as_millis(), urls.join(",")),
+        )
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -352,7 +361,7 @@ async fn a_dead_redlatch_waiter_is_passed_over_soon_and_the_java_waiter_behind_i
     let lock = client.fair_lock(name);
     let log = Log::default();
     let mut holder = java_holder(&server, name, 1).await;
-    let (mut child, dead) = dead_redlatch_waiter(&[&server], name).await;
+    let (mut child, dead) = dead_redlatch_waiter(&[&server], name, THREAD_WAIT).await;
     let (j1, t1) = java_waiter(&server, name, 10, &log).await;
     let (r1, t2) = rust_waiter(&server, &lock, &log).await;
     let (j2, t3) = java_waiter(&server, name, 11, &log).await;
@@ -369,6 +378,32 @@ async fn a_dead_redlatch_waiter_is_passed_over_soon_and_the_java_waiter_behind_i
     assert!(waited < SEC + 5 * SEC / 3 + 2 * SEC, "{waited:?}");
     join_all(vec![t1, t2, t3], 20 * SEC).await;
     assert_eq!(*log.lock(), [j1, r1, j2]);
+    assert_clean(&server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_only_java_waiters_left_a_dead_redlatch_waiter_goes_at_its_redisson_deadline() {
+    let server = RedisServer::start();
+    let name = "dead-rust-java-only";
+    // The holder's lease is 3 s and the dead waiter's wait time 5 s: its deadline, as
+    // Redisson reads it, is at most 3 s + 5 s after its last refresh.
+    let mut holder = JavaFairLock::with(&server, name, 1, THREAD_WAIT, 3 * SEC).await;
+    assert_eq!(holder.try_acquire(None).await, None);
+    let (mut child, dead) = dead_redlatch_waiter(&[&server], name, 5 * SEC).await;
+    let log = Log::default();
+    let (java, task) = java_waiter(&server, name, 10, &log).await;
+    assert_eq!(queue(&server, name), [dead, java.clone()]);
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    let killed = Instant::now();
+    holder.unlock().await; // or its lease ran out on a slow machine
+    // No redlatch client is left to see that its liveness lapsed: Redisson's scripts
+    // evict it when its deadline passes, and the Java thread goes next.
+    join(task, 20 * SEC).await;
+    let waited = killed.elapsed();
+    assert!(waited < 3 * SEC + 5 * SEC + 3 * SEC, "{waited:?}");
+    assert_eq!(*log.lock(), [java]);
+    // Its liveness entry expires on its own.
     assert_clean(&server).await;
 }
 
@@ -426,7 +461,7 @@ async fn on_three_masters_a_dead_redlatch_waiter_is_passed_over_and_order_kept()
     }
     let name = "dead-rust-3";
     let held = clients[4].fair_lock(name).lock().await.unwrap();
-    let (mut child, dead) = dead_redlatch_waiter(&refs, name).await;
+    let (mut child, dead) = dead_redlatch_waiter(&refs, name, THREAD_WAIT).await;
     let log = Log::default();
     let (mut expected, mut tasks) = (Vec::new(), Vec::new());
     for i in 0..4 {
@@ -448,6 +483,45 @@ async fn on_three_masters_a_dead_redlatch_waiter_is_passed_over_and_order_kept()
     assert!(waited < SEC + 5 * SEC / 3 + 2 * SEC, "{waited:?}");
     join_all(tasks, 20 * SEC).await;
     assert_eq!(*log.lock(), expected);
+    for m in &masters {
+        assert!(eventually_async(2 * SEC, || dbsize(m) == 0).await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_three_masters_dead_java_entries_keep_their_turn_until_their_deadlines() {
+    let masters = start_many(3);
+    let config = Config::redlock(masters.iter().map(RedisServer::url))
+        .master_timeout(Duration::from_millis(250))
+        .fair_stale_timeout(5 * SEC);
+    let (a, b) = (
+        Client::connect(config.clone()).await.unwrap(),
+        Client::connect(config).await.unwrap(),
+    );
+    let name = "dead-java-3";
+    let held = a.fair_lock(name).lock_with_lease(2 * SEC).await.unwrap();
+    // A Java thread (threadWaitTime 3 s) that queued on every master and died: its
+    // deadlines are the lock's PTTL + 3 s.
+    let mut due = Vec::new();
+    for m in &masters {
+        let dead = JavaFairLock::with(m, name, 2, 3 * SEC, 3 * SEC).await;
+        let dead_id = dead.holder().to_string();
+        dead.queue_and_die().await;
+        due.push(m.cmd::<f64>(&["ZSCORE", &timeout_key(name), &dead_id]));
+    }
+    let log = Log::default();
+    let (ours, task) = rust_waiter(&masters[0], &b.fair_lock(name), &log).await;
+    for m in &masters {
+        assert_eq!(queue(m, name).len(), 2, "{:?}", queue(m, name));
+    }
+    held.unlock().await.unwrap();
+    tokio::time::sleep(SEC).await;
+    assert!(log.lock().is_empty(), "the dead thread's turn was taken early");
+    join(task, 15 * SEC).await;
+    let late = java_now_ms() as f64 - due.iter().cloned().fold(f64::MIN, f64::max);
+    // Served within a refresh period (5 s / 3) of the last deadline, with margin.
+    assert!(late < (5_000 / 3 + 2_000) as f64, "{late} ms after the deadlines");
+    assert_eq!(*log.lock(), [ours]);
     for m in &masters {
         assert!(eventually_async(2 * SEC, || dbsize(m) == 0).await);
     }
