@@ -36,17 +36,18 @@ const MINIMAL: &[&str] = &[
     "+time",
     "+lindex",
     "+lpos",
+    "+lrange",
     "+lpop",
     "+lrem",
     "+rpush",
     "+zadd",
+    "+zincrby",
     "+zrange",
     "+zrangebyscore",
     "+zrem",
     "+zscore",
     // `Lock::status` (operators):
     "+hgetall",
-    "+lrange",
 ];
 
 /// Creates user `locker` with the minimal ACL minus `without`, on keys `~*` and the
@@ -120,7 +121,29 @@ async fn the_core_scenarios_run_under_the_minimal_acl() {
         .await
         .unwrap()
         .is_none());
+    // Two queued waiters: the first one's acquisition moves the second's deadline
+    // (ZINCRBY, Redisson's arithmetic).
+    let mut queued = Vec::new();
+    for _ in 0..2 {
+        let lock = b.fair_lock("acl:fair");
+        queued.push(tokio::spawn(async move {
+            lock.lock().await.unwrap().unlock().await.unwrap()
+        }));
+        let len = queued.len();
+        assert!(
+            common::eventually_async(Duration::from_secs(5), || {
+                server.cmd::<i64>(&["LLEN", "redisson_lock_queue:{acl:fair}"]) == len as i64
+            })
+            .await
+        );
+    }
     fair.unlock().await.unwrap();
+    for task in queued {
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .unwrap()
+            .unwrap();
+    }
     let first = a.fenced_lock("acl:fenced").lock().await.unwrap();
     let t1 = first.fencing_token().unwrap();
     first.unlock().await.unwrap();

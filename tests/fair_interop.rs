@@ -192,7 +192,10 @@ async fn a_java_waiter_that_gives_up_ahead_of_a_redlatch_waiter_leaves_it_its_pl
     wait_queued(&server, name, &quitter_id).await;
     let (ours, task) = rust_waiter(&server, &lock, &log).await;
     let (java, java_task) = java_waiter(&server, name, 3, &log).await;
-    assert!(join(gave_up, 15 * SEC).await, "the lock was held throughout");
+    assert!(
+        join(gave_up, 15 * SEC).await,
+        "the lock was held throughout"
+    );
     // Our waiter refreshes its entry meanwhile (every 5 s / 3).
     tokio::time::sleep(2 * SEC).await;
     assert_eq!(queue(&server, name), [ours.clone(), java.clone()]);
@@ -254,7 +257,7 @@ async fn a_dead_java_waiter_keeps_its_turn_until_its_redisson_deadline_and_no_lo
     let (ours, task) = rust_waiter(&server, &lock, &log).await;
     let (java, java_task) = java_waiter(&server, name, 3, &log).await;
     holder.unlock().await; // or its lease ran out on a slow machine
-    // Nobody takes the dead thread's turn before its deadline...
+                           // Nobody takes the dead thread's turn before its deadline...
     tokio::time::sleep(SEC).await;
     assert!(log.lock().is_empty(), "{:?}", log.lock());
     assert_eq!(queue(&server, name)[0], dead_id);
@@ -282,7 +285,11 @@ async fn helper_process_queued_redlatch_waiter() {
         return;
     };
     let mut words = urls.split(' ');
-    let (name, wait_ms, urls) = (words.next().unwrap(), words.next().unwrap(), words.next().unwrap());
+    let (name, wait_ms, urls) = (
+        words.next().unwrap(),
+        words.next().unwrap(),
+        words.next().unwrap(),
+    );
     let wait = Duration::from_millis(wait_ms.parse().unwrap());
     let urls: Vec<String> = urls.split(',').map(String::from).collect();
     let config = if urls.len() == 1 {
@@ -295,7 +302,9 @@ async fn helper_process_queued_redlatch_waiter() {
     let lock = client.fair_lock(name);
     let task = tokio::spawn(async move { lock.lock().await.map(drop) });
     let holder = format!("{}:{}", client.id(), task.id());
-    let conns = urls.iter().map(|u| redis::Client::open(u.as_str()).unwrap());
+    let conns = urls
+        .iter()
+        .map(|u| redis::Client::open(u.as_str()).unwrap());
     let mut conns: Vec<redis::Connection> = conns.map(|c| c.get_connection().unwrap()).collect();
     for _ in 0..500 {
         let everywhere = conns.iter_mut().all(|c| {
@@ -328,7 +337,11 @@ async fn dead_redlatch_waiter(
     use tokio::io::{AsyncBufReadExt, BufReader};
     let urls: Vec<String> = masters.iter().map(|m| m.url()).collect();
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "helper_process_queued_redlatch_waiter", "--nocapture"])
+        .args([
+            "--exact",
+            "helper_process_queued_redlatch_waiter",
+            "--nocapture",
+        ])
         .arg("--test-threads=1")
         .env(
             HELPER_ENV,
@@ -397,8 +410,8 @@ async fn with_only_java_waiters_left_a_dead_redlatch_waiter_goes_at_its_redisson
     child.wait().await.unwrap();
     let killed = Instant::now();
     holder.unlock().await; // or its lease ran out on a slow machine
-    // No redlatch client is left to see that its liveness lapsed: Redisson's scripts
-    // evict it when its deadline passes, and the Java thread goes next.
+                           // No redlatch client is left to see that its liveness lapsed: Redisson's scripts
+                           // evict it when its deadline passes, and the Java thread goes next.
     join(task, 20 * SEC).await;
     let waited = killed.elapsed();
     assert!(waited < 3 * SEC + 5 * SEC + 3 * SEC, "{waited:?}");
@@ -464,8 +477,8 @@ async fn on_three_masters_a_dead_redlatch_waiter_is_passed_over_and_order_kept()
     let (mut child, dead) = dead_redlatch_waiter(&refs, name, THREAD_WAIT).await;
     let log = Log::default();
     let (mut expected, mut tasks) = (Vec::new(), Vec::new());
-    for i in 0..4 {
-        let lock = clients[i].fair_lock(name);
+    for client in &clients[..4] {
+        let lock = client.fair_lock(name);
         let (h, task) = rust_waiter(&masters[0], &lock, &log).await;
         expected.push(h);
         tasks.push(task);
@@ -516,11 +529,17 @@ async fn on_three_masters_dead_java_entries_keep_their_turn_until_their_deadline
     }
     held.unlock().await.unwrap();
     tokio::time::sleep(SEC).await;
-    assert!(log.lock().is_empty(), "the dead thread's turn was taken early");
+    assert!(
+        log.lock().is_empty(),
+        "the dead thread's turn was taken early"
+    );
     join(task, 15 * SEC).await;
     let late = java_now_ms() as f64 - due.iter().cloned().fold(f64::MIN, f64::max);
     // Served within a refresh period (5 s / 3) of the last deadline, with margin.
-    assert!(late < (5_000 / 3 + 2_000) as f64, "{late} ms after the deadlines");
+    assert!(
+        late < (5_000 / 3 + 2_000) as f64,
+        "{late} ms after the deadlines"
+    );
     assert_eq!(*log.lock(), [ours]);
     for m in &masters {
         assert!(eventually_async(2 * SEC, || dbsize(m) == 0).await);

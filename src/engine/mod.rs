@@ -48,7 +48,8 @@ pub(crate) struct Settings {
     pub(crate) retry_jitter: Duration,
     /// Time allowed to open a connection (and to confirm a subscription).
     pub(crate) connect_timeout: Duration,
-    /// A fair waiter that stops refreshing its queue entry is evicted after this long.
+    /// A fair waiter that stops refreshing its liveness is evicted after this long (by
+    /// the next fair script of a redlatch client; see `lua/fair_evict.lua`).
     pub(crate) fair_stale_timeout: Duration,
     /// A fair waiter's wait time on Redisson's wire (its threadWaitTime).
     pub(crate) fair_wait_time: Duration,

@@ -233,7 +233,9 @@ pub(crate) async fn acquire(
         wait_ms,
     } = mode
     {
-        inv.arg(stale_ms).arg(if join { "1" } else { "0" }).arg(wait_ms);
+        inv.arg(stale_ms)
+            .arg(if join { "1" } else { "0" })
+            .arg(wait_ms);
     }
     let (v, short) = m.eval_acquire(&inv).await.map_err(|e| typed(name, e))?;
     let Value::Array(items) = &v else {

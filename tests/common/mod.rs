@@ -14,8 +14,8 @@
 
 pub mod cluster;
 pub mod fair;
-pub mod redlock;
 pub mod redisson;
+pub mod redlock;
 pub mod sentinel;
 mod server;
 pub mod tls;
