@@ -293,32 +293,13 @@ async fn helper_process_queued_waiter() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_process_killed_while_queued_is_passed_over_after_its_stale_timeout() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let server = RedisServer::start();
     // This process uses the default 5 s stale timeout; the helper's is 1 s.
     let client = connect(&server, 5 * SEC).await;
     let lock = client.fair_lock(KILLED_NAME);
     let held = lock.lock().await.unwrap();
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "helper_process_queued_waiter", "--nocapture"])
-        .arg("--test-threads=1")
-        .env(HELPER_ENV, server.url())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let dead = tokio::time::timeout(20 * SEC, async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            // libtest prints `test <name> ... ` on the same line first.
-            if let Some((_, h)) = line.split_once("QUEUED ") {
-                return h.trim().to_string();
-            }
-        }
-        panic!("the helper exited without queueing");
-    })
-    .await
-    .expect("the helper never queued");
+    let (mut child, dead) =
+        queued_helper("helper_process_queued_waiter", (HELPER_ENV, server.url())).await;
     let (next, task) = spawn_lock(&lock);
     wait_queued(&server, KILLED_NAME, &next).await;
     assert_eq!(queue(&server, KILLED_NAME), [dead.clone(), next.clone()]);

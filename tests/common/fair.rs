@@ -76,3 +76,34 @@ pub async fn join<T>(task: JoinHandle<T>, within: Duration) -> T {
         .expect("the task did not finish in time")
         .expect("the task panicked")
 }
+
+/// Runs the test `helper` of the current test binary as a separate process with the
+/// environment variable `env` set, for a waiter that is then killed; returns the process
+/// once it printed `QUEUED <holder>`, and that holder.
+pub async fn queued_helper(
+    helper: &str,
+    (var, value): (&str, String),
+) -> (tokio::process::Child, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", helper, "--nocapture"])
+        .arg("--test-threads=1")
+        .env(var, value)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let holder = tokio::time::timeout(20 * SEC, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            // libtest prints `test <name> ... ` on the same line first.
+            if let Some((_, h)) = line.split_once("QUEUED ") {
+                return h.trim().to_string();
+            }
+        }
+        panic!("the helper exited without queueing");
+    })
+    .await
+    .expect("the helper never queued");
+    (child, holder)
+}
