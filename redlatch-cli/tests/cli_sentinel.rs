@@ -1,0 +1,48 @@
+//! `redlatch` against a Sentinel set-up (`--sentinel NAME`, the URLs are the
+//! sentinels'): run, status and unlock --force reach the primary the sentinels name.
+
+mod cli_util;
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use cli_util::{output, redlatch};
+use common::sentinel::SentinelSet;
+
+fn args(set: &SentinelSet, first: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = first.iter().map(|s| s.to_string()).collect();
+    args.extend(["--sentinel".to_string(), set.master_name().to_string()]);
+    for url in set.sentinel_urls() {
+        args.extend(["--redis".to_string(), url]);
+    }
+    args
+}
+
+#[test]
+fn run_status_and_force_unlock_go_through_the_sentinels() {
+    let set = SentinelSet::start("cli-sentinel");
+    let mut run = args(&set, &["run", "billing"]);
+    run.extend(["--", "sh", "-c", "echo held-$REDLATCH_LOCK"].map(String::from));
+    let out = output(&run, 0);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "held-billing");
+
+    // A lock left by someone else shows in status, on the primary, and goes with --force.
+    let primary = set.server(set.primary_index());
+    let _: i64 = primary.cmd(&["HSET", "stuck", "someone:1", "1"]);
+    let status = output(&args(&set, &["status", "stuck", "--json"]), 0);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("someone:1"), "{text}");
+    assert!(
+        text.contains(&primary.addr()),
+        "status should name the primary: {text}"
+    );
+    output(&args(&set, &["unlock", "--force", "stuck"]), 0);
+    let ty: String = primary.cmd(&["TYPE", "stuck"]);
+    assert_eq!(ty, "none");
+
+    // An unknown master name is a usage error (64), not a hang.
+    let mut bad = args(&set, &["status", "x"]);
+    let pos = bad.iter().position(|a| a == "cli-sentinel").unwrap();
+    bad[pos] = "nobody".into();
+    redlatch(&bad).assert().code(64);
+}
