@@ -147,6 +147,26 @@ pub enum Error {
         timeout: Duration,
     },
 
+    /// The calling task holds the read lock of a read-write lock and asked for its
+    /// write lock. That upgrade would wait for the task's own read lock forever (two
+    /// upgrading readers would deadlock each other), so it is refused: release the read
+    /// lock first, or take the write lock first and then read (a downgrade is allowed).
+    #[error("read-write lock {name:?}: this task holds the read lock; release it before taking the write lock (upgrades would deadlock)")]
+    Upgrade {
+        /// The read-write lock's name.
+        name: String,
+    },
+
+    /// The operation cannot be carried out soundly in this deployment (for example a
+    /// semaphore over several independent Redlock masters).
+    #[error("{what} is not supported: {reason}")]
+    Unsupported {
+        /// What was asked for.
+        what: String,
+        /// Why it is refused.
+        reason: String,
+    },
+
     /// The key at the lock's name holds a value of another type: it is not a lock.
     #[error("key {name:?} on master {addr} holds a value of another type, not a lock")]
     WrongType {
@@ -255,6 +275,8 @@ impl Error {
             | Error::WrongType { .. }
             | Error::PermissionDenied { .. }
             | Error::OutOfMemory { .. }
+            | Error::Upgrade { .. }
+            | Error::Unsupported { .. }
             | Error::BadData { .. } => true,
             Error::NoQuorum {
                 source: Some(e), ..

@@ -108,6 +108,33 @@ pub(crate) fn token_epoch(name: &str) -> String {
     derived("redlatch_token_epoch", name)
 }
 
+/// The read-write lock's channel (Redisson's `redisson_rwlock:{name}`): `"0"` when the
+/// last reader leaves, `"1"` when a writer leaves.
+pub(crate) fn rw_channel(name: &str) -> String {
+    derived("redisson_rwlock", name)
+}
+
+/// `{name}`, or `name` when it already has a hash tag: the start of every read hold's
+/// timeout key (Redisson's `suffixName` without the suffix).
+pub(crate) fn rw_tag(name: &str) -> String {
+    if name.as_bytes().contains(&b'{') {
+        name.to_string()
+    } else {
+        format!("{{{name}}}")
+    }
+}
+
+/// A reader's timeout prefix: `<tag>:<holder>:rwlock_timeout`; its hold number i has the
+/// key `<prefix>:i`.
+pub(crate) fn rw_timeout_prefix(name: &str, holder: &str) -> String {
+    format!("{}:{holder}:rwlock_timeout", rw_tag(name))
+}
+
+/// The writers waiting on a read-write lock (not a Redisson key; writer preference).
+pub(crate) fn rw_writers(name: &str) -> String {
+    derived("redlatch_rwlock_writers", name)
+}
+
 /// A fair waiter's own wake-up channel.
 pub(crate) fn waiter_channel(name: &str, holder: &str) -> String {
     format!("{}:{holder}", channel(name))
@@ -127,6 +154,13 @@ mod tests {
         assert_eq!(token_epoch("a"), "redlatch_token_epoch:{a}");
         assert_eq!(token_epoch("{o}:1"), "redlatch_token_epoch:{o}:1");
         assert_eq!(waiter_channel("a", "u:1"), "redisson_lock__channel:{a}:u:1");
+        assert_eq!(rw_channel("a"), "redisson_rwlock:{a}");
+        assert_eq!(rw_timeout_prefix("a", "u:1"), "{a}:u:1:rwlock_timeout");
+        assert_eq!(
+            rw_timeout_prefix("{o}:1", "u:1"),
+            "{o}:1:u:1:rwlock_timeout"
+        );
+        assert_eq!(rw_writers("a"), "redlatch_rwlock_writers:{a}");
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub use api::client::Client;
 pub use api::config::{redact_url, Config, Topology, ENV_VAR, MAX_LEASE, MIN_LEASE};
 pub use api::guard::LockGuard;
 pub use api::lock::{Kind, Lock};
+pub use api::multi::{MultiGuard, MultiLock};
+pub use api::rwlock::ReadWriteLock;
 pub use api::status::MasterStatus;
 pub use error::{Error, Result};
 pub use keys::MAX_NAME_LEN;

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use crate::api::config::{Config, Topology};
 use crate::api::lock::Lock;
+use crate::api::multi::MultiLock;
+use crate::api::rwlock::ReadWriteLock;
 use crate::engine::quorum::{answers, fan_out};
 use crate::engine::{Engine, Kind};
 use crate::error::{Error, Result};
@@ -181,6 +183,48 @@ impl Client {
     /// ```
     pub fn fenced_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Fenced)
+    }
+
+    /// A read-write lock (Redisson `RReadWriteLock`): [`read`](ReadWriteLock::read)
+    /// and [`write`](ReadWriteLock::write) give its two [`Lock`]s.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let rw = client.read_write_lock("catalog");
+    /// let reading = rw.read().lock().await?;
+    /// assert!(rw.read().is_locked().await?);
+    /// assert!(!rw.write().is_locked().await?);
+    /// reading.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
+        ReadWriteLock::new(self.clone(), name.into())
+    }
+
+    /// Several plain locks taken together, all or none (Redisson `RedissonMultiLock`);
+    /// [`MultiLock::new`] takes locks of any kind.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let guard = client.multi_lock(["stock:1", "stock:2"]).lock().await?;
+    /// assert_eq!(guard.names(), ["stock:1", "stock:2"]);
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn multi_lock<I, S>(&self, names: I) -> MultiLock
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        MultiLock::plain(self, names.into_iter().map(Into::into).collect())
     }
 
     /// This client's UUID: the first half of every holder id it uses.

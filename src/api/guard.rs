@@ -24,7 +24,6 @@ pub struct LockGuard {
     hold: Arc<Hold>,
     lease_ms: u64,
     watchdog: bool,
-    fair: bool,
     token: Option<u64>,
     validity: Duration,
     runtime: tokio::runtime::Handle,
@@ -32,13 +31,11 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         engine: Arc<Engine>,
         hold: Arc<Hold>,
         lease_ms: u64,
         watchdog: bool,
-        fair: bool,
         token: Option<u64>,
         validity: Duration,
     ) -> Self {
@@ -47,7 +44,6 @@ impl LockGuard {
             hold,
             lease_ms,
             watchdog,
-            fair,
             token,
             validity,
             runtime: tokio::runtime::Handle::current(),
@@ -208,7 +204,8 @@ impl LockGuard {
                 // A lost hold is being dropped on the masters (Engine::lose): report
                 // once that is done, so nothing of it is left when unlock returns.
                 let (name, holder) = (&self.hold.name, &self.hold.holder);
-                let dropped = self.engine.offers(self.fair).settled(name, holder);
+                let fair = self.hold.kind == crate::Kind::Fair;
+                let dropped = self.engine.offers(fair).settled(name, holder);
                 dropped.instrument(span.clone()).await;
                 Err(Error::NotHeld {
                     name: name.to_string(),
@@ -217,7 +214,7 @@ impl LockGuard {
             }
             Some(left) => {
                 let last = left == 0;
-                let released = release(&self.engine, &self.hold, self.lease_ms, self.fair, last);
+                let released = release(&self.engine, &self.hold, self.lease_ms, last);
                 // Instrumented only when someone listens (the wrapper costs W1).
                 if span.is_disabled() {
                     Box::pin(released).await
@@ -244,11 +241,11 @@ impl Drop for LockGuard {
             return;
         };
         let (engine, hold) = (self.engine.clone(), self.hold.clone());
-        let (lease_ms, fair) = (self.lease_ms, self.fair);
+        let lease_ms = self.lease_ms;
         let runtime =
             tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
         let release = async move {
-            if let Err(e) = release(&engine, &hold, lease_ms, fair, left == 0).await {
+            if let Err(e) = release(&engine, &hold, lease_ms, left == 0).await {
                 tracing::warn!(lock = %hold.name, error = %e, "release on drop failed");
             }
         };

@@ -10,9 +10,9 @@ use crate::api::client::Client;
 use crate::api::config::check_lease;
 use crate::api::guard::LockGuard;
 use crate::engine::quorum::{answers, fan_out, majority_floor, majority_true};
-use crate::engine::scripts;
 use crate::engine::waiter::{acquire, Call};
 pub use crate::engine::Kind;
+use crate::engine::{rw, scripts};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::telemetry;
@@ -34,14 +34,34 @@ pub struct Lock {
     client: Client,
     name: Arc<str>,
     kind: Kind,
+    /// A writer of a read-write lock keeps new readers out while it waits.
+    intent: bool,
 }
 
 impl Lock {
-    pub(crate) fn new(client: Client, name: String, kind: Kind) -> Self {
+    pub(crate) fn new(client: Client, name: impl Into<Arc<str>>, kind: Kind) -> Self {
         Lock {
             client,
             name: name.into(),
             kind,
+            intent: false,
+        }
+    }
+
+    /// The write lock of a read-write lock, preferring writers or not.
+    pub(crate) fn writer(client: Client, name: Arc<str>, prefer: bool) -> Self {
+        Lock {
+            intent: prefer,
+            ..Lock::new(client, name, Kind::Write)
+        }
+    }
+
+    /// The calling task's holder id for this lock (a writer's ends in `:write`).
+    fn holder(&self) -> Arc<str> {
+        let holder = self.client.engine.current_holder();
+        match self.kind {
+            Kind::Write => rw::writer(&holder),
+            _ => holder,
         }
     }
 
@@ -81,7 +101,7 @@ impl Lock {
         &self.client
     }
 
-    /// Plain, fair or fenced.
+    /// Plain, fair, fenced, or a side of a read-write lock.
     ///
     /// # Examples
     /// ```
@@ -274,17 +294,22 @@ impl Lock {
         let lease_ms = check_lease("lease", lease)?;
         let call = Call {
             name: self.name.clone(),
-            holder: engine.current_holder(),
+            holder: self.holder(),
             kind: self.kind,
             lease,
             wait,
+            intent: self.intent,
         };
+        if self.kind == Kind::Write {
+            self.refuse_upgrade(&call.holder)?;
+        }
         let Some(grant) = acquire(engine, &call).await? else {
             return Ok(None);
         };
         let hold = engine.holds.acquired(
             &call.name,
             &call.holder,
+            self.kind,
             grant.fresh,
             watchdog,
             grant.started,
@@ -295,13 +320,29 @@ impl Lock {
             hold,
             lease_ms,
             watchdog,
-            self.kind == Kind::Fair,
             grant.token,
             grant.validity,
         )))
     }
 
-    /// True if anyone holds the lock (on a majority of masters).
+    /// A task holding the read lock (and not the write lock) may not wait for the
+    /// write lock: it would wait for itself.
+    fn refuse_upgrade(&self, writer: &str) -> Result<()> {
+        let holds = &self.client.engine.holds;
+        let reader = writer.strip_suffix(":write").unwrap_or(writer);
+        let reads = holds
+            .get(&self.name, reader)
+            .is_some_and(|h| h.kind == Kind::Read);
+        if reads && holds.get(&self.name, writer).is_none() {
+            return Err(Error::Upgrade {
+                name: self.name.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// True if anyone holds the lock (on a majority of masters). For the read lock of
+    /// a read-write lock: anyone reads; for its write lock: anyone writes.
     ///
     /// # Errors
     /// [`Error::NoQuorum`] or the master's error when a majority does not answer.
@@ -321,6 +362,19 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub async fn is_locked(&self) -> Result<bool> {
+        if self.kind.is_rw() {
+            let v = self.query(redis::cmd("HGETALL").arg(&*self.name)).await?;
+            let held: Vec<bool> = (v.iter().map(rw::parse_state))
+                .map(|(mode, holders)| match (self.kind, mode.as_deref()) {
+                    (Kind::Write, Some("write")) => true,
+                    // A writer's own read holds (a downgrade) are read holds too.
+                    (Kind::Read, Some("read")) => true,
+                    (Kind::Read, Some("write")) => holders > 1,
+                    _ => false,
+                })
+                .collect();
+            return Ok(majority_true(&held, self.quorum()));
+        }
         let v = self.query(redis::cmd("EXISTS").arg(&*self.name)).await?;
         Ok(majority_true(
             &v.iter().map(|x| as_int(x) == 1).collect::<Vec<_>>(),
@@ -374,7 +428,7 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub async fn hold_count(&self) -> Result<u32> {
-        let holder = self.client.engine.current_holder();
+        let holder = self.holder();
         let v = self
             .query(redis::cmd("HGET").arg(&*self.name).arg(&*holder))
             .await?;
@@ -434,17 +488,25 @@ impl Lock {
     pub async fn force_unlock(&self) -> Result<bool> {
         self.check_name()?;
         let engine = &self.client.engine;
-        let fair = self.kind == Kind::Fair;
-        let results = fan_out(&engine.masters, |m| {
-            scripts::force_release(m, &self.name, fair)
+        let (fair, kind) = (self.kind == Kind::Fair, self.kind);
+        let results = fan_out(&engine.masters, |m| async move {
+            match kind {
+                Kind::Read | Kind::Write => {
+                    rw::force_release(m, &self.name, kind == Kind::Write).await
+                }
+                _ => scripts::force_release(m, &self.name, fair).await,
+            }
         })
         .await;
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
         }
         let deleted = answers(results, engine.quorum)?.contains(&true);
-        engine.holds.lose_name(&self.name);
-        engine.pubsub.notify_local(&keys::channel(&self.name));
+        // A read-write lock in the other mode was left alone: its holds are not lost.
+        if deleted || !kind.is_rw() {
+            engine.holds.lose_name(&self.name);
+        }
+        engine.pubsub.notify_local(&self.kind.channel(&self.name));
         Ok(deleted)
     }
 

@@ -6,4 +6,6 @@ pub(crate) mod client;
 pub(crate) mod config;
 pub(crate) mod guard;
 pub(crate) mod lock;
+pub(crate) mod multi;
+pub(crate) mod rwlock;
 pub(crate) mod status;

@@ -54,13 +54,13 @@ pub(crate) struct Request {
 pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcome> {
     let started = Instant::now();
     let lease_ms = req.lease.as_millis() as u64;
-    let fair = matches!(req.mode, AcquireMode::Fair { .. });
+    let kind = req.mode.release_kind();
     let reentrant = req.reentrant.load(std::sync::atomic::Ordering::Relaxed);
     let undo = scopeguard::guard(!reentrant, |armed| {
         if armed {
             let (inner, name, holder) = (inner.clone(), req.name.clone(), req.holder.clone());
             inner.clone().cleanups.spawn(async move {
-                let _ = release_on(&inner, &name, &holder, lease_ms, fair, None, false).await;
+                let _ = release_on(&inner, &name, &holder, lease_ms, kind, None, false).await;
             });
         }
     });
@@ -142,7 +142,7 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
     if !granted.is_empty() || pttls.len() < results.len() {
         let only = reentrant.then_some(granted.as_slice());
         // No local wake-up: this undoes our own attempt, nobody local was waiting on it.
-        let _ = release_on(inner, name, holder, lease_ms, fair, only, false).await;
+        let _ = release_on(inner, name, holder, lease_ms, kind, only, false).await;
     }
     scopeguard::ScopeGuard::into_inner(undo);
     if let Some(e) = permanent {

@@ -13,12 +13,15 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use super::Kind;
 use crate::telemetry;
 
 /// One holder's hold on one lock.
 pub(crate) struct Hold {
     pub(crate) name: Arc<str>,
     pub(crate) holder: Arc<str>,
+    /// What kind of lock it is (the watchdog renews read holds differently).
+    pub(crate) kind: Kind,
     pub(crate) lost: CancellationToken,
     /// When the holder first took the lock (re-entries do not move it).
     since: Instant,
@@ -81,10 +84,12 @@ impl Holds {
     /// Records an acquisition. `fresh`: the lock was created rather than re-entered; a
     /// fresh acquisition while we still had an entry means the old one silently
     /// expired, so the old entry is declared lost (invariant 2).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn acquired(
         &self,
         name: &Arc<str>,
         holder: &Arc<str>,
+        kind: Kind,
         fresh: bool,
         watchdog: bool,
         at: Instant,
@@ -113,6 +118,7 @@ impl Holds {
         let hold = Arc::new(Hold {
             name: name.clone(),
             holder: holder.clone(),
+            kind,
             lost: CancellationToken::new(),
             since: at,
             state: parking_lot::Mutex::new(State {

@@ -8,6 +8,7 @@
 //! * [`attempt`]: one acquisition attempt over all masters (Redlock steps 1–5).
 //! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry).
 //! * [`release`]: giving a hold back, or handing it to a local waiter.
+//! * [`rw`]: what the read and write locks of a read-write lock send instead.
 //! * [`watchdog`]: renewing the leases of held locks.
 //! * [`holds`], [`holder`], [`gate`], [`offers`]: the client's local bookkeeping.
 
@@ -19,6 +20,7 @@ pub(crate) mod master;
 pub(crate) mod offers;
 pub(crate) mod quorum;
 pub(crate) mod release;
+pub(crate) mod rw;
 pub(crate) mod scripts;
 pub(crate) mod waiter;
 pub(crate) mod watchdog;
@@ -83,6 +85,10 @@ pub enum Kind {
     Fair,
     /// Reentrant with fencing tokens (Redisson `RFencedLock`).
     Fenced,
+    /// The shared side of a read-write lock (Redisson `RReadWriteLock.readLock()`).
+    Read,
+    /// The exclusive side of a read-write lock (Redisson `RReadWriteLock.writeLock()`).
+    Write,
 }
 
 impl Kind {
@@ -92,7 +98,24 @@ impl Kind {
             Kind::Plain => "plain",
             Kind::Fair => "fair",
             Kind::Fenced => "fenced",
+            Kind::Read => "read",
+            Kind::Write => "write",
         }
+    }
+
+    /// The channel a release of this kind of lock publishes on (a fair lock's waiters
+    /// listen on their own channels besides).
+    pub(crate) fn channel(self, name: &str) -> String {
+        if self.is_rw() {
+            crate::keys::rw_channel(name)
+        } else {
+            crate::keys::channel(name)
+        }
+    }
+
+    /// A side of a read-write lock.
+    pub(crate) fn is_rw(self) -> bool {
+        matches!(self, Kind::Read | Kind::Write)
     }
 }
 
@@ -165,14 +188,22 @@ impl Engine {
     /// that acquisition on every master that answers late.
     pub(crate) fn lose(&self, hold: &Arc<Hold>) {
         self.holds.lose(hold);
-        self.pubsub.notify_local(&crate::keys::channel(&hold.name));
+        self.pubsub.notify_local(&hold.kind.channel(&hold.name));
         let (name, holder) = (hold.name.clone(), hold.holder.clone());
         let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
         let masters = self.masters.clone();
+        let rw = hold.kind.is_rw();
         self.cleanups.spawn(async move {
             let _settling = settling;
-            let dropped =
-                quorum::fan_out(&masters, |m| scripts::drop_lost(m, &name, &holder)).await;
+            let (n, h) = (&*name, &*holder);
+            let dropped = quorum::fan_out(&masters, |m| async move {
+                if rw {
+                    rw::drop_lost(m, n, h).await
+                } else {
+                    scripts::drop_lost(m, n, h).await
+                }
+            })
+            .await;
             for (m, r) in masters.iter().zip(dropped) {
                 match r {
                     Ok(true) => tracing::info!(lock = %name, %holder, master = m.addr(),

@@ -11,7 +11,7 @@ use super::master::Master;
 use super::offers::{Answer, Offer, Taken};
 use super::quorum::{count, fan_out_until, no_quorum};
 use super::scripts::{self, HandOver, Release};
-use super::Engine;
+use super::{Engine, Kind};
 use crate::error::{Error, Result};
 use crate::telemetry;
 
@@ -28,10 +28,13 @@ pub(crate) async fn release(
     engine: &Arc<Engine>,
     hold: &Hold,
     lease_ms: u64,
-    fair: bool,
     last: bool,
 ) -> Result<()> {
-    if last && engine.masters.len() == 1 {
+    let kind = hold.kind;
+    let fair = kind == Kind::Fair;
+    // Read and write locks are never handed over: their waiters are not gated and
+    // post no offers.
+    if last && engine.masters.len() == 1 && !kind.is_rw() {
         let offers = engine
             .offers(fair)
             .take(&hold.name, if fair { MAX_FAIR_OFFERS } else { 1 });
@@ -39,7 +42,7 @@ pub(crate) async fn release(
             return hand_over(engine, hold, lease_ms, fair, offers).await;
         }
     }
-    release_on(engine, &hold.name, &hold.holder, lease_ms, fair, None, true)
+    release_on(engine, &hold.name, &hold.holder, lease_ms, kind, None, true)
         .await
         .map(drop)
 }
@@ -102,7 +105,7 @@ async fn hand_over_in_span(
         if offer.tx.send(Answer::Granted(started)).is_err() {
             // The waiter gave up meanwhile: release what it was handed.
             let (name, lease_ms) = (&hold.name, offer.lease_ms);
-            release_on(engine, name, &offer.holder, lease_ms, fair, None, true).await?;
+            release_on(engine, name, &offer.holder, lease_ms, hold.kind, None, true).await?;
             return Ok("declined");
         }
         return Ok("handed_over");
@@ -132,7 +135,7 @@ pub(crate) async fn release_on(
     name: &Arc<str>,
     holder: &Arc<str>,
     lease_ms: u64,
-    fair: bool,
+    kind: Kind,
     only: Option<&[usize]>,
     wake_local: bool,
 ) -> Result<Release> {
@@ -153,7 +156,7 @@ pub(crate) async fn release_on(
         &engine.cleanups,
         |m| {
             let (name, holder) = (name.clone(), holder.clone());
-            async move { scripts::release(&m, &name, lease_ms, &holder, fair).await }
+            async move { scripts::release(&m, &name, lease_ms, &holder, kind).await }
         },
         |rs| count(rs, done) >= quorum,
     )
@@ -164,8 +167,8 @@ pub(crate) async fn release_on(
         count(&results, |r| *r == Release::NotHeld),
     );
     let results: Vec<Result<Release>> = results.into_iter().flatten().collect();
-    if released > 0 && !fair && wake_local {
-        engine.pubsub.notify_local(&crate::keys::channel(name));
+    if released > 0 && kind != Kind::Fair && wake_local {
+        engine.pubsub.notify_local(&kind.channel(name));
     }
     if released + still >= quorum {
         return Ok(if released >= still {

@@ -8,6 +8,7 @@ use futures_util::future::join_all;
 use redis::Value;
 
 use super::master::Master;
+use super::Kind;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::transport::batch::Flight;
@@ -48,7 +49,7 @@ static DROP: LazyLock<Script> = LazyLock::new(|| Script::new(fair_script!("drop.
 /// call (transport/script.rs): a call never meets NOSCRIPT on a fresh connection, so
 /// its reload cannot reorder it behind later calls (issue 11.7).
 pub(crate) fn all() -> Vec<&'static Script> {
-    vec![
+    let mut all: Vec<&'static Script> = vec![
         &BATCH,
         &ACQUIRE,
         &RELEASE,
@@ -61,7 +62,9 @@ pub(crate) fn all() -> Vec<&'static Script> {
         &FAIR_CANCEL,
         &FAIR_FORCE,
         &DROP,
-    ]
+    ];
+    all.extend(super::rw::all().map(|s| &**s));
+    all
 }
 
 /// What an acquire script answered on one master.
@@ -103,6 +106,25 @@ pub(crate) enum AcquireMode {
         stale_ms: u64,
         wait_ms: u64,
     },
+    /// The read lock of a read-write lock (rw.rs).
+    Read,
+    /// The write lock of a read-write lock; when refused, record an intent that keeps
+    /// new readers out for `intent_ms` (0: none).
+    Write {
+        intent_ms: u64,
+    },
+}
+
+impl AcquireMode {
+    /// The kind of lock whose release script undoes this acquire.
+    pub(crate) fn release_kind(self) -> Kind {
+        match self {
+            AcquireMode::Plain | AcquireMode::Fenced { .. } => Kind::Plain,
+            AcquireMode::Fair { .. } => Kind::Fair,
+            AcquireMode::Read => Kind::Read,
+            AcquireMode::Write { .. } => Kind::Write,
+        }
+    }
 }
 
 /// Types a script's error by its code: WRONGTYPE, a refused command, unusable data.
@@ -225,6 +247,18 @@ pub(crate) async fn acquire(
             inv
         }
         AcquireMode::Fair { .. } => fair_call(&FAIR_ACQUIRE, name),
+        AcquireMode::Read | AcquireMode::Write { .. } => {
+            let write = matches!(mode, AcquireMode::Write { .. });
+            let (mut inv, extra) = super::rw::acquire_call(name, holder, write);
+            inv.arg(lease_ms).arg(holder);
+            for a in extra {
+                inv.arg(a);
+            }
+            if let AcquireMode::Write { intent_ms } = mode {
+                inv.arg(intent_ms);
+            }
+            return eval_acquire(m, name, mode, inv).await;
+        }
     };
     inv.arg(lease_ms).arg(holder);
     if let AcquireMode::Fair {
@@ -237,6 +271,17 @@ pub(crate) async fn acquire(
             .arg(if join { "1" } else { "0" })
             .arg(wait_ms);
     }
+    eval_acquire(m, name, mode, inv).await
+}
+
+/// Runs an acquire script (waiting for replicas as configured, `Master::eval_acquire`)
+/// and reads its `{status, value[, token, current]}` reply.
+async fn eval_acquire(
+    m: &Master,
+    name: &str,
+    mode: AcquireMode,
+    inv: Invocation,
+) -> Result<Acquire> {
     let (v, short) = m.eval_acquire(&inv).await.map_err(|e| typed(name, e))?;
     let Value::Array(items) = &v else {
         return Err(protocol(m, "acquire", &v));
@@ -283,9 +328,12 @@ pub(crate) async fn release(
     name: &str,
     lease_ms: u64,
     holder: &str,
-    fair: bool,
+    kind: Kind,
 ) -> Result<Release> {
-    if !fair {
+    if kind.is_rw() {
+        return super::rw::release(m, name, lease_ms, holder).await;
+    }
+    if kind != Kind::Fair {
         let op = PlainOp {
             release: true,
             name: name.into(),
@@ -399,7 +447,7 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
 /// ([`Transport::shard`]: one hash slot on a cluster), concurrently, and returns one
 /// result per item, in order. A single server is one group. Every group's call is polled once before this
 /// returns Pending, so all are written in this poll (batch.rs invariant 4).
-async fn by_shard<'a, T, R: Clone>(
+pub(crate) async fn by_shard<'a, T, R: Clone>(
     link: &'a dyn Transport,
     items: &'a [&'a T],
     key: impl Fn(&T) -> &str,

@@ -27,6 +27,10 @@
 //!    was declined offers again and goes on waiting: the head was someone else.
 //! 8. Fair waiters of one client under Redlock pass the gate one at a time: FIFO among
 //!    them is the gate's, FIFO across clients the masters' queues'.
+//! 9. Readers of a read-write lock pass no gate and post no offers (readers share; a
+//!    gate would serialise them). A writer that prefers writers "queues" like a fair
+//!    waiter: its intent (rw.rs) is refreshed every stale_timeout/3 while it waits and
+//!    removed however the wait ends (invariants 2, 4, 5 apply to it as to the queue).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,6 +58,9 @@ pub(crate) struct Call {
     pub(crate) lease: Duration,
     /// None: wait as long as it takes.
     pub(crate) wait: Option<Duration>,
+    /// A writer of a read-write lock records its intent while it waits, keeping new
+    /// readers out (writer preference).
+    pub(crate) intent: bool,
 }
 
 /// `now + d`, or `None` (no deadline) when that is beyond what an `Instant` can hold.
@@ -84,13 +91,27 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
             stale_ms: engine.settings.fair_stale_timeout.as_millis() as u64,
             wait_ms: engine.settings.fair_wait_time.as_millis() as u64,
         },
+        Kind::Read => AcquireMode::Read,
+        Kind::Write => AcquireMode::Write {
+            intent_ms: if call.intent && !once {
+                engine.settings.fair_stale_timeout.as_millis() as u64
+            } else {
+                0
+            },
+        },
     };
+    let queues = !once && (call.kind == Kind::Fair || (call.kind == Kind::Write && call.intent));
     // Local waiters line up in the gate (see gate.rs). A fair lock on one master needs
     // no gate (its Redis queue orders every waiter); under Redlock it has one, so only
     // one waiter per client queues on the masters at a time: many waiters of one
     // client queued in different orders on different masters would split the votes
     // round after round (invariant 8).
-    let gated = call.kind != Kind::Fair || engine.masters.len() > 1;
+    // Readers share: no gate (invariant 9).
+    let gated = match call.kind {
+        Kind::Fair => engine.masters.len() > 1,
+        Kind::Read => false,
+        _ => true,
+    };
     // An abandoned hand-over to this holder is settled first (offers.rs invariant 4).
     let settled = engine
         .offers(call.kind == Kind::Fair)
@@ -119,7 +140,8 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         deadline,
         once,
         fair: call.kind == Kind::Fair,
-        can_offer: call.kind != Kind::Fenced && engine.masters.len() == 1,
+        queues,
+        can_offer: matches!(call.kind, Kind::Plain | Kind::Fair) && engine.masters.len() == 1,
         sub: None,
         unavailable_since: None,
         woken: false,
@@ -163,6 +185,9 @@ struct Waiter<'a> {
     /// `try_lock(ZERO)`: one attempt, never queued.
     once: bool,
     fair: bool,
+    /// Attempts queue us (a fair waiter, or a writer's intent): refresh while waiting,
+    /// leave when done (invariants 4, 5, 9).
+    queues: bool,
     /// Invariant 7: a local releaser may hand us the lock (single master, not fenced).
     can_offer: bool,
     sub: Option<Subscription>,
@@ -182,14 +207,15 @@ impl Drop for Waiter<'_> {
         // not read the answer): settled in the background (offers.rs invariant 4).
         if !engine.offers(self.fair).withdraw(&call.name, &call.holder) {
             if let Some(rx) = self.offer.take() {
-                settle_in_background(engine, call, self.fair, Unsettled::Offer(rx));
+                settle_in_background(engine, call, Unsettled::Offer(rx));
             }
         }
         // Invariant 4: a fair waiter leaves the queue however the wait ends.
         if self.queued {
             let (engine, name, holder) = (engine.clone(), call.name.clone(), call.holder.clone());
             let cleanups = engine.cleanups.clone();
-            cleanups.spawn(async move { leave_queue(&engine, &name, &holder).await });
+            let kind = call.kind;
+            cleanups.spawn(async move { leave_queue(&engine, &name, &holder, kind).await });
         }
     }
 }
@@ -209,7 +235,7 @@ impl Waiter<'_> {
                 .is_some();
             (self.req.reentrant).store(reentrant, std::sync::atomic::Ordering::Relaxed);
             // A cancelled fair attempt may already have queued us (invariant 4).
-            self.queued = self.fair && !self.once;
+            self.queued = self.queues;
             let local = self.local_hold(reentrant);
             if local.is_some() && self.sub.is_none() {
                 self.subscribe().await?;
@@ -255,7 +281,7 @@ impl Waiter<'_> {
     /// message (a force-unlock by another client, say) asks Redis instead.
     fn local_hold(&mut self, reentrant: bool) -> Option<Duration> {
         let woken = std::mem::take(&mut self.woken);
-        if self.fair || reentrant || woken {
+        if self.fair || self.call.kind.is_rw() || reentrant || woken {
             return None;
         }
         (self.engine.holds)
@@ -271,7 +297,7 @@ impl Waiter<'_> {
             Outcome::Granted(g) => {
                 // Invariant 5: a master that refused us may still queue us; the drop
                 // leaves those queues in the background.
-                self.queued = self.fair && !self.once && !g.everywhere;
+                self.queued = self.queues && !g.everywhere;
                 Ok(g)
             }
             Outcome::Busy { retry_in, split } => {
@@ -301,7 +327,13 @@ impl Waiter<'_> {
     /// error if there was one, else "not acquired".
     async fn give_up(&mut self, error: Option<Error>) -> Result<Option<Grant>> {
         if std::mem::take(&mut self.queued) {
-            leave_queue(self.engine, &self.call.name, &self.call.holder).await;
+            leave_queue(
+                self.engine,
+                &self.call.name,
+                &self.call.holder,
+                self.call.kind,
+            )
+            .await;
         }
         error.map_or(Ok(None), Err)
     }
@@ -315,7 +347,7 @@ impl Waiter<'_> {
         let channel = if self.fair {
             keys::waiter_channel(&self.call.name, &self.call.holder)
         } else {
-            keys::channel(&self.call.name)
+            self.call.kind.channel(&self.call.name)
         };
         let now = Instant::now();
         let until = (self.deadline)
@@ -355,7 +387,7 @@ impl Waiter<'_> {
     /// is the grant returned.
     async fn wait(&mut self, retry_in: Duration, local: bool) -> Result<Option<Grant>> {
         let mut max = retry_in.min(self.time_left());
-        if self.fair {
+        if self.queues {
             max = max.min(self.engine.settings.fair_stale_timeout / 3);
         }
         let offering = self.can_offer && (self.fair || local);
@@ -437,7 +469,7 @@ impl Waiter<'_> {
             Some(Answer::Granted(started)) => started,
             Some(Answer::Unknown(started)) => {
                 let unsettled = scopeguard::guard((), |()| {
-                    settle_in_background(engine, call, self.fair, Unsettled::Unknown);
+                    settle_in_background(engine, call, Unsettled::Unknown);
                 });
                 let until =
                     (self.deadline).unwrap_or_else(|| later(engine.settings.unavailable_after));
@@ -473,7 +505,8 @@ enum Unsettled {
 /// Settles an abandoned hand-over in the background (offers.rs invariant 4): waits for
 /// the releaser's answer, asks Redis if it is unknown, and releases the lock if it was
 /// handed over. The holder's next acquisition of the lock waits until this is done.
-fn settle_in_background(engine: &Arc<Engine>, call: &Call, fair: bool, unsettled: Unsettled) {
+fn settle_in_background(engine: &Arc<Engine>, call: &Call, unsettled: Unsettled) {
+    let (kind, fair) = (call.kind, call.kind == Kind::Fair);
     let settling = engine.offers(fair).settling(&call.name, &call.holder);
     let (engine, name, holder) = (engine.clone(), call.name.clone(), call.holder.clone());
     let lease_ms = call.lease.as_millis() as u64;
@@ -497,7 +530,7 @@ fn settle_in_background(engine: &Arc<Engine>, call: &Call, fair: bool, unsettled
                 }),
         };
         if held {
-            let released = release_on(&engine, &name, &holder, lease_ms, fair, None, true).await;
+            let released = release_on(&engine, &name, &holder, lease_ms, kind, None, true).await;
             if let Err(e) = released {
                 tracing::warn!(lock = %name, error = %e, "releasing an unwanted hand-over failed");
             }
@@ -531,13 +564,17 @@ async fn holds_it(
     }
 }
 
-/// Removes a fair waiter from the queue on every master (best effort: on a master that
-/// misses it, the entry's liveness lapses after the stale timeout and the next fair
-/// script evicts it).
-pub(crate) async fn leave_queue(engine: &Engine, name: &str, holder: &str) {
+/// Removes a fair waiter from the queue, or a writer's intent (`kind` Write), on every
+/// master (best effort: on a master that misses it, a fair entry's liveness lapses after
+/// the stale timeout and the next fair script evicts it; an intent lapses likewise).
+pub(crate) async fn leave_queue(engine: &Engine, name: &str, holder: &str, kind: Kind) {
     let wait_ms = engine.settings.fair_wait_time.as_millis() as u64;
-    let results = fan_out(&engine.masters, |m| {
-        scripts::fair_cancel(m, name, holder, wait_ms)
+    let results = fan_out(&engine.masters, |m| async move {
+        if kind == Kind::Write {
+            super::rw::leave(m, name, holder).await
+        } else {
+            scripts::fair_cancel(m, name, holder, wait_ms).await
+        }
     })
     .await;
     for e in results.into_iter().filter_map(Result::err) {

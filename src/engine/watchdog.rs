@@ -23,8 +23,8 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::holds::Hold;
-use super::scripts;
-use super::Engine;
+use super::{rw, scripts};
+use super::{Engine, Kind};
 use crate::telemetry;
 
 /// Locks renewed per script call.
@@ -135,12 +135,29 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
     // away): give a loaded master a whole period, but no more, so a master that does
     // not answer never holds up the next round (invariant 1).
     let period = engine.settings.watchdog_timeout / 3;
-    let pairs: Vec<(&str, &str)> = chunk.iter().map(|h| (&*h.name, &*h.holder)).collect();
-    let pairs = &pairs;
+    // Read holds renew their own timeout keys (rw.rs); every other hold its field.
+    let (reads, others): (Vec<_>, Vec<_>) =
+        (0..chunk.len()).partition(|&i| chunk[i].kind == Kind::Read);
+    let pairs = |idx: &[usize]| -> Vec<(&str, &str)> {
+        idx.iter()
+            .map(|&i| (&*chunk[i].name, &*chunk[i].holder))
+            .collect()
+    };
+    let (read_pairs, other_pairs) = (pairs(&reads), pairs(&others));
+    let (reads, others, read_pairs, other_pairs) = (&reads, &others, &read_pairs, &other_pairs);
     let mut answers: FuturesUnordered<_> = (engine.masters.iter())
         .map(|m| async move {
             let timeout = period;
-            scripts::renew(m, pairs, lease_ms, timeout).await
+            let mut held: Vec<crate::error::Result<bool>> = vec![Ok(false); chunk.len()];
+            if !other_pairs.is_empty() {
+                let r = scripts::renew(m, other_pairs, lease_ms, timeout).await;
+                others.iter().zip(r).for_each(|(&i, h)| held[i] = h);
+            }
+            if !read_pairs.is_empty() {
+                let r = rw::renew_reads(m, read_pairs, lease_ms, timeout).await;
+                reads.iter().zip(r).for_each(|(&i, h)| held[i] = h);
+            }
+            held
         })
         .collect();
     let (n, quorum) = (engine.masters.len(), engine.quorum);
@@ -184,6 +201,7 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
 mod tests {
     use super::*;
     use crate::engine::holds::Holds;
+    use crate::engine::Kind;
 
     #[test]
     fn a_round_renews_the_oldest_first_and_skips_the_young() {
@@ -193,7 +211,7 @@ mod tests {
         let lease = Duration::from_secs(3);
         for (name, age_ms) in [("b", 900), ("young", 100), ("a", 2000), ("c", 600)] {
             let at = now - Duration::from_millis(age_ms);
-            holds.acquired(&name.into(), &holder, true, true, at, lease);
+            holds.acquired(&name.into(), &holder, Kind::Plain, true, true, at, lease);
         }
         let order: Vec<String> = due(holds.watched(), now, lease / 6)
             .iter()

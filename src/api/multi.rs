@@ -1,0 +1,414 @@
+//! [`MultiLock`]: several locks taken as one (Redisson `RedissonMultiLock`), and its
+//! [`MultiGuard`].
+//!
+//! Invariants:
+//! 1. All or none: a call returns a guard holding every lock, or holds none of them
+//!    when it returns (a dropped call's partial holds are released by their guards).
+//! 2. No deadlock: a call never waits for a lock while it holds another. It waits for
+//!    one lock (the one that was busy last), then tries the others once each; if one is
+//!    busy it releases what it took, backs off a random moment (so two callers on
+//!    overlapping sets desynchronise) and waits for that one next.
+//! 3. The guard's [`lost`](MultiGuard::lost) token is cancelled as soon as any part's
+//!    token is; the task watching them stops with the guard.
+
+use std::time::Duration;
+
+use futures_util::future::{join_all, select_all};
+use tokio_util::sync::CancellationToken;
+
+use crate::api::client::Client;
+use crate::api::guard::LockGuard;
+use crate::api::lock::Lock;
+use crate::engine::attempt::jitter;
+use crate::engine::waiter::deadline_after;
+use crate::error::{Error, Result};
+
+/// Several locks held together: all of them or none (Redisson `RedissonMultiLock`).
+/// Each part may be any [`Lock`] (plain, fair, fenced, a read or write lock), over the
+/// client's masters: in Redlock mode every part is itself a Redlock lock. (Redisson's
+/// `RedissonRedLock`, one lock over several independent masters, is
+/// [`Config::redlock`](crate::Config::redlock).)
+///
+/// Two callers locking overlapping sets in different orders cannot deadlock: a caller
+/// never waits while holding a part (see the invariants in the source).
+///
+/// # Examples
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+/// # fn main() { doc_redis::run(|url| async move {
+/// use redlatch::{Client, Config};
+/// let client = Client::connect(Config::single(url)).await?;
+/// let transfer = client.multi_lock(["account:1", "account:2"]);
+/// let guard = transfer.lock().await?;
+/// assert!(client.lock("account:1").is_locked().await?);
+/// assert!(client.lock("account:2").is_locked().await?);
+/// guard.unlock().await?;
+/// assert!(!client.lock("account:2").is_locked().await?);
+/// # Ok(()) }) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct MultiLock {
+    locks: Vec<Lock>,
+}
+
+impl MultiLock {
+    /// Several locks of one or more kinds, taken together; duplicates (same name and
+    /// kind) are taken once.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, MultiLock};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let both = MultiLock::new([
+    ///     client.fair_lock("queue:a"),
+    ///     client.read_write_lock("catalog").read(),
+    /// ]);
+    /// let guard = both.lock().await?;
+    /// assert_eq!(guard.names(), ["catalog", "queue:a"]);
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn new(locks: impl IntoIterator<Item = Lock>) -> Self {
+        let mut locks: Vec<Lock> = locks.into_iter().collect();
+        // A fixed order for every caller: fewer collisions between overlapping sets.
+        locks.sort_by(|a, b| (a.name(), a.kind().label()).cmp(&(b.name(), b.kind().label())));
+        locks.dedup_by(|a, b| a.name() == b.name() && a.kind() == b.kind());
+        MultiLock { locks }
+    }
+
+    pub(crate) fn plain(client: &Client, names: Vec<String>) -> Self {
+        MultiLock::new(names.into_iter().map(|n| client.lock(n)))
+    }
+
+    /// The parts, in the order they are taken (by name).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let m = client.multi_lock(["b", "a", "b"]);
+    /// let names: Vec<&str> = m.locks().iter().map(|l| l.name()).collect();
+    /// assert_eq!(names, ["a", "b"]);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn locks(&self) -> &[Lock] {
+        &self.locks
+    }
+
+    /// Waits as long as it takes, then holds every part under the watchdog.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] for an empty set, or any part's error (every part taken
+    /// so far is released first).
+    ///
+    /// # Cancel safety
+    /// Dropping the future releases the parts it took (in the background) and leaves
+    /// no subscription.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let guard = client.multi_lock(["a", "b"]).lock().await?;
+    /// assert_eq!(guard.guards().len(), 2);
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn lock(&self) -> Result<MultiGuard> {
+        let g = self.acquire(None, None).await?;
+        Ok(g.expect("unbounded wait"))
+    }
+
+    /// Waits as long as it takes, then holds every part for `lease` (no watchdog).
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock), plus [`Error::InvalidLease`].
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let guard = client.multi_lock(["a", "b"]).lock_with_lease(Duration::from_secs(5)).await?;
+    /// assert!(client.lock("b").remaining_ttl().await?.unwrap() <= Duration::from_secs(5));
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
+        let g = self.acquire(None, Some(lease)).await?;
+        Ok(g.expect("unbounded wait"))
+    }
+
+    /// Waits at most `wait` for all parts (`Duration::ZERO`: one try of each);
+    /// `Ok(None)` if some part stayed busy, and then none is held.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let b = client.lock("b").lock().await?;
+    /// let m = client.multi_lock(["a", "b"]);
+    /// let other = m.clone();
+    /// let got = tokio::spawn(async move { other.try_lock(Duration::from_millis(100)).await.map(|g| g.is_some()) });
+    /// assert!(!got.await.unwrap()?);
+    /// assert!(!client.lock("a").is_locked().await?); // none or all
+    /// b.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn try_lock(&self, wait: Duration) -> Result<Option<MultiGuard>> {
+        self.acquire(Some(wait), None).await
+    }
+
+    /// Waits at most `wait`, then holds every part for `lease` (no watchdog).
+    ///
+    /// # Errors
+    /// As [`lock_with_lease`](Self::lock_with_lease).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let m = client.multi_lock(["a", "b"]);
+    /// let g = m.try_lock_with_lease(Duration::ZERO, Duration::from_secs(5)).await?;
+    /// assert!(g.is_some());
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn try_lock_with_lease(
+        &self,
+        wait: Duration,
+        lease: Duration,
+    ) -> Result<Option<MultiGuard>> {
+        self.acquire(Some(wait), Some(lease)).await
+    }
+
+    /// Invariant 2: wait for one part, try the others, back off on a busy one.
+    async fn acquire(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<MultiGuard>> {
+        let Some(first) = self.locks.first() else {
+            return Err(Error::InvalidName(
+                "a multi-lock needs at least one name".into(),
+            ));
+        };
+        let deadline = wait.and_then(deadline_after);
+        let jitter_max = first.client().engine.settings.retry_jitter;
+        let mut next = 0;
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+            let Some(g) = take(&self.locks[next], left, lease).await? else {
+                return Ok(None);
+            };
+            let mut guards = vec![g];
+            let mut busy = None;
+            for (i, lock) in self.locks.iter().enumerate().filter(|(i, _)| *i != next) {
+                match take(lock, Some(Duration::ZERO), lease).await? {
+                    Some(g) => guards.push(g),
+                    None => {
+                        busy = Some(i);
+                        break;
+                    }
+                }
+            }
+            let Some(busy) = busy else {
+                guards.sort_by(|a, b| a.name().cmp(b.name()));
+                return Ok(Some(MultiGuard::new(guards)));
+            };
+            // Invariant 1: give back what we took before waiting for the busy one.
+            release_all(guards).await;
+            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                return Ok(None);
+            }
+            let pause = jitter(jitter_max);
+            match deadline {
+                Some(d) => {
+                    tokio::time::sleep_until(d.min(tokio::time::Instant::now() + pause)).await
+                }
+                None => tokio::time::sleep(pause).await,
+            }
+            next = busy;
+        }
+    }
+}
+
+/// One part: `lock`/`try_lock` with or without a lease.
+async fn take(
+    lock: &Lock,
+    wait: Option<Duration>,
+    lease: Option<Duration>,
+) -> Result<Option<LockGuard>> {
+    match (wait, lease) {
+        (None, None) => lock.lock().await.map(Some),
+        (None, Some(l)) => lock.lock_with_lease(l).await.map(Some),
+        (Some(w), None) => lock.try_lock(w).await,
+        (Some(w), Some(l)) => lock.try_lock_with_lease(w, l).await,
+    }
+}
+
+/// Releases every guard (at once); errors are logged, the leases bound the rest.
+async fn release_all(guards: Vec<LockGuard>) -> Vec<Result<()>> {
+    join_all(guards.into_iter().map(LockGuard::unlock)).await
+}
+
+/// Proof that every part of a [`MultiLock`] is held. Dropping it releases them all in
+/// the background; [`unlock`](Self::unlock) releases them and reports errors.
+#[must_use = "dropping the guard releases the locks at once"]
+pub struct MultiGuard {
+    guards: Vec<LockGuard>,
+    lost: CancellationToken,
+    watcher: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl MultiGuard {
+    fn new(guards: Vec<LockGuard>) -> Self {
+        let lost = CancellationToken::new();
+        // Invariant 3: one task watches every part's token.
+        let parts: Vec<CancellationToken> = guards.iter().map(LockGuard::lost).collect();
+        let any = lost.clone();
+        let watcher = tokio::spawn(async move {
+            let waits = parts.iter().map(|t| Box::pin(t.cancelled()));
+            let _ = select_all(waits).await;
+            any.cancel();
+        });
+        MultiGuard {
+            guards,
+            lost,
+            watcher: Some(watcher),
+        }
+    }
+
+    /// The parts' names, in order.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let g = client.multi_lock(["b", "a"]).lock().await?;
+    /// assert_eq!(g.names(), ["a", "b"]);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn names(&self) -> Vec<&str> {
+        self.guards.iter().map(LockGuard::name).collect()
+    }
+
+    /// The parts' guards (for their fencing tokens, validities, holders).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, MultiLock};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let g = MultiLock::new([client.fenced_lock("ledger"), client.lock("audit")]).lock().await?;
+    /// assert!(g.guards().iter().any(|p| p.fencing_token().is_some()));
+    /// # Ok(()) }) }
+    /// ```
+    pub fn guards(&self) -> &[LockGuard] {
+        &self.guards
+    }
+
+    /// Cancelled as soon as any part is known lost (see [`LockGuard::lost`]).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let g = client.multi_lock(["a", "b"]).lock().await?;
+    /// client.lock("b").force_unlock().await?;
+    /// tokio::time::timeout(Duration::from_secs(5), g.lost().cancelled()).await.unwrap();
+    /// # Ok(()) }) }
+    /// ```
+    pub fn lost(&self) -> CancellationToken {
+        self.lost.clone()
+    }
+
+    /// The shortest validity among the parts.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let g = client.multi_lock(["a", "b"]).lock_with_lease(Duration::from_secs(2)).await?;
+    /// assert!(g.validity() < Duration::from_secs(2));
+    /// # Ok(()) }) }
+    /// ```
+    pub fn validity(&self) -> Duration {
+        (self.guards.iter().map(LockGuard::validity).min()).unwrap_or_default()
+    }
+
+    /// Releases every part now.
+    ///
+    /// # Errors
+    /// The first part's error (every part is released regardless).
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::unlock`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let g = client.multi_lock(["a", "b"]).lock().await?;
+    /// client.lock("a").force_unlock().await?;
+    /// assert!(g.unlock().await.unwrap_err().is_not_held()); // "b" was still released
+    /// assert!(!client.lock("b").is_locked().await?);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn unlock(mut self) -> Result<()> {
+        let guards = std::mem::take(&mut self.guards);
+        release_all(guards).await.into_iter().collect()
+    }
+}
+
+impl Drop for MultiGuard {
+    fn drop(&mut self) {
+        if let Some(w) = self.watcher.take() {
+            w.abort();
+        }
+    }
+}
+
+impl std::fmt::Debug for MultiGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiGuard")
+            .field("names", &self.names())
+            .finish()
+    }
+}

@@ -1,0 +1,174 @@
+//! [`ReadWriteLock`]: Redisson's `RReadWriteLock`, a pair of [`Lock`]s on one name.
+
+use std::sync::Arc;
+
+use crate::api::client::Client;
+use crate::api::lock::{Kind, Lock};
+
+/// A read-write lock: many readers or one writer (Redisson `RReadWriteLock`, same keys,
+/// fields and messages, so Java and Rust processes share it).
+///
+/// [`read`](Self::read) and [`write`](Self::write) are ordinary [`Lock`]s (kinds
+/// [`Kind::Read`] and [`Kind::Write`]) with the whole `lock` / `try_lock` /
+/// `lock_with_lease` / query API, guards with [`lost`](crate::LockGuard::lost), the
+/// watchdog and cancel safety. Both are reentrant per task. A task holding the write
+/// lock may also take the read lock (a downgrade: release the write lock and keep
+/// reading); a task holding only the read lock is refused the write lock with
+/// [`Error::Upgrade`](crate::Error::Upgrade) instead of waiting for itself forever.
+///
+/// **Writer preference.** A writer that waits records its intent in Redis
+/// (`redlatch_rwlock_writers:{name}`, not a Redisson key); new readers stay out while
+/// one is recorded, readers that already hold it finish, and the writer gets in. With
+/// Redisson's own semantics (no preference), a steady stream of overlapping readers
+/// keeps a writer out indefinitely (README, "Read-write lock"). The intent lapses
+/// `fair_stale_timeout` after the writer stops refreshing it (it refreshes every third
+/// of that while it waits), so a dead writer cannot keep readers out for long.
+/// [`prefer_writers(false)`](Self::prefer_writers) gives Redisson's behaviour.
+/// Redisson's readers do not know the intent and may still overtake a waiting writer.
+///
+/// # Examples
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+/// # fn main() { doc_redis::run(|url| async move {
+/// use std::time::Duration;
+/// use redlatch::{Client, Config};
+/// let client = Client::connect(Config::single(url)).await?;
+/// let rw = client.read_write_lock("catalog");
+/// let r1 = rw.read().lock().await?;
+/// let other = rw.clone();
+/// // Readers share...
+/// let shared = tokio::spawn(async move { other.read().try_lock(Duration::ZERO).await.map(|g| g.is_some()) });
+/// assert!(shared.await.unwrap()?);
+/// // ...a writer waits for them.
+/// let other = rw.clone();
+/// let excluded = tokio::spawn(async move { other.write().try_lock(Duration::ZERO).await.map(|g| g.is_none()) });
+/// assert!(excluded.await.unwrap()?);
+/// r1.unlock().await?;
+/// let w = rw.write().lock().await?;
+/// assert!(rw.write().is_locked().await?);
+/// w.unlock().await?;
+/// # Ok(()) }) }
+/// ```
+#[derive(Clone)]
+pub struct ReadWriteLock {
+    client: Client,
+    name: Arc<str>,
+    prefer_writers: bool,
+}
+
+impl ReadWriteLock {
+    pub(crate) fn new(client: Client, name: String) -> Self {
+        ReadWriteLock {
+            client,
+            name: name.into(),
+            prefer_writers: true,
+        }
+    }
+
+    /// The lock's name (its Redis key).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let rw = client.read_write_lock("catalog");
+    /// assert_eq!(rw.name(), "catalog");
+    /// assert_eq!(rw.read().name(), rw.write().name());
+    /// # Ok(()) }) }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether waiting writers keep new readers out (default true); `false` gives
+    /// Redisson's semantics, where readers may overtake a waiting writer forever.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let rw = client.read_write_lock("catalog");
+    /// assert!(rw.prefers_writers());
+    /// let redisson_like = rw.clone().prefer_writers(false);
+    /// assert!(!redisson_like.prefers_writers());
+    /// # Ok(()) }) }
+    /// ```
+    pub fn prefer_writers(mut self, prefer: bool) -> Self {
+        self.prefer_writers = prefer;
+        self
+    }
+
+    /// True if waiting writers keep new readers out.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// assert!(client.read_write_lock("catalog").prefers_writers());
+    /// # Ok(()) }) }
+    /// ```
+    pub fn prefers_writers(&self) -> bool {
+        self.prefer_writers
+    }
+
+    /// The shared side: any number of tasks may hold it while nobody writes.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, Kind};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let read = client.read_write_lock("catalog").read();
+    /// assert_eq!(read.kind(), Kind::Read);
+    /// let outer = read.lock().await?;
+    /// let inner = read.lock().await?; // reentrant
+    /// assert_eq!(read.hold_count().await?, 2);
+    /// inner.unlock().await?;
+    /// outer.unlock().await?;
+    /// assert!(!read.is_locked().await?);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn read(&self) -> Lock {
+        Lock::new(self.client.clone(), self.name.clone(), Kind::Read)
+    }
+
+    /// The exclusive side: one task holds it, and nobody reads meanwhile (except that
+    /// task itself: a downgrade).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, Error};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let rw = client.read_write_lock("catalog");
+    /// // A downgrade: write, then read, then let the write go.
+    /// let w = rw.write().lock().await?;
+    /// let r = rw.read().lock().await?;
+    /// w.unlock().await?;
+    /// assert!(rw.read().is_locked().await?);
+    /// // An upgrade is refused instead of waiting for ourselves.
+    /// assert!(matches!(rw.write().lock().await, Err(Error::Upgrade { .. })));
+    /// r.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn write(&self) -> Lock {
+        Lock::writer(self.client.clone(), self.name.clone(), self.prefer_writers)
+    }
+}
+
+impl std::fmt::Debug for ReadWriteLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadWriteLock")
+            .field("name", &self.name)
+            .field("prefer_writers", &self.prefer_writers)
+            .finish()
+    }
+}

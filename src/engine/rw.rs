@@ -1,0 +1,241 @@
+//! The read-write lock's scripts (`lua/rw_*.lua`, Redisson's `RReadWriteLock` layout):
+//! one typed call each. The engine runs a read or write lock like any other lock (the
+//! waiter, attempts, holds, watchdog); this file is what differs on the wire.
+//!
+//! * Readers hold with their task's holder id `<uuid>:<n>`, writers with
+//!   `<uuid>:<n>:write` ([`writer`]), so one task may hold both (a downgrade).
+//! * Every read hold has its own timeout key ([`keys::rw_timeout_prefix`]); the
+//!   watchdog renews a reader's keys with [`renew_reads`], a writer's field with the
+//!   plain `renew.lua`.
+//! * Waiting writers may record an intent that keeps new readers out (writer preference,
+//!   `lua/rw_write_acquire.lua`); a writer that stops waiting removes it ([`leave`]).
+
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use redis::Value;
+
+use super::master::Master;
+use super::scripts::{by_shard, typed, Release};
+use crate::error::Result;
+use crate::keys;
+use crate::transport::{Invocation, Lane, Script};
+
+macro_rules! rw_script {
+    ($file:literal) => {
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("../../lua/rw_common.lua"),
+                include_str!(concat!("../../lua/", $file))
+            ))
+        })
+    };
+}
+
+static READ_ACQUIRE: LazyLock<Script> = rw_script!("rw_read_acquire.lua");
+static WRITE_ACQUIRE: LazyLock<Script> = rw_script!("rw_write_acquire.lua");
+static READ_RELEASE: LazyLock<Script> = rw_script!("rw_read_release.lua");
+static WRITE_RELEASE: LazyLock<Script> = rw_script!("rw_write_release.lua");
+static DROP: LazyLock<Script> = rw_script!("rw_drop.lua");
+static RENEW_READS: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/rw_renew.lua")));
+static FORCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/rw_force_release.lua")));
+static LEAVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/rw_leave.lua")));
+
+/// Redisson's `UNLOCK_MESSAGE`, published when the last reader leaves.
+const UNLOCK: &str = "0";
+/// Redisson's `READ_UNLOCK_MESSAGE`, published when a writer leaves: every waiter retries.
+const READ_UNLOCK: &str = "1";
+
+/// The read-write lock's scripts, for [`super::scripts::all`].
+pub(crate) fn all() -> [&'static LazyLock<Script>; 8] {
+    [
+        &READ_ACQUIRE,
+        &WRITE_ACQUIRE,
+        &READ_RELEASE,
+        &WRITE_RELEASE,
+        &DROP,
+        &RENEW_READS,
+        &FORCE,
+        &LEAVE,
+    ]
+}
+
+/// The writer id of the task whose reader id is `reader` (Redisson's `getWriteLockName`).
+pub(crate) fn writer(reader: &str) -> Arc<str> {
+    format!("{reader}:write").into()
+}
+
+/// True for a writer id.
+pub(crate) fn is_writer(holder: &str) -> bool {
+    holder.ends_with(":write")
+}
+
+/// The acquire call of a reader (`write` false) or writer, with its KEYS and the ARGV
+/// that follow lease and holder; the caller adds those two first (scripts::acquire).
+pub(crate) fn acquire_call(name: &str, holder: &str, write: bool) -> (Invocation, Vec<String>) {
+    if write {
+        let mut inv = WRITE_ACQUIRE.call();
+        inv.key(name).key(keys::rw_writers(name));
+        (inv, Vec::new())
+    } else {
+        let mut inv = READ_ACQUIRE.call();
+        inv.key(name)
+            .key(keys::rw_timeout_prefix(name, holder))
+            .key(keys::rw_writers(name));
+        (inv, vec![writer(holder).to_string()])
+    }
+}
+
+/// Drops one read or write hold of `holder` (a writer id for the write lock).
+pub(crate) async fn release(
+    m: &Master,
+    name: &str,
+    lease_ms: u64,
+    holder: &str,
+) -> Result<Release> {
+    let inv = if is_writer(holder) {
+        let mut inv = WRITE_RELEASE.call();
+        inv.key(name)
+            .key(keys::rw_channel(name))
+            .key(keys::rw_tag(name))
+            .arg(READ_UNLOCK)
+            .arg(lease_ms)
+            .arg(holder);
+        inv
+    } else {
+        let mut inv = READ_RELEASE.call();
+        inv.key(name)
+            .key(keys::rw_channel(name))
+            .key(keys::rw_timeout_prefix(name, holder))
+            .key(keys::rw_tag(name))
+            .arg(UNLOCK)
+            .arg(holder);
+        inv
+    };
+    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+    Ok(match m.decode::<Option<i64>>(v)? {
+        None => Release::NotHeld,
+        Some(0) => Release::StillHeld,
+        Some(_) => Release::Released,
+    })
+}
+
+/// Renews read holds `(name, reader id)` to `lease_ms`; one result per pair (true =
+/// still held), one script call per hash slot on a cluster (scripts::by_shard).
+pub(crate) async fn renew_reads(
+    m: &Master,
+    pairs: &[(&str, &str)],
+    lease_ms: u64,
+    timeout: Duration,
+) -> Vec<Result<bool>> {
+    let items: Vec<&(&str, &str)> = pairs.iter().collect();
+    by_shard(
+        m.link(),
+        &items,
+        |p| p.0,
+        |_, group| {
+            Box::pin(async move {
+                match renew_read_group(m, &group, lease_ms, timeout).await {
+                    Err(e) => group.iter().map(|_| Err(e.clone())).collect(),
+                    Ok(held) => held.into_iter().map(Ok).collect(),
+                }
+            })
+        },
+    )
+    .await
+}
+
+/// One renew call for `reads` (all in one hash slot on a cluster).
+async fn renew_read_group(
+    m: &Master,
+    reads: &[&(&str, &str)],
+    lease_ms: u64,
+    timeout: Duration,
+) -> Result<Vec<bool>> {
+    let mut inv = RENEW_READS.call();
+    inv.arg(lease_ms);
+    for (name, holder) in reads {
+        inv.key(*name)
+            .key(keys::rw_timeout_prefix(name, holder))
+            .arg(*holder);
+    }
+    let first = reads.first().map_or("", |l| l.0);
+    let v = (m.eval_within(Lane::Side, timeout, &inv).await).map_err(|e| typed(first, e))?;
+    let v: Vec<i64> = m.decode(v)?;
+    if v.len() != reads.len() {
+        return Err(m.err(redis::RedisError::from((
+            redis::ErrorKind::Parse,
+            "unexpected script reply",
+            format!("rw_renew: {} answers for {} holds", v.len(), reads.len()),
+        ))));
+    }
+    Ok(v.into_iter().map(|x| x == 1).collect())
+}
+
+/// Removes a lost hold of `holder` (reader or writer id), waking the waiters if that
+/// frees the lock; true if there was one.
+pub(crate) async fn drop_lost(m: &Master, name: &str, holder: &str) -> Result<bool> {
+    let mut inv = DROP.call();
+    inv.key(name)
+        .key(keys::rw_channel(name))
+        .key(keys::rw_timeout_prefix(name, holder))
+        .key(keys::rw_tag(name))
+        .arg(holder)
+        .arg(READ_UNLOCK);
+    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+    Ok(m.decode::<i64>(v)? == 1)
+}
+
+/// Deletes the lock if it is in write mode (`write`) or read mode, whoever holds it,
+/// and wakes its waiters; true if it was deleted.
+pub(crate) async fn force_release(m: &Master, name: &str, write: bool) -> Result<bool> {
+    let mut inv = FORCE.call();
+    inv.key(name).key(keys::rw_channel(name));
+    if write {
+        inv.arg("write").arg(READ_UNLOCK);
+    } else {
+        inv.arg("read").arg(UNLOCK);
+    }
+    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+    Ok(m.decode::<i64>(v)? == 1)
+}
+
+/// A waiting writer gives up: removes its intent and wakes the readers it kept out.
+pub(crate) async fn leave(m: &Master, name: &str, writer: &str) -> Result<bool> {
+    let mut inv = LEAVE.call();
+    inv.key(keys::rw_writers(name))
+        .key(keys::rw_channel(name))
+        .arg(writer)
+        .arg(READ_UNLOCK);
+    let v = m.eval(Lane::Lock, &inv).await?;
+    Ok(m.decode::<i64>(v)? == 1)
+}
+
+/// What a read-write lock's hash says: its mode (`None` when free) and holder fields.
+pub(crate) fn parse_state(v: &Value) -> (Option<String>, usize) {
+    let pairs: Vec<(&Value, &Value)> = match v {
+        Value::Array(items) => items
+            .chunks(2)
+            .filter_map(|p| Some((&p[0], p.get(1)?)))
+            .collect(),
+        Value::Map(items) => items.iter().map(|(k, v)| (k, v)).collect(),
+        _ => return (None, 0),
+    };
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        _ => None,
+    };
+    let mut mode = None;
+    let mut holders = 0;
+    for (field, value) in pairs {
+        match text(field).as_deref() {
+            Some("mode") => mode = text(value),
+            Some(_) => holders += 1,
+            None => {}
+        }
+    }
+    (mode, holders)
+}
