@@ -135,6 +135,23 @@ pub(crate) fn rw_writers(name: &str) -> String {
     derived("redlatch_rwlock_writers", name)
 }
 
+/// A semaphore's channel (Redisson's `redisson_sc:{name}`): the available permits are
+/// published on it when they grow.
+pub(crate) fn sem_channel(name: &str) -> String {
+    derived("redisson_sc", name)
+}
+
+/// An expirable semaphore's acquired permits: `<tag>:timeout` (Redisson's
+/// `suffixName(name, "timeout")`).
+pub(crate) fn permit_timeouts(name: &str) -> String {
+    format!("{}:timeout", rw_tag(name))
+}
+
+/// A count-down latch's channel: Redisson always wraps the name in braces here.
+pub(crate) fn latch_channel(name: &str) -> String {
+    format!("redisson_countdownlatch__channel__{{{name}}}")
+}
+
 /// A fair waiter's own wake-up channel.
 pub(crate) fn waiter_channel(name: &str, holder: &str) -> String {
     format!("{}:{holder}", channel(name))
@@ -161,6 +178,10 @@ mod tests {
             "{o}:1:u:1:rwlock_timeout"
         );
         assert_eq!(rw_writers("a"), "redlatch_rwlock_writers:{a}");
+        assert_eq!(sem_channel("s"), "redisson_sc:{s}");
+        assert_eq!(permit_timeouts("s"), "{s}:timeout");
+        assert_eq!(permit_timeouts("{s}:x"), "{s}:x:timeout");
+        assert_eq!(latch_channel("l"), "redisson_countdownlatch__channel__{l}");
     }
 
     #[test]

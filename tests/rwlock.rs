@@ -501,3 +501,53 @@ async fn bad_input_is_typed() {
     ));
     assert_eq!(server.cmd::<String>(&["GET", "bad"]), "text");
 }
+
+#[tokio::test]
+async fn under_redlock_read_and_write_locks_go_by_majority() {
+    let mut servers = common::start_many(3);
+    let config = common::redlock::config(&servers);
+    let (a, b) = (
+        Client::connect(config.clone()).await.unwrap(),
+        Client::connect(config).await.unwrap(),
+    );
+    let r = a.read_write_lock("rl").read().lock().await.unwrap();
+    let r2 = b
+        .read_write_lock("rl")
+        .read()
+        .try_lock(Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(r2.is_some(), "readers share under Redlock too");
+    for s in &servers {
+        assert_eq!(s.cmd::<String>(&["HGET", "rl", "mode"]), "read");
+        assert_eq!(s.cmd::<i64>(&["HLEN", "rl"]), 3);
+    }
+    r2.unwrap().unlock().await.unwrap();
+    assert!(b
+        .read_write_lock("rl")
+        .write()
+        .try_lock(Duration::ZERO)
+        .await
+        .unwrap()
+        .is_none());
+    r.unlock().await.unwrap();
+    // One master down: a majority still grants and excludes.
+    servers[2].kill();
+    let w = a.read_write_lock("rl").write().lock().await.unwrap();
+    assert!(b
+        .read_write_lock("rl")
+        .read()
+        .try_lock(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(b.read_write_lock("rl").write().is_locked().await.unwrap());
+    w.unlock().await.unwrap();
+    let r = b
+        .read_write_lock("rl")
+        .read()
+        .try_lock(Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(r.is_some());
+}

@@ -5,9 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::config::{Config, Topology};
+use crate::api::latch::CountDownLatch;
 use crate::api::lock::Lock;
 use crate::api::multi::MultiLock;
+use crate::api::permits::PermitExpirableSemaphore;
 use crate::api::rwlock::ReadWriteLock;
+use crate::api::semaphore::Semaphore;
 use crate::engine::quorum::{answers, fan_out};
 use crate::engine::{Engine, Kind};
 use crate::error::{Error, Result};
@@ -225,6 +228,61 @@ impl Client {
         S: Into<String>,
     {
         MultiLock::plain(self, names.into_iter().map(Into::into).collect())
+    }
+
+    /// A semaphore (Redisson `RSemaphore`): a counter of permits at `name`.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.semaphore("slots");
+    /// s.try_set_permits(1).await?;
+    /// s.acquire(1).await?;
+    /// s.release(1).await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        Semaphore::new(self.clone(), name.into())
+    }
+
+    /// A semaphore whose permits expire when their holder stops renewing them (Redisson
+    /// `RPermitExpirableSemaphore`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.try_set_permits(1).await?;
+    /// let permit = s.acquire().await?;
+    /// permit.release().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn permit_expirable_semaphore(&self, name: impl Into<String>) -> PermitExpirableSemaphore {
+        PermitExpirableSemaphore::new(self.clone(), name.into())
+    }
+
+    /// A count-down latch (Redisson `RCountDownLatch`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let l = client.count_down_latch("ready");
+    /// l.try_set_count(1).await?;
+    /// l.count_down().await?;
+    /// assert_eq!(l.count().await?, 0);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
+        CountDownLatch::new(self.clone(), name.into())
     }
 
     /// This client's UUID: the first half of every holder id it uses.

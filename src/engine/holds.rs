@@ -22,6 +22,8 @@ pub(crate) struct Hold {
     pub(crate) holder: Arc<str>,
     /// What kind of lock it is (the watchdog renews read holds differently).
     pub(crate) kind: Kind,
+    /// A permit of an expirable semaphore (`holder` is the permit id), not a lock.
+    pub(crate) permit: bool,
     pub(crate) lost: CancellationToken,
     /// When the holder first took the lock (re-entries do not move it).
     since: Instant,
@@ -119,6 +121,7 @@ impl Holds {
             name: name.clone(),
             holder: holder.clone(),
             kind,
+            permit: false,
             lost: CancellationToken::new(),
             since: at,
             state: parking_lot::Mutex::new(State {
@@ -129,6 +132,35 @@ impl Holds {
             }),
         });
         holds.push(hold.clone());
+        hold
+    }
+
+    /// Records a permit of an expirable semaphore `name` taken under `id` (count 1;
+    /// the watchdog renews it when `watchdog`).
+    pub(crate) fn permit(
+        &self,
+        name: &Arc<str>,
+        id: &Arc<str>,
+        watchdog: bool,
+        at: Instant,
+        lease: Duration,
+    ) -> Arc<Hold> {
+        let hold = Arc::new(Hold {
+            name: name.clone(),
+            holder: id.clone(),
+            kind: Kind::Plain,
+            permit: true,
+            lost: CancellationToken::new(),
+            since: at,
+            state: parking_lot::Mutex::new(State {
+                count: 1,
+                watchdog_holds: u32::from(watchdog),
+                last_renewed: at,
+                lease,
+            }),
+        });
+        let mut map = self.map.lock();
+        map.entry(name.clone()).or_default().push(hold.clone());
         hold
     }
 

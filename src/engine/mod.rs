@@ -9,6 +9,7 @@
 //! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry).
 //! * [`release`]: giving a hold back, or handing it to a local waiter.
 //! * [`rw`]: what the read and write locks of a read-write lock send instead.
+//! * [`permits`], [`signal`]: semaphores and latches, and waiting for a counter.
 //! * [`watchdog`]: renewing the leases of held locks.
 //! * [`holds`], [`holder`], [`gate`], [`offers`]: the client's local bookkeeping.
 
@@ -18,10 +19,12 @@ pub(crate) mod holder;
 pub(crate) mod holds;
 pub(crate) mod master;
 pub(crate) mod offers;
+pub(crate) mod permits;
 pub(crate) mod quorum;
 pub(crate) mod release;
 pub(crate) mod rw;
 pub(crate) mod scripts;
+pub(crate) mod signal;
 pub(crate) mod waiter;
 pub(crate) mod watchdog;
 
@@ -188,16 +191,20 @@ impl Engine {
     /// that acquisition on every master that answers late.
     pub(crate) fn lose(&self, hold: &Arc<Hold>) {
         self.holds.lose(hold);
-        self.pubsub.notify_local(&hold.kind.channel(&hold.name));
+        if !hold.permit {
+            self.pubsub.notify_local(&hold.kind.channel(&hold.name));
+        }
         let (name, holder) = (hold.name.clone(), hold.holder.clone());
         let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
         let masters = self.masters.clone();
-        let rw = hold.kind.is_rw();
+        let (rw, permit) = (hold.kind.is_rw(), hold.permit);
         self.cleanups.spawn(async move {
             let _settling = settling;
             let (n, h) = (&*name, &*holder);
             let dropped = quorum::fan_out(&masters, |m| async move {
-                if rw {
+                if permit {
+                    permits::return_permit(m, n, h).await
+                } else if rw {
                     rw::drop_lost(m, n, h).await
                 } else {
                     scripts::drop_lost(m, n, h).await

@@ -64,6 +64,7 @@ pub(crate) fn all() -> Vec<&'static Script> {
         &DROP,
     ];
     all.extend(super::rw::all().map(|s| &**s));
+    all.extend(super::permits::all().map(|s| &**s));
     all
 }
 

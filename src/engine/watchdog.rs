@@ -23,7 +23,7 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::holds::Hold;
-use super::{rw, scripts};
+use super::{permits, rw, scripts};
 use super::{Engine, Kind};
 use crate::telemetry;
 
@@ -128,6 +128,27 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
+/// Which renewal script a hold needs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Renewal {
+    /// renew.lua: the holder's field of a lock hash (plain, fair, fenced, write).
+    Field,
+    /// rw_renew.lua: a reader's own hold keys.
+    Read,
+    /// xsem_renew.lua: a permit's expiry.
+    Permit,
+}
+
+impl Renewal {
+    fn of(hold: &Hold) -> Renewal {
+        match (hold.permit, hold.kind) {
+            (true, _) => Renewal::Permit,
+            (false, Kind::Read) => Renewal::Read,
+            _ => Renewal::Field,
+        }
+    }
+}
+
 async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &AtomicU64) {
     let started = Instant::now();
     let lease_ms = engine.settings.watchdog_timeout.as_millis() as u64;
@@ -135,27 +156,30 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
     // away): give a loaded master a whole period, but no more, so a master that does
     // not answer never holds up the next round (invariant 1).
     let period = engine.settings.watchdog_timeout / 3;
-    // Read holds renew their own timeout keys (rw.rs); every other hold its field.
-    let (reads, others): (Vec<_>, Vec<_>) =
-        (0..chunk.len()).partition(|&i| chunk[i].kind == Kind::Read);
-    let pairs = |idx: &[usize]| -> Vec<(&str, &str)> {
-        idx.iter()
+    // Read holds renew their own timeout keys (rw.rs), permits their expiry
+    // (permits.rs); every other hold its field.
+    let group = |want: Renewal| -> (Vec<usize>, Vec<(&str, &str)>) {
+        let idx: Vec<usize> = (0..chunk.len())
+            .filter(|&i| Renewal::of(&chunk[i]) == want)
+            .collect();
+        let pairs = (idx.iter())
             .map(|&i| (&*chunk[i].name, &*chunk[i].holder))
-            .collect()
+            .collect();
+        (idx, pairs)
     };
-    let (read_pairs, other_pairs) = (pairs(&reads), pairs(&others));
-    let (reads, others, read_pairs, other_pairs) = (&reads, &others, &read_pairs, &other_pairs);
+    let groups = [Renewal::Field, Renewal::Read, Renewal::Permit].map(|r| (r, group(r)));
+    let groups = &groups;
     let mut answers: FuturesUnordered<_> = (engine.masters.iter())
         .map(|m| async move {
             let timeout = period;
             let mut held: Vec<crate::error::Result<bool>> = vec![Ok(false); chunk.len()];
-            if !other_pairs.is_empty() {
-                let r = scripts::renew(m, other_pairs, lease_ms, timeout).await;
-                others.iter().zip(r).for_each(|(&i, h)| held[i] = h);
-            }
-            if !read_pairs.is_empty() {
-                let r = rw::renew_reads(m, read_pairs, lease_ms, timeout).await;
-                reads.iter().zip(r).for_each(|(&i, h)| held[i] = h);
+            for (how, (idx, pairs)) in groups.iter().filter(|g| !g.1 .0.is_empty()) {
+                let r = match how {
+                    Renewal::Field => scripts::renew(m, pairs, lease_ms, timeout).await,
+                    Renewal::Read => rw::renew_reads(m, pairs, lease_ms, timeout).await,
+                    Renewal::Permit => permits::renew_permits(m, pairs, lease_ms, timeout).await,
+                };
+                idx.iter().zip(r).for_each(|(&i, h)| held[i] = h);
             }
             held
         })

@@ -1,0 +1,191 @@
+//! [`CountDownLatch`]: Redisson's `RCountDownLatch`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::api::client::Client;
+use crate::api::semaphore::single_master;
+use crate::engine::master::Master;
+use crate::engine::permits;
+use crate::engine::signal::{wait_for, Attempt};
+use crate::engine::waiter::deadline_after;
+use crate::error::Result;
+use crate::keys;
+
+/// A distributed count-down latch (Redisson `RCountDownLatch`, same key and channel):
+/// a count set once, counted down by anyone; waiters are woken by pub/sub when it
+/// reaches zero (the key is then deleted, so the latch can be set again).
+/// One master only ([`Error::Unsupported`](crate::Error::Unsupported) under Redlock).
+///
+/// # Examples
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+/// # fn main() { doc_redis::run(|url| async move {
+/// use std::time::Duration;
+/// use redlatch::{Client, Config};
+/// let client = Client::connect(Config::single(url)).await?;
+/// let ready = client.count_down_latch("workers-ready");
+/// assert!(ready.try_set_count(2).await?);
+/// let waiting = { let r = ready.clone(); tokio::spawn(async move { r.wait(Duration::from_secs(10)).await }) };
+/// ready.count_down().await?;
+/// ready.count_down().await?;
+/// assert!(waiting.await.unwrap()?);
+/// assert_eq!(ready.count().await?, 0);
+/// # Ok(()) }) }
+/// ```
+#[derive(Clone)]
+pub struct CountDownLatch {
+    client: Client,
+    name: Arc<str>,
+}
+
+impl CountDownLatch {
+    pub(crate) fn new(client: Client, name: String) -> Self {
+        CountDownLatch {
+            client,
+            name: name.into(),
+        }
+    }
+
+    fn master(&self) -> Result<Arc<Master>> {
+        single_master(&self.client, &self.name, "count-down latch")
+    }
+
+    /// The latch's name (its Redis key).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// assert_eq!(client.count_down_latch("ready").name(), "ready");
+    /// # Ok(()) }) }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sets the count if the latch is not set (its count is 0); true if it set it.
+    /// A count of 0 sets nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`](crate::Error::InvalidName),
+    /// [`Error::WrongType`](crate::Error::WrongType), `Unsupported` under Redlock, or
+    /// the master's error.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let l = client.count_down_latch("ready");
+    /// assert!(l.try_set_count(3).await?);
+    /// assert!(!l.try_set_count(5).await?); // still counting
+    /// assert_eq!(l.count().await?, 3);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn try_set_count(&self, count: u64) -> Result<bool> {
+        let master = self.master()?;
+        if count == 0 {
+            return Ok(false);
+        }
+        permits::latch_set(&master, &self.name, count).await
+    }
+
+    /// Counts down by one; at zero every waiter wakes. Returns the count left.
+    ///
+    /// # Errors
+    /// As [`try_set_count`](Self::try_set_count).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let l = client.count_down_latch("ready");
+    /// l.try_set_count(2).await?;
+    /// assert_eq!(l.count_down().await?, 1);
+    /// assert_eq!(l.count_down().await?, 0);
+    /// assert_eq!(l.count_down().await?, 0); // stays at zero
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn count_down(&self) -> Result<u64> {
+        let master = self.master()?;
+        permits::latch_count_down(&master, &self.name).await
+    }
+
+    /// The count now (0 when not set or counted down).
+    ///
+    /// # Errors
+    /// As [`try_set_count`](Self::try_set_count).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// assert_eq!(client.count_down_latch("ready").count().await?, 0);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn count(&self) -> Result<u64> {
+        permits::latch_count(&*self.master()?, &self.name).await
+    }
+
+    /// Waits at most `timeout` for the count to reach zero; true if it did. Woken by
+    /// pub/sub: an idle waiter sends nothing.
+    ///
+    /// # Errors
+    /// As [`try_set_count`](Self::try_set_count).
+    ///
+    /// # Cancel safety
+    /// Dropping the future leaves nothing behind (its subscription goes with it).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let l = client.count_down_latch("ready");
+    /// l.try_set_count(1).await?;
+    /// assert!(!l.wait(Duration::from_millis(50)).await?);
+    /// l.count_down().await?;
+    /// assert!(l.wait(Duration::from_millis(50)).await?);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn wait(&self, timeout: Duration) -> Result<bool> {
+        let master = self.master()?;
+        let deadline = deadline_after(timeout);
+        let engine = &self.client.engine;
+        let done = wait_for(
+            engine,
+            keys::latch_channel(&self.name),
+            deadline,
+            "latch",
+            || {
+                let (m, name) = (master.clone(), self.name.clone());
+                async move {
+                    Ok(match permits::latch_count(&m, &name).await? {
+                        0 => Attempt::Done(()),
+                        _ => Attempt::Retry(None),
+                    })
+                }
+            },
+        )
+        .await?;
+        Ok(done.is_some())
+    }
+}
+
+impl std::fmt::Debug for CountDownLatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountDownLatch")
+            .field("name", &self.name)
+            .finish()
+    }
+}

@@ -1,0 +1,552 @@
+//! [`PermitExpirableSemaphore`] (Redisson `RPermitExpirableSemaphore`) and its
+//! [`Permit`] guard.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::api::client::Client;
+use crate::api::config::check_lease;
+use crate::api::semaphore::single_master;
+use crate::engine::holds::Hold;
+use crate::engine::master::Master;
+use crate::engine::permits::{self, Set};
+use crate::engine::signal::{completed, wait_for, Attempt};
+use crate::engine::waiter::deadline_after;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::keys;
+
+/// A semaphore whose permits expire (Redisson `RPermitExpirableSemaphore`, same keys):
+/// each acquisition returns a [`Permit`] with its own id, recorded in Redis with the
+/// instant it expires. A holder that dies stops renewing, its permit expires, and the
+/// next acquisition takes it back: a concurrency limit across machines that survives
+/// crashes (`redlatch run --permits N`).
+///
+/// Without a lease a permit is kept by the client's watchdog (renewed every third of
+/// the watchdog timeout in the same batched round as the locks) and its
+/// [`lost`](Permit::lost) token fires if it expired anyway; with a lease it simply ends.
+/// Waiters wake on the semaphore's channel when a permit comes back, or when the first
+/// acquired permit is due to expire. One master only ([`Error::Unsupported`] under
+/// Redlock).
+///
+/// # Examples
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+/// # fn main() { doc_redis::run(|url| async move {
+/// use std::time::Duration;
+/// use redlatch::{Client, Config};
+/// let client = Client::connect(Config::single(url)).await?;
+/// let builds = client.permit_expirable_semaphore("builds");
+/// builds.try_set_permits(1).await?;
+/// let permit = builds.acquire().await?; // watchdog-kept
+/// assert!(builds.try_acquire(Duration::from_millis(50)).await?.is_none());
+/// permit.release().await?;
+/// let short = builds.acquire_with_lease(Duration::from_millis(200)).await?;
+/// std::mem::forget(short); // its holder "dies"
+/// assert!(builds.try_acquire(Duration::from_secs(5)).await?.is_some()); // expired, taken back
+/// # Ok(()) }) }
+/// ```
+#[derive(Clone)]
+pub struct PermitExpirableSemaphore {
+    client: Client,
+    name: Arc<str>,
+}
+
+impl PermitExpirableSemaphore {
+    pub(crate) fn new(client: Client, name: String) -> Self {
+        PermitExpirableSemaphore {
+            client,
+            name: name.into(),
+        }
+    }
+
+    fn master(&self) -> Result<Arc<Master>> {
+        single_master(&self.client, &self.name, "permit-expirable semaphore")
+    }
+
+    /// The semaphore's name (the key of its counter).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// assert_eq!(client.permit_expirable_semaphore("builds").name(), "builds");
+    /// # Ok(()) }) }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Waits as long as it takes for a permit, kept by the watchdog.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`], [`Error::WrongType`], [`Error::Unsupported`] under
+    /// Redlock, or the master's error.
+    ///
+    /// # Cancel safety
+    /// Dropping the future takes no permit: one whose acquisition had reached Redis is
+    /// given back in the background.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(2).await?;
+    /// let p = s.acquire().await?;
+    /// assert_eq!(p.id().len(), 32); // 16 bytes, hex
+    /// assert_eq!(s.available().await?, 1);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn acquire(&self) -> Result<Permit> {
+        Ok(self.take(None, None).await?.expect("unbounded wait"))
+    }
+
+    /// Waits as long as it takes for a permit that expires after `lease`.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire), plus [`Error::InvalidLease`].
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(1).await?;
+    /// let p = s.acquire_with_lease(Duration::from_secs(10)).await?;
+    /// p.release().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn acquire_with_lease(&self, lease: Duration) -> Result<Permit> {
+        Ok(self.take(None, Some(lease)).await?.expect("unbounded wait"))
+    }
+
+    /// Waits at most `wait` for a permit kept by the watchdog; `Ok(None)` if none came.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// assert!(s.try_acquire(Duration::ZERO).await?.is_none()); // no permits set up
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn try_acquire(&self, wait: Duration) -> Result<Option<Permit>> {
+        self.take(Some(wait), None).await
+    }
+
+    /// Waits at most `wait` for a permit that expires after `lease`.
+    ///
+    /// # Errors
+    /// As [`acquire_with_lease`](Self::acquire_with_lease).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(1).await?;
+    /// let p = s.try_acquire_with_lease(Duration::ZERO, Duration::from_secs(5)).await?;
+    /// assert!(p.is_some());
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn try_acquire_with_lease(
+        &self,
+        wait: Duration,
+        lease: Duration,
+    ) -> Result<Option<Permit>> {
+        self.take(Some(wait), Some(lease)).await
+    }
+
+    async fn take(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<Permit>> {
+        let master = self.master()?;
+        let engine = &self.client.engine;
+        let watchdog = lease.is_none();
+        let lease = lease.unwrap_or(engine.settings.watchdog_timeout);
+        let lease_ms = check_lease("lease", lease)?;
+        let id: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
+        let deadline = wait.and_then(deadline_after);
+        let channel = keys::sem_channel(&self.name);
+        let taken = wait_for(engine, channel, deadline, "permit", || {
+            let (m, name, id) = (master.clone(), self.name.clone(), id.clone());
+            async move {
+                let started = Instant::now();
+                let (undo_m, undo_name, undo_id) = (m.clone(), name.clone(), id.clone());
+                let r = completed(
+                    engine,
+                    async move { permits::take_permit(&m, &name, &id, lease_ms).await },
+                    move |r| async move {
+                        if r.is_ok() {
+                            let _ = permits::return_permit(&undo_m, &undo_name, &undo_id).await;
+                        }
+                    },
+                )
+                .await?;
+                Ok(match r {
+                    Ok(()) => Attempt::Done(started),
+                    Err(expiring) => Attempt::Retry(expiring),
+                })
+            }
+        })
+        .await?;
+        Ok(taken.map(|started| {
+            let hold = engine
+                .holds
+                .permit(&self.name, &id, watchdog, started, lease);
+            Permit {
+                engine: engine.clone(),
+                hold,
+                watchdog,
+                validity: engine.validity_of(lease).saturating_sub(started.elapsed()),
+                runtime: tokio::runtime::Handle::current(),
+                armed: true,
+            }
+        }))
+    }
+
+    /// Gives back the permit `id` (from [`Permit::id`], maybe of another process);
+    /// true if it was held, false if it was released already or had expired.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(1).await?;
+    /// let id = s.acquire().await?.id().to_string(); // the guard's drop gives it back too
+    /// tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    /// assert!(!s.release(&id).await?);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn release(&self, id: &str) -> Result<bool> {
+        let master = self.master()?;
+        if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::InvalidName(format!(
+                "permit id {id:?} is not 32 hex digits"
+            )));
+        }
+        permits::return_permit(&master, &self.name, id).await
+    }
+
+    /// The permits available now, after taking back the expired ones.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(3).await?;
+    /// let _p = s.acquire().await?;
+    /// assert_eq!(s.available().await?, 2);
+    /// assert_eq!(s.acquired().await?, 1);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn available(&self) -> Result<i64> {
+        Ok(permits::permits_state(&*self.master()?, &self.name)
+            .await?
+            .0)
+    }
+
+    /// The permits acquired and not yet expired or released.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// assert_eq!(s.acquired().await?, 0);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn acquired(&self) -> Result<i64> {
+        Ok(permits::permits_state(&*self.master()?, &self.name)
+            .await?
+            .1)
+    }
+
+    /// Sets the available permits, whatever they were, and wakes the waiters.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(4).await?;
+    /// assert_eq!(s.available().await?, 4);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn set_permits(&self, permits: u32) -> Result<()> {
+        let master = self.master()?;
+        permits::set(&master, &self.name, Set::Always, permits.into())
+            .await
+            .map(drop)
+    }
+
+    /// Sets the permits only if the semaphore does not exist yet; true if it did.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// assert!(s.try_set_permits(2).await?);
+    /// assert!(!s.try_set_permits(9).await?);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
+        let master = self.master()?;
+        permits::set(&master, &self.name, Set::IfAbsent, permits.into()).await
+    }
+
+    /// Adds `delta` available permits (negative: removes them) and wakes the waiters.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.add_permits(2).await?;
+    /// assert_eq!(s.available().await?, 2);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn add_permits(&self, delta: i64) -> Result<()> {
+        let master = self.master()?;
+        permits::set(&master, &self.name, Set::Add, delta)
+            .await
+            .map(drop)
+    }
+}
+
+impl std::fmt::Debug for PermitExpirableSemaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermitExpirableSemaphore")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// One permit of a [`PermitExpirableSemaphore`]. Dropping it gives the permit back in
+/// a background task; [`release`](Permit::release) gives it back and reports errors.
+#[must_use = "dropping the permit gives it back at once"]
+pub struct Permit {
+    engine: Arc<Engine>,
+    hold: Arc<Hold>,
+    watchdog: bool,
+    validity: Duration,
+    runtime: tokio::runtime::Handle,
+    armed: bool,
+}
+
+impl Permit {
+    /// The permit's id: 32 hex digits (Redisson's format).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(2).await?;
+    /// let (a, b) = (s.acquire().await?, s.acquire().await?);
+    /// assert_ne!(a.id(), b.id());
+    /// # Ok(()) }) }
+    /// ```
+    pub fn id(&self) -> &str {
+        &self.hold.holder
+    }
+
+    /// The semaphore's name.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(1).await?;
+    /// assert_eq!(s.acquire().await?.name(), "builds");
+    /// # Ok(()) }) }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.hold.name
+    }
+
+    /// Cancelled when the watchdog finds the permit expired or gone (or could not renew
+    /// it in time), or the client shut down. A permit with a lease is never reported:
+    /// it ends [`validity`](Self::validity) after acquisition.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(1).await?;
+    /// let p = s.acquire().await?;
+    /// assert!(!p.lost().is_cancelled());
+    /// # Ok(()) }) }
+    /// ```
+    pub fn lost(&self) -> CancellationToken {
+        self.hold.lost.clone()
+    }
+
+    /// How long the permit was valid for when acquired (its lease less the drift
+    /// allowance); the watchdog extends it while the permit lives.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(1).await?;
+    /// let p = s.acquire_with_lease(Duration::from_secs(2)).await?;
+    /// assert!(p.validity() < Duration::from_secs(2));
+    /// # Ok(()) }) }
+    /// ```
+    pub fn validity(&self) -> Duration {
+        self.validity
+    }
+
+    /// Gives the permit back now and wakes a waiter.
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] if the permit had expired, was released by id, or was
+    /// reported lost; the master's error if it could not be reached (the permit then
+    /// expires on its own).
+    ///
+    /// # Cancel safety
+    /// If the future is dropped the release may or may not have happened; the lease
+    /// bounds how long the permit stays taken.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(1).await?;
+    /// let p = s.acquire().await?;
+    /// let id = p.id().to_string();
+    /// assert!(s.release(&id).await?); // released by id, from anywhere
+    /// assert!(p.release().await.unwrap_err().is_not_held());
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn release(mut self) -> Result<()> {
+        self.armed = false;
+        give_back(&self.engine, &self.hold, self.watchdog).await
+    }
+}
+
+/// Counts the permit out of the hold table and gives it back in Redis.
+async fn give_back(engine: &Engine, hold: &Arc<Hold>, watchdog: bool) -> Result<()> {
+    let not_held = || Error::NotHeld {
+        name: hold.name.to_string(),
+        holder: hold.holder.to_string(),
+    };
+    if engine.holds.released(hold, watchdog).is_none() {
+        return Err(not_held());
+    }
+    let master = &engine.masters[0];
+    if permits::return_permit(master, &hold.name, &hold.holder).await? {
+        Ok(())
+    } else {
+        Err(not_held())
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (engine, hold, watchdog) = (self.engine.clone(), self.hold.clone(), self.watchdog);
+        let runtime =
+            tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
+        let give = async move {
+            match give_back(&engine, &hold, watchdog).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_held() => {}
+                Err(e) => tracing::warn!(semaphore = %hold.name, error = %e,
+                    "giving a permit back on drop failed; it expires on its own"),
+            }
+        };
+        self.engine.cleanups.spawn_on(give, &runtime);
+    }
+}
+
+impl std::fmt::Debug for Permit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Permit")
+            .field("name", &self.hold.name)
+            .field("id", &self.hold.holder)
+            .field("watchdog", &self.watchdog)
+            .finish()
+    }
+}
