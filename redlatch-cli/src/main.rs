@@ -11,6 +11,7 @@ mod child;
 mod conn;
 mod duration;
 mod exit;
+mod held;
 mod run;
 mod status;
 mod unlock;
@@ -25,6 +26,8 @@ const EXAMPLES: &str = "\
 Examples:
   redlatch run nightly-backup --wait 10s -- ./backup.sh --full
   redlatch run orders:42 --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- make deploy
+  redlatch run --read catalog -- ./export.sh      (many readers; --write excludes them)
+  redlatch run --permits 4 gpu -- ./train.sh      (at most 4 at once across machines)
   redlatch status nightly-backup --json
   redlatch unlock --force nightly-backup
 

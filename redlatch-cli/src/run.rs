@@ -4,9 +4,9 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::held::{Held, Wanted};
 use clap::Args;
 use nix::sys::signal::Signal;
-use redlatch::{Lock, LockGuard};
 use tokio::process::Child;
 use tokio::time::Instant;
 
@@ -38,14 +38,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR", value_parser = duration::parse)]
     pub lease: Option<Duration>,
 
-    /// Fair lock: waiters get the lock in arrival order (Redisson RFairLock).
-    #[arg(long, conflicts_with = "fenced")]
-    pub fair: bool,
-
-    /// Fenced lock: CMD gets a fencing token in $REDLATCH_FENCING_TOKEN that grows
-    /// with every acquisition (Redisson RFencedLock).
-    #[arg(long)]
-    pub fenced: bool,
+    #[command(flatten)]
+    pub kind: KindArgs,
 
     /// After a lost lock, time between SIGTERM and SIGKILL to CMD.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration::parse)]
@@ -65,6 +59,36 @@ pub struct RunArgs {
     #[arg(last = true, required = true, value_name = "CMD",
           value_parser = clap::value_parser!(OsString))]
     pub cmd: Vec<OsString>,
+}
+
+/// Which kind of lock (or semaphore) `run` holds; at most one of these.
+#[derive(Args, Debug)]
+#[group(multiple = false)]
+pub struct KindArgs {
+    /// Fair lock: waiters get the lock in arrival order (Redisson RFairLock).
+    #[arg(long)]
+    pub fair: bool,
+
+    /// Fenced lock: CMD gets a fencing token in $REDLATCH_FENCING_TOKEN that grows
+    /// with every acquisition (Redisson RFencedLock).
+    #[arg(long)]
+    pub fenced: bool,
+
+    /// The read lock of the read-write lock NAME (Redisson RReadWriteLock): any number
+    /// of `--read` runners at once, none while a `--write` runner holds it.
+    #[arg(long)]
+    pub read: bool,
+
+    /// The write lock of the read-write lock NAME: alone, no `--read` runner meanwhile.
+    /// Waiting writers keep new readers out.
+    #[arg(long)]
+    pub write: bool,
+
+    /// A permit of the expirable semaphore NAME (Redisson RPermitExpirableSemaphore),
+    /// set up with N permits if it does not exist: at most N CMDs at once across
+    /// machines (`sem`). A killed runner's permit expires after --watchdog.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub permits: Option<u32>,
 }
 
 /// How CMD's run under the lock ended.
@@ -99,12 +123,8 @@ async fn hold_and_run(
     args: &RunArgs,
     signals: &mut Signals,
 ) -> Result<u8, Failure> {
-    let lock = match (args.fair, args.fenced) {
-        (true, _) => client.fair_lock(args.name.clone()),
-        (_, true) => client.fenced_lock(args.name.clone()),
-        _ => client.lock(args.name.clone()),
-    };
-    let guard = acquire(&lock, args, signals).await?;
+    let wanted = Wanted::new(client, &args.name, &args.kind);
+    let guard = acquire(&wanted, args, signals).await?;
     let mut env = vec![
         ("REDLATCH_LOCK", args.name.clone()),
         ("REDLATCH_HOLDER", guard.holder().to_string()),
@@ -120,7 +140,7 @@ async fn hold_and_run(
         Ok(ended) => Ok(release(guard, ended, &args.name).await),
         Err(failure) => {
             // Never leave the lock to its lease when we can release it now.
-            let _ = tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await;
+            let _ = tokio::time::timeout(RELEASE_TIMEOUT, guard.release()).await;
             Err(failure)
         }
     }
@@ -128,24 +148,17 @@ async fn hold_and_run(
 
 /// Takes the lock, or fails with 75 (wait ran out), 128+sig (interrupted) or the
 /// library's error.
-async fn acquire(lock: &Lock, args: &RunArgs, signals: &mut Signals) -> Result<LockGuard, Failure> {
-    let attempt = async {
-        match (args.wait, args.lease) {
-            (None, None) => lock.lock().await.map(Some),
-            (None, Some(lease)) => lock.lock_with_lease(lease).await.map(Some),
-            (Some(wait), None) => lock.try_lock(wait).await,
-            (Some(wait), Some(lease)) => lock.try_lock_with_lease(wait, lease).await,
-        }
-    };
+async fn acquire(wanted: &Wanted, args: &RunArgs, signals: &mut Signals) -> Result<Held, Failure> {
+    let what = wanted.what();
     let result = tokio::select! {
-        r = attempt => r,
+        r = wanted.take(args.wait, args.lease) => r,
         sig = signals.recv() => {
-            if args.fair {
+            if args.kind.fair || args.kind.write {
                 tokio::time::sleep(QUEUE_CLEANUP).await;
             }
             return Err(Failure::new(
                 128 + sig as i32 as u8,
-                format!("{sig} while waiting for lock {:?}; not acquired", args.name),
+                format!("{sig} while waiting for {what} {:?}; not acquired", args.name),
             ));
         }
     };
@@ -154,13 +167,13 @@ async fn acquire(lock: &Lock, args: &RunArgs, signals: &mut Signals) -> Result<L
         Ok(None) => Err(Failure::new(
             exit::NOT_ACQUIRED,
             format!(
-                "lock {:?} not acquired within {}: it is busy",
+                "{what} {:?} not acquired within {}: it is busy",
                 args.name,
                 human(args.wait.unwrap_or_default())
             ),
         )),
         Err(e) => Err(exit::from_error(
-            &format!("cannot take lock {:?}", args.name),
+            &format!("cannot take {what} {:?}", args.name),
             &e,
         )),
     }
@@ -177,7 +190,7 @@ enum Event {
 /// Waits for CMD to end, forwarding signals, and terminates it if the lock is lost.
 async fn supervise(
     mut child: Child,
-    guard: &LockGuard,
+    guard: &Held,
     args: &RunArgs,
     signals: &mut Signals,
 ) -> Result<Ended, Failure> {
@@ -240,9 +253,9 @@ async fn sleep_until(at: Option<Instant>) {
 
 /// Releases the lock explicitly (a process exit would skip a background release) and
 /// decides the exit status.
-async fn release(guard: LockGuard, ended: Ended, name: &str) -> u8 {
+async fn release(guard: Held, ended: Ended, name: &str) -> u8 {
     let code = child::status_code(ended.status);
-    let result = tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await;
+    let result = tokio::time::timeout(RELEASE_TIMEOUT, guard.release()).await;
     if ended.lost.is_some() {
         return exit::LOST;
     }

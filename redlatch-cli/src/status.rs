@@ -25,8 +25,14 @@ serde serializes it, plus deadline_in_ms in the queue):
                    \"ttl_ms\": 29500 | null,
                    \"queue\": [ { \"holder\": \"uuid:n\", \"deadline_ms\": 1700000000000 | null,
                                 \"deadline_in_ms\": 4200 | null } ],
-                   \"fencing_counter\": 7 | null } ] }
-Exit status: 0 when a majority of masters answered, 69 otherwise, 65 if NAME is not a lock.";
+                   \"fencing_counter\": 7 | null,
+                   \"mode\": \"read\" | \"write\" | null,      // a read-write lock
+                   \"counter\": 3 | null,                      // a semaphore or latch
+                   \"permits\": [ { \"holder\": \"permit id\", \"deadline_ms\": ... } ],
+                   \"writers_waiting\": [ { \"holder\": \"uuid:n:write\", \"deadline_ms\": ... } ] } ] }
+NAME may be a lock, a read-write lock, a semaphore (its counter and, for an expirable one,
+its permits) or a count-down latch.
+Exit status: 0 when a majority of masters answered, 69 otherwise, 65 if NAME is none of these.";
 
 #[derive(Args, Debug)]
 #[command(after_help = JSON_SHAPE)]
@@ -109,7 +115,8 @@ pub fn check_type(name: &str, masters: &[MasterStatus]) -> Result<(), Failure> {
 
 /// The key holds another type (`Lock::status` reports it in `key_type`).
 fn not_a_lock(m: &MasterStatus) -> bool {
-    m.error.is_none() && !matches!(m.key_type.as_str(), "hash" | "none")
+    m.error.is_none() && !matches!(m.key_type.as_str(), "hash" | "none" | "string")
+        || (m.key_type == "string" && m.counter.is_none())
 }
 
 /// The holder present on a majority of masters, if any.
@@ -202,8 +209,12 @@ fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
         return format!("  {:<22} ERROR {e}\n", m.master);
     }
     let ttl = m.ttl.map_or("-".to_string(), human);
-    let state = match m.key_type.as_str() {
-        "none" => "free".to_string(),
+    let state = match (m.key_type.as_str(), &m.mode, m.counter) {
+        ("none", ..) => "free".to_string(),
+        ("string", _, Some(n)) => {
+            format!("counter {n} (semaphore permits available, or latch count)")
+        }
+        (_, Some(mode), _) => format!("read-write lock in {mode} mode, ttl {ttl}"),
         _ => format!("held, ttl {ttl}"),
     };
     let mut out = format!("  {:<22} {state}\n", m.master);
@@ -216,6 +227,23 @@ fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
     for (i, (holder, deadline)) in m.queue.iter().enumerate() {
         let when = deadline.map_or("no deadline".to_string(), |d| relative(d - now));
         out.push_str(&format!("        {}. {holder}  deadline {when}\n", i + 1));
+    }
+    if !m.permits.is_empty() {
+        out.push_str(&format!("      permits taken: {}\n", m.permits.len()));
+    }
+    for (id, expires) in &m.permits {
+        let when = match expires {
+            Some(at) if *at >= 922_337_203_685_477 => "never (no lease)".to_string(),
+            Some(at) => relative(at - now),
+            None => "-".to_string(),
+        };
+        out.push_str(&format!("        permit {id}  expires {when}\n"));
+    }
+    for (writer, lapses) in &m.writers_waiting {
+        let when = lapses.map_or("-".to_string(), |d| relative(d - now));
+        out.push_str(&format!(
+            "      writer waiting {writer}  intent lapses {when}\n"
+        ));
     }
     if let Some(counter) = m.fencing_counter {
         out.push_str(&format!("      fencing counter {counter}\n"));

@@ -13,7 +13,8 @@ use crate::keys;
 ///
 /// With the `serde` feature it implements `Serialize` as
 /// `{"master", "error", "type", "holders": [{"holder", "count"}], "ttl_ms",
-/// "queue": [{"holder", "deadline_ms"}], "fencing_counter"}` (the fields of
+/// "queue": [{"holder", "deadline_ms"}], "fencing_counter", "mode", "counter",
+/// "permits": [{"holder", "deadline_ms"}], "writers_waiting": [{"holder", "deadline_ms"}]}` (the fields of
 /// `redlatch status --json`).
 #[derive(Clone, Debug, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -41,6 +42,19 @@ pub struct MasterStatus {
     pub queue: Vec<(String, Option<i64>)>,
     /// The fencing counter, if the lock was ever used as a fenced lock.
     pub fencing_counter: Option<u64>,
+    /// A read-write lock's mode (`read` or `write`); its holders are in `holders`
+    /// (writers end in `:write`).
+    pub mode: Option<String>,
+    /// The value of a string key: a semaphore's available permits or a latch's count.
+    pub counter: Option<i64>,
+    /// An expirable semaphore's acquired permits (id in hex) with their expiry in ms
+    /// since the epoch.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "ser::queue"))]
+    pub permits: Vec<(String, Option<i64>)>,
+    /// Writers waiting on a read-write lock (writer preference) and when their intent
+    /// lapses, in ms since the epoch.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "ser::queue"))]
+    pub writers_waiting: Vec<(String, Option<i64>)>,
 }
 
 impl Lock {
@@ -87,6 +101,16 @@ impl Lock {
             .arg(-1)
             .arg("WITHSCORES");
         pipe.cmd("GET").arg(keys::token(self.name()));
+        pipe.cmd("HGET").arg(self.name()).arg("mode");
+        pipe.cmd("GET").arg(self.name());
+        (pipe.cmd("ZRANGE").arg(keys::permit_timeouts(self.name())))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES");
+        (pipe.cmd("ZRANGE").arg(keys::rw_writers(self.name())))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES");
         let pipe = &pipe;
         let masters = &self.client().engine.masters;
         let results = fan_out(masters, |m| async move {
@@ -108,7 +132,7 @@ fn decode(master: String, r: Result<Vec<Value>>) -> MasterStatus {
         ..Default::default()
     };
     let v = match r {
-        Ok(v) if v.len() == 6 => v,
+        Ok(v) if v.len() == 10 => v,
         Ok(v) => {
             st.error = Some(format!("unexpected reply of {} items", v.len()));
             return st;
@@ -128,17 +152,7 @@ fn decode(master: String, r: Result<Vec<Value>>) -> MasterStatus {
             .filter_map(|p| Some((text(&p[0])?, int(p.get(1)?)?.max(0) as u64)))
             .collect();
     }
-    let deadlines: Vec<(String, i64)> = match &v[4] {
-        Value::Array(items) => items
-            .chunks(2)
-            .filter_map(|p| Some((text(&p[0])?, int(p.get(1)?)?)))
-            .collect(),
-        Value::Map(items) => items
-            .iter()
-            .filter_map(|(k, s)| Some((text(k)?, int(s)?)))
-            .collect(),
-        _ => vec![],
-    };
+    let deadlines = scored(&v[4], text);
     if let Value::Array(items) = &v[3] {
         st.queue = items
             .iter()
@@ -150,7 +164,38 @@ fn decode(master: String, r: Result<Vec<Value>>) -> MasterStatus {
             .collect();
     }
     st.fencing_counter = int(&v[5]).map(|t| t.max(0) as u64);
+    st.mode = text(&v[6]);
+    st.counter = (st.key_type == "string").then(|| int(&v[7])).flatten();
+    st.permits = (scored(&v[8], hex).into_iter())
+        .map(|(id, at)| (id, Some(at)))
+        .collect();
+    st.writers_waiting = (scored(&v[9], text).into_iter())
+        .map(|(w, at)| (w, Some(at)))
+        .collect();
     st
+}
+
+/// A ZRANGE WITHSCORES reply as (member, score) pairs, members read by `member`.
+fn scored(v: &Value, member: fn(&Value) -> Option<String>) -> Vec<(String, i64)> {
+    match v {
+        Value::Array(items) => items
+            .chunks(2)
+            .filter_map(|p| Some((member(&p[0])?, int(p.get(1)?)?)))
+            .collect(),
+        Value::Map(items) => items
+            .iter()
+            .filter_map(|(k, s)| Some((member(k)?, int(s)?)))
+            .collect(),
+        _ => vec![],
+    }
+}
+
+/// A binary member (a permit id) in hex.
+fn hex(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(b.iter().map(|x| format!("{x:02x}")).collect()),
+        _ => None,
+    }
 }
 
 fn text(v: &Value) -> Option<String> {

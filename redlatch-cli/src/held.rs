@@ -1,0 +1,115 @@
+//! What `redlatch run` holds while CMD runs: a lock (plain, fair, fenced, read or write)
+//! or a permit of an expirable semaphore (`--permits N`). Both are kept by the
+//! watchdog unless `--lease`, and both say when they are lost.
+
+use std::time::Duration;
+
+use redlatch::{Client, Lock, LockGuard, Permit, PermitExpirableSemaphore};
+use tokio_util::sync::CancellationToken;
+
+/// What `run` asks for.
+pub enum Wanted {
+    Lock(Lock),
+    /// An expirable semaphore set up with this many permits if it does not exist.
+    Permit(PermitExpirableSemaphore, u32),
+}
+
+impl Wanted {
+    /// The lock or semaphore `run`'s flags name.
+    pub fn new(client: &Client, name: &str, kind: &crate::run::KindArgs) -> Wanted {
+        if let Some(n) = kind.permits {
+            return Wanted::Permit(client.permit_expirable_semaphore(name), n);
+        }
+        let rw = client.read_write_lock(name);
+        Wanted::Lock(match kind {
+            k if k.read => rw.read(),
+            k if k.write => rw.write(),
+            k if k.fair => client.fair_lock(name),
+            k if k.fenced => client.fenced_lock(name),
+            _ => client.lock(name),
+        })
+    }
+
+    /// Takes it: waits at most `wait` (`None`: as long as it takes), with a fixed
+    /// `lease` or the watchdog. `Ok(None)`: still busy when the wait ran out.
+    pub async fn take(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> redlatch::Result<Option<Held>> {
+        match self {
+            Wanted::Lock(lock) => {
+                let guard = match (wait, lease) {
+                    (None, None) => lock.lock().await.map(Some),
+                    (None, Some(l)) => lock.lock_with_lease(l).await.map(Some),
+                    (Some(w), None) => lock.try_lock(w).await,
+                    (Some(w), Some(l)) => lock.try_lock_with_lease(w, l).await,
+                }?;
+                Ok(guard.map(Held::Lock))
+            }
+            Wanted::Permit(sem, n) => {
+                // The first runner sets the semaphore up; later ones use what is there.
+                sem.try_set_permits(*n).await?;
+                let permit = match (wait, lease) {
+                    (None, None) => sem.acquire().await.map(Some),
+                    (None, Some(l)) => sem.acquire_with_lease(l).await.map(Some),
+                    (Some(w), None) => sem.try_acquire(w).await,
+                    (Some(w), Some(l)) => sem.try_acquire_with_lease(w, l).await,
+                }?;
+                Ok(permit.map(Held::Permit))
+            }
+        }
+    }
+
+    /// `lock` or `semaphore`, for messages.
+    pub fn what(&self) -> &'static str {
+        match self {
+            Wanted::Lock(_) => "lock",
+            Wanted::Permit(..) => "semaphore",
+        }
+    }
+}
+
+/// A held lock or permit.
+pub enum Held {
+    Lock(LockGuard),
+    Permit(Permit),
+}
+
+impl Held {
+    /// The holder id (lock) or permit id.
+    pub fn holder(&self) -> &str {
+        match self {
+            Held::Lock(g) => g.holder(),
+            Held::Permit(p) => p.id(),
+        }
+    }
+
+    pub fn fencing_token(&self) -> Option<u64> {
+        match self {
+            Held::Lock(g) => g.fencing_token(),
+            Held::Permit(_) => None,
+        }
+    }
+
+    pub fn lost(&self) -> CancellationToken {
+        match self {
+            Held::Lock(g) => g.lost(),
+            Held::Permit(p) => p.lost(),
+        }
+    }
+
+    pub fn validity(&self) -> Duration {
+        match self {
+            Held::Lock(g) => g.validity(),
+            Held::Permit(p) => p.validity(),
+        }
+    }
+
+    pub async fn release(self) -> redlatch::Result<()> {
+        match self {
+            Held::Lock(g) => g.unlock().await,
+            Held::Permit(p) => p.release().await,
+        }
+    }
+}
