@@ -23,7 +23,7 @@ for n = 1, count do
 end
 local longest = -3
 if redis.call('hlen', KEYS[1]) > 1 then
-    longest = longest_read(KEYS[1], KEYS[4])
+    longest = longest_read(KEYS[1], KEYS[4], nil)
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if longest > 0 and mode == 'read' then

@@ -13,8 +13,8 @@
 -- others), 2 when the lock was freed: deleted, and ARGV[1] published.
 --
 -- Invariants: the hold's own timeout key goes with it; while read holds remain, the
--- lock's TTL becomes the longest of theirs (a dead reader's hold lapses on its own
--- lease); a writer's hold (a downgrade) is never cut short.
+-- lock's TTL follows the longest of theirs (fit_to_reads: a dead reader's hold lapses
+-- on its own lease); a writer's hold (a downgrade) is never cut short.
 local count = redis.call('hget', KEYS[1], ARGV[2])
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not count or not mode then
@@ -33,9 +33,7 @@ if redis.call('hlen', KEYS[1]) > 1 then
     if mode == 'write' then
         return mine
     end
-    local longest = longest_read(KEYS[1], KEYS[4])
-    if longest > 0 then
-        redis.call('pexpire', KEYS[1], longest)
+    if fit_to_reads(KEYS[1], KEYS[4]) then
         return mine
     end
 end

@@ -26,7 +26,7 @@ end
 redis.call('hdel', KEYS[1], ARGV[3])
 local result = 2
 if redis.call('hlen', KEYS[1]) > 1 then
-    local longest = longest_read(KEYS[1], KEYS[3])
+    local longest = longest_read(KEYS[1], KEYS[3], nil)
     if longest > 0 then
         redis.call('hset', KEYS[1], 'mode', 'read')
         redis.call('pexpire', KEYS[1], longest)

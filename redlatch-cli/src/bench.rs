@@ -3,6 +3,7 @@
 
 mod ceiling;
 mod contended;
+mod family;
 mod floor;
 mod scale;
 mod server;
@@ -50,12 +51,21 @@ pub enum Workload {
     /// Waiters: 10,000 tasks waiting on 1,000 names.
     #[value(name = "W6", alias = "w6")]
     W6,
+    /// Read lock: 64 tasks, one name.
+    #[value(name = "R1", alias = "r1")]
+    R1,
+    /// Semaphore: 64 tasks, acquire+release pairs on a 64-permit semaphore.
+    #[value(name = "S1", alias = "s1")]
+    S1,
+    /// Writer wait under 16 overlapping readers, with writer preference and without.
+    #[value(name = "RW", alias = "rw")]
+    Rw,
     /// redis-benchmark EVALSHA figures of our own scripts (first master only).
     #[value(name = "ceiling")]
     Ceiling,
     #[value(name = "floor")]
     Floor,
-    /// W1–W6 in turn.
+    /// W1–W6, R1, S1 and RW in turn.
     #[value(name = "all")]
     All,
 }
@@ -170,6 +180,9 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
             Workload::W4,
             Workload::W5,
             Workload::W6,
+            Workload::R1,
+            Workload::S1,
+            Workload::Rw,
         ],
         one => vec![one],
     };
@@ -182,6 +195,15 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
             Workload::W4 => contended::run(&ctx, true).await.map_err(|e| e.to_string()),
             Workload::W5 => scale::w5(&ctx).await.map_err(|e| e.to_string()),
             Workload::W6 => scale::w6(&ctx).await.map_err(|e| e.to_string()),
+            Workload::R1 => family::r1(&ctx).await.map_err(|e| e.to_string()),
+            Workload::S1 => family::s1(&ctx).await.map_err(|e| e.to_string()),
+            Workload::Rw => match family::rw(&ctx, true).await {
+                Ok(with) => {
+                    print(&with, args.json);
+                    family::rw(&ctx, false).await.map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            },
             Workload::Ceiling => ceiling::run(&ctx),
             Workload::Floor => floor::run(&ctx).await,
             Workload::All => unreachable!("expanded above"),
