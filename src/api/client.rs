@@ -241,6 +241,7 @@ impl Client {
     /// let s = client.semaphore("slots");
     /// s.try_set_permits(1).await?;
     /// s.acquire(1).await?;
+    /// assert_eq!(s.available().await?, 0);
     /// s.release(1).await?;
     /// # Ok(()) }) }
     /// ```
@@ -260,6 +261,7 @@ impl Client {
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.try_set_permits(1).await?;
     /// let permit = s.acquire().await?;
+    /// assert_eq!(s.acquired().await?, 1);
     /// permit.release().await?;
     /// # Ok(()) }) }
     /// ```

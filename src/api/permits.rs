@@ -126,6 +126,7 @@ impl PermitExpirableSemaphore {
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(1).await?;
     /// let p = s.acquire_with_lease(Duration::from_secs(10)).await?;
+    /// assert!(p.validity() < Duration::from_secs(10));
     /// p.release().await?;
     /// # Ok(()) }) }
     /// ```
