@@ -8,10 +8,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::client::Client;
 use crate::api::config::check_lease;
-use crate::api::semaphore::single_master;
+use crate::api::semaphore::{single_master, Semaphore};
 use crate::engine::holds::Hold;
 use crate::engine::master::Master;
-use crate::engine::permits::{self, Set};
+use crate::engine::permits;
 use crate::engine::signal::{completed, wait_for, Attempt};
 use crate::engine::waiter::deadline_after;
 use crate::engine::Engine;
@@ -52,11 +52,14 @@ use crate::keys;
 pub struct PermitExpirableSemaphore {
     client: Client,
     name: Arc<str>,
+    /// The same counter and channel, for setting the permits up.
+    counter: Semaphore,
 }
 
 impl PermitExpirableSemaphore {
     pub(crate) fn new(client: Client, name: String) -> Self {
         PermitExpirableSemaphore {
+            counter: Semaphore::new(client.clone(), name.clone()),
             client,
             name: name.into(),
         }
@@ -327,10 +330,8 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn set_permits(&self, permits: u32) -> Result<()> {
-        let master = self.master()?;
-        permits::set(&master, &self.name, Set::Always, permits.into())
-            .await
-            .map(drop)
+        self.master()?;
+        self.counter.set_permits(permits).await
     }
 
     /// Sets the permits only if the semaphore does not exist yet; true if it did.
@@ -350,8 +351,8 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
-        let master = self.master()?;
-        permits::set(&master, &self.name, Set::IfAbsent, permits.into()).await
+        self.master()?;
+        self.counter.try_set_permits(permits).await
     }
 
     /// Adds `delta` available permits (negative: removes them) and wakes the waiters.
@@ -371,10 +372,8 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
-        let master = self.master()?;
-        permits::set(&master, &self.name, Set::Add, delta)
-            .await
-            .map(drop)
+        self.master()?;
+        self.counter.add_permits(delta).await
     }
 }
 

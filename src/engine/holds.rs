@@ -49,6 +49,30 @@ impl Hold {
         self.state.lock().last_renewed = at;
     }
 
+    /// A new hold, count 1: `(watchdog, acquired at, lease)`.
+    fn first(
+        name: &Arc<str>,
+        holder: &Arc<str>,
+        kind: Kind,
+        permit: bool,
+        (watchdog, at, lease): (bool, Instant, Duration),
+    ) -> Arc<Hold> {
+        Arc::new(Hold {
+            name: name.clone(),
+            holder: holder.clone(),
+            kind,
+            permit,
+            lost: CancellationToken::new(),
+            since: at,
+            state: parking_lot::Mutex::new(State {
+                count: 1,
+                watchdog_holds: u32::from(watchdog),
+                last_renewed: at,
+                lease,
+            }),
+        })
+    }
+
     /// When the lease runs out unless renewed.
     fn expires(&self) -> Instant {
         let s = self.state.lock();
@@ -117,20 +141,7 @@ impl Holds {
             old.lost.cancel();
             telemetry::lost(old.since.elapsed());
         }
-        let hold = Arc::new(Hold {
-            name: name.clone(),
-            holder: holder.clone(),
-            kind,
-            permit: false,
-            lost: CancellationToken::new(),
-            since: at,
-            state: parking_lot::Mutex::new(State {
-                count: 1,
-                watchdog_holds: u32::from(watchdog),
-                last_renewed: at,
-                lease,
-            }),
-        });
+        let hold = Hold::first(name, holder, kind, false, (watchdog, at, lease));
         holds.push(hold.clone());
         hold
     }
@@ -145,20 +156,7 @@ impl Holds {
         at: Instant,
         lease: Duration,
     ) -> Arc<Hold> {
-        let hold = Arc::new(Hold {
-            name: name.clone(),
-            holder: id.clone(),
-            kind: Kind::Plain,
-            permit: true,
-            lost: CancellationToken::new(),
-            since: at,
-            state: parking_lot::Mutex::new(State {
-                count: 1,
-                watchdog_holds: u32::from(watchdog),
-                last_renewed: at,
-                lease,
-            }),
-        });
+        let hold = Hold::first(name, id, Kind::Plain, true, (watchdog, at, lease));
         let mut map = self.map.lock();
         map.entry(name.clone()).or_default().push(hold.clone());
         hold

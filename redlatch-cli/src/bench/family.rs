@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::simple::pairs;
 use super::stats::Samples;
 use super::{Ctx, Report};
 
@@ -23,25 +24,14 @@ const RW_WRITER_WAIT: Duration = Duration::from_secs(2);
 pub async fn r1(ctx: &Ctx) -> redlatch::Result<Report> {
     let rw = ctx.client.read_write_lock(ctx.key("r1"));
     let started = Instant::now();
-    let until = started + ctx.duration;
-    let tasks: Vec<_> = (0..TASKS)
-        .map(|_| {
-            let read = rw.read();
-            tokio::spawn(async move {
-                let mut samples = Samples::with_capacity(1 << 14);
-                while Instant::now() < until {
-                    let t = Instant::now();
-                    read.lock_with_lease(LEASE).await?.unlock().await?;
-                    samples.push(t.elapsed());
-                }
-                Ok::<_, redlatch::Error>(samples)
-            })
-        })
-        .collect();
-    let mut all = Samples::default();
-    for t in tasks {
-        all.extend(t.await.expect("bench task panicked")?);
-    }
+    let ops = (0..TASKS).map(|_| {
+        let read = rw.read();
+        move || {
+            let read = read.clone();
+            async move { read.lock_with_lease(LEASE).await?.unlock().await }
+        }
+    });
+    let mut all = pairs(started + ctx.duration, ops.collect()).await?;
     let mut r = ctx.report("R1", all.len() as u64, started.elapsed(), &mut all);
     r.insert("tasks".into(), json!(TASKS));
     Ok(r)
@@ -59,26 +49,17 @@ pub async fn s1(ctx: &Ctx) -> redlatch::Result<Report> {
         return Err(e);
     }
     let started = Instant::now();
-    let until = started + ctx.duration;
-    let tasks: Vec<_> = (0..TASKS)
-        .map(|_| {
+    let ops = (0..TASKS).map(|_| {
+        let sem = sem.clone();
+        move || {
             let sem = sem.clone();
-            tokio::spawn(async move {
-                let mut samples = Samples::with_capacity(1 << 14);
-                while Instant::now() < until {
-                    let t = Instant::now();
-                    sem.acquire(1).await?;
-                    sem.release(1).await?;
-                    samples.push(t.elapsed());
-                }
-                Ok::<_, redlatch::Error>(samples)
-            })
-        })
-        .collect();
-    let mut all = Samples::default();
-    for t in tasks {
-        all.extend(t.await.expect("bench task panicked")?);
-    }
+            async move {
+                sem.acquire(1).await?;
+                sem.release(1).await
+            }
+        }
+    });
+    let mut all = pairs(started + ctx.duration, ops.collect()).await?;
     let mut r = ctx.report("S1", all.len() as u64, started.elapsed(), &mut all);
     r.insert("tasks".into(), json!(TASKS));
     r.insert("permits".into(), json!(TASKS));

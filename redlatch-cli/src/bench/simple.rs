@@ -30,15 +30,34 @@ pub async fn w1(ctx: &Ctx) -> redlatch::Result<Report> {
 /// W2: 64 tasks, each on its own name, acquire+release pairs for the run time.
 pub async fn w2(ctx: &Ctx) -> redlatch::Result<Report> {
     let started = Instant::now();
-    let until = started + ctx.duration;
-    let tasks: Vec<_> = (0..W2_TASKS)
-        .map(|i| {
-            let lock = ctx.client.lock(ctx.key(&format!("w2:{i}")));
+    let ops = (0..W2_TASKS).map(|i| {
+        let lock = ctx.client.lock(ctx.key(&format!("w2:{i}")));
+        move || {
+            let lock = lock.clone();
+            async move { lock.lock_with_lease(LEASE).await?.unlock().await }
+        }
+    });
+    let mut all = pairs(started + ctx.duration, ops.collect()).await?;
+    let ops = all.len() as u64;
+    let mut r = ctx.report("W2", ops, started.elapsed(), &mut all);
+    r.insert("tasks".into(), json!(W2_TASKS));
+    Ok(r)
+}
+
+/// One task per entry of `per_task`, each running its operation back to back until
+/// `until`; the latency of every run.
+pub async fn pairs<G, Fut>(until: Instant, per_task: Vec<G>) -> redlatch::Result<Samples>
+where
+    G: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = redlatch::Result<()>> + Send,
+{
+    let tasks: Vec<_> = (per_task.into_iter())
+        .map(|mut op| {
             tokio::spawn(async move {
                 let mut samples = Samples::with_capacity(1 << 14);
                 while Instant::now() < until {
                     let t = Instant::now();
-                    lock.lock_with_lease(LEASE).await?.unlock().await?;
+                    op().await?;
                     samples.push(t.elapsed());
                 }
                 Ok::<_, redlatch::Error>(samples)
@@ -49,8 +68,5 @@ pub async fn w2(ctx: &Ctx) -> redlatch::Result<Report> {
     for t in tasks {
         all.extend(t.await.expect("bench task panicked")?);
     }
-    let ops = all.len() as u64;
-    let mut r = ctx.report("W2", ops, started.elapsed(), &mut all);
-    r.insert("tasks".into(), json!(W2_TASKS));
-    Ok(r)
+    Ok(all)
 }
