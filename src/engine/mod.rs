@@ -75,6 +75,8 @@ pub(crate) struct Settings {
 ///         Kind::Plain => "RLock",
 ///         Kind::Fair => "RFairLock",
 ///         Kind::Fenced => "RFencedLock",
+///         Kind::Read => "RReadWriteLock.readLock()",
+///         Kind::Write => "RReadWriteLock.writeLock()",
 ///     }
 /// }
 /// assert_eq!(redisson_class(Kind::Fair), "RFairLock");
