@@ -28,7 +28,8 @@ static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/acquire.lua")));
 static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/release.lua")));
-static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/renew.lua")));
+static RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::cross_slot(include_str!("../../lua/renew.lua")));
 static FORCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/force_release.lua")));
 static FENCED_ACQUIRE: LazyLock<Script> =
@@ -454,10 +455,18 @@ pub(crate) async fn by_shard<'a, T, R: Clone>(
     key: impl Fn(&T) -> &str,
     call: impl Fn(&'a dyn Transport, Vec<&'a T>) -> BoxFuture<'a, Vec<Result<R>>>,
 ) -> Vec<Result<R>> {
-    let shards: Vec<usize> = items
-        .iter()
-        .map(|i| link.shard(key(i).as_bytes()))
-        .collect();
+    grouped(link, items, |i| link.shard(key(i).as_bytes()), call).await
+}
+
+/// Runs `call` once per group of `items` with the same `group` number, concurrently;
+/// one result per item, in order (see [`by_shard`]).
+async fn grouped<'a, T, R: Clone>(
+    link: &'a dyn Transport,
+    items: &'a [&'a T],
+    group: impl Fn(&T) -> usize,
+    call: impl Fn(&'a dyn Transport, Vec<&'a T>) -> BoxFuture<'a, Vec<Result<R>>>,
+) -> Vec<Result<R>> {
+    let shards: Vec<usize> = items.iter().map(|i| group(i)).collect();
     if shards.windows(2).all(|w| w[0] == w[1]) {
         return call(link, items.to_vec()).await;
     }
@@ -595,7 +604,9 @@ pub(crate) async fn fair_hand_over(
 }
 
 /// Renews `(name, holder)` pairs to `lease_ms`; one answer per pair, true = still
-/// held. On a cluster, one call per hash slot.
+/// held. On a cluster, one call per primary (the locks' names travel as arguments, so
+/// one call may touch every slot the node serves); a lock the node no longer serves
+/// (a slot moved since the map was read) is renewed alone, routed by its own name.
 pub(crate) async fn renew(
     m: &Master,
     locks: &[(&str, &str)],
@@ -603,41 +614,61 @@ pub(crate) async fn renew(
     timeout: Duration,
 ) -> Vec<Result<bool>> {
     let items: Vec<&(&str, &str)> = locks.iter().collect();
-    by_shard(
-        m.link(),
+    let link = m.link();
+    grouped(
+        link,
         &items,
-        |l| l.0,
+        |l| link.node(l.0.as_bytes()),
         |_, group| {
             Box::pin(async move {
-                match renew_group(m, &group, lease_ms, timeout).await {
-                    Err(e) => group.iter().map(|_| Err(e.clone())).collect(),
-                    Ok(held) => held.into_iter().map(Ok).collect(),
-                }
+                let answers = match renew_group(m, &group, lease_ms, timeout).await {
+                    Err(e) => return group.iter().map(|_| Err(e.clone())).collect(),
+                    Ok(answers) => answers,
+                };
+                let elsewhere = group.iter().zip(&answers).filter(|(_, a)| a.is_none());
+                let alone = join_all(elsewhere.map(|(l, _)| async move {
+                    let r = renew_group(m, &[*l], lease_ms, timeout).await;
+                    r.and_then(|v| {
+                        v[0].ok_or_else(|| protocol(m, "renew", &Value::Int(-1)))
+                    })
+                }))
+                .await;
+                let mut alone = alone.into_iter();
+                answers
+                    .into_iter()
+                    .map(|a| match a {
+                        Some(held) => Ok(held),
+                        None => alone.next().expect("one answer per lock renewed alone"),
+                    })
+                    .collect()
             })
         },
     )
     .await
 }
 
-/// One renew call for `locks` (all in one hash slot on a cluster).
+/// One renew call for `locks` (all served by one node on a cluster): per lock, whether
+/// it is still held, or `None` when the node does not serve it.
 async fn renew_group(
     m: &Master,
     locks: &[&(&str, &str)],
     lease_ms: u64,
     timeout: Duration,
-) -> Result<Vec<bool>> {
-    let mut inv = RENEW.call();
-    inv.arg(lease_ms);
-    for (name, holder) in locks {
-        inv.key(*name).arg(*holder);
-    }
+) -> Result<Vec<Option<bool>>> {
     let first = locks.first().map_or("", |l| l.0);
+    let mut inv = RENEW.call();
+    inv.key(first).arg(lease_ms);
+    for (name, holder) in locks {
+        inv.arg(*name).arg(*holder);
+    }
     let v = (m.eval_within(Lane::Side, timeout, &inv).await).map_err(|e| typed(first, e))?;
     let v: Vec<i64> = m.decode(v)?;
     if v.len() != locks.len() {
         return Err(protocol(m, "renew", &Value::Int(v.len() as i64)));
     }
-    Ok(v.into_iter().map(|x| x == 1).collect())
+    Ok(v.into_iter()
+        .map(|x| (x >= 0).then_some(x == 1))
+        .collect())
 }
 
 /// Deletes `name` whoever holds it and wakes its waiters; true if it was deleted.

@@ -114,6 +114,12 @@ pub(crate) trait Transport: Send + Sync + 'static {
         self.addr().to_string()
     }
 
+    /// Which node serves `key` now, as a small number (0 for a single server): calls
+    /// that may touch undeclared keys of several slots (renewals) are grouped by it.
+    fn node(&self, _key: &[u8]) -> usize {
+        0
+    }
+
     /// Whether acquisitions should be sent as [`Request::Synced`].
     fn syncs(&self) -> bool {
         false

@@ -47,12 +47,25 @@ pub(crate) struct Script {
 impl Script {
     /// A script from its source (the SHA1s are computed once, here).
     pub(crate) fn new(source: &'static str) -> Self {
+        Self::with_shebang(source, "")
+    }
+
+    /// A script that touches keys of several hash slots it does not declare (a
+    /// renewal of every lock one cluster node serves, named in ARGV): in the sharded
+    /// dialect it carries the `allow-cross-slot-keys` flag (Redis 7), with `allow-oom`
+    /// so that, as without flags, it still runs when the node is out of memory.
+    /// Cluster routing still requires the *declared* keys to share one slot.
+    pub(crate) fn cross_slot(source: &'static str) -> Self {
+        Self::with_shebang(source, "#!lua flags=allow-cross-slot-keys,allow-oom\n")
+    }
+
+    fn with_shebang(source: &'static str, shebang: &str) -> Self {
         let sharded = source
             .replace("redis.call('publish'", "redis.call('spublish'")
             .replace("'pubsub', 'numsub'", "'pubsub', 'shardnumsub'");
         Script {
             classic: Text::new(source.into()),
-            sharded: Text::new(sharded.into()),
+            sharded: Text::new(format!("{shebang}{sharded}").into()),
         }
     }
 

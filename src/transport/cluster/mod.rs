@@ -431,6 +431,10 @@ impl Transport for Cluster {
         usize::from(key_slot(key))
     }
 
+    fn node(&self, key: &[u8]) -> usize {
+        self.inner.map().owner_index(key_slot(key))
+    }
+
     fn serving(&self, key: &[u8]) -> String {
         self.inner
             .owner(Some(key))

@@ -109,6 +109,11 @@ impl SlotMap {
         self.primaries.get(usize::from(idx)).map(String::as_str)
     }
 
+    /// The index of the primary serving `slot` (for grouping requests by node).
+    pub(crate) fn owner_index(&self, slot: u16) -> usize {
+        usize::from(self.owner[usize::from(slot)])
+    }
+
     /// Records that `addr` serves `slot` now (a MOVED answer), until the next refresh.
     pub(crate) fn moved(&mut self, slot: u16, addr: &str) {
         if slot < SLOTS {
