@@ -5,10 +5,11 @@
 # - standalone part: masters (1, then 3 for Redlock); the ceiling, the floor and every
 #   workload in each round.
 # - cluster part: a Redis Cluster of 3 primaries + 3 replicas (`redis-cli --cluster
-#   create`) beside one standalone master; W1, W2 and W5 on the standalone master, on the
-#   cluster with the default --sync-replicas auto and with --sync-replicas off,
-#   interleaved in each round, then `grouping` (per-node vs per-slot calls) on the
-#   cluster.
+#   create`) beside one standalone master and one standalone master with a replica; W1,
+#   W2 and W5 on the standalone master and on the cluster with the default
+#   --sync-replicas auto and with --sync-replicas off, W1 also on the master with a
+#   replica (auto and off: replication's own cost apart from the cluster's), interleaved
+#   in each round, then `grouping` (per-node vs per-slot calls) on the cluster.
 # Usage: scripts/bench.sh [rounds]            both parts (default 3 rounds: a median of
 #                                             three ignores one outlier)
 #        scripts/bench.sh --cluster [rounds]  the cluster part only; rewrites only the
@@ -50,6 +51,23 @@ start_master() {
         sleep 0.05
     done
     url="redis://127.0.0.1:$port"
+}
+
+# start_replica_of URL: starts a replica of that master pinned to CPU 0 and waits until
+# its link is up.
+start_replica_of() {
+    local port master_port=${1##*:}
+    port=$(free_port)
+    taskset -c 0 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+        --replicaof 127.0.0.1 "$master_port" --repl-diskless-sync-delay 0 \
+        --dir "$dir" --logfile "$dir/$port.log" --daemonize no >/dev/null 2>&1 &
+    pids+=($!)
+    for _ in $(seq 1 300); do
+        redis-cli -p "$port" info replication 2>/dev/null | grep -q '^master_link_status:up' && return
+        sleep 0.1
+    done
+    echo "bench.sh: the replica of $1 did not sync within 30 s" >&2
+    exit 1
 }
 
 # start_cluster: starts 6 cluster-mode nodes pinned to CPU 0 (each with its own free bus
@@ -135,10 +153,15 @@ results="$out/cluster.jsonl"
 : > "$results"
 start_master
 alone=$url
+start_master
+paired=$url
+start_replica_of "$paired"
 start_cluster
 echo "cluster of 3 primaries + 3 replicas via $cluster_seed" >&2
 for round in $(seq 1 "$rounds"); do
     echo "== cluster round $round of $rounds" >&2
+    run --workload W1 --redis "$paired"
+    run --workload W1 --redis "$paired" --sync-replicas off
     for w in W1 W2 W5; do
         run --workload "$w" --redis "$alone"
         run --workload "$w" --cluster --redis "$cluster_seed"

@@ -4,10 +4,9 @@
 //!
 //! On Redis 7.0 the flag does not let a call declare KEYS of several slots: the node
 //! refuses it with CROSSSLOT before the script runs; it only lets the script touch
-//! keys of other slots (served by the node) that it was not given as KEYS. So a
-//! per-node call here passes the lock names in ARGV ([`argv_keyed`]): the same script
-//! body runs with them as its KEYS. (The library today passes them as KEYS, gets
-//! CROSSSLOT and falls back to one call per lock: the `key` way below.)
+//! keys of other slots (served by the node) that it was not given as KEYS. So the
+//! library groups per slot, and a per-node call here passes the lock names in ARGV
+//! ([`argv_keyed`]): the same script body runs with them as its KEYS.
 //!
 //! This workload sends the same key sets each way with bare redis-rs (the project's
 //! own scripts, by EVALSHA; all calls of one primary in a chunk pipelined, the best
@@ -87,9 +86,9 @@ fn argv_keyed(source: &str) -> String {
 enum Way {
     /// One call per primary, names in ARGV ([`argv_keyed`]).
     Node,
-    /// One call per slot, names in KEYS.
+    /// One call per slot, names in KEYS (what the library does).
     Slot,
-    /// One call per lock (what the library falls back to after CROSSSLOT).
+    /// One call per lock (no grouping).
     Key,
 }
 

@@ -21,8 +21,9 @@ pub const WATCHDOG_CHUNK: usize = 5000;
 
 /// W5: hold 100,000 locks under a 3 s watchdog for three renewal periods. Renewal
 /// calls are counted on the servers (EVALSHA + EVAL per primary while only the
-/// watchdog runs). On a cluster it also reports how many calls a full round would take
-/// with per-slot grouping: the distinct slots of each primary in each watchdog chunk.
+/// watchdog runs). On a cluster it also reports how many calls a full round takes
+/// grouped per slot (the distinct slots of each primary in each watchdog chunk) and
+/// would take grouped per node (the chunks with a lock on the primary).
 pub async fn w5(ctx: &Ctx) -> redlatch::Result<Report> {
     let client = ctx
         .connect_with(|c| c.watchdog_timeout(W5_WATCHDOG))
@@ -30,10 +31,7 @@ pub async fn w5(ctx: &Ctx) -> redlatch::Result<Report> {
     let mut probes = ctx.probes().await?;
     let prefix = ctx.key("w5");
     let names: Vec<String> = (0..W5_LOCKS).map(|i| format!("{prefix}:{i}")).collect();
-    let per_slot = match ctx.key_slots(&names).await? {
-        Some(slots) => Some(per_slot_round(ctx, &slots)),
-        None => None,
-    };
+    let per_slot = (ctx.key_slots(&names).await?).map(|slots| per_slot_round(ctx, &slots));
     let rss_before = rss_bytes();
     let started = Instant::now();
     let batches = join_all((0..PARALLEL).map(|t| {
