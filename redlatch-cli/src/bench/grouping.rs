@@ -157,11 +157,7 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
     let names: Vec<String> = (0..RENEW_LOCKS)
         .map(|i| ctx.key(&format!("grp:r:{i}")))
         .collect();
-    let slots = ctx
-        .key_slots(&names)
-        .await
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
+    let slots = slots_of(ctx, &names).await?;
     let owners: Vec<usize> = slots
         .iter()
         .map(|&s| ctx.dep.owner(s).unwrap_or(0))
@@ -243,6 +239,12 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
     r.insert("batch_pairs_per_primary".into(), json!(BATCH_PAIRS));
     r.insert("primaries".into(), json!(ctx.dep.labels));
     Ok(r)
+}
+
+/// The hash slot of each of `names` (the workload runs on clusters only).
+async fn slots_of(ctx: &Ctx, names: &[String]) -> Result<Vec<u16>, String> {
+    let slots = ctx.key_slots(names).await.map_err(|e| e.to_string())?;
+    slots.ok_or_else(|| "not a cluster".to_string())
 }
 
 /// Runs `work`, returning its wall time and the primaries' counters around it.
@@ -353,11 +355,7 @@ async fn distinct_slot_names(ctx: &Ctx, b: usize) -> Result<Vec<Vec<String>>, St
     let pool: Vec<String> = (0..b * n * 4 + 64)
         .map(|i| ctx.key(&format!("grp:b{b}:{i}")))
         .collect();
-    let slots = ctx
-        .key_slots(&pool)
-        .await
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
+    let slots = slots_of(ctx, &pool).await?;
     let mut groups: Vec<Vec<(String, u16)>> = vec![Vec::new(); n];
     for (name, &s) in pool.iter().zip(&slots) {
         let g = &mut groups[ctx.dep.owner(s).unwrap_or(0)];

@@ -1,8 +1,14 @@
 //! What the bench reads from the servers themselves: INFO counters, the cluster's slot
 //! map, key slots, and addresses.
 
+use std::time::Duration;
+
 use redis::aio::MultiplexedConnection;
 use redis::{ConnectionInfo, Value};
+
+/// Bound of one reply (or pipeline) on a probe's connection.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A direct connection to one server, for INFO counters and cluster metadata.
 pub struct Probe {
@@ -40,9 +46,16 @@ impl Counters {
 }
 
 impl Probe {
+    /// Connects; a reply may take up to [`RESPONSE_TIMEOUT`] (redis-rs's default of
+    /// 500 ms is too short for the bench's long pipelines on a loaded machine).
     pub async fn open(info: impl redis::IntoConnectionInfo) -> redis::RedisResult<Probe> {
         let client = redis::Client::open(info)?;
-        let conn = client.get_multiplexed_async_connection().await?;
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT));
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
         Ok(Probe { conn })
     }
 
