@@ -200,7 +200,8 @@ def cluster_section(path):
            "acquisition) and with `--sync-replicas off` (W1 also on the master with a replica),",
            "one after the other, so the ratios (medians of each round's",
            "ratio) are steadier than the absolute figures. **Other agents' builds and tests were",
-           "running on the same 2 vCPUs during this run**: absolute figures are noisy, read the ratios.",
+           "running on the same 2 vCPUs during this run** (load average 4 to 9 on 2 vCPUs): absolute",
+           "figures are noisy (standalone W2 moved between rounds by 3×), read the ratios.",
            f"Raw lines: `target/bench/cluster.jsonl`. One run: `redlatch bench --workload W2 --cluster --redis redis://127.0.0.1:PORT`.",
            ""]
     out += ["### W1 (one task, uncontended acquire + release)", "",
