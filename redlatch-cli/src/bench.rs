@@ -3,8 +3,10 @@
 
 mod ceiling;
 mod contended;
+mod deployment;
 mod family;
 mod floor;
+mod grouping;
 mod scale;
 mod server;
 mod simple;
@@ -21,11 +23,14 @@ use crate::conn::{self, RedisArgs};
 use crate::duration;
 use crate::exit::{self, Failure};
 
-/// The library's acquire and release scripts, which the floor and the ceiling load by
-/// hand: the very files the library embeds (`redlatch-cli/lua` is a symbolic link to the
+/// The library's acquire and release scripts, which the floor, the ceiling and
+/// `grouping` load by hand: the very files the library embeds (`redlatch-cli/lua` is a symbolic link to the
 /// repository's `lua/`, which `cargo package` follows, so the published crate has them).
 const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
 const RELEASE_LUA: &str = include_str!("../lua/release.lua");
+/// The watchdog's renewal and group commit's batch scripts, for `grouping`.
+const RENEW_LUA: &str = include_str!("../lua/renew.lua");
+const BATCH_LUA: &str = include_str!("../lua/batch.lua");
 
 /// One result line.
 pub type Report = Map<String, Value>;
@@ -65,6 +70,10 @@ pub enum Workload {
     Ceiling,
     #[value(name = "floor")]
     Floor,
+    /// Cluster only: per-node vs per-slot grouping of batched calls (W5's renewals,
+    /// W2's group commit), the same key sets sent both ways with bare redis-rs.
+    #[value(name = "grouping")]
+    Grouping,
     /// W1–W6, R1, S1 and RW in turn.
     #[value(name = "all")]
     All,
@@ -93,6 +102,8 @@ pub struct Ctx {
     client: Client,
     config: Config,
     urls: Vec<String>,
+    /// The servers that run the lock scripts (for server-side counters).
+    dep: deployment::Deployment,
     duration: Duration,
     run_id: String,
 }
@@ -114,7 +125,10 @@ impl Ctx {
         let v = json!({
             "lib": "redlatch",
             "workload": workload,
-            "masters": self.urls.len(),
+            "topology": self.dep.kind,
+            "masters": self.dep.primaries.len(),
+            "replicas": self.dep.replicas,
+            "sync": sync_label(self.config.replica_sync().0),
             "ops": ops,
             "seconds": seconds,
             "ops_per_s": if seconds > 0.0 { ops as f64 / seconds } else { 0.0 },
@@ -124,15 +138,51 @@ impl Ctx {
         v.as_object().expect("object").clone()
     }
 
-    /// Deletes every key of this run on every master.
+    /// Cluster only: the hash slot of each key, as the servers compute it (`None`
+    /// elsewhere).
+    async fn key_slots(&self, keys: &[String]) -> redlatch::Result<Option<Vec<u16>>> {
+        if self.dep.slots.is_none() {
+            return Ok(None);
+        }
+        let mut probe = self.dep.probes().await.map_err(|e| self.probe_error(e))?;
+        let slots = probe[0]
+            .key_slots(keys)
+            .await
+            .map_err(|e| self.probe_error(e))?;
+        Ok(Some(slots))
+    }
+
+    /// Probes of every primary, as a library error (the workloads return those).
+    async fn probes(&self) -> redlatch::Result<Vec<server::Probe>> {
+        self.dep.probes().await.map_err(|e| self.probe_error(e))
+    }
+
+    fn probe_error(&self, source: redis::RedisError) -> redlatch::Error {
+        redlatch::Error::Redis {
+            addr: self.dep.labels.join(","),
+            source,
+        }
+    }
+
+    /// Standalone masters only (the floor and the ceiling send their scripts to the
+    /// configured URLs themselves, with no routing).
+    fn require_masters(&self, what: &str) -> Result<(), String> {
+        match self.dep.kind {
+            "masters" => Ok(()),
+            other => Err(format!(
+                "{what} measures standalone masters, not a {other}: give it --redis URL of a \
+                 standalone master"
+            )),
+        }
+    }
+
+    /// Deletes every key of this run on every primary.
     async fn cleanup(&self) {
-        for url in &self.urls {
-            let Ok(client) = redis::Client::open(url.as_str()) else {
-                continue;
-            };
-            let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
-                continue;
-            };
+        let Ok(probes) = self.dep.probes().await else {
+            return;
+        };
+        for probe in probes {
+            let mut conn = probe.conn();
             let pattern = format!("*redlatch-bench:{}:*", self.run_id);
             let mut cursor = 0u64;
             loop {
@@ -146,8 +196,13 @@ impl Ctx {
                     .await;
                 let Ok((next, keys)) = r else { break };
                 if !keys.is_empty() {
-                    let _: redis::RedisResult<()> =
-                        redis::cmd("UNLINK").arg(&keys).query_async(&mut conn).await;
+                    // One key per UNLINK: a cluster primary refuses keys of several
+                    // slots in one command (CROSSSLOT).
+                    let mut pipe = redis::pipe();
+                    for k in &keys {
+                        pipe.cmd("UNLINK").arg(k).ignore();
+                    }
+                    let _: redis::RedisResult<()> = pipe.query_async(&mut conn).await;
                 }
                 if next == 0 {
                     break;
@@ -165,9 +220,14 @@ pub async fn run(args: BenchArgs) -> ExitCode {
 async fn bench(args: BenchArgs) -> Result<(), Failure> {
     let config = args.redis.config()?;
     let client = conn::connect(config.clone()).await?;
+    let dep = deployment::Deployment::discover(&client)
+        .await
+        .map_err(|e| Failure::new(exit::UNAVAILABLE, e))?;
     let ctx = Ctx {
         urls: config.urls().to_vec(),
-        config,
+        // As connected: a single URL may have turned out to be a cluster node.
+        config: client.config().clone(),
+        dep,
         client,
         duration: args.duration,
         run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
@@ -204,8 +264,14 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
                 }
                 Err(e) => Err(e.to_string()),
             },
-            Workload::Ceiling => ceiling::run(&ctx),
-            Workload::Floor => floor::run(&ctx).await,
+            Workload::Ceiling => ctx
+                .require_masters("ceiling")
+                .and_then(|()| ceiling::run(&ctx)),
+            Workload::Floor => match ctx.require_masters("floor") {
+                Ok(()) => floor::run(&ctx).await,
+                Err(e) => Err(e),
+            },
+            Workload::Grouping => grouping::run(&ctx).await,
             Workload::All => unreachable!("expanded above"),
         };
         match r {
@@ -218,6 +284,16 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
     }
     ctx.cleanup().await;
     result
+}
+
+/// `auto`, `off`, `aof` or the replica count, as `--sync-replicas` takes it.
+fn sync_label(mode: redlatch::SyncReplicas) -> String {
+    match mode {
+        redlatch::SyncReplicas::Auto => "auto".into(),
+        redlatch::SyncReplicas::Off => "off".into(),
+        redlatch::SyncReplicas::Count(n) => n.to_string(),
+        other => format!("{other:?}").to_lowercase(),
+    }
 }
 
 fn print(report: &Report, json: bool) {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use serde_json::json;
 
-use super::server::Probe;
+use super::server::{counters, deltas};
 use super::stats::{rss_bytes, Samples};
 use super::{Ctx, Report};
 
@@ -15,45 +15,31 @@ const W5_WATCHDOG: Duration = Duration::from_secs(3);
 const W6_NAMES: usize = 1_000;
 const W6_WAITERS: usize = 10_000;
 const PARALLEL: usize = 256;
+/// Locks per renewal call before the split by node: the watchdog's chunk
+/// (`CHUNK` in src/engine/watchdog.rs), for the per-slot estimate.
+pub const WATCHDOG_CHUNK: usize = 5000;
 
-async fn probes(ctx: &Ctx) -> redlatch::Result<Vec<Probe>> {
-    let mut out = Vec::new();
-    for url in &ctx.urls {
-        out.push(
-            Probe::open(url)
-                .await
-                .map_err(|source| redlatch::Error::Redis {
-                    addr: url.clone(),
-                    source,
-                })?,
-        );
-    }
-    Ok(out)
-}
-
-async fn calls(probes: &mut [Probe], cmd: &str) -> Vec<u64> {
-    let mut v = Vec::new();
-    for p in probes.iter_mut() {
-        v.push(p.calls(cmd).await.unwrap_or(0));
-    }
-    v
-}
-
-/// W5: hold 100,000 locks under a 3 s watchdog for three renewal periods.
+/// W5: hold 100,000 locks under a 3 s watchdog for three renewal periods. Renewal
+/// calls are counted on the servers (EVALSHA + EVAL per primary while only the
+/// watchdog runs). On a cluster it also reports how many calls a full round takes
+/// grouped per slot (the distinct slots of each primary in each watchdog chunk) and
+/// would take grouped per node (the chunks with a lock on the primary).
 pub async fn w5(ctx: &Ctx) -> redlatch::Result<Report> {
     let client = ctx
         .connect_with(|c| c.watchdog_timeout(W5_WATCHDOG))
         .await?;
-    let mut probes = probes(ctx).await?;
+    let mut probes = ctx.probes().await?;
+    let prefix = ctx.key("w5");
+    let names: Vec<String> = (0..W5_LOCKS).map(|i| format!("{prefix}:{i}")).collect();
+    let per_slot = (ctx.key_slots(&names).await?).map(|slots| per_slot_round(ctx, &slots));
     let rss_before = rss_bytes();
     let started = Instant::now();
     let batches = join_all((0..PARALLEL).map(|t| {
-        let client = client.clone();
-        let prefix = ctx.key("w5");
+        let (client, names) = (client.clone(), &names);
         async move {
             let mut guards = Vec::with_capacity(W5_LOCKS / PARALLEL + 1);
             for i in (t..W5_LOCKS).step_by(PARALLEL) {
-                guards.push(client.lock(format!("{prefix}:{i}")).lock().await?);
+                guards.push(client.lock(names[i].clone()).lock().await?);
             }
             Ok::<_, redlatch::Error>(guards)
         }
@@ -65,21 +51,19 @@ pub async fn w5(ctx: &Ctx) -> redlatch::Result<Report> {
     }
     let acquire_seconds = started.elapsed();
     let rss_held = rss_bytes();
-    let calls_before = calls(&mut probes, "evalsha").await;
+    let before = counters(&mut probes).await;
     let held_from = Instant::now();
     tokio::time::sleep(W5_WATCHDOG).await; // three renewal periods of timeout/3
     let held_for = held_from.elapsed().as_secs_f64();
-    let calls_after = calls(&mut probes, "evalsha").await;
+    let used = deltas(&before, &counters(&mut probes).await);
     let survived = guards.iter().filter(|g| !g.lost().is_cancelled()).count();
     let mut keys = Vec::new();
     for p in probes.iter_mut() {
         keys.push(p.dbsize().await.unwrap_or(0));
     }
-    let renew_per_s: Vec<f64> = calls_before
-        .iter()
-        .zip(&calls_after)
-        .map(|(b, a)| (a - b) as f64 / held_for)
-        .collect();
+    let renew_per_s: Vec<f64> = used.iter().map(|c| c.scripts as f64 / held_for).collect();
+    let rounds = held_for / (W5_WATCHDOG / 3).as_secs_f64();
+    let per_round: Vec<f64> = used.iter().map(|c| c.scripts as f64 / rounds).collect();
     let per_lock = rss_held.saturating_sub(rss_before) as f64 / W5_LOCKS as f64;
     release_all(guards).await;
     let mut r = ctx.report(
@@ -94,12 +78,42 @@ pub async fn w5(ctx: &Ctx) -> redlatch::Result<Report> {
         "held_seconds": held_for,
         "renew_cmds_per_s_per_master": renew_per_s,
         "max_renew_cmds_per_s": renew_per_s.iter().cloned().fold(0.0, f64::max),
+        "renew_calls_per_round_per_master": per_round,
+        "rejected_renew_calls_per_round_per_master": used.iter().map(|c| c.rejected as f64 / rounds).collect::<Vec<_>>(),
+        "renew_server_cpu_ms_per_s_per_master": used.iter().map(|c| c.cpu_us as f64 / 1000.0 / held_for).collect::<Vec<_>>(),
         "rss_bytes_per_lock": per_lock,
         "survived": survived,
         "keys_per_master": keys,
     });
     r.extend(extra.as_object().expect("object").clone());
+    if let Some((node, slot)) = per_slot {
+        r.insert("per_node_calls_per_full_round".into(), json!(node));
+        r.insert("per_slot_calls_per_full_round".into(), json!(slot));
+    }
     Ok(r)
+}
+
+/// Calls per primary of one full round over `slots` (the locks' slots, in acquisition
+/// order) cut into watchdog chunks: grouped per node (one call per chunk that has a
+/// lock on the primary) and per slot (one call per distinct slot of the chunk there).
+pub fn per_slot_round(ctx: &Ctx, slots: &[u16]) -> (Vec<u64>, Vec<u64>) {
+    let n = ctx.dep.primaries.len();
+    let (mut node, mut slot) = (vec![0u64; n], vec![0u64; n]);
+    for chunk in slots.chunks(WATCHDOG_CHUNK) {
+        let mut distinct = chunk.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut touched = vec![false; n];
+        for &s in &distinct {
+            let p = ctx.dep.owner(s).unwrap_or(0);
+            slot[p] += 1;
+            touched[p] = true;
+        }
+        for (p, t) in touched.into_iter().enumerate() {
+            node[p] += u64::from(t);
+        }
+    }
+    (node, slot)
 }
 
 async fn release_all(guards: Vec<redlatch::LockGuard>) {
@@ -115,7 +129,7 @@ async fn release_all(guards: Vec<redlatch::LockGuard>) {
 
 /// W6: 10,000 tasks wait on 1,000 names held by another client, then all are freed.
 pub async fn w6(ctx: &Ctx) -> redlatch::Result<Report> {
-    let mut probes = probes(ctx).await?;
+    let mut probes = ctx.probes().await?;
     let names: Vec<String> = (0..W6_NAMES).map(|i| ctx.key(&format!("w6:{i}"))).collect();
     let held = join_all(names.iter().map(|n| {
         let lock = ctx.client.lock(n.clone());

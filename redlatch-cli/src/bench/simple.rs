@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::server::{counters, deltas};
 use super::stats::Samples;
 use super::{Ctx, Report};
 
@@ -27,20 +28,53 @@ pub async fn w1(ctx: &Ctx) -> redlatch::Result<Report> {
     Ok(ctx.report("W1", W1_PAIRS as u64, started.elapsed(), &mut samples))
 }
 
-/// W2: 64 tasks, each on its own name, acquire+release pairs for the run time.
+/// W2: 64 tasks, each on its own name, acquire+release pairs for the run time. The
+/// servers' own counters give the Redis calls per pair (EVALSHA + EVAL, and WAIT)
+/// summed over the primaries. On a cluster it also reports how many calls per-slot
+/// grouping would need for the same names: a batch never holds two operations of one
+/// name (each task waits for its call), so with the 64 names in 64 slots per-slot
+/// grouping is one call per operation, two per pair (`per_slot_calls_per_pair`, a
+/// lower bound when names share slots).
 pub async fn w2(ctx: &Ctx) -> redlatch::Result<Report> {
+    let names: Vec<String> = (0..W2_TASKS).map(|i| ctx.key(&format!("w2:{i}"))).collect();
+    let slots = ctx.key_slots(&names).await?;
+    let mut probes = ctx.probes().await?;
+    let before = counters(&mut probes).await;
     let started = Instant::now();
-    let ops = (0..W2_TASKS).map(|i| {
-        let lock = ctx.client.lock(ctx.key(&format!("w2:{i}")));
+    let ops = names.iter().map(|name| {
+        let lock = ctx.client.lock(name.clone());
         move || {
             let lock = lock.clone();
             async move { lock.lock_with_lease(LEASE).await?.unlock().await }
         }
     });
     let mut all = pairs(started + ctx.duration, ops.collect()).await?;
+    let took = started.elapsed();
+    let used = deltas(&before, &counters(&mut probes).await);
     let ops = all.len() as u64;
-    let mut r = ctx.report("W2", ops, started.elapsed(), &mut all);
-    r.insert("tasks".into(), json!(W2_TASKS));
+    let pairs = ops.max(1) as f64;
+    let scripts: u64 = used.iter().map(|c| c.scripts).sum();
+    let mut r = ctx.report("W2", ops, took, &mut all);
+    let extra = json!({
+        "tasks": W2_TASKS,
+        "script_calls_per_pair": scripts as f64 / pairs,
+        "rejected_script_calls_per_pair": used.iter().map(|c| c.rejected).sum::<u64>() as f64 / pairs,
+        "wait_calls_per_pair": used.iter().map(|c| c.waits).sum::<u64>() as f64 / pairs,
+        "script_calls_per_primary": used.iter().map(|c| c.scripts).collect::<Vec<_>>(),
+        "server_cpu_us_per_pair": used.iter().map(|c| c.cpu_us).sum::<u64>() as f64 / pairs,
+        "ops_per_script_call": if scripts > 0 { 2.0 * ops as f64 / scripts as f64 } else { 0.0 },
+    });
+    r.extend(extra.as_object().expect("object").clone());
+    if let Some(slots) = slots {
+        let mut distinct = slots.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        r.insert("names_distinct_slots".into(), json!(distinct.len()));
+        r.insert(
+            "per_slot_calls_per_pair".into(),
+            json!(2.0 * distinct.len() as f64 / W2_TASKS as f64),
+        );
+    }
     Ok(r)
 }
 

@@ -1,0 +1,465 @@
+//! Per-node vs per-slot grouping of batched calls on a Redis Cluster (issue 12: group
+//! commit and renewals must not send a cross-slot script; group per node with the
+//! `allow-cross-slot-keys` script flag, or per slot, "measure which is cheaper").
+//!
+//! On Redis 7.0 the flag does not let a call declare KEYS of several slots: the node
+//! refuses it with CROSSSLOT before the script runs; it only lets the script touch
+//! keys of other slots (served by the node) that it was not given as KEYS. So the
+//! library groups per slot, and a per-node call here passes the lock names in ARGV
+//! ([`argv_keyed`]): the same script body runs with them as its KEYS.
+//!
+//! This workload sends the same key sets each way with bare redis-rs (the project's
+//! own scripts, by EVALSHA; all calls of one primary in a chunk pipelined, the best
+//! case for the many-call ways) and reads the cost from the primaries themselves:
+//! calls (`INFO commandstats`), server CPU (`INFO cpu`, user + system: all of the
+//! servers' work, not only the scripts) and wall time. Two shapes:
+//! - **renew**: W5's, 100,000 held locks renewed in one round, cut into the watchdog's
+//!   chunks of 5,000 locks; per node one call per chunk and primary, per slot one call
+//!   per distinct slot of the chunk, per key one call per lock.
+//! - **batch**: W2's group commit, batches of B acquires then B releases on B names in B
+//!   distinct slots of each primary (W2's names do lie in distinct slots, so per slot
+//!   is per key); per node one `batch.lua` call per batch, per slot B `acquire.lua` /
+//!   `release.lua` calls.
+//!
+//! The ways run [`ROUNDS`] times, interleaved; each figure is the median.
+
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use redis::aio::MultiplexedConnection;
+use redis::Value;
+use serde_json::json;
+
+use super::scale::WATCHDOG_CHUNK;
+use super::server::{counters, deltas, Counters, Probe};
+use super::stats::Samples;
+use super::{Ctx, Report};
+
+const RENEW_LOCKS: usize = 100_000;
+const LEASE_MS: u64 = 60_000;
+const ROUNDS: usize = 3;
+const BATCH_SIZES: [usize; 2] = [8, 32];
+/// Pairs per primary in one batch measurement.
+const BATCH_PAIRS: usize = 4_096;
+/// The flag line the library puts on its batch scripts in a cluster (Redis >= 7).
+const CROSS_SLOT: &str = "#!lua flags=allow-cross-slot-keys\n";
+const HOLDER: &str = "bench-grouping:1";
+
+/// The cluster dialect of a script, as the library derives it: sharded pub/sub.
+fn sharded(source: &str) -> String {
+    source
+        .replace("redis.call('publish'", "redis.call('spublish'")
+        .replace("'pubsub', 'numsub'", "'pubsub', 'shardnumsub'")
+}
+
+/// SCRIPT LOAD on every primary; returns the SHA1.
+async fn load(conns: &mut [MultiplexedConnection], source: &str) -> Result<String, String> {
+    let mut sha = String::new();
+    for c in conns.iter_mut() {
+        sha = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(source)
+            .query_async(c)
+            .await
+            .map_err(|e| format!("SCRIPT LOAD: {e}"))?;
+    }
+    Ok(sha)
+}
+
+/// `source` (a batch script: lock names in KEYS) as one call per node needs it on a
+/// cluster: with the `allow-cross-slot-keys` flag, and the names in ARGV, as
+/// `ARGV[1]` = n, `ARGV[2..=n+1]` = the names, then the script's own ARGV. The body
+/// runs unchanged, given those as its KEYS and ARGV.
+fn argv_keyed(source: &str) -> String {
+    format!(
+        "{CROSS_SLOT}local function body(KEYS, ARGV)\n{source}\nend\n\
+         local n = tonumber(ARGV[1])\n\
+         local keys, args = {{}}, {{}}\n\
+         for i = 1, n do keys[i] = ARGV[i + 1] end\n\
+         for i = n + 2, #ARGV do args[#args + 1] = ARGV[i] end\n\
+         return body(keys, args)\n"
+    )
+}
+
+/// How a chunk's calls are grouped.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// One call per primary, names in ARGV ([`argv_keyed`]).
+    Node,
+    /// One call per slot, names in KEYS (what the library does).
+    Slot,
+    /// One call per lock (no grouping).
+    Key,
+}
+
+impl Way {
+    fn name(self) -> &'static str {
+        match self {
+            Way::Node => "node",
+            Way::Slot => "slot",
+            Way::Key => "key",
+        }
+    }
+}
+
+struct Shas {
+    renew_node: String,
+    renew_slot: String,
+    batch_node: String,
+    acquire: String,
+    release: String,
+}
+
+/// One measurement: its wall time and what the primaries did meanwhile.
+struct Measured {
+    ms: f64,
+    used: Counters,
+}
+
+fn sum(per_primary: &[Counters]) -> Counters {
+    per_primary
+        .iter()
+        .fold(Counters::default(), |a, c| Counters {
+            scripts: a.scripts + c.scripts,
+            script_usec: a.script_usec + c.script_usec,
+            rejected: a.rejected + c.rejected,
+            waits: a.waits + c.waits,
+            cpu_us: a.cpu_us + c.cpu_us,
+        })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+pub async fn run(ctx: &Ctx) -> Result<Report, String> {
+    if ctx.dep.slots.is_none() {
+        return Err(format!(
+            "grouping compares per-node and per-slot calls on a Redis Cluster, not on {}",
+            ctx.dep.kind
+        ));
+    }
+    let mut probes = ctx.dep.probes().await.map_err(|e| e.to_string())?;
+    let mut conns: Vec<MultiplexedConnection> = probes.iter().map(Probe::conn).collect();
+    let renew = super::RENEW_LUA;
+    let shas = Shas {
+        renew_node: load(&mut conns, &argv_keyed(renew)).await?,
+        renew_slot: load(&mut conns, renew).await?,
+        batch_node: load(&mut conns, &argv_keyed(&sharded(super::BATCH_LUA))).await?,
+        acquire: load(&mut conns, &sharded(super::ACQUIRE_LUA)).await?,
+        release: load(&mut conns, &sharded(super::RELEASE_LUA)).await?,
+    };
+    let started = Instant::now();
+    let mut r = Report::new();
+
+    // Renewal shape.
+    let names: Vec<String> = (0..RENEW_LOCKS)
+        .map(|i| ctx.key(&format!("grp:r:{i}")))
+        .collect();
+    let slots = slots_of(ctx, &names).await?;
+    let owners: Vec<usize> = slots
+        .iter()
+        .map(|&s| ctx.dep.owner(s).unwrap_or(0))
+        .collect();
+    hold_all(&conns, &names, &owners).await?;
+    let ways = [Way::Node, Way::Slot, Way::Key];
+    let mut measured: Vec<Vec<Measured>> = ways.iter().map(|_| Vec::new()).collect();
+    for _ in 0..ROUNDS {
+        for (way, m) in ways.iter().zip(measured.iter_mut()) {
+            let work = renew_round(&conns, &shas, &names, &slots, &owners, *way);
+            m.push(measure(&mut probes, work).await?);
+        }
+    }
+    for (way, m) in ways.iter().map(|w| w.name()).zip(&measured) {
+        let get = |f: fn(&Measured) -> f64| median(m.iter().map(f).collect());
+        r.insert(
+            format!("renew_{way}_calls_per_round"),
+            json!(get(|m| m.used.scripts as f64)),
+        );
+        r.insert(format!("renew_{way}_ms_per_round"), json!(get(|m| m.ms)));
+        r.insert(
+            format!("renew_{way}_server_cpu_ms_per_round"),
+            json!(get(|m| m.used.cpu_us as f64 / 1000.0)),
+        );
+        r.insert(
+            format!("renew_{way}_script_ms_per_round"),
+            json!(get(|m| m.used.script_usec as f64 / 1000.0)),
+        );
+    }
+
+    // Group-commit shape.
+    for b in BATCH_SIZES {
+        let groups = distinct_slot_names(ctx, b).await?;
+        let iters = BATCH_PAIRS / b;
+        let (mut node, mut slot) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            node.push(
+                measure(
+                    &mut probes,
+                    batch_rounds(&conns, &shas, &groups, iters, Way::Node),
+                )
+                .await?,
+            );
+            slot.push(
+                measure(
+                    &mut probes,
+                    batch_rounds(&conns, &shas, &groups, iters, Way::Slot),
+                )
+                .await?,
+            );
+        }
+        let pairs = (iters * b * conns.len()) as f64;
+        for (way, m) in [("node", &node), ("slot", &slot)] {
+            let get = |f: &dyn Fn(&Measured) -> f64| median(m.iter().map(f).collect());
+            r.insert(
+                format!("batch{b}_{way}_pairs_per_s"),
+                json!(get(&|m| pairs / (m.ms / 1000.0))),
+            );
+            r.insert(
+                format!("batch{b}_{way}_calls_per_pair"),
+                json!(get(&|m| m.used.scripts as f64 / pairs)),
+            );
+            r.insert(
+                format!("batch{b}_{way}_server_cpu_us_per_pair"),
+                json!(get(&|m| m.used.cpu_us as f64 / pairs)),
+            );
+        }
+    }
+    // The common fields last: `ops` is the renew shape's locks, `seconds` the whole run.
+    let common = ctx.report(
+        "grouping",
+        RENEW_LOCKS as u64,
+        started.elapsed(),
+        &mut Samples::default(),
+    );
+    r.extend(common);
+    r.insert("rounds".into(), json!(ROUNDS));
+    r.insert("watchdog_chunk".into(), json!(WATCHDOG_CHUNK));
+    r.insert("batch_pairs_per_primary".into(), json!(BATCH_PAIRS));
+    r.insert("primaries".into(), json!(ctx.dep.labels));
+    Ok(r)
+}
+
+/// The hash slot of each of `names` (the workload runs on clusters only).
+async fn slots_of(ctx: &Ctx, names: &[String]) -> Result<Vec<u16>, String> {
+    let slots = ctx.key_slots(names).await.map_err(|e| e.to_string())?;
+    slots.ok_or_else(|| "not a cluster".to_string())
+}
+
+/// Runs `work`, returning its wall time and the primaries' counters around it.
+async fn measure(
+    probes: &mut [Probe],
+    work: impl std::future::Future<Output = Result<(), String>>,
+) -> Result<Measured, String> {
+    let before = counters(probes).await;
+    let t = Instant::now();
+    work.await?;
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    let used = sum(&deltas(&before, &counters(probes).await));
+    Ok(Measured { ms, used })
+}
+
+/// Makes `HOLDER` hold every name (a lock hash with a long lease), as W5's locks are.
+async fn hold_all(
+    conns: &[MultiplexedConnection],
+    names: &[String],
+    owners: &[usize],
+) -> Result<(), String> {
+    for (p, conn) in conns.iter().enumerate() {
+        let mine: Vec<&String> = names
+            .iter()
+            .zip(owners)
+            .filter(|(_, &o)| o == p)
+            .map(|(n, _)| n)
+            .collect();
+        for chunk in mine.chunks(5_000) {
+            let mut pipe = redis::pipe();
+            for n in chunk {
+                pipe.cmd("HSET").arg(*n).arg(HOLDER).arg(1).ignore();
+                pipe.cmd("PEXPIRE").arg(*n).arg(LEASE_MS).ignore();
+            }
+            let () = pipe
+                .query_async(&mut conn.clone())
+                .await
+                .map_err(|e| format!("setup: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// One full renewal round over `names`, chunk by chunk, grouped `way` (the calls of
+/// one primary in a chunk pipelined). Every lock must come back renewed.
+async fn renew_round(
+    conns: &[MultiplexedConnection],
+    shas: &Shas,
+    names: &[String],
+    slots: &[u16],
+    owners: &[usize],
+    way: Way,
+) -> Result<(), String> {
+    let idx: Vec<usize> = (0..names.len()).collect();
+    for chunk in idx.chunks(WATCHDOG_CHUNK) {
+        let calls = conns.iter().enumerate().map(|(p, conn)| {
+            let mut mine: Vec<usize> = chunk.iter().copied().filter(|&i| owners[i] == p).collect();
+            let mut pipe = redis::pipe();
+            let groups: Vec<&[usize]> = match way {
+                Way::Node => vec![&mine[..]],
+                Way::Slot => {
+                    mine.sort_by_key(|&i| slots[i]);
+                    mine.chunk_by(|&a, &b| slots[a] == slots[b]).collect()
+                }
+                Way::Key => mine.chunks(1).collect(),
+            };
+            for g in groups.iter().filter(|g| !g.is_empty()) {
+                let cmd = pipe.cmd("EVALSHA");
+                match way {
+                    Way::Node => cmd.arg(&shas.renew_node).arg(0).arg(g.len()),
+                    Way::Slot | Way::Key => cmd.arg(&shas.renew_slot).arg(g.len()),
+                };
+                for &i in g.iter() {
+                    cmd.arg(&names[i]);
+                }
+                cmd.arg(LEASE_MS);
+                for _ in g.iter() {
+                    cmd.arg(HOLDER);
+                }
+            }
+            let expected = mine.len();
+            let mut conn = conn.clone();
+            async move {
+                if expected == 0 {
+                    return Ok(());
+                }
+                let replies: Vec<Vec<i64>> = pipe
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| format!("renew: {e}"))?;
+                let renewed: i64 = replies.iter().flatten().sum();
+                match renewed as usize == expected {
+                    true => Ok(()),
+                    false => Err(format!("renew: {renewed} of {expected} locks renewed")),
+                }
+            }
+        });
+        for r in join_all(calls).await {
+            r?;
+        }
+    }
+    Ok(())
+}
+
+/// For each primary, `b` names it serves in `b` distinct slots.
+async fn distinct_slot_names(ctx: &Ctx, b: usize) -> Result<Vec<Vec<String>>, String> {
+    let n = ctx.dep.primaries.len();
+    let pool: Vec<String> = (0..b * n * 4 + 64)
+        .map(|i| ctx.key(&format!("grp:b{b}:{i}")))
+        .collect();
+    let slots = slots_of(ctx, &pool).await?;
+    let mut groups: Vec<Vec<(String, u16)>> = vec![Vec::new(); n];
+    for (name, &s) in pool.iter().zip(&slots) {
+        let g = &mut groups[ctx.dep.owner(s).unwrap_or(0)];
+        if g.len() < b && g.iter().all(|(_, t)| *t != s) {
+            g.push((name.clone(), s));
+        }
+    }
+    match groups.iter().all(|g| g.len() == b) {
+        true => Ok(groups
+            .into_iter()
+            .map(|g| g.into_iter().map(|(n, _)| n).collect())
+            .collect()),
+        false => Err(format!(
+            "could not find {b} names in distinct slots on every primary"
+        )),
+    }
+}
+
+/// `iters` batches of acquires then releases of each primary's names, all primaries at
+/// once, grouped per node (one batch.lua call each) or per slot (one acquire.lua /
+/// release.lua call per name, pipelined: the names lie in distinct slots). Every
+/// acquire must be fresh and every release the last hold.
+async fn batch_rounds(
+    conns: &[MultiplexedConnection],
+    shas: &Shas,
+    groups: &[Vec<String>],
+    iters: usize,
+    way: Way,
+) -> Result<(), String> {
+    let per_slot = way != Way::Node;
+    let work = conns.iter().zip(groups).map(|(conn, names)| {
+        let mut conn = conn.clone();
+        let channels: Vec<String> = names
+            .iter()
+            .map(|n| format!("redisson_lock__channel:{{{n}}}"))
+            .collect();
+        async move {
+            for _ in 0..iters {
+                for release in [false, true] {
+                    let mut pipe = redis::pipe();
+                    if per_slot {
+                        for (n, ch) in names.iter().zip(&channels) {
+                            match release {
+                                false => pipe
+                                    .cmd("EVALSHA")
+                                    .arg(&shas.acquire)
+                                    .arg(1)
+                                    .arg(n)
+                                    .arg(LEASE_MS)
+                                    .arg(HOLDER),
+                                true => pipe
+                                    .cmd("EVALSHA")
+                                    .arg(&shas.release)
+                                    .arg(1)
+                                    .arg(n)
+                                    .arg(ch)
+                                    .arg("0")
+                                    .arg(LEASE_MS)
+                                    .arg(HOLDER),
+                            };
+                        }
+                        let replies: Vec<Value> = pipe
+                            .query_async(&mut conn)
+                            .await
+                            .map_err(|e| format!("per-slot batch: {e}"))?;
+                        let ok = replies.iter().all(|v| match (release, v) {
+                            (false, Value::Array(a)) => a.first() == Some(&Value::Int(1)),
+                            (true, v) => *v == Value::Int(1),
+                            _ => false,
+                        });
+                        if !ok {
+                            return Err(format!("per-slot batch: unexpected replies {replies:?}"));
+                        }
+                    } else {
+                        let cmd = pipe
+                            .cmd("EVALSHA")
+                            .arg(&shas.batch_node)
+                            .arg(0)
+                            .arg(names.len());
+                        for n in names {
+                            cmd.arg(n);
+                        }
+                        for ch in &channels {
+                            cmd.arg(if release { "r" } else { "a" })
+                                .arg(LEASE_MS)
+                                .arg(HOLDER)
+                                .arg(if release { ch.as_str() } else { "" });
+                        }
+                        let (replies,): (Vec<i64>,) = pipe
+                            .query_async(&mut conn)
+                            .await
+                            .map_err(|e| format!("per-node batch: {e}"))?;
+                        if replies.len() != 2 * names.len() || replies.chunks(2).any(|c| c[0] != 1)
+                        {
+                            return Err(format!("per-node batch: unexpected replies {replies:?}"));
+                        }
+                    }
+                }
+            }
+            Ok::<_, String>(())
+        }
+    });
+    for r in join_all(work).await {
+        r?;
+    }
+    Ok(())
+}
