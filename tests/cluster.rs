@@ -221,7 +221,15 @@ async fn the_watchdog_renews_locks_spread_over_every_node() {
         guards.push(c.lock(format!("wd-{i}")).lock().await.unwrap());
     }
     // Several leases long: only renewals keep them.
+    let evalsha = |p: usize| common::calls(cluster.node(p), "evalsha");
+    let before: Vec<u64> = cluster.primaries().into_iter().map(evalsha).collect();
     tokio::time::sleep(Duration::from_millis(4000)).await;
+    // About 8 rounds: one call per primary per round (the locks' ~300 slots would be
+    // ~100 calls per primary per round if renewals went per slot).
+    for (p, before) in cluster.primaries().into_iter().zip(before) {
+        let calls = evalsha(p) - before;
+        assert!(calls < 60, "{calls} renew calls on node {p} in 4 s");
+    }
     for g in &guards {
         assert!(!g.lost().is_cancelled(), "{} was lost", g.name());
     }

@@ -628,9 +628,7 @@ pub(crate) async fn renew(
                 let elsewhere = group.iter().zip(&answers).filter(|(_, a)| a.is_none());
                 let alone = join_all(elsewhere.map(|(l, _)| async move {
                     let r = renew_group(m, &[*l], lease_ms, timeout).await;
-                    r.and_then(|v| {
-                        v[0].ok_or_else(|| protocol(m, "renew", &Value::Int(-1)))
-                    })
+                    r.and_then(|v| v[0].ok_or_else(|| protocol(m, "renew", &Value::Int(-1))))
                 }))
                 .await;
                 let mut alone = alone.into_iter();
@@ -666,9 +664,7 @@ async fn renew_group(
     if v.len() != locks.len() {
         return Err(protocol(m, "renew", &Value::Int(v.len() as i64)));
     }
-    Ok(v.into_iter()
-        .map(|x| (x >= 0).then_some(x == 1))
-        .collect())
+    Ok(v.into_iter().map(|x| (x >= 0).then_some(x == 1)).collect())
 }
 
 /// Deletes `name` whoever holds it and wakes its waiters; true if it was deleted.
