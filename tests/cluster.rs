@@ -24,6 +24,30 @@ fn shard_numsub(cluster: &RedisCluster, channel: &str) -> i64 {
     n
 }
 
+/// A RESP3 connection to `node` that has `SSUBSCRIBE`d `channel`, as a Redisson
+/// waiter on a Redis 7 cluster does, and the queue its pushes arrive on.
+async fn ssubscribe(
+    node: &common::RedisServer,
+    channel: &str,
+) -> (
+    redis::aio::MultiplexedConnection,
+    tokio::sync::mpsc::UnboundedReceiver<redis::PushInfo>,
+) {
+    let (tx, pushes) = tokio::sync::mpsc::unbounded_channel();
+    let config = redis::AsyncConnectionConfig::new().set_push_sender(tx);
+    let mut conn = redis::Client::open(format!("{}?protocol=resp3", node.url()))
+        .unwrap()
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .unwrap();
+    redis::cmd("SSUBSCRIBE")
+        .arg(channel)
+        .exec_async(&mut conn)
+        .await
+        .unwrap();
+    (conn, pushes)
+}
+
 #[tokio::test]
 async fn locks_on_every_primary_work_like_on_one_server() {
     let cluster = shared_cluster();
@@ -155,18 +179,7 @@ async fn a_classic_subscriber_hears_nothing_but_a_sharded_one_hears_the_release(
     let name = "who-hears";
     let channel = format!("redisson_lock__channel:{{{name}}}");
     let node = cluster.node(cluster.primary_for_key(name));
-    let (tx, mut pushes) = tokio::sync::mpsc::unbounded_channel();
-    let config = redis::AsyncConnectionConfig::new().set_push_sender(tx);
-    let mut sharded = redis::Client::open(format!("{}?protocol=resp3", node.url()))
-        .unwrap()
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .unwrap();
-    redis::cmd("SSUBSCRIBE")
-        .arg(&channel)
-        .exec_async(&mut sharded)
-        .await
-        .unwrap();
+    let (_sharded, mut pushes) = ssubscribe(node, &channel).await;
     let mut classic = redis::Client::open(node.url())
         .unwrap()
         .get_async_pubsub()
@@ -297,18 +310,7 @@ async fn redisson_scripted_clients_and_redlatch_wake_each_other_on_a_cluster() {
     assert!(acquired.duration_since(released) < Duration::from_secs(5));
 
     // A redlatch release wakes a Java-style sharded waiter, which then gets the lock.
-    let (tx, mut pushes) = tokio::sync::mpsc::unbounded_channel();
-    let config = redis::AsyncConnectionConfig::new().set_push_sender(tx);
-    let mut java_sub = redis::Client::open(format!("{}?protocol=resp3", node.url()))
-        .unwrap()
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .unwrap();
-    redis::cmd("SSUBSCRIBE")
-        .arg(&channel)
-        .exec_async(&mut java_sub)
-        .await
-        .unwrap();
+    let (_java_sub, mut pushes) = ssubscribe(node, &channel).await;
     assert!(java_lock().is_some(), "Java got a lock redlatch holds");
     guard.unlock().await.unwrap();
     let woken = tokio::time::timeout(Duration::from_secs(5), async {

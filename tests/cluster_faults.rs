@@ -76,8 +76,13 @@ async fn an_unreplicated_lock_is_reported_lost_after_a_failover() {
     let primary = cluster.primaries()[0];
     let replica = cluster.replica_of(primary);
     let name = cluster.key_on(primary, "unsynced-");
-    // The replica is frozen: the grant never reaches it.
+    // The replica is frozen and its link cut: the grant never reaches it (a link left
+    // open would deliver it from the socket buffer once the replica resumes).
     cluster.pause(replica);
+    let killed: i64 = cluster
+        .node(primary)
+        .cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
+    assert_eq!(killed, 1, "the replica's link");
     let guard = c.lock(&name).lock().await.unwrap();
     cluster.kill(primary);
     cluster.resume(replica);

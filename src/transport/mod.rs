@@ -19,6 +19,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod cluster;
+pub(crate) mod coalesce;
 pub(crate) mod pubsub;
 pub(crate) mod replicas;
 pub(crate) mod script;

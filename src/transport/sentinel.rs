@@ -17,15 +17,15 @@
 //!    waiter).
 //! 4. The watcher stops when the transport is dropped.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::{ConnectionAddr, ConnectionInfo, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::coalesce::Coalesced;
 use super::replicas::SyncReplicas;
 use super::standalone::Standalone;
 use super::subscriber::Classic;
@@ -62,8 +62,8 @@ struct Inner {
     primary: parking_lot::RwLock<Arc<Standalone>>,
     /// Bumped when the primary changes (invariant 3).
     generation: watch::Sender<u64>,
-    looking: AtomicBool,
-    last_lookup: parking_lot::Mutex<Instant>,
+    /// The background look-ups (invariant 2).
+    lookups: Coalesced,
 }
 
 impl Sentinel {
@@ -77,8 +77,7 @@ impl Sentinel {
             setup,
             primary: parking_lot::RwLock::new(Arc::new(primary)),
             generation: watch::channel(0).0,
-            looking: AtomicBool::new(false),
-            last_lookup: parking_lot::Mutex::new(Instant::now()),
+            lookups: Coalesced::new(LOOKUP_EVERY),
         });
         let stop = CancellationToken::new();
         tokio::spawn(watch_switches(Arc::downgrade(&inner), stop.clone()));
@@ -176,22 +175,14 @@ impl Inner {
 
     /// Looks the primary up again in the background, coalesced (invariant 2).
     fn schedule_lookup(&self) {
-        if self.looking.swap(true, Ordering::AcqRel) {
+        if !self.lookups.claim() {
             return;
         }
         let Some(this) = self.me.upgrade() else {
-            self.looking.store(false, Ordering::Release);
+            self.lookups.unclaim();
             return;
         };
-        tokio::spawn(async move {
-            let since = this.last_lookup.lock().elapsed();
-            if since < LOOKUP_EVERY {
-                tokio::time::sleep(LOOKUP_EVERY - since).await;
-            }
-            this.lookup().await;
-            *this.last_lookup.lock() = Instant::now();
-            this.looking.store(false, Ordering::Release);
-        });
+        tokio::spawn(async move { this.lookups.run(this.lookup()).await });
     }
 
     async fn lookup(&self) {

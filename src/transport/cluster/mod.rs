@@ -23,12 +23,12 @@ mod sharded;
 pub(crate) mod slots;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::{ConnectionAddr, ConnectionInfo, Value};
 
+use super::coalesce::Coalesced;
 use super::replicas::SyncReplicas;
 use super::standalone::Standalone;
 use super::{BoxFuture, Dialect, Lane, Request, Script, Subscriber, Transport};
@@ -64,9 +64,8 @@ struct Inner {
     sync: (SyncReplicas, Duration),
     map: parking_lot::RwLock<Arc<SlotMap>>,
     nodes: parking_lot::Mutex<HashMap<String, Arc<Standalone>>>,
-    /// A refresh is scheduled or running (invariant 1).
-    refreshing: AtomicBool,
-    last_refresh: parking_lot::Mutex<Instant>,
+    /// The background refreshes (invariant 1).
+    refresh: Coalesced,
 }
 
 /// What a failed request asks for (invariant 2).
@@ -127,8 +126,7 @@ impl Cluster {
             sync,
             map: parking_lot::RwLock::new(Arc::new(map)),
             nodes: Default::default(),
-            refreshing: AtomicBool::new(false),
-            last_refresh: parking_lot::Mutex::new(Instant::now()),
+            refresh: Coalesced::new(REFRESH_EVERY),
         });
         Ok(Cluster { inner })
     }
@@ -291,23 +289,20 @@ impl Inner {
     /// Starts a background refresh unless one is running or one ran less than
     /// [`REFRESH_EVERY`] ago (invariant 1).
     fn schedule_refresh(&self) {
-        if self.refreshing.swap(true, Ordering::AcqRel) {
+        if !self.refresh.claim() {
             return;
         }
         let Some(this) = self.me.upgrade() else {
-            self.refreshing.store(false, Ordering::Release);
+            self.refresh.unclaim();
             return;
         };
         tokio::spawn(async move {
-            let since = this.last_refresh.lock().elapsed();
-            if since < REFRESH_EVERY {
-                tokio::time::sleep(REFRESH_EVERY - since).await;
-            }
-            if let Err(e) = this.refresh().await {
-                tracing::debug!(cluster = %this.label, error = %e, "slot map refresh failed");
-            }
-            *this.last_refresh.lock() = Instant::now();
-            this.refreshing.store(false, Ordering::Release);
+            let refreshed = async {
+                if let Err(e) = this.refresh().await {
+                    tracing::debug!(cluster = %this.label, error = %e, "slot map refresh failed");
+                }
+            };
+            this.refresh.run(refreshed).await;
         });
     }
 }
