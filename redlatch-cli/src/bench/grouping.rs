@@ -4,9 +4,11 @@
 //!
 //! On Redis 7.0 the flag does not let a call declare KEYS of several slots: the node
 //! refuses it with CROSSSLOT before the script runs; it only lets the script touch
-//! keys of other slots (served by the node) that it was not given as KEYS. So the
-//! library groups per slot, and a per-node call here passes the lock names in ARGV
-//! ([`argv_keyed`]): the same script body runs with them as its KEYS.
+//! keys of other slots (served by the node) that it was not given as KEYS. So
+//! `renew.lua` names its locks in ARGV (one declared key routes the call) and the
+//! library renews per node; group commit's `batch.lua` declares its keys and goes per
+//! slot, so a per-node batch here passes the lock names in ARGV ([`argv_keyed`]): the
+//! same script body runs with them as its KEYS.
 //!
 //! This workload sends the same key sets each way with bare redis-rs (the project's
 //! own scripts, by EVALSHA; all calls of one primary in a chunk pipelined, the best
@@ -14,8 +16,9 @@
 //! calls (`INFO commandstats`), server CPU (`INFO cpu`, user + system: all of the
 //! servers' work, not only the scripts) and wall time. Two shapes:
 //! - **renew**: W5's, 100,000 held locks renewed in one round, cut into the watchdog's
-//!   chunks of 5,000 locks; per node one call per chunk and primary, per slot one call
-//!   per distinct slot of the chunk, per key one call per lock.
+//!   chunks of 5,000 locks, with `renew.lua` as the library sends it; per node (the
+//!   library's way) one call per chunk and primary, per slot one call per distinct slot
+//!   of the chunk, per key one call per lock.
 //! - **batch**: W2's group commit, batches of B acquires then B releases on B names in B
 //!   distinct slots of each primary (W2's names do lie in distinct slots, so per slot
 //!   is per key); per node one `batch.lua` call per batch, per slot B `acquire.lua` /
@@ -43,6 +46,8 @@ const BATCH_SIZES: [usize; 2] = [8, 32];
 const BATCH_PAIRS: usize = 4_096;
 /// The flag line the library puts on its batch scripts in a cluster (Redis >= 7).
 const CROSS_SLOT: &str = "#!lua flags=allow-cross-slot-keys\n";
+/// The flags the library gives renew.lua in a cluster (`Script::cross_slot`).
+const RENEW_FLAGS: &str = "#!lua flags=allow-cross-slot-keys,allow-oom\n";
 const HOLDER: &str = "bench-grouping:1";
 
 /// The cluster dialect of a script, as the library derives it: sharded pub/sub.
@@ -84,9 +89,10 @@ fn argv_keyed(source: &str) -> String {
 /// How a chunk's calls are grouped.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Way {
-    /// One call per primary, names in ARGV ([`argv_keyed`]).
+    /// One call per primary (renew: the library's way; batch: names in ARGV through
+    /// [`argv_keyed`]).
     Node,
-    /// One call per slot, names in KEYS (what the library does).
+    /// One call per slot (batch: the library's way).
     Slot,
     /// One call per lock (no grouping).
     Key,
@@ -103,8 +109,7 @@ impl Way {
 }
 
 struct Shas {
-    renew_node: String,
-    renew_slot: String,
+    renew: String,
     batch_node: String,
     acquire: String,
     release: String,
@@ -144,8 +149,7 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
     let mut conns: Vec<MultiplexedConnection> = probes.iter().map(Probe::conn).collect();
     let renew = super::RENEW_LUA;
     let shas = Shas {
-        renew_node: load(&mut conns, &argv_keyed(renew)).await?,
-        renew_slot: load(&mut conns, renew).await?,
+        renew: load(&mut conns, &format!("{RENEW_FLAGS}{renew}")).await?,
         batch_node: load(&mut conns, &argv_keyed(&sharded(super::BATCH_LUA))).await?,
         acquire: load(&mut conns, &sharded(super::ACQUIRE_LUA)).await?,
         release: load(&mut conns, &sharded(super::RELEASE_LUA)).await?,
@@ -311,18 +315,17 @@ async fn renew_round(
                 }
                 Way::Key => mine.chunks(1).collect(),
             };
+            // renew.lua's own interface: the first name routes (KEYS[1]), the locks
+            // are (name, holder) pairs in ARGV after the lease.
             for g in groups.iter().filter(|g| !g.is_empty()) {
-                let cmd = pipe.cmd("EVALSHA");
-                match way {
-                    Way::Node => cmd.arg(&shas.renew_node).arg(0).arg(g.len()),
-                    Way::Slot | Way::Key => cmd.arg(&shas.renew_slot).arg(g.len()),
-                };
-                for &i in g.iter() {
-                    cmd.arg(&names[i]);
-                }
+                let cmd = pipe
+                    .cmd("EVALSHA")
+                    .arg(&shas.renew)
+                    .arg(1)
+                    .arg(&names[g[0]]);
                 cmd.arg(LEASE_MS);
-                for _ in g.iter() {
-                    cmd.arg(HOLDER);
+                for &i in g.iter() {
+                    cmd.arg(&names[i]).arg(HOLDER);
                 }
             }
             let expected = mine.len();
@@ -335,8 +338,8 @@ async fn renew_round(
                     .query_async(&mut conn)
                     .await
                     .map_err(|e| format!("renew: {e}"))?;
-                let renewed: i64 = replies.iter().flatten().sum();
-                match renewed as usize == expected {
+                let renewed = replies.iter().flatten().filter(|&&x| x == 1).count();
+                match renewed == expected {
                     true => Ok(()),
                     false => Err(format!("renew: {renewed} of {expected} locks renewed")),
                 }

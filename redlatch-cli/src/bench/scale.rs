@@ -22,8 +22,8 @@ pub const WATCHDOG_CHUNK: usize = 5000;
 /// W5: hold 100,000 locks under a 3 s watchdog for three renewal periods. Renewal
 /// calls are counted on the servers (EVALSHA + EVAL per primary while only the
 /// watchdog runs). On a cluster it also reports how many calls a full round takes
-/// grouped per slot (the distinct slots of each primary in each watchdog chunk) and
-/// would take grouped per node (the chunks with a lock on the primary).
+/// grouped per node (the chunks with a lock on the primary: the library's way) and
+/// would take grouped per slot (the distinct slots of each primary in each chunk).
 pub async fn w5(ctx: &Ctx) -> redlatch::Result<Report> {
     let client = ctx
         .connect_with(|c| c.watchdog_timeout(W5_WATCHDOG))
