@@ -21,7 +21,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use redis::{ConnectionAddr, ConnectionInfo, Value};
+use redis::{ConnectionInfo, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -127,19 +127,7 @@ async fn primary_named_by(setup: &SentinelSetup, sentinel: &redis::Client) -> Re
             setup.master_name
         )));
     };
-    let info = setup.master.clone().set_addr(match setup.master.addr() {
-        ConnectionAddr::TcpTls {
-            insecure,
-            tls_params,
-            ..
-        } => ConnectionAddr::TcpTls {
-            host,
-            port,
-            insecure: *insecure,
-            tls_params: tls_params.clone(),
-        },
-        _ => ConnectionAddr::Tcp(host, port),
-    });
+    let info = super::standalone::settings_at(&setup.master, &host, port);
     let addr = info.addr().to_string();
     let client = redis::Client::open(info).map_err(|source| Error::Redis {
         addr: addr.clone(),

@@ -348,6 +348,30 @@ impl Transport for Standalone {
     }
 }
 
+/// `base`'s connection settings (credentials, database, TLS certificates) for the
+/// server at `host:port`: how a cluster reaches its other nodes and Sentinel the
+/// primary it is told about.
+pub(crate) fn settings_at(
+    base: &redis::ConnectionInfo,
+    host: &str,
+    port: u16,
+) -> redis::ConnectionInfo {
+    use redis::ConnectionAddr;
+    base.clone().set_addr(match base.addr() {
+        ConnectionAddr::TcpTls {
+            insecure,
+            tls_params,
+            ..
+        } => ConnectionAddr::TcpTls {
+            host: host.to_string(),
+            port,
+            insecure: *insecure,
+            tls_params: tls_params.clone(),
+        },
+        _ => ConnectionAddr::Tcp(host.to_string(), port),
+    })
+}
+
 /// The answer of a [`Request::Synced`] (replicas.rs invariant 2).
 pub(crate) fn synced_reply(reply: Value, acked: usize, wanted: usize, node: &str) -> Value {
     Value::Array(vec![

@@ -142,19 +142,7 @@ impl Inner {
             .rsplit_once(':')
             .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
             .ok_or_else(|| Error::Config(format!("cluster node address {addr:?}")))?;
-        let info = self.base.clone().set_addr(match self.base.addr() {
-            ConnectionAddr::TcpTls {
-                insecure,
-                tls_params,
-                ..
-            } => ConnectionAddr::TcpTls {
-                host: host.to_string(),
-                port,
-                insecure: *insecure,
-                tls_params: tls_params.clone(),
-            },
-            _ => ConnectionAddr::Tcp(host.to_string(), port),
-        });
+        let info = super::standalone::settings_at(&self.base, host, port);
         let client = redis::Client::open(info).map_err(|source| Error::Redis {
             addr: addr.to_string(),
             source,
