@@ -52,7 +52,7 @@ for i = 1, #ARGV, 4 do
             out[#out + 1] = 0
         else
             redis.call('del', name)
-            redis.call('publish', channel, '0')
+            redis.call(PUBLISH, channel, '0')
             out[#out + 1] = 1
             out[#out + 1] = 0
         end

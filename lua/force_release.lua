@@ -8,7 +8,7 @@
 -- A key of another type is left alone and fails with WRONGTYPE.
 if redis.call('type', KEYS[1]).ok == 'hash' then
     redis.call('del', KEYS[1])
-    redis.call('publish', ARGV[1], ARGV[2])
+    redis.call(PUBLISH, ARGV[1], ARGV[2])
     return 1
 end
 if redis.call('exists', KEYS[1]) == 1 then

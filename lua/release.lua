@@ -34,10 +34,10 @@ if tonumber(held) > 1 then
     return 0
 end
 redis.call('del', KEYS[1])
-if ARGV[5] and redis.call('pubsub', 'numsub', ARGV[1])[2] <= 1 then
+if ARGV[5] and redis.call('pubsub', NUMSUB, ARGV[1])[2] <= 1 then
     redis.call('hincrby', KEYS[1], ARGV[5], 1)
     redis.call('pexpire', KEYS[1], ARGV[6])
     return 2
 end
-redis.call('publish', ARGV[1], ARGV[2])
+redis.call(PUBLISH, ARGV[1], ARGV[2])
 return 1

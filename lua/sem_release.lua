@@ -7,5 +7,5 @@
 --
 -- Returns the new number of available permits, also published on the channel.
 local value = redis.call('incrby', KEYS[1], ARGV[1])
-redis.call('publish', KEYS[2], value)
+redis.call(PUBLISH, KEYS[2], value)
 return value

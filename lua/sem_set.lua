@@ -18,5 +18,5 @@ if ARGV[1] == 'add' then
     new = (tonumber(value) or 0) + new
 end
 redis.call('set', KEYS[1], new)
-redis.call('publish', KEYS[2], new)
+redis.call(PUBLISH, KEYS[2], new)
 return 1

@@ -151,13 +151,7 @@ async fn a_waiter_is_woken_by_a_sharded_release() {
         let name = cluster.key_on(primary, "sharded-wake-");
         let channel = format!("redisson_lock__channel:{{{name}}}");
         let held = a.lock(&name).lock().await.unwrap();
-        let lock_b = b.lock(&name);
-        let waiter = tokio::spawn(async move {
-            let g = lock_b.lock().await.unwrap();
-            let at = Instant::now();
-            g.unlock().await.unwrap();
-            at
-        });
+        let waiter = common::timed_waiter(b.lock(&name), Duration::ZERO);
         let subscribed = eventually_async(Duration::from_secs(5), || {
             shard_numsub(cluster, &channel) >= 1
         });
@@ -333,40 +327,9 @@ async fn cancelled_lock_calls_on_a_cluster_leave_nothing_after_close() {
     // cross-slot refusal ran after the undoing releases sent meanwhile.
     let c = client(cluster).await;
     let id = c.id().to_string();
-    let calls: Vec<_> = (0..600)
-        .map(|i| {
-            let lock = c.lock(format!("cancel-storm-{}", i % 12));
-            let i = i as u64;
-            let patience = Duration::from_micros(rand_micros(i));
-            tokio::spawn(async move {
-                if let Ok(Ok(guard)) = tokio::time::timeout(patience, lock.lock()).await {
-                    drop(guard);
-                }
-            })
-        })
-        .collect();
-    for (i, call) in calls.iter().enumerate() {
-        if i % 3 == 0 {
-            call.abort();
-        }
-    }
-    for call in calls {
-        let _ = call.await;
-    }
-    c.close(Duration::from_secs(10)).await;
+    common::cancelled_storm(&c, "cancel-storm-", 12, 600).await;
     for primary in cluster.primaries() {
-        let keys: Vec<String> = cluster.node(primary).cmd(&["KEYS", "cancel-storm-*"]);
-        for key in keys {
-            let fields: Vec<String> = cluster.node(primary).cmd(&["HKEYS", &key]);
-            assert!(
-                !fields.iter().any(|f| f.starts_with(&id)),
-                "node {primary} keeps {key} for {fields:?} after close"
-            );
-        }
+        let node = cluster.node(primary);
+        common::assert_no_holds(node, "cancel-storm-*", &id, &format!("node {primary}"));
     }
-}
-
-/// A spread of patiences, 0–3 ms, without a random-number crate.
-fn rand_micros(i: u64) -> u64 {
-    (i.wrapping_mul(2654435761) >> 7) % 3000
 }

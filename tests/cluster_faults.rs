@@ -152,13 +152,7 @@ async fn waiters_follow_a_manual_failover_and_are_woken() {
     let primary = cluster.primaries()[2];
     let name = cluster.key_on(primary, "manual-failover-");
     let held = a.lock(&name).lock().await.unwrap();
-    let lock_b = b.lock(&name);
-    let waiter = tokio::spawn(async move {
-        let g = lock_b.lock().await?;
-        let at = Instant::now();
-        g.unlock().await?;
-        Ok::<_, Error>(at)
-    });
+    let waiter = common::timed_waiter(b.lock(&name), Duration::ZERO);
     tokio::time::sleep(Duration::from_millis(300)).await;
     cluster.failover(cluster.replica_of(primary));
     // The holder keeps it through the switch (it was replicated) and releases it on
@@ -170,7 +164,6 @@ async fn waiters_follow_a_manual_failover_and_are_woken() {
     let acquired = tokio::time::timeout(Duration::from_secs(10), waiter)
         .await
         .expect("the waiter slept through the failover")
-        .unwrap()
         .unwrap();
     // The lease (3 s, renewed) would be the only other way out.
     assert!(acquired.duration_since(released) < Duration::from_secs(2));
@@ -187,14 +180,7 @@ async fn a_slot_migration_under_held_and_waited_locks_loses_nothing() {
     let name = cluster.key_on(from, "migrating-");
     let slot = key_slot(name.as_bytes());
     let held = a.lock(&name).lock().await.unwrap();
-    let lock_b = b.lock(&name);
-    let waiter = tokio::spawn(async move {
-        let g = lock_b.lock().await?;
-        let at = Instant::now();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        g.unlock().await?;
-        Ok::<_, Error>(at)
-    });
+    let waiter = common::timed_waiter(b.lock(&name), Duration::from_millis(100));
     tokio::time::sleep(Duration::from_millis(300)).await;
     cluster.begin_migration(slot, from, to);
     // Mid-migration (ASK for moved keys): the holder re-enters and releases once.
@@ -210,7 +196,6 @@ async fn a_slot_migration_under_held_and_waited_locks_loses_nothing() {
     let acquired = tokio::time::timeout(Duration::from_secs(10), waiter)
         .await
         .expect("the waiter was never woken after the migration")
-        .unwrap()
         .unwrap();
     assert!(acquired.duration_since(released) < Duration::from_secs(2));
     // A third client, fresh, is routed to the new owner at once.

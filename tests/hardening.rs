@@ -142,37 +142,9 @@ async fn cancelled_redlock_storms_leave_nothing_after_close() {
         let config = Config::redlock(urls).watchdog_timeout(Duration::from_secs(3));
         let client = Client::connect(config).await.unwrap();
         let id = client.id().to_string();
-        let calls: Vec<_> = (0..CALLS)
-            .map(|i| {
-                let lock = client.lock(format!("storm:{}", i % 8));
-                let patience = Duration::from_micros(rand::random_range(0..3000));
-                tokio::spawn(async move {
-                    if let Ok(Ok(guard)) = tokio::time::timeout(patience, lock.lock()).await {
-                        drop(guard);
-                    }
-                })
-            })
-            .collect();
-        // Some are cancelled from outside as well, mid-flight.
-        for (i, call) in calls.iter().enumerate() {
-            if i % 3 == 0 {
-                call.abort();
-            }
-        }
-        for call in calls {
-            let _ = call.await;
-        }
-        client.close(Duration::from_secs(10)).await;
+        common::cancelled_storm(&client, "storm:", 8, CALLS).await;
         for server in &servers {
-            let keys: Vec<String> = server.cmd(&["KEYS", "storm:*"]);
-            for key in keys {
-                let fields: Vec<String> = server.cmd(&["HKEYS", &key]);
-                assert!(
-                    !fields.iter().any(|f| f.starts_with(&id)),
-                    "storm {storm}: {} keeps {key} for {fields:?} after close",
-                    server.addr()
-                );
-            }
+            common::assert_no_holds(server, "storm:*", &id, &format!("storm {storm}"));
         }
     }
 }

@@ -16,23 +16,29 @@ type Op = (bool, &'static str, &'static str);
 /// The single scripts' answer in batch.lua's terms: (status, value).
 fn single(conn: &mut redis::Connection, (acquire, name, holder): (bool, &str, &str)) -> (i64, i64) {
     if acquire {
-        let r: redis::RedisResult<(i64, i64)> = Script::new(include_str!("../lua/acquire.lua"))
-            .key(name)
-            .arg(LEASE)
-            .arg(holder)
-            .invoke(conn);
+        let r: redis::RedisResult<(i64, i64)> = Script::new(concat!(
+            include_str!("../lua/dialect_classic.lua"),
+            include_str!("../lua/acquire.lua")
+        ))
+        .key(name)
+        .arg(LEASE)
+        .arg(holder)
+        .invoke(conn);
         return r.unwrap_or_else(|e| {
             assert!(e.to_string().contains("WRONGTYPE"), "{e}");
             (3, 0)
         });
     }
-    let r: redis::RedisResult<Option<i64>> = Script::new(include_str!("../lua/release.lua"))
-        .key(name)
-        .arg(format!("redisson_lock__channel:{{{name}}}"))
-        .arg("0")
-        .arg(LEASE)
-        .arg(holder)
-        .invoke(conn);
+    let r: redis::RedisResult<Option<i64>> = Script::new(concat!(
+        include_str!("../lua/dialect_classic.lua"),
+        include_str!("../lua/release.lua")
+    ))
+    .key(name)
+    .arg(format!("redisson_lock__channel:{{{name}}}"))
+    .arg("0")
+    .arg(LEASE)
+    .arg(holder)
+    .invoke(conn);
     match r {
         Ok(v) => (v.unwrap_or(-1), 0),
         Err(e) => {
@@ -43,7 +49,10 @@ fn single(conn: &mut redis::Connection, (acquire, name, holder): (bool, &str, &s
 }
 
 fn batch(conn: &mut redis::Connection, ops: &[Op], prefix: &str) -> Vec<(i64, i64)> {
-    let script = Script::new(include_str!("../lua/batch.lua"));
+    let script = Script::new(concat!(
+        include_str!("../lua/dialect_classic.lua"),
+        include_str!("../lua/batch.lua")
+    ));
     let mut inv = script.prepare_invoke();
     for &(acquire, name, holder) in ops {
         let name = format!("{prefix}{name}");

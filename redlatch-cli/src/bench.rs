@@ -23,14 +23,18 @@ use crate::conn::{self, RedisArgs};
 use crate::duration;
 use crate::exit::{self, Failure};
 
-/// The library's acquire and release scripts, which the floor, the ceiling and
-/// `grouping` load by hand: the very files the library embeds (`redlatch-cli/lua` is a symbolic link to the
+/// The library's acquire and release scripts as it runs them on a standalone master
+/// (after the classic dialect's prelude), which the floor and the ceiling load by hand:
+/// the very files the library embeds (`redlatch-cli/lua` is a symbolic link to the
 /// repository's `lua/`, which `cargo package` follows, so the published crate has them).
-const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
-const RELEASE_LUA: &str = include_str!("../lua/release.lua");
-/// The watchdog's renewal and group commit's batch scripts, for `grouping`.
-const RENEW_LUA: &str = include_str!("../lua/renew.lua");
-const BATCH_LUA: &str = include_str!("../lua/batch.lua");
+const ACQUIRE_LUA: &str = concat!(
+    include_str!("../lua/dialect_classic.lua"),
+    include_str!("../lua/acquire.lua")
+);
+const RELEASE_LUA: &str = concat!(
+    include_str!("../lua/dialect_classic.lua"),
+    include_str!("../lua/release.lua")
+);
 
 /// One result line.
 pub type Report = Map<String, Value>;

@@ -18,7 +18,7 @@ use crate::transport::cluster::Cluster;
 use crate::transport::replicas::SyncReplicas;
 use crate::transport::sentinel::{Sentinel, SentinelSetup};
 use crate::transport::standalone::Standalone;
-use crate::transport::{Lane, Request, Transport};
+use crate::transport::{Dialect, Lane, Request, Transport};
 use redis::Value;
 use uuid::Uuid;
 
@@ -79,7 +79,7 @@ impl Client {
             topology => {
                 let links = clients
                     .into_iter()
-                    .map(|client| config.standalone(client))
+                    .map(|client| config.link_settings().open(client, Dialect::Classic))
                     .collect::<Result<Vec<_>>>()?;
                 let ping = redis::cmd("PING");
                 let pings = fan_out(&links, |link| {
@@ -502,11 +502,7 @@ async fn connect_sentinel(
         master_name,
         sentinels,
         master,
-        pool_size: config.pool_size,
-        timeout: config.effective_master_timeout(),
-        connect_timeout: config.connect_timeout,
-        scripts: crate::engine::scripts::all(),
-        sync: config.sync,
+        link: config.link_settings(),
     })
     .await
 }
@@ -523,15 +519,7 @@ async fn connect_cluster(
             last = Some(e);
             continue;
         }
-        match Cluster::connect(
-            seed,
-            config.pool_size,
-            config.effective_master_timeout(),
-            config.connect_timeout,
-            crate::engine::scripts::all(),
-        )
-        .await
-        {
+        match Cluster::connect(seed, config.link_settings()).await {
             Ok(cluster) => return Ok(cluster),
             Err(e) => last = Some(e),
         }

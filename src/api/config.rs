@@ -664,19 +664,15 @@ impl Config {
 }
 
 impl Config {
-    /// The transport of one server with this configuration's pool and timeouts.
-    pub(crate) fn standalone(
-        &self,
-        client: redis::Client,
-    ) -> Result<crate::transport::standalone::Standalone> {
-        let link = crate::transport::standalone::Standalone::new(
-            client,
-            self.pool_size,
-            self.effective_master_timeout(),
-            self.connect_timeout,
-            crate::engine::scripts::all(),
-        )?;
-        Ok(link.with_sync(self.sync.0, self.sync.1))
+    /// How this configuration's servers are reached: pool, timeouts, scripts, sync.
+    pub(crate) fn link_settings(&self) -> crate::transport::standalone::LinkSettings {
+        crate::transport::standalone::LinkSettings {
+            pool_size: self.pool_size,
+            timeout: self.effective_master_timeout(),
+            connect_timeout: self.connect_timeout,
+            scripts: crate::engine::scripts::all(),
+            sync: self.sync,
+        }
     }
 }
 

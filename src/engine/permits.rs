@@ -12,31 +12,18 @@ use super::master::Master;
 use super::scripts::{by_shard, typed};
 use crate::error::Result;
 use crate::keys;
+use crate::transport::script::lua;
 use crate::transport::{Invocation, Lane, Script};
 
-macro_rules! script {
-    ($file:literal) => {
-        LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file))))
-    };
-    (xsem $file:literal) => {
-        LazyLock::new(|| {
-            Script::new(concat!(
-                include_str!("../../lua/xsem_common.lua"),
-                include_str!(concat!("../../lua/", $file))
-            ))
-        })
-    };
-}
-
-static SEM_ACQUIRE: LazyLock<Script> = script!("sem_acquire.lua");
-static SEM_RELEASE: LazyLock<Script> = script!("sem_release.lua");
-static SEM_SET: LazyLock<Script> = script!("sem_set.lua");
-static XSEM_ACQUIRE: LazyLock<Script> = script!(xsem "xsem_acquire.lua");
-static XSEM_RELEASE: LazyLock<Script> = script!(xsem "xsem_release.lua");
-static XSEM_RENEW: LazyLock<Script> = script!(xsem "xsem_renew.lua");
-static XSEM_AVAILABLE: LazyLock<Script> = script!(xsem "xsem_available.lua");
-static LATCH_SET: LazyLock<Script> = script!("latch_set.lua");
-static LATCH_COUNT_DOWN: LazyLock<Script> = script!("latch_count_down.lua");
+static SEM_ACQUIRE: LazyLock<Script> = lua!("sem_acquire.lua");
+static SEM_RELEASE: LazyLock<Script> = lua!("sem_release.lua");
+static SEM_SET: LazyLock<Script> = lua!("sem_set.lua");
+static XSEM_ACQUIRE: LazyLock<Script> = lua!("xsem_common.lua", "xsem_acquire.lua");
+static XSEM_RELEASE: LazyLock<Script> = lua!("xsem_common.lua", "xsem_release.lua");
+static XSEM_RENEW: LazyLock<Script> = lua!("xsem_common.lua", "xsem_renew.lua");
+static XSEM_AVAILABLE: LazyLock<Script> = lua!("xsem_common.lua", "xsem_available.lua");
+static LATCH_SET: LazyLock<Script> = lua!("latch_set.lua");
+static LATCH_COUNT_DOWN: LazyLock<Script> = lua!("latch_count_down.lua");
 
 /// These scripts, for [`super::scripts::all`].
 pub(crate) fn all() -> [&'static LazyLock<Script>; 9] {

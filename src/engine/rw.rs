@@ -19,30 +19,17 @@ use super::master::Master;
 use super::scripts::{by_shard, typed, Release};
 use crate::error::Result;
 use crate::keys;
+use crate::transport::script::lua;
 use crate::transport::{Invocation, Lane, Script};
 
-macro_rules! rw_script {
-    ($file:literal) => {
-        LazyLock::new(|| {
-            Script::new(concat!(
-                include_str!("../../lua/rw_common.lua"),
-                include_str!(concat!("../../lua/", $file))
-            ))
-        })
-    };
-}
-
-static READ_ACQUIRE: LazyLock<Script> = rw_script!("rw_read_acquire.lua");
-static WRITE_ACQUIRE: LazyLock<Script> = rw_script!("rw_write_acquire.lua");
-static READ_RELEASE: LazyLock<Script> = rw_script!("rw_read_release.lua");
-static WRITE_RELEASE: LazyLock<Script> = rw_script!("rw_write_release.lua");
-static DROP: LazyLock<Script> = rw_script!("rw_drop.lua");
-static RENEW_READS: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/rw_renew.lua")));
-static FORCE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/rw_force_release.lua")));
-static LEAVE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/rw_leave.lua")));
+static READ_ACQUIRE: LazyLock<Script> = lua!("rw_common.lua", "rw_read_acquire.lua");
+static WRITE_ACQUIRE: LazyLock<Script> = lua!("rw_common.lua", "rw_write_acquire.lua");
+static READ_RELEASE: LazyLock<Script> = lua!("rw_common.lua", "rw_read_release.lua");
+static WRITE_RELEASE: LazyLock<Script> = lua!("rw_common.lua", "rw_write_release.lua");
+static DROP: LazyLock<Script> = lua!("rw_common.lua", "rw_drop.lua");
+static RENEW_READS: LazyLock<Script> = lua!("rw_renew.lua");
+static FORCE: LazyLock<Script> = lua!("rw_force_release.lua");
+static LEAVE: LazyLock<Script> = lua!("rw_leave.lua");
 
 /// Redisson's `UNLOCK_MESSAGE`, published when the last reader leaves.
 const UNLOCK: &str = "0";

@@ -12,39 +12,21 @@ use super::Kind;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::transport::batch::Flight;
+use crate::transport::script::lua;
 use crate::transport::{BoxFuture, Invocation, Lane, Request, Script, Transport};
 
-macro_rules! fair_script {
-    ($file:literal) => {
-        concat!(
-            include_str!("../../lua/fair_evict.lua"),
-            include_str!(concat!("../../lua/", $file))
-        )
-    };
-}
-
-static BATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/batch.lua")));
-static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/acquire.lua")));
-static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/release.lua")));
-static RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::cross_slot(include_str!("../../lua/renew.lua")));
-static FORCE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/force_release.lua")));
-static FENCED_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/fenced_acquire.lua")));
-static FENCED_SYNC: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/fenced_sync.lua")));
-static FAIR_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(fair_script!("fair_acquire.lua")));
-static FAIR_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(fair_script!("fair_release.lua")));
-static FAIR_CANCEL: LazyLock<Script> =
-    LazyLock::new(|| Script::new(fair_script!("fair_cancel.lua")));
-static FAIR_FORCE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(fair_script!("fair_force_release.lua")));
-static DROP: LazyLock<Script> = LazyLock::new(|| Script::new(fair_script!("drop.lua")));
+static BATCH: LazyLock<Script> = lua!("batch.lua");
+static ACQUIRE: LazyLock<Script> = lua!("acquire.lua");
+static RELEASE: LazyLock<Script> = lua!("release.lua");
+static RENEW: LazyLock<Script> = lua!(cross_slot "renew.lua");
+static FORCE: LazyLock<Script> = lua!("force_release.lua");
+static FENCED_ACQUIRE: LazyLock<Script> = lua!("fenced_acquire.lua");
+static FENCED_SYNC: LazyLock<Script> = lua!("fenced_sync.lua");
+static FAIR_ACQUIRE: LazyLock<Script> = lua!("fair_evict.lua", "fair_acquire.lua");
+static FAIR_RELEASE: LazyLock<Script> = lua!("fair_evict.lua", "fair_release.lua");
+static FAIR_CANCEL: LazyLock<Script> = lua!("fair_evict.lua", "fair_cancel.lua");
+static FAIR_FORCE: LazyLock<Script> = lua!("fair_evict.lua", "fair_force_release.lua");
+static DROP: LazyLock<Script> = lua!("fair_evict.lua", "drop.lua");
 
 /// Every script, for the transport to load on each new connection before its first
 /// call (transport/script.rs): a call never meets NOSCRIPT on a fresh connection, so
@@ -466,10 +448,12 @@ async fn grouped<'a, T, R: Clone>(
     group: impl Fn(&T) -> usize,
     call: impl Fn(&'a dyn Transport, Vec<&'a T>) -> BoxFuture<'a, Vec<Result<R>>>,
 ) -> Vec<Result<R>> {
-    let shards: Vec<usize> = items.iter().map(|i| group(i)).collect();
-    if shards.windows(2).all(|w| w[0] == w[1]) {
+    // One group (always, on a single server): no bookkeeping.
+    let first = items.first().map(|i| group(i));
+    if items.iter().all(|i| Some(group(i)) == first) {
         return call(link, items.to_vec()).await;
     }
+    let shards: Vec<usize> = items.iter().map(|i| group(i)).collect();
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
     for (i, shard) in shards.iter().enumerate() {
         match groups.iter_mut().find(|(s, _)| s == shard) {

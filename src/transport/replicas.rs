@@ -66,19 +66,23 @@ impl Replicas {
         }
     }
 
-    /// The policy: its mode and longest wait.
-    pub(crate) fn policy(&self) -> (SyncReplicas, Duration) {
-        (self.mode, self.timeout)
-    }
-
-    /// Whether acquisitions are synced at all.
-    pub(crate) fn enabled(&self) -> bool {
-        self.mode != SyncReplicas::Off
-    }
-
     /// The longest a WAIT may block.
     pub(crate) fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// Whether the next acquisition must be sent synced: something to wait for, or a
+    /// stale count that its answer renews (one lock, not one per question).
+    pub(crate) fn active(&self) -> bool {
+        match self.mode {
+            SyncReplicas::Off => false,
+            SyncReplicas::Count(n) => n > 0,
+            SyncReplicas::Aof => true,
+            SyncReplicas::Auto => self
+                .counted
+                .lock()
+                .map_or(true, |(n, at)| n > 0 || at.elapsed() >= RECOUNT_EVERY),
+        }
     }
 
     /// True when the connected replicas must be counted (again) before the next wait.
@@ -148,12 +152,14 @@ mod tests {
     #[test]
     fn auto_waits_for_the_connected_replicas_and_none_when_there_are_none() {
         let r = Replicas::new(SyncReplicas::Auto, Duration::from_millis(100));
-        assert!(r.needs_count());
+        assert!(r.needs_count() && r.active()); // counted by the first synced call
         r.record("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
         assert!(!r.needs_count());
+        assert!(!r.active()); // nothing to wait for: an ordinary call
         assert!(r.wait_cmd(r.wanted()).is_none());
         r.record("role:master\r\nconnected_slaves:2\r\n");
         assert_eq!(r.wanted(), 2);
+        assert!(r.active());
         let wait = r.wait_cmd(2).unwrap();
         let args: Vec<_> = wait.args_iter().collect();
         assert_eq!(args.len(), 3);
@@ -170,7 +176,7 @@ mod tests {
         assert_eq!(r.acked(&reply(1, 2)), 3);
         assert_eq!(r.acked(&reply(0, 0)), 0);
         let off = Replicas::new(SyncReplicas::Off, Duration::from_millis(100));
-        assert!(!off.enabled() && off.wait_cmd(3).is_none());
+        assert!(!off.active() && off.wait_cmd(3).is_none());
         let count = Replicas::new(SyncReplicas::Count(1), Duration::from_millis(100));
         assert!(!count.needs_count());
         assert_eq!(count.wanted(), 1);

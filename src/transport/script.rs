@@ -17,28 +17,52 @@ pub(crate) const MAX_RELOADS: usize = 1000;
 /// Which variant of a script a deployment runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Dialect {
-    /// The script as written: classic pub/sub (`PUBLISH`, `PUBSUB NUMSUB`).
+    /// Classic pub/sub (`lua/dialect_classic.lua`).
     Classic,
-    /// Redis Cluster with sharded pub/sub (Redis >= 7): `SPUBLISH` and
-    /// `PUBSUB SHARDNUMSUB` instead, so messages reach `SSUBSCRIBE`rs (Redisson's
-    /// subscription mode on such clusters).
+    /// Redis Cluster with sharded pub/sub, Redis >= 7 (`lua/dialect_sharded.lua`), so
+    /// messages reach `SSUBSCRIBE`rs (Redisson's subscription mode on such clusters).
     Sharded,
 }
 
+/// The prelude of each dialect: it names the pub/sub commands the scripts call.
+const CLASSIC: &str = include_str!("../../lua/dialect_classic.lua");
+const SHARDED: &str = include_str!("../../lua/dialect_sharded.lua");
+/// The flag line of [`Script::cross_slot`] scripts in the sharded dialect.
+const CROSS_SLOT_FLAGS: &str = include_str!("../../lua/cross_slot_flags.lua");
+
+/// A [`Script`] made of files in `lua/`, concatenated in order (a shared part such
+/// as `fair_evict.lua` first), in a `LazyLock`: `lua!("acquire.lua")`,
+/// `lua!("fair_evict.lua", "fair_acquire.lua")`; `lua!(cross_slot "renew.lua")` for
+/// [`Script::cross_slot`].
+macro_rules! lua {
+    (cross_slot $($file:literal),+) => {
+        std::sync::LazyLock::new(|| $crate::transport::Script::cross_slot(concat!(
+            $(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file))),+
+        )))
+    };
+    ($($file:literal),+) => {
+        std::sync::LazyLock::new(|| $crate::transport::Script::new(concat!(
+            $(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file))),+
+        )))
+    };
+}
+pub(crate) use lua;
+
 /// One text of a script and its SHA1.
 struct Text {
-    source: std::borrow::Cow<'static, str>,
+    source: String,
     hash: String,
 }
 
 impl Text {
-    fn new(source: std::borrow::Cow<'static, str>) -> Self {
+    fn new(source: String) -> Self {
         let hash = redis::Script::new(&source).get_hash().to_string();
         Text { source, hash }
     }
 }
 
-/// A Lua script and its SHA1, in both [`Dialect`]s.
+/// A Lua script and its SHA1, in both [`Dialect`]s: its source after the dialect's
+/// prelude.
 pub(crate) struct Script {
     classic: Text,
     sharded: Text,
@@ -47,25 +71,22 @@ pub(crate) struct Script {
 impl Script {
     /// A script from its source (the SHA1s are computed once, here).
     pub(crate) fn new(source: &'static str) -> Self {
-        Self::with_shebang(source, "")
+        Self::with_flags(source, "")
     }
 
     /// A script that touches keys of several hash slots it does not declare (a
     /// renewal of every lock one cluster node serves, named in ARGV): in the sharded
-    /// dialect it carries the `allow-cross-slot-keys` flag (Redis 7), with `allow-oom`
-    /// so that, as without flags, it still runs when the node is out of memory.
-    /// Cluster routing still requires the *declared* keys to share one slot.
+    /// dialect it carries `lua/cross_slot_flags.lua` (`allow-cross-slot-keys`, Redis 7,
+    /// with `allow-oom` so that, as without flags, it still runs when the node is out of
+    /// memory). Cluster routing still requires the *declared* keys to share one slot.
     pub(crate) fn cross_slot(source: &'static str) -> Self {
-        Self::with_shebang(source, "#!lua flags=allow-cross-slot-keys,allow-oom\n")
+        Self::with_flags(source, CROSS_SLOT_FLAGS)
     }
 
-    fn with_shebang(source: &'static str, shebang: &str) -> Self {
-        let sharded = source
-            .replace("redis.call('publish'", "redis.call('spublish'")
-            .replace("'pubsub', 'numsub'", "'pubsub', 'shardnumsub'");
+    fn with_flags(source: &'static str, flags: &str) -> Self {
         Script {
-            classic: Text::new(source.into()),
-            sharded: Text::new(format!("{shebang}{sharded}").into()),
+            classic: Text::new(format!("{CLASSIC}{source}")),
+            sharded: Text::new(format!("{flags}{SHARDED}{source}")),
         }
     }
 
@@ -224,7 +245,7 @@ mod tests {
     #[test]
     fn evalsha_carries_the_hash_the_key_count_keys_then_args() {
         static S: std::sync::LazyLock<Script> =
-            std::sync::LazyLock::new(|| Script::new("return 1"));
+            std::sync::LazyLock::new(|| Script::new(include_str!("../../lua/acquire.lua")));
         let mut inv = S.call();
         inv.key("k1").arg(5).key("k2").arg("x");
         let packed = inv.evalsha(Dialect::Classic).get_packed_command();
@@ -242,14 +263,15 @@ mod tests {
     }
 
     #[test]
-    fn the_sharded_dialect_publishes_with_spublish() {
-        let src = "redis.call('pubsub', 'numsub', KEYS[2])\nredis.call('publish', KEYS[2], '0')";
-        let plain = Script::new(Box::leak(src.to_string().into_boxed_str()));
-        assert_eq!(plain.classic.source, src);
-        assert_eq!(
-            plain.sharded.source,
-            "redis.call('pubsub', 'shardnumsub', KEYS[2])\nredis.call('spublish', KEYS[2], '0')"
-        );
+    fn each_dialect_puts_its_prelude_and_flags_before_the_source() {
+        let source = include_str!("../../lua/renew.lua");
+        let plain = Script::new(source);
+        assert_eq!(plain.classic.source, format!("{CLASSIC}{source}"));
+        assert_eq!(plain.sharded.source, format!("{SHARDED}{source}"));
         assert_ne!(plain.classic.hash, plain.sharded.hash);
+        let cross = Script::cross_slot(source);
+        assert_eq!(cross.classic.source, plain.classic.source);
+        assert!(cross.sharded.source.starts_with(CROSS_SLOT_FLAGS));
+        assert!(cross.sharded.source.ends_with(&plain.sharded.source));
     }
 }

@@ -27,9 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::coalesce::Coalesced;
 use super::replicas::SyncReplicas;
-use super::standalone::Standalone;
+use super::standalone::{LinkSettings, Standalone};
 use super::subscriber::Classic;
-use super::{BoxFuture, Lane, Request, Script, Subscriber, Transport};
+use super::{BoxFuture, Dialect, Lane, Request, Subscriber, Transport};
 use crate::error::{Error, Result};
 
 /// The least time between two look-ups of the primary (invariant 2).
@@ -48,11 +48,8 @@ pub(crate) struct SentinelSetup {
     pub(crate) sentinels: Vec<redis::Client>,
     /// The primary's connection settings; its host and port come from the sentinels.
     pub(crate) master: ConnectionInfo,
-    pub(crate) pool_size: usize,
-    pub(crate) timeout: Duration,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) scripts: Vec<&'static Script>,
-    pub(crate) sync: (SyncReplicas, Duration),
+    /// How the primary is reached.
+    pub(crate) link: LinkSettings,
 }
 
 struct Inner {
@@ -114,11 +111,11 @@ async fn primary_named_by(setup: &SentinelSetup, sentinel: &redis::Client) -> Re
             .query_async::<Option<(String, u16)>>(&mut conn)
             .await
     };
-    let named = tokio::time::timeout(setup.connect_timeout, ask)
+    let named = tokio::time::timeout(setup.link.connect_timeout, ask)
         .await
         .map_err(|_| Error::Timeout {
             addr: at.clone(),
-            after: setup.connect_timeout,
+            after: setup.link.connect_timeout,
         })?
         .map_err(err)?;
     let Some((host, port)) = named else {
@@ -129,21 +126,10 @@ async fn primary_named_by(setup: &SentinelSetup, sentinel: &redis::Client) -> Re
     };
     let info = super::standalone::settings_at(&setup.master, &host, port);
     let addr = info.addr().to_string();
-    let client = redis::Client::open(info).map_err(|source| Error::Redis {
-        addr: addr.clone(),
-        source,
-    })?;
-    let primary = Standalone::new(
-        client,
-        setup.pool_size,
-        setup.timeout,
-        setup.connect_timeout,
-        setup.scripts.clone(),
-    )?
-    .with_sync(setup.sync.0, setup.sync.1);
+    let primary = setup.link.open_at(info, Dialect::Classic)?;
     let role = redis::cmd("ROLE");
     let reply = primary
-        .send(Lane::Side, setup.connect_timeout, Request::Cmd(&role))
+        .send(Lane::Side, setup.link.connect_timeout, Request::Cmd(&role))
         .await?;
     match reply {
         Value::Array(items) if matches!(items.first(), Some(Value::BulkString(r)) if r == b"master") => {
@@ -195,7 +181,10 @@ async fn watch_switches(inner: Weak<Inner>, stop: CancellationToken) {
     loop {
         let Some(this) = inner.upgrade() else { return };
         let sentinels = this.setup.sentinels.clone();
-        let (name, timeout) = (this.setup.master_name.clone(), this.setup.connect_timeout);
+        let (name, timeout) = (
+            this.setup.master_name.clone(),
+            this.setup.link.connect_timeout,
+        );
         drop(this);
         let sentinel = &sentinels[next % sentinels.len()];
         next += 1;
@@ -277,11 +266,11 @@ impl Transport for Sentinel {
     }
 
     fn timeout(&self) -> Duration {
-        self.inner.setup.timeout
+        self.inner.setup.link.timeout
     }
 
     fn connect_timeout(&self) -> Duration {
-        self.inner.setup.connect_timeout
+        self.inner.setup.link.connect_timeout
     }
 
     fn send<'a>(
@@ -322,10 +311,10 @@ impl Transport for Sentinel {
     }
 
     fn syncs(&self) -> bool {
-        self.inner.setup.sync.0 != SyncReplicas::Off
+        self.inner.setup.link.sync.0 != SyncReplicas::Off
     }
 
     fn sync_timeout(&self) -> Duration {
-        self.inner.setup.sync.1
+        self.inner.setup.link.sync.1
     }
 }

@@ -145,11 +145,6 @@ impl Standalone {
         Ok(())
     }
 
-    /// The replica-sync policy (a cluster gives it to every node).
-    pub(crate) fn sync_policy(&self) -> (SyncReplicas, Duration) {
-        self.replicas.policy()
-    }
-
     /// How much longer a synced write may take than a plain one.
     pub(crate) fn sync_timeout(&self) -> Duration {
         self.replicas.timeout()
@@ -333,7 +328,7 @@ impl Transport for Standalone {
         // With no replica to wait for, an acquisition is an ordinary call (no cost for
         // a master without replicas), except once its count is stale: that synced call
         // counts them again (replicas.rs invariant 1).
-        self.replicas.enabled() && (self.replicas.wanted() > 0 || self.replicas.needs_count())
+        self.replicas.active()
     }
 
     fn sync_timeout(&self) -> Duration {
@@ -345,6 +340,44 @@ impl Transport for Standalone {
             let pubsub = self.client.get_async_pubsub().await?;
             Ok(Box::new(Classic::new(pubsub)) as Box<dyn Subscriber>)
         })
+    }
+}
+
+/// How every server of one deployment is reached (a cluster's nodes, Sentinel's
+/// successive primaries, each Redlock master): pool, timeouts, scripts, replica sync.
+#[derive(Clone)]
+pub(crate) struct LinkSettings {
+    pub(crate) pool_size: usize,
+    pub(crate) timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) scripts: Vec<&'static Script>,
+    pub(crate) sync: (SyncReplicas, Duration),
+}
+
+impl LinkSettings {
+    /// A transport to the server of `client`, running the scripts' `dialect`.
+    pub(crate) fn open(&self, client: redis::Client, dialect: Dialect) -> Result<Standalone> {
+        let link = Standalone::new(
+            client,
+            self.pool_size,
+            self.timeout,
+            self.connect_timeout,
+            self.scripts.clone(),
+        )?;
+        Ok(link
+            .with_dialect(dialect)
+            .with_sync(self.sync.0, self.sync.1))
+    }
+
+    /// The same, to the server `info` names.
+    pub(crate) fn open_at(
+        &self,
+        info: redis::ConnectionInfo,
+        dialect: Dialect,
+    ) -> Result<Standalone> {
+        let addr = info.addr().to_string();
+        let client = redis::Client::open(info).map_err(|source| Error::Redis { addr, source })?;
+        self.open(client, dialect)
     }
 }
 

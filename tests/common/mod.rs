@@ -128,18 +128,68 @@ fn serving_pid(url: &str) -> Option<u32> {
 /// Spawns a waiter that takes `lock`, notes when it got it, and unlocks; returns it once
 /// the waiter is subscribed to the lock's channel on `server` (so a release from now on
 /// wakes it by message).
+/// Spawns a task that takes `lock`, notes when it got it, holds it for `hold`,
+/// releases it and returns that instant (it panics on an error).
+pub fn timed_waiter(lock: redlatch::Lock, hold: Duration) -> tokio::task::JoinHandle<Instant> {
+    tokio::spawn(async move {
+        let guard = lock.lock().await.unwrap();
+        let at = Instant::now();
+        tokio::time::sleep(hold).await;
+        guard.unlock().await.unwrap();
+        at
+    })
+}
+
 pub async fn subscribed_waiter(
     server: &RedisServer,
     lock: redlatch::Lock,
 ) -> tokio::task::JoinHandle<Instant> {
     let channel = format!("redisson_lock__channel:{{{}}}", lock.name());
-    let waiter = tokio::spawn(async move {
-        let guard = lock.lock().await.unwrap();
-        let at = Instant::now();
-        guard.unlock().await.unwrap();
-        at
-    });
+    let waiter = timed_waiter(lock, Duration::ZERO);
     let subscribed = eventually_async(Duration::from_secs(5), || numsub(server, &channel) == 1);
     assert!(subscribed.await, "the waiter never subscribed to {channel}");
     waiter
+}
+
+/// A storm of cancelled `lock()` calls: `calls` calls over `names` locks named
+/// `prefix0`, `prefix1`, ..., each dropped after a patience of 0–3 ms, a third of them
+/// also aborted from outside mid-flight; then `client.close()`. What a correct client
+/// leaves behind is nothing ([`assert_no_holds`]).
+pub async fn cancelled_storm(client: &redlatch::Client, prefix: &str, names: usize, calls: usize) {
+    let calls: Vec<_> = (0..calls)
+        .map(|i| {
+            let lock = client.lock(format!("{prefix}{}", i % names));
+            // A spread of patiences, 0–3 ms (tests/common is shared with the CLI's
+            // tests, which have no random-number crate).
+            let patience = Duration::from_micros((i as u64).wrapping_mul(2654435761) % 3000);
+            tokio::spawn(async move {
+                if let Ok(Ok(guard)) = tokio::time::timeout(patience, lock.lock()).await {
+                    drop(guard);
+                }
+            })
+        })
+        .collect();
+    for (i, call) in calls.iter().enumerate() {
+        if i % 3 == 0 {
+            call.abort();
+        }
+    }
+    for call in calls {
+        let _ = call.await;
+    }
+    client.clone().close(Duration::from_secs(10)).await;
+}
+
+/// Panics if a lock on `server` whose name matches `pattern` still has a holder of
+/// the client `client_id`; `context` starts the message.
+pub fn assert_no_holds(server: &RedisServer, pattern: &str, client_id: &str, context: &str) {
+    let keys: Vec<String> = server.cmd(&["KEYS", pattern]);
+    for key in keys {
+        let fields: Vec<String> = server.cmd(&["HKEYS", &key]);
+        assert!(
+            !fields.iter().any(|f| f.starts_with(client_id)),
+            "{context}: {} keeps {key} for {fields:?} after close",
+            server.addr()
+        );
+    }
 }

@@ -44,17 +44,22 @@ const ROUNDS: usize = 3;
 const BATCH_SIZES: [usize; 2] = [8, 32];
 /// Pairs per primary in one batch measurement.
 const BATCH_PAIRS: usize = 4_096;
-/// The flag line the library puts on its batch scripts in a cluster (Redis >= 7).
-const CROSS_SLOT: &str = "#!lua flags=allow-cross-slot-keys\n";
-/// The flags the library gives renew.lua in a cluster (`Script::cross_slot`).
-const RENEW_FLAGS: &str = "#!lua flags=allow-cross-slot-keys,allow-oom\n";
 const HOLDER: &str = "bench-grouping:1";
 
-/// The cluster dialect of a script, as the library derives it: sharded pub/sub.
+/// The sources, and what the library puts before them on a Redis 7 cluster: the
+/// cross-slot flags (renewals) and the sharded dialect's prelude.
+const ACQUIRE: &str = include_str!("../../lua/acquire.lua");
+const RELEASE: &str = include_str!("../../lua/release.lua");
+const RENEW: &str = include_str!("../../lua/renew.lua");
+const BATCH: &str = include_str!("../../lua/batch.lua");
+const CROSS_SLOT_FLAGS: &str = include_str!("../../lua/cross_slot_flags.lua");
+const SHARDED: &str = include_str!("../../lua/dialect_sharded.lua");
+/// Turns a batch script's KEYS into arguments (see the file).
+const ARGV_KEYS: &str = include_str!("../../lua/bench_argv_keys.lua");
+
+/// The cluster dialect of a script, as the library builds it.
 fn sharded(source: &str) -> String {
-    source
-        .replace("redis.call('publish'", "redis.call('spublish'")
-        .replace("'pubsub', 'numsub'", "'pubsub', 'shardnumsub'")
+    format!("{SHARDED}{source}")
 }
 
 /// SCRIPT LOAD on every primary; returns the SHA1.
@@ -72,18 +77,9 @@ async fn load(conns: &mut [MultiplexedConnection], source: &str) -> Result<Strin
 }
 
 /// `source` (a batch script: lock names in KEYS) as one call per node needs it on a
-/// cluster: with the `allow-cross-slot-keys` flag, and the names in ARGV, as
-/// `ARGV[1]` = n, `ARGV[2..=n+1]` = the names, then the script's own ARGV. The body
-/// runs unchanged, given those as its KEYS and ARGV.
+/// cluster: with the cross-slot flags and the names in ARGV (`lua/bench_argv_keys.lua`).
 fn argv_keyed(source: &str) -> String {
-    format!(
-        "{CROSS_SLOT}local function body(KEYS, ARGV)\n{source}\nend\n\
-         local n = tonumber(ARGV[1])\n\
-         local keys, args = {{}}, {{}}\n\
-         for i = 1, n do keys[i] = ARGV[i + 1] end\n\
-         for i = n + 2, #ARGV do args[#args + 1] = ARGV[i] end\n\
-         return body(keys, args)\n"
-    )
+    format!("{CROSS_SLOT_FLAGS}{SHARDED}{ARGV_KEYS}{source}")
 }
 
 /// How a chunk's calls are grouped.
@@ -147,12 +143,11 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
     }
     let mut probes = ctx.dep.probes().await.map_err(|e| e.to_string())?;
     let mut conns: Vec<MultiplexedConnection> = probes.iter().map(Probe::conn).collect();
-    let renew = super::RENEW_LUA;
     let shas = Shas {
-        renew: load(&mut conns, &format!("{RENEW_FLAGS}{renew}")).await?,
-        batch_node: load(&mut conns, &argv_keyed(&sharded(super::BATCH_LUA))).await?,
-        acquire: load(&mut conns, &sharded(super::ACQUIRE_LUA)).await?,
-        release: load(&mut conns, &sharded(super::RELEASE_LUA)).await?,
+        renew: load(&mut conns, &format!("{CROSS_SLOT_FLAGS}{}", sharded(RENEW))).await?,
+        batch_node: load(&mut conns, &argv_keyed(BATCH)).await?,
+        acquire: load(&mut conns, &sharded(ACQUIRE)).await?,
+        release: load(&mut conns, &sharded(RELEASE)).await?,
     };
     let started = Instant::now();
     let mut r = Report::new();

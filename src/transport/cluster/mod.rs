@@ -30,8 +30,8 @@ use redis::{ConnectionAddr, ConnectionInfo, Value};
 
 use super::coalesce::Coalesced;
 use super::replicas::SyncReplicas;
-use super::standalone::Standalone;
-use super::{BoxFuture, Dialect, Lane, Request, Script, Subscriber, Transport};
+use super::standalone::{LinkSettings, Standalone};
+use super::{BoxFuture, Dialect, Lane, Request, Subscriber, Transport};
 use crate::error::{Error, Result};
 use slots::{key_slot, SlotMap};
 
@@ -55,13 +55,9 @@ struct Inner {
     seeds: Vec<String>,
     /// The seed's connection settings (invariant 4).
     base: ConnectionInfo,
-    pool_size: usize,
-    timeout: Duration,
-    connect_timeout: Duration,
-    scripts: Vec<&'static Script>,
+    /// How every node is reached (pool, timeouts, scripts, replica sync).
+    link: LinkSettings,
     dialect: Dialect,
-    /// Every node's replica-sync policy (replicas.rs).
-    sync: (SyncReplicas, Duration),
     map: parking_lot::RwLock<Arc<SlotMap>>,
     nodes: parking_lot::Mutex<HashMap<String, Arc<Standalone>>>,
     /// The background refreshes (invariant 1).
@@ -77,16 +73,11 @@ enum Redirect {
 
 impl Cluster {
     /// Connects through `seed` (a node of the cluster, already known to answer):
-    /// reads the slot map and the server version, within `connect_timeout`.
-    pub(crate) async fn connect(
-        seed: Standalone,
-        pool_size: usize,
-        timeout: Duration,
-        connect_timeout: Duration,
-        scripts: Vec<&'static Script>,
-    ) -> Result<Cluster> {
+    /// reads the slot map and the server version, within the connect timeout; every
+    /// node is then reached with `link`.
+    pub(crate) async fn connect(seed: Standalone, link: LinkSettings) -> Result<Cluster> {
         let base = seed.client().get_connection_info().clone();
-        let sync = seed.sync_policy();
+        let connect_timeout = link.connect_timeout;
         let seed_addr = seed.addr().to_string();
         let host = host_of(&base);
         let slots = redis::cmd("CLUSTER").arg("SLOTS").clone();
@@ -118,12 +109,8 @@ impl Cluster {
             label: format!("cluster {seed_addr}"),
             seeds: vec![seed_addr],
             base,
-            pool_size,
-            timeout,
-            connect_timeout,
-            scripts,
+            link,
             dialect,
-            sync,
             map: parking_lot::RwLock::new(Arc::new(map)),
             nodes: Default::default(),
             refresh: Coalesced::new(REFRESH_EVERY),
@@ -143,20 +130,7 @@ impl Inner {
             .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
             .ok_or_else(|| Error::Config(format!("cluster node address {addr:?}")))?;
         let info = super::standalone::settings_at(&self.base, host, port);
-        let client = redis::Client::open(info).map_err(|source| Error::Redis {
-            addr: addr.to_string(),
-            source,
-        })?;
-        let node = Standalone::new(
-            client,
-            self.pool_size,
-            self.timeout,
-            self.connect_timeout,
-            self.scripts.clone(),
-        )?
-        .with_dialect(self.dialect)
-        .with_sync(self.sync.0, self.sync.1);
-        let node = Arc::new(node);
+        let node = Arc::new(self.link.open_at(info, self.dialect)?);
         Ok(self
             .nodes
             .lock()
@@ -172,20 +146,28 @@ impl Inner {
     /// The primary serving `key`'s slot (any primary for a keyless request).
     fn owner(&self, key: Option<&[u8]>) -> Result<String> {
         let map = self.map();
-        let owner = match key {
-            Some(key) => map.owner(key_slot(key)),
-            None => map.primaries().first().map(String::as_str),
-        };
-        match owner {
-            Some(addr) => Ok(addr.to_string()),
-            None => Err(Error::Redis {
-                addr: self.label.clone(),
-                source: redis::RedisError::from((
-                    redis::ErrorKind::ClusterConnectionNotFound,
-                    "no primary serves the slot",
-                    format!("slot {}", key.map_or(0, key_slot)),
-                )),
-            }),
+        let owner = owner_in(&map, key).map(str::to_string);
+        owner.ok_or_else(|| self.unserved(key))
+    }
+
+    /// The transport of the primary serving `key`'s slot (the request path: no
+    /// address is copied).
+    fn owner_node(&self, key: Option<&[u8]>) -> Result<Arc<Standalone>> {
+        let map = self.map();
+        match owner_in(&map, key) {
+            Some(addr) => self.node(addr),
+            None => Err(self.unserved(key)),
+        }
+    }
+
+    fn unserved(&self, key: Option<&[u8]>) -> Error {
+        Error::Redis {
+            addr: self.label.clone(),
+            source: redis::RedisError::from((
+                redis::ErrorKind::ClusterConnectionNotFound,
+                "no primary serves the slot",
+                format!("slot {}", key.map_or(0, key_slot)),
+            )),
         }
     }
 
@@ -205,7 +187,7 @@ impl Inner {
         for addr in candidates {
             let node = self.node(&addr)?;
             let reply = node
-                .send(Lane::Side, self.connect_timeout, Request::Cmd(&slots))
+                .send(Lane::Side, self.link.connect_timeout, Request::Cmd(&slots))
                 .await;
             let host = addr.rsplit_once(':').map_or("", |(h, _)| h);
             match reply.map(|r| SlotMap::parse(&r, host)) {
@@ -234,11 +216,10 @@ impl Inner {
                     after: timeout,
                 });
             }
-            let (addr, asking) = match target.take() {
-                Some(t) => t,
-                None => (self.owner(key)?, false),
+            let (node, asking) = match target.take() {
+                Some((addr, asking)) => (self.node(&addr)?, asking),
+                None => (self.owner_node(key)?, false),
             };
-            let node = self.node(&addr)?;
             let reply = match asking {
                 false => node.send(lane, left, request).await,
                 true => asking_send(&node, lane, left, request, self.dialect).await,
@@ -260,7 +241,7 @@ impl Inner {
             redirects += 1;
             match redirect {
                 Redirect::Moved(slot, to) => {
-                    tracing::debug!(slot, from = %addr, to = %to, "cluster slot moved");
+                    tracing::debug!(slot, from = node.addr(), to = %to, "cluster slot moved");
                     self.moved(slot, &to);
                     self.schedule_refresh();
                     target = Some((to, false));
@@ -292,6 +273,14 @@ impl Inner {
             };
             this.refresh.run(refreshed).await;
         });
+    }
+}
+
+/// The primary serving `key`'s slot in `map` (any primary for a keyless request).
+fn owner_in<'m>(map: &'m SlotMap, key: Option<&[u8]>) -> Option<&'m str> {
+    match key {
+        Some(key) => map.owner(key_slot(key)),
+        None => map.primaries().first().map(String::as_str),
     }
 }
 
@@ -390,11 +379,11 @@ impl Transport for Cluster {
     }
 
     fn timeout(&self) -> Duration {
-        self.inner.timeout
+        self.inner.link.timeout
     }
 
     fn connect_timeout(&self) -> Duration {
-        self.inner.connect_timeout
+        self.inner.link.connect_timeout
     }
 
     fn send<'a>(
@@ -425,10 +414,10 @@ impl Transport for Cluster {
     }
 
     fn syncs(&self) -> bool {
-        self.inner.sync.0 != SyncReplicas::Off
+        self.inner.link.sync.0 != SyncReplicas::Off
     }
 
     fn sync_timeout(&self) -> Duration {
-        self.inner.sync.1
+        self.inner.link.sync.1
     }
 }

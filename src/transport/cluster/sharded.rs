@@ -73,7 +73,7 @@ impl Sharded {
             .set_protocol(redis::ProtocolVersion::RESP3);
         let client = redis::Client::open(info.set_redis_settings(settings))?;
         let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.inner.connect_timeout))
+            .set_connection_timeout(Some(self.inner.link.connect_timeout))
             .set_response_timeout(None)
             .set_push_sender(self.tx.clone());
         let conn = client
