@@ -9,7 +9,7 @@ use std::time::Duration;
 use redis::Value;
 
 use super::master::Master;
-use super::scripts::{by_shard, typed};
+use super::scripts::{renew_pairs, typed};
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -135,57 +135,17 @@ pub(crate) async fn return_permit(m: &Master, name: &str, id: &str) -> Result<bo
 }
 
 /// Renews `(semaphore, permit id)` pairs to `lease_ms`; one result per pair (true =
-/// still held), one script call per hash slot on a cluster (scripts::by_shard).
+/// still held), one script call per hash slot on a cluster (scripts::renew_pairs).
 pub(crate) async fn renew_permits(
     m: &Master,
     pairs: &[(&str, &str)],
     lease_ms: u64,
     timeout: Duration,
 ) -> Vec<Result<bool>> {
-    let items: Vec<&(&str, &str)> = pairs.iter().collect();
-    by_shard(
-        m.link(),
-        &items,
-        |p| p.0,
-        |_, group| {
-            Box::pin(async move {
-                match renew_permit_group(m, &group, lease_ms, timeout).await {
-                    Err(e) => group.iter().map(|_| Err(e.clone())).collect(),
-                    Ok(held) => held.into_iter().map(Ok).collect(),
-                }
-            })
-        },
-    )
-    .await
-}
-
-/// One renew call for `permits` (all in one hash slot on a cluster).
-async fn renew_permit_group(
-    m: &Master,
-    permits: &[&(&str, &str)],
-    lease_ms: u64,
-    timeout: Duration,
-) -> Result<Vec<bool>> {
-    let mut inv = XSEM_RENEW.call();
-    inv.arg(lease_ms);
-    for (name, id) in permits {
+    renew_pairs(m, &XSEM_RENEW, pairs, lease_ms, timeout, |inv, name, id| {
         inv.key(keys::permit_timeouts(name)).arg(id_bytes(id));
-    }
-    let first = permits.first().map_or("", |p| p.0);
-    let v = (m.eval_within(Lane::Side, timeout, &inv).await).map_err(|e| typed(first, e))?;
-    let v: Vec<i64> = m.decode(v)?;
-    if v.len() != permits.len() {
-        return Err(m.err(redis::RedisError::from((
-            redis::ErrorKind::Parse,
-            "unexpected script reply",
-            format!(
-                "xsem_renew: {} answers for {} permits",
-                v.len(),
-                permits.len()
-            ),
-        ))));
-    }
-    Ok(v.into_iter().map(|x| x == 1).collect())
+    })
+    .await
 }
 
 /// `(available, acquired)` permits of an expirable semaphore, expired ones reclaimed.

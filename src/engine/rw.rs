@@ -16,7 +16,7 @@ use std::time::Duration;
 use redis::Value;
 
 use super::master::Master;
-use super::scripts::{by_shard, typed, Release};
+use super::scripts::{renew_pairs, typed, Release};
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -111,55 +111,26 @@ pub(crate) async fn release(
 }
 
 /// Renews read holds `(name, reader id)` to `lease_ms`; one result per pair (true =
-/// still held), one script call per hash slot on a cluster (scripts::by_shard).
+/// still held), one script call per hash slot on a cluster (scripts::renew_pairs).
 pub(crate) async fn renew_reads(
     m: &Master,
     pairs: &[(&str, &str)],
     lease_ms: u64,
     timeout: Duration,
 ) -> Vec<Result<bool>> {
-    let items: Vec<&(&str, &str)> = pairs.iter().collect();
-    by_shard(
-        m.link(),
-        &items,
-        |p| p.0,
-        |_, group| {
-            Box::pin(async move {
-                match renew_read_group(m, &group, lease_ms, timeout).await {
-                    Err(e) => group.iter().map(|_| Err(e.clone())).collect(),
-                    Ok(held) => held.into_iter().map(Ok).collect(),
-                }
-            })
+    renew_pairs(
+        m,
+        &RENEW_READS,
+        pairs,
+        lease_ms,
+        timeout,
+        |inv, name, holder| {
+            inv.key(name)
+                .key(keys::rw_timeout_prefix(name, holder))
+                .arg(holder);
         },
     )
     .await
-}
-
-/// One renew call for `reads` (all in one hash slot on a cluster).
-async fn renew_read_group(
-    m: &Master,
-    reads: &[&(&str, &str)],
-    lease_ms: u64,
-    timeout: Duration,
-) -> Result<Vec<bool>> {
-    let mut inv = RENEW_READS.call();
-    inv.arg(lease_ms);
-    for (name, holder) in reads {
-        inv.key(*name)
-            .key(keys::rw_timeout_prefix(name, holder))
-            .arg(*holder);
-    }
-    let first = reads.first().map_or("", |l| l.0);
-    let v = (m.eval_within(Lane::Side, timeout, &inv).await).map_err(|e| typed(first, e))?;
-    let v: Vec<i64> = m.decode(v)?;
-    if v.len() != reads.len() {
-        return Err(m.err(redis::RedisError::from((
-            redis::ErrorKind::Parse,
-            "unexpected script reply",
-            format!("rw_renew: {} answers for {} holds", v.len(), reads.len()),
-        ))));
-    }
-    Ok(v.into_iter().map(|x| x == 1).collect())
 }
 
 /// Removes a lost hold of `holder` (reader or writer id), waking the waiters if that

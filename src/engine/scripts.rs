@@ -440,6 +440,55 @@ pub(crate) async fn by_shard<'a, T, R: Clone>(
     grouped(link, items, |i| link.shard(key(i).as_bytes()), call).await
 }
 
+/// Renews `(name, holder)` pairs to `lease_ms` with `script` (ARGV[1] the lease, then
+/// what `add` declares per pair; the script answers 1 per pair still held), one call
+/// per hash slot on a cluster ([`by_shard`]); one result per pair, in order. The
+/// watchdog's renewal of read holds and of expirable-semaphore permits.
+pub(crate) async fn renew_pairs(
+    m: &Master,
+    script: &'static Script,
+    pairs: &[(&str, &str)],
+    lease_ms: u64,
+    timeout: Duration,
+    add: fn(&mut Invocation, &str, &str),
+) -> Vec<Result<bool>> {
+    let items: Vec<&(&str, &str)> = pairs.iter().collect();
+    by_shard(
+        m.link(),
+        &items,
+        |p| p.0,
+        |_, group| {
+            Box::pin(async move {
+                let mut inv = script.call();
+                inv.arg(lease_ms);
+                for (name, holder) in &group {
+                    add(&mut inv, name, holder);
+                }
+                let first = group.first().map_or("", |p| p.0);
+                let held = match m.eval_within(Lane::Side, timeout, &inv).await {
+                    Err(e) => Err(typed(first, e)),
+                    Ok(v) => m.decode::<Vec<i64>>(v).and_then(|v| {
+                        if v.len() == group.len() {
+                            Ok(v)
+                        } else {
+                            Err(m.err(redis::RedisError::from((
+                                redis::ErrorKind::Parse,
+                                "unexpected script reply",
+                                format!("{} answers for {} holds", v.len(), group.len()),
+                            ))))
+                        }
+                    }),
+                };
+                match held {
+                    Err(e) => group.iter().map(|_| Err(e.clone())).collect(),
+                    Ok(v) => v.into_iter().map(|x| Ok(x == 1)).collect(),
+                }
+            })
+        },
+    )
+    .await
+}
+
 /// Runs `call` once per group of `items` with the same `group` number, concurrently;
 /// one result per item, in order (see [`by_shard`]).
 async fn grouped<'a, T, R: Clone>(
