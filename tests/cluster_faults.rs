@@ -133,13 +133,7 @@ async fn a_paused_replica_fails_a_synced_acquire_and_leaves_no_lock() {
     );
     // A lock on another primary is unaffected.
     let elsewhere = cluster.key_on(cluster.primaries()[0], "healthy-");
-    c.lock(&elsewhere)
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    common::lock_and_unlock(&c, &elsewhere).await;
 }
 
 #[tokio::test]

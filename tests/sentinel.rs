@@ -70,13 +70,7 @@ async fn after_a_failover_a_synced_lock_survives_and_waiters_are_woken() {
         .unwrap();
     assert!(acquired.duration_since(released) < Duration::from_secs(3));
     // New operations go to the new primary without user action.
-    a.lock("after")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    common::lock_and_unlock(&a, "after").await;
 }
 
 #[tokio::test]

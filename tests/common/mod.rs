@@ -151,6 +151,13 @@ pub async fn subscribed_waiter(
     waiter
 }
 
+/// Takes and releases `name` once through `client`, panicking with the error if either
+/// fails: "this client still works here".
+pub async fn lock_and_unlock(client: &redlatch::Client, name: &str) {
+    let guard = (client.lock(name).lock().await).unwrap_or_else(|e| panic!("lock {name}: {e}"));
+    (guard.unlock().await).unwrap_or_else(|e| panic!("unlock {name}: {e}"));
+}
+
 /// A storm of cancelled `lock()` calls: `calls` calls over `names` locks named
 /// `prefix0`, `prefix1`, ..., each dropped after a patience of 0–3 ms, a third of them
 /// also aborted from outside mid-flight; then `client.close()`. What a correct client
