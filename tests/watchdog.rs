@@ -247,3 +247,72 @@ async fn a_holder_killed_with_sigkill_frees_the_lock_after_its_lease() {
     assert!(killed.elapsed() <= Duration::from_secs(5));
     g.unlock().await.unwrap();
 }
+
+/// A lock whose acquisition was answered late (the master paused 2.55 s after the
+/// call was sent) has ~0.4 s of its 3 s validity left: it is renewed at once, not at
+/// the next round ~0.8 s later, by when its validity has ended (a round running then
+/// would declare it lost; W5 on a loaded cluster lost locks that way).
+#[tokio::test]
+async fn a_lock_acquired_late_is_renewed_at_once() {
+    let server = RedisServer::start();
+    let lease = Duration::from_secs(3);
+    let config = Config::single(server.url())
+        .watchdog_timeout(lease)
+        .master_timeout(Duration::from_millis(2900));
+    let a = Client::connect(config).await.unwrap();
+    // Rounds tick one period (1 s) apart from the connect: sent at +0.6 s, the
+    // acquisition is answered at ~+3.15 s, just after the tick at +3 s.
+    let connected = Instant::now();
+    tokio::time::sleep_until((connected + Duration::from_millis(600)).into()).await;
+    let before = common::calls(&server, "evalsha");
+    server.cmd::<String>(&["CLIENT", "PAUSE", "2550", "WRITE"]);
+    let g = a.lock("late").lock().await.unwrap();
+    let answered = connected.elapsed();
+    // The acquisition, then the renewal.
+    assert!(
+        eventually_async(Duration::from_millis(500), || {
+            common::calls(&server, "evalsha") >= before + 2
+        })
+        .await,
+        "no renewal within 0.5 s of a late acquisition (answered at +{answered:?})"
+    );
+    tokio::time::sleep(lease).await;
+    assert!(!g.lost().is_cancelled(), "the late lock was lost");
+    assert!(pttl(&server, "late") > 0);
+    g.unlock().await.unwrap();
+}
+
+/// A renewal that meets a lock its holder released meanwhile does not report it
+/// lost: 12,000 locks (three renewal calls of 5,000 per round, the later ones sent
+/// after the round listed its holds) released one by one while rounds renew them
+/// every 200 ms.
+#[tokio::test]
+async fn a_release_racing_a_renewal_is_not_a_loss() {
+    let server = RedisServer::start();
+    let a = client(&server).await;
+    let taken = futures_util::future::join_all((0..40).map(|t| {
+        let a = a.clone();
+        async move {
+            let mut guards = Vec::new();
+            for i in (t..12_000).step_by(40) {
+                guards.push(a.lock(format!("race:{i}")).lock().await.unwrap());
+            }
+            guards
+        }
+    }))
+    .await;
+    let guards: Vec<_> = taken.into_iter().flatten().collect();
+    let tokens: Vec<_> = guards.iter().map(|g| g.lost()).collect();
+    let started = Instant::now();
+    for g in guards {
+        g.unlock().await.unwrap();
+    }
+    let releasing = started.elapsed();
+    tokio::time::sleep(WATCHDOG / 3 * 2).await;
+    let lost = tokens.iter().filter(|t| t.is_cancelled()).count();
+    assert_eq!(
+        lost, 0,
+        "{lost} released locks reported lost (releasing took {releasing:?})"
+    );
+    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
+}

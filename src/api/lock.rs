@@ -315,6 +315,9 @@ impl Lock {
             grant.started,
             call.lease,
         );
+        if watchdog {
+            engine.watch_new(&hold);
+        }
         Ok(Some(LockGuard::new(
             engine.clone(),
             hold,

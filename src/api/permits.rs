@@ -228,6 +228,9 @@ impl PermitExpirableSemaphore {
             let hold = engine
                 .holds
                 .permit(&self.name, &id, watchdog, started, lease);
+            if watchdog {
+                engine.watch_new(&hold);
+            }
             Permit {
                 engine: engine.clone(),
                 hold,

@@ -193,11 +193,16 @@ impl Holds {
         }
     }
 
-    /// Declares a hold lost: cancels its token and removes it.
-    pub(crate) fn lose(&self, hold: &Arc<Hold>) {
+    /// Declares a hold lost: cancels its token and removes it. False, and nothing done,
+    /// when it is no longer in the table (released, or lost already).
+    pub(crate) fn lose(&self, hold: &Arc<Hold>) -> bool {
         let mut map = self.map.lock();
-        Self::cancel(hold);
-        Self::remove(&mut map, hold);
+        let live = (map.get(&hold.name)).is_some_and(|hs| hs.iter().any(|h| Arc::ptr_eq(h, hold)));
+        if live {
+            Self::cancel(hold);
+            Self::remove(&mut map, hold);
+        }
+        live
     }
 
     /// Cancels the token of a hold (once: a second loss is not counted again).

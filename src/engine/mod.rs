@@ -142,6 +142,8 @@ pub(crate) struct Engine {
     /// queues, the answers of masters slower than the majority), so a shutdown can
     /// wait for them.
     pub(crate) cleanups: TaskTracker,
+    /// Holds acquired too late for the next renewal round (watchdog::Urgent).
+    urgent: Arc<watchdog::Urgent>,
     shutdown: CancellationToken,
 }
 
@@ -166,8 +168,15 @@ impl Engine {
             gates: Gates::default(),
             offers: Default::default(),
             cleanups: TaskTracker::new(),
+            urgent: Arc::default(),
             shutdown: shutdown.clone(),
         });
+        let urgent = engine.urgent.clone();
+        tokio::spawn(watchdog::run_urgent(
+            Arc::downgrade(&engine),
+            urgent,
+            shutdown.clone(),
+        ));
         tokio::spawn(watchdog::run(Arc::downgrade(&engine), shutdown, period));
         engine
     }
@@ -182,6 +191,15 @@ impl Engine {
         holder::current(&self.holder_prefix)
     }
 
+    /// Hands a hold just acquired (or re-entered) to the watchdog's urgent renewal
+    /// when its reply came so late that the next round could miss its validity
+    /// (watchdog::Urgent); nothing otherwise.
+    pub(crate) fn watch_new(&self, hold: &Arc<Hold>) {
+        let validity = self.validity_of(self.settings.watchdog_timeout);
+        self.urgent
+            .offer(hold, validity, self.settings.watchdog_timeout / 3);
+    }
+
     /// Declares a hold lost and wakes this client's local waiters of its lock, which
     /// may have been waiting for that holder's release (waiter.rs invariant 6).
     ///
@@ -191,8 +209,13 @@ impl Engine {
     /// invariant 2). The holder's next acquisition of the name waits for this, so the
     /// drop cannot remove a newer grant; sent on the lock lane, it also runs before
     /// that acquisition on every master that answers late.
-    pub(crate) fn lose(&self, hold: &Arc<Hold>) {
-        self.holds.lose(hold);
+    ///
+    /// False, and nothing done, when the hold is no longer in the table: released
+    /// meanwhile (a renewal sent before the release finds it gone) or lost already.
+    pub(crate) fn lose(&self, hold: &Arc<Hold>) -> bool {
+        if !self.holds.lose(hold) {
+            return false;
+        }
         if !hold.permit {
             self.pubsub.notify_local(&hold.kind.channel(&hold.name));
         }
@@ -223,6 +246,7 @@ impl Engine {
                 }
             }
         });
+        true
     }
 
     /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).

@@ -12,6 +12,11 @@
 //!    on the masters). Other errors are retried next tick.
 //! 3. The task holds only a `Weak` reference and stops when the client shuts down,
 //!    declaring its holds lost (nobody renews them any more).
+//! 4. A hold whose acquisition reply left it less than two periods of validity (a
+//!    loaded master answered late) is renewed at once by the urgent task, not at the
+//!    next round, which could come after its validity ended ([`Urgent`]).
+//! 5. A hold released while its renewal was in flight is not a loss: the masters say
+//!    "not held" because the holder released it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -31,6 +36,51 @@ use crate::telemetry;
 const CHUNK: usize = 5000;
 /// Renewal calls in flight per master during a round.
 const IN_FLIGHT: usize = 2;
+
+/// Holds acquired with less than two periods of validity left: the next round
+/// starts up to a period later and may take another, so they are renewed at once
+/// (invariant 4), batched like a round's chunks. Empty unless masters answer late.
+#[derive(Default)]
+pub(crate) struct Urgent {
+    queue: parking_lot::Mutex<Vec<Arc<Hold>>>,
+    wake: tokio::sync::Notify,
+}
+
+impl Urgent {
+    /// Queues `hold` if it is watched and has less than two `period`s of `validity`
+    /// left since a majority last confirmed its lease.
+    pub(crate) fn offer(&self, hold: &Arc<Hold>, validity: Duration, period: Duration) {
+        let (watched, confirmed) = hold.watchdog_state();
+        let left = (confirmed + validity).saturating_duration_since(Instant::now());
+        if watched > 0 && left < 2 * period {
+            self.queue.lock().push(hold.clone());
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// Renews the [`Urgent`] holds as they come, until `shutdown` or the client is gone.
+pub(crate) async fn run_urgent(
+    engine: Weak<Engine>,
+    urgent: Arc<Urgent>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = urgent.wake.notified() => {}
+        }
+        let Some(engine) = engine.upgrade() else {
+            break;
+        };
+        let holds = std::mem::take(&mut *urgent.queue.lock());
+        let renewed = AtomicU64::new(0);
+        for chunk in holds.chunks(CHUNK) {
+            renew_chunk(&engine, chunk, &renewed).await;
+        }
+        telemetry::renewed(renewed.into_inner());
+    }
+}
 
 /// Runs until `shutdown` is cancelled or the client is gone.
 pub(crate) async fn run(engine: Weak<Engine>, shutdown: CancellationToken, period: Duration) {
@@ -112,8 +162,9 @@ fn expire(engine: &Engine) -> Option<Instant> {
     for hold in engine.holds.watched() {
         let deadline = hold.watchdog_state().1 + validity;
         if deadline <= now {
-            tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: not renewed by a majority within its validity");
-            engine.lose(&hold);
+            if engine.lose(&hold) {
+                tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: not renewed by a majority within its validity");
+            }
         } else {
             due = Some(due.map_or(deadline, |d| d.min(deadline)));
         }
@@ -207,9 +258,9 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
                 }
             } else {
                 denied[i] += 1;
-                if renewed[i] < quorum && n - denied[i] == quorum - 1 {
+                // Not a loss if the holder released it meanwhile (lose() says so).
+                if renewed[i] < quorum && n - denied[i] == quorum - 1 && engine.lose(hold) {
                     tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: gone on too many masters");
-                    engine.lose(hold);
                 }
             }
         }
@@ -242,5 +293,32 @@ mod tests {
             .map(|h| h.name.to_string())
             .collect();
         assert_eq!(order, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn only_a_watched_hold_with_under_two_periods_left_is_urgent() {
+        let holds = Holds::default();
+        let now = Instant::now();
+        let (lease, validity, period) = (
+            Duration::from_secs(3),
+            Duration::from_millis(2968),
+            Duration::from_secs(1),
+        );
+        let urgent = Urgent::default();
+        for (name, age_ms, watched) in [
+            ("fresh", 0, true),
+            ("late", 1200, true),
+            ("very-late", 2900, true),
+            ("leased", 2900, false),
+        ] {
+            let holder: Arc<str> = format!("c:{name}").into();
+            let at = now - Duration::from_millis(age_ms);
+            let h = holds.acquired(&name.into(), &holder, Kind::Plain, true, watched, at, lease);
+            urgent.offer(&h, validity, period);
+        }
+        let queued: Vec<String> = (urgent.queue.lock().iter())
+            .map(|h| h.name.to_string())
+            .collect();
+        assert_eq!(queued, ["late", "very-late"]);
     }
 }
