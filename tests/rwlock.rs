@@ -240,42 +240,88 @@ async fn a_read_unlock_wakes_a_waiting_writer() {
     assert!(at.duration_since(released) < Duration::from_secs(5));
 }
 
+/// Two readers that relay the read lock: a reader takes a new hold only while the
+/// other holds, then tells it to let go of its own and take the next one, so some
+/// reader always holds the lock while new read holds are granted. One that hears
+/// nothing for `patience` (the other cannot get a new hold) lets go. Runs until `stop`.
+fn relaying_readers(
+    rw: redlatch::ReadWriteLock,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    patience: Duration,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let (a_tx, a_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (b_tx, b_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    [(true, a_rx, b_tx), (false, b_rx, a_tx)]
+        .into_iter()
+        .map(|(first, mut mine, other)| {
+            let (read, stop) = (rw.read(), stop.clone());
+            tokio::spawn(async move {
+                let mut held = None;
+                if first {
+                    held = Some(read.lock().await.unwrap());
+                    let _ = other.send(());
+                }
+                for _ in 0..20_000 {
+                    let turn = tokio::time::timeout(patience, mine.recv()).await;
+                    if let Some(g) = held.take() {
+                        g.unlock().await.unwrap();
+                    }
+                    match turn {
+                        Ok(Some(())) if !stop.load(Ordering::Relaxed) => {
+                            held = Some(read.lock().await.unwrap());
+                            let _ = other.send(());
+                        }
+                        Ok(_) => break,
+                        Err(_) => {}
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_writer_is_not_starved_by_a_steady_stream_of_readers() {
     let server = RedisServer::start();
-    let readers_client = client(&server).await;
+    let (readers, writer) = (client(&server).await, client(&server).await);
+    let patience = Duration::from_secs(1);
+    // Redisson's semantics: the readers' relay keeps the writer out (what the writer
+    // preference below prevents).
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut readers = Vec::new();
-    // Eight readers whose holds always overlap: the lock never becomes free by itself.
-    for i in 0..8u64 {
-        let read = readers_client.read_write_lock("starve").read();
-        let stop = stop.clone();
-        readers.push(tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(i * 5)).await;
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) && n < 2000 {
-                let g = read.lock().await.unwrap();
-                tokio::time::sleep(Duration::from_millis(40)).await;
-                g.unlock().await.unwrap();
-                n += 1;
-            }
-        }));
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let writer_client = client(&server).await;
-    let started = Instant::now();
-    let w = writer_client
+    let relay = relaying_readers(
+        readers.read_write_lock("starve").prefer_writers(false),
+        stop.clone(),
+        patience,
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let starved = (writer
         .read_write_lock("starve")
-        .write()
+        .prefer_writers(false)
+        .write())
+    .try_lock(Duration::from_secs(2))
+    .await
+    .unwrap();
+    assert!(
+        starved.is_none(),
+        "without writer preference the relay should keep the writer out"
+    );
+    stop.store(true, Ordering::Relaxed);
+    for r in relay {
+        r.await.unwrap();
+    }
+    // With it (the default), new read holds wait behind the waiting writer: the relay
+    // breaks after `patience` and the writer gets in.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let relay = relaying_readers(readers.read_write_lock("starve"), stop.clone(), patience);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let w = (writer.read_write_lock("starve").write())
         .try_lock(Duration::from_secs(10))
         .await
         .unwrap()
         .expect("the writer got in although readers kept coming");
-    let waited = started.elapsed();
-    assert!(waited < Duration::from_secs(10));
     w.unlock().await.unwrap();
     stop.store(true, Ordering::Relaxed);
-    for r in readers {
+    for r in relay {
         r.await.unwrap();
     }
     assert!(
