@@ -125,6 +125,22 @@ async fn with_three_of_five_masters_killed_nothing_hangs_and_restarting_them_res
     g.expect("the other client too").unlock().await.unwrap();
 }
 
+/// The last release of a hold asks the masters that did not answer again, as `lock()`
+/// does, instead of failing at the first master timeout: two of three masters stall
+/// (CLIENT PAUSE WRITE) for 0.7 s, three times the master timeout, while unlocking.
+#[tokio::test]
+async fn an_unlock_outlasts_masters_that_answer_late() {
+    let servers = start_many(3);
+    let client = connect(config(&servers)).await;
+    let g = client.lock("late-unlock").lock().await.unwrap();
+    for s in &servers[1..] {
+        s.cmd::<String>(&["CLIENT", "PAUSE", "700", "WRITE"]);
+    }
+    g.unlock().await.unwrap();
+    assert!(no_keys(&servers));
+    assert!(!client.lock("late-unlock").is_locked().await.unwrap());
+}
+
 #[tokio::test]
 async fn a_restarted_master_takes_part_again_after_one_failed_command() {
     let mut servers = start_many(3);

@@ -8,8 +8,44 @@ use std::time::{Duration, Instant};
 use super::quorum::{count, fan_out, fan_out_until, no_quorum};
 use super::release::release_on;
 use super::scripts::{self, Acquire, AcquireMode};
-use super::Engine;
+use super::{Engine, Kind};
 use crate::error::{Error, Result};
+
+/// Releases a cancelled attempt on every master it may have landed on. A master whose
+/// release fails for a passing reason is asked again, with backoff, until it answers,
+/// the lease would have ended the grant anyway, or the client shuts down: in a storm of
+/// cancelled calls a release can wait in the group-commit queue past the master timeout
+/// and be dropped unsent, while the acquire it undoes was sent (seen under Redlock's
+/// 50 ms master timeout). The caller holds the holder's `Settling` meanwhile.
+async fn undo_cancelled(
+    engine: &Engine,
+    name: &Arc<str>,
+    holder: &Arc<str>,
+    lease_ms: u64,
+    kind: Kind,
+) {
+    let give_up = Instant::now() + Duration::from_millis(lease_ms);
+    let mut left: Vec<usize> = (0..engine.masters.len()).collect();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        let masters: Vec<_> = left.iter().map(|&i| engine.masters[i].clone()).collect();
+        let results = fan_out(&masters, |m| async move {
+            scripts::release(m, name, lease_ms, holder, kind).await
+        })
+        .await;
+        left = (left.into_iter().zip(results))
+            .filter_map(|(i, r)| matches!(r, Err(e) if !e.is_permanent()).then_some(i))
+            .collect();
+        if left.is_empty() || Instant::now() + pause >= give_up {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = engine.shutdown.cancelled() => return,
+        }
+        pause = (pause * 2).min(Duration::from_millis(250));
+    }
+}
 
 /// A granted attempt.
 pub(crate) struct Grant {
@@ -48,8 +84,8 @@ pub(crate) struct Request {
 /// One attempt: fan out, count, check validity, clean up on failure.
 ///
 /// Cancel safety: if the future is dropped after the acquire went out and before a
-/// grant was handed over, a background task releases on all masters, so a cancelled
-/// `lock()` never leaves a lock behind. (A cancelled re-entrant attempt is not undone:
+/// grant was handed over, a background task releases on all masters
+/// ([`undo_cancelled`]), so a cancelled `lock()` never leaves a lock behind. (A cancelled re-entrant attempt is not undone:
 /// the release could remove one of the holder's real holds instead.)
 pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcome> {
     let started = Instant::now();
@@ -59,8 +95,12 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
     let undo = scopeguard::guard(!reentrant, |armed| {
         if armed {
             let (inner, name, holder) = (inner.clone(), req.name.clone(), req.holder.clone());
+            // The holder's next acquisition of the lock waits for the undo, so a retried
+            // release cannot remove that newer grant (offers.rs invariant 4).
+            let settling = inner.offers(kind == Kind::Fair).settling(&name, &holder);
             inner.clone().cleanups.spawn(async move {
-                let _ = release_on(&inner, &name, &holder, lease_ms, kind, None, false).await;
+                let _settling = settling;
+                undo_cancelled(&inner, &name, &holder, lease_ms, kind).await;
             });
         }
     });

@@ -2,6 +2,7 @@
 //! on a single master, straight to a waiting task of this client ([`release`]).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tracing::field::Empty;
 use tracing::Instrument;
@@ -42,9 +43,39 @@ pub(crate) async fn release(
             return hand_over(engine, hold, lease_ms, fair, offers).await;
         }
     }
-    release_on(engine, &hold.name, &hold.holder, lease_ms, kind, None, true)
-        .await
-        .map(drop)
+    if !last {
+        return (release_on(engine, &hold.name, &hold.holder, lease_ms, kind, None, true).await)
+            .map(drop);
+    }
+    // The last hold: masters that did not answer are asked again until a majority
+    // answered, for at most `unavailable_timeout`, as `lock()` does. Safe to repeat: a
+    // release that did land finds the hold gone and changes nothing, and the holder
+    // cannot take the lock again meanwhile (it is waiting for this call). A master that
+    // answers "not held" to a repeated release counts as released: its first release
+    // may have landed unanswered.
+    let (name, holder) = (&hold.name, &hold.holder);
+    let give_up = Instant::now() + engine.settings.unavailable_after;
+    let mut results = release_results(engine, name, holder, lease_ms, kind, None).await;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        let unanswered: Vec<usize> = (0..results.len())
+            .filter(|&i| matches!(&results[i], Some(Err(e)) if !e.is_permanent()))
+            .collect();
+        let verdict = judge(engine, name, holder, kind, &results, true);
+        let undecided = matches!(&verdict, Err(e) if !e.is_permanent() && !e.is_not_held());
+        if !undecided || unanswered.is_empty() || Instant::now() + pause >= give_up {
+            return verdict.map(drop);
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(250));
+        let again = release_results(engine, name, holder, lease_ms, kind, Some(&unanswered)).await;
+        for (i, r) in unanswered.into_iter().zip(again) {
+            results[i] = match r {
+                Some(Ok(Release::NotHeld)) => Some(Ok(Release::Released)),
+                other => other,
+            };
+        }
+    }
 }
 
 /// Runs the hand-over script and answers every taken offer (offers.rs invariant 2):
@@ -128,7 +159,7 @@ async fn hand_over_in_span(
     }
 }
 
-/// Releases one hold on every master (or only on `only`). Ok(true) when a majority
+/// Releases one hold on every master (or only on `only`). Ok when a majority
 /// released, with `Released` meaning the lock is now free.
 pub(crate) async fn release_on(
     engine: &Engine,
@@ -139,6 +170,21 @@ pub(crate) async fn release_on(
     only: Option<&[usize]>,
     wake_local: bool,
 ) -> Result<Release> {
+    let results = release_results(engine, name, holder, lease_ms, kind, only).await;
+    judge(engine, name, holder, kind, &results, wake_local)
+}
+
+/// The release answers of every master (or of `only`, in that order): `None` for
+/// one still in flight once a majority released (it lands in the background, never
+/// dropped: see fan_out_until).
+async fn release_results(
+    engine: &Engine,
+    name: &Arc<str>,
+    holder: &Arc<str>,
+    lease_ms: u64,
+    kind: Kind,
+    only: Option<&[usize]>,
+) -> Vec<Option<Result<Release>>> {
     let subset: Vec<Arc<Master>>;
     let masters = match only {
         Some(only) => {
@@ -147,26 +193,36 @@ pub(crate) async fn release_on(
         }
         None => &engine.masters,
     };
-    let quorum = engine.quorum;
     let done = |r: &Release| *r != Release::NotHeld;
-    // Done once a majority released; the other masters' releases land in the
-    // background (they are never dropped, see fan_out_until).
-    let results = fan_out_until(
+    fan_out_until(
         masters,
         &engine.cleanups,
         |m| {
             let (name, holder) = (name.clone(), holder.clone());
             async move { scripts::release(&m, &name, lease_ms, &holder, kind).await }
         },
-        |rs| count(rs, done) >= quorum,
+        |rs| count(rs, done) >= engine.quorum,
     )
-    .await;
+    .await
+}
+
+/// What release answers come to: released (or still held by a re-entry) on a
+/// majority, not held, a permanent error, or no quorum.
+fn judge(
+    engine: &Engine,
+    name: &Arc<str>,
+    holder: &Arc<str>,
+    kind: Kind,
+    results: &[Option<Result<Release>>],
+    wake_local: bool,
+) -> Result<Release> {
+    let quorum = engine.quorum;
     let (released, still, not_held) = (
-        count(&results, |r| *r == Release::Released),
-        count(&results, |r| *r == Release::StillHeld),
-        count(&results, |r| *r == Release::NotHeld),
+        count(results, |r| *r == Release::Released),
+        count(results, |r| *r == Release::StillHeld),
+        count(results, |r| *r == Release::NotHeld),
     );
-    let results: Vec<Result<Release>> = results.into_iter().flatten().collect();
+    let results: Vec<Result<Release>> = results.iter().flatten().cloned().collect();
     if released > 0 && kind != Kind::Fair && wake_local {
         engine.pubsub.notify_local(&kind.channel(name));
     }

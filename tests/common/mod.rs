@@ -195,8 +195,10 @@ pub fn assert_no_holds(server: &RedisServer, pattern: &str, client_id: &str, con
         let fields: Vec<String> = server.cmd(&["HKEYS", &key]);
         assert!(
             !fields.iter().any(|f| f.starts_with(client_id)),
-            "{context}: {} keeps {key} for {fields:?} after close",
-            server.addr()
+            "{context}: {} keeps {key} for {fields:?} after close ({:?}, PTTL {})",
+            server.addr(),
+            server.cmd::<Vec<String>>(&["HGETALL", &key]),
+            server.cmd::<i64>(&["PTTL", &key])
         );
     }
 }
