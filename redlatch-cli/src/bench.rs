@@ -5,6 +5,7 @@ mod ceiling;
 mod contended;
 mod deployment;
 mod family;
+mod fleet;
 mod floor;
 mod grouping;
 mod scale;
@@ -69,6 +70,10 @@ pub enum Workload {
     /// Writer wait under 16 overlapping readers, with writer preference and without.
     #[value(name = "RW", alias = "rw")]
     Rw,
+    /// Fleet: P separate processes (one client, one task each) on one name; P from
+    /// --procs (8 and 32 by default), on the first master.
+    #[value(name = "W7", alias = "w7")]
+    W7,
     /// redis-benchmark EVALSHA figures of our own scripts (first master only).
     #[value(name = "ceiling")]
     Ceiling,
@@ -78,7 +83,7 @@ pub enum Workload {
     /// W2's group commit), the same key sets sent both ways with bare redis-rs.
     #[value(name = "grouping")]
     Grouping,
-    /// W1–W6, R1, S1 and RW in turn.
+    /// W1–W7, R1, S1 and RW in turn.
     #[value(name = "all")]
     All,
 }
@@ -92,6 +97,14 @@ pub struct BenchArgs {
     /// How long the timed workloads (W2, W3, W4) run.
     #[arg(long, value_name = "DUR", default_value = "5s", value_parser = duration::parse)]
     pub duration: Duration,
+
+    /// W7's process counts (one result each).
+    #[arg(long, value_delimiter = ',', default_value = "8,32")]
+    pub procs: Vec<usize>,
+
+    /// Internal: run as one W7 process on this lock name.
+    #[arg(long, value_name = "NAME", hide = true)]
+    pub w7_child: Option<String>,
 
     /// Print each result as one JSON line.
     #[arg(long)]
@@ -222,6 +235,9 @@ pub async fn run(args: BenchArgs) -> ExitCode {
 }
 
 async fn bench(args: BenchArgs) -> Result<(), Failure> {
+    if let Some(name) = &args.w7_child {
+        return fleet::child(&args.redis, name).await;
+    }
     let config = args.redis.config()?;
     let client = conn::connect(config.clone()).await?;
     let dep = deployment::Deployment::discover(&client)
@@ -247,11 +263,16 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
             Workload::R1,
             Workload::S1,
             Workload::Rw,
+            Workload::W7,
         ],
         one => vec![one],
     };
     let mut result = Ok(());
-    for w in list {
+    let runs = list.into_iter().flat_map(|w| match w {
+        Workload::W7 => args.procs.iter().map(|&p| (w, p)).collect::<Vec<_>>(),
+        w => vec![(w, 0)],
+    });
+    for (w, procs) in runs {
         let r = match w {
             Workload::W1 => simple::w1(&ctx).await.map_err(|e| e.to_string()),
             Workload::W2 => simple::w2(&ctx).await.map_err(|e| e.to_string()),
@@ -268,6 +289,7 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
                 }
                 Err(e) => Err(e.to_string()),
             },
+            Workload::W7 => fleet::run(&ctx, procs).await,
             Workload::Ceiling => ctx
                 .require_masters("ceiling")
                 .and_then(|()| ceiling::run(&ctx)),
