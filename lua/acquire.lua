@@ -3,6 +3,9 @@
 -- KEYS[1]  lock name: a HASH holder -> hold count, PEXPIRE = lease
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  holder id "<client uuid>:<n>"
+-- KEYS[2]  optional: the waiter registry "redlatch_lock_waiters:{name}" (wake_one.lua)
+-- ARGV[3]  with KEYS[2]: the waiter id "<client id>:<n>". Refused, it is
+--          registered (keeping the time it first registered); granted, it is removed.
 --
 -- Returns an array {status, value}:
 --   {1, 1}      acquired fresh (the key did not exist)
@@ -16,11 +19,22 @@
 if redis.call('exists', KEYS[1]) == 0 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
+    if ARGV[3] then redis.call('zrem', KEYS[2], ARGV[3]) end
     return {1, 1}
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
+    if ARGV[3] then redis.call('zrem', KEYS[2], ARGV[3]) end
     return {2, count}
 end
-return {0, redis.call('pttl', KEYS[1])}
+local pttl = redis.call('pttl', KEYS[1])
+if ARGV[3] then
+    local t = redis.call('time')
+    redis.call('zadd', KEYS[2], 'NX', t[1] * 1000 + math.floor(t[2] / 1000), ARGV[3])
+    -- A waiter asks again at the latest when the holder's lease runs out, so the
+    -- registry outlives every live entry; one of dead waiters only goes stale.
+    local keep = math.max(pttl, tonumber(ARGV[1])) + 10000
+    if redis.call('pttl', KEYS[2]) < keep then redis.call('pexpire', KEYS[2], keep) end
+end
+return {0, pttl}

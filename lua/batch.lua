@@ -1,27 +1,32 @@
 -- batch.lua: many plain acquires and releases in one call (group commit). Each
 -- operation behaves exactly like acquire.lua / release.lua on its own keys (leases are
 -- only ever extended on re-entry and partial release); the
--- batch only saves round trips and per-call overhead.
+-- batch only saves round trips and per-call overhead. wake_one.lua is prepended.
 --
--- For operation i (1-based): KEYS[i] = lock name, and
---   ARGV[4i-3] = "a" (acquire) or "r" (release)
---   ARGV[4i-2] = lease in milliseconds
---   ARGV[4i-1] = holder id
---   ARGV[4i]   = release: the unlock channel (not a key: see release.lua); acquire: ""
+-- For operation i (1-based): KEYS[2i-1] = lock name, KEYS[2i] = its waiter registry
+-- "redlatch_lock_waiters:{name}", and
+--   ARGV[5i-4] = "a" (acquire) or "r" (release)
+--   ARGV[5i-3] = lease in milliseconds
+--   ARGV[5i-2] = holder id
+--   ARGV[5i-1] = release: the unlock channel (not a key: see release.lua); acquire: ""
+--   ARGV[5i]   = acquire: the waiter id "<client id>:<n>" (registered when
+--                refused, removed when granted, as acquire.lua), or ""; release: ""
 --
 -- Returns a flat array, two integers per operation:
 --   acquire: {1, 1} fresh, {2, count} re-entered, {0, pttl} busy
---   release: {-1, 0} not held, {0, 0} still held, {1, 0} released (published "0")
+--   release: {-1, 0} not held, {0, 0} still held, {1, 0} released (woke one waiter)
 --   either:  {3, 0} the key holds a value of another type (WRONGTYPE); nothing changed
 local out = {}
-for i = 1, #ARGV, 4 do
-    local op, lease, holder, channel = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-    local name = KEYS[(i + 3) / 4]
+for i = 1, #ARGV, 5 do
+    local op, lease, holder, channel, client = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+    local k = (i + 4) / 5
+    local name, waiters = KEYS[2 * k - 1], KEYS[2 * k]
     if op == 'a' then
         local kind = redis.call('type', name).ok
         if kind == 'none' then
             redis.call('hincrby', name, holder, 1)
             redis.call('pexpire', name, lease)
+            if client ~= '' then redis.call('zrem', waiters, client) end
             out[#out + 1] = 1
             out[#out + 1] = 1
         elseif kind ~= 'hash' then
@@ -30,11 +35,19 @@ for i = 1, #ARGV, 4 do
         elseif redis.call('hexists', name, holder) == 1 then
             local count = redis.call('hincrby', name, holder, 1)
             if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
+            if client ~= '' then redis.call('zrem', waiters, client) end
             out[#out + 1] = 2
             out[#out + 1] = count
         else
+            local pttl = redis.call('pttl', name)
+            if client ~= '' then
+                local t = redis.call('time')
+                redis.call('zadd', waiters, 'NX', t[1] * 1000 + math.floor(t[2] / 1000), client)
+                local keep = math.max(pttl, tonumber(lease)) + 10000
+                if redis.call('pttl', waiters) < keep then redis.call('pexpire', waiters, keep) end
+            end
             out[#out + 1] = 0
-            out[#out + 1] = redis.call('pttl', name)
+            out[#out + 1] = pttl
         end
     else
         -- As release.lua: HGET, then DEL on the last hold (WRONGTYPE caught by pcall).
@@ -52,7 +65,7 @@ for i = 1, #ARGV, 4 do
             out[#out + 1] = 0
         else
             redis.call('del', name)
-            redis.call(PUBLISH, channel, '0')
+            wake_one(waiters, channel)
             out[#out + 1] = 1
             out[#out + 1] = 0
         end

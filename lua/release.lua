@@ -1,7 +1,9 @@
 -- release.lua: drop one hold of a reentrant lock (Redisson RLock unlock), and optionally
 -- pass the lock straight to a waiting task of the same client (a local hand-over).
+-- wake_one.lua is prepended: a full release wakes one waiting client, not all.
 --
 -- KEYS[1]  lock name (HASH holder -> hold count)
+-- KEYS[2]  waiter registry "redlatch_lock_waiters:{name}" (wake_one.lua)
 -- ARGV[1]  unlock channel "redisson_lock__channel:{name}" (same hash slot as the name;
 --          not a key, so on a cluster a slot being migrated never answers TRYAGAIN)
 -- ARGV[2]  unlock message, "0"
@@ -14,7 +16,8 @@
 --   nil  the holder does not hold the lock (lease expired, force-unlocked, never held)
 --   0    one hold dropped, the holder still holds it (nothing is published; the lease
 --        is extended to ARGV[2] if shorter, never shortened)
---   1    last hold dropped: the key is deleted and "0" is published on the channel
+--   1    last hold dropped: the key is deleted and one waiting client is woken
+--        (wake_one.lua: "0" on the shared channel when a non-redlatch waiter listens)
 --   2    (only with a receiver) last hold dropped and the lock handed over: the
 --        receiver holds it (count 1, its lease); nothing is published, the lock was
 --        never free
@@ -39,5 +42,5 @@ if ARGV[5] and redis.call('pubsub', NUMSUB, ARGV[1])[2] <= 1 then
     redis.call('pexpire', KEYS[1], ARGV[6])
     return 2
 end
-redis.call(PUBLISH, ARGV[1], ARGV[2])
+wake_one(KEYS[2], ARGV[1])
 return 1

@@ -79,6 +79,9 @@ pub(crate) struct Request {
     pub(crate) mode: AcquireMode,
     /// The holder already holds the lock: on failure, release only where granted.
     pub(crate) reentrant: std::sync::atomic::AtomicBool,
+    /// A plain waiter that listens on its own wake channel (or will, before it waits):
+    /// this client's id, registered as waiting when refused (lua/wake_one.lua).
+    pub(crate) waiting: Option<Arc<str>>,
 }
 
 /// One attempt: fan out, count, check validity, clean up on failure.
@@ -116,7 +119,8 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
         &inner.cleanups,
         |m| {
             let (name, holder, mode) = (name.clone(), holder.clone(), req.mode);
-            async move { scripts::acquire(&m, &name, lease_ms, &holder, mode).await }
+            let waiting = req.waiting.clone();
+            async move { scripts::acquire(&m, &name, lease_ms, &holder, mode, waiting).await }
         },
         |rs| plain && count(rs, |a| matches!(a, Acquire::Granted { .. })) >= quorum,
     )

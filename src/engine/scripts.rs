@@ -15,9 +15,10 @@ use crate::transport::batch::Flight;
 use crate::transport::script::lua;
 use crate::transport::{BoxFuture, Invocation, Lane, Request, Script, Transport};
 
-static BATCH: LazyLock<Script> = lua!("batch.lua");
+static BATCH: LazyLock<Script> = lua!("wake_one.lua", "batch.lua");
 static ACQUIRE: LazyLock<Script> = lua!("acquire.lua");
-static RELEASE: LazyLock<Script> = lua!("release.lua");
+static RELEASE: LazyLock<Script> = lua!("wake_one.lua", "release.lua");
+static UNWAIT: LazyLock<Script> = lua!("wake_one.lua", "unwait.lua");
 static RENEW: LazyLock<Script> = lua!(cross_slot "renew.lua");
 static FORCE: LazyLock<Script> = lua!("force_release.lua");
 static FENCED_ACQUIRE: LazyLock<Script> = lua!("fenced_acquire.lua");
@@ -36,6 +37,7 @@ pub(crate) fn all() -> Vec<&'static Script> {
         &BATCH,
         &ACQUIRE,
         &RELEASE,
+        &UNWAIT,
         &RENEW,
         &FORCE,
         &FENCED_ACQUIRE,
@@ -158,6 +160,9 @@ pub(crate) struct PlainOp {
     pub(crate) name: String,
     pub(crate) holder: String,
     pub(crate) lease_ms: u64,
+    /// An acquire of a subscribed waiter: its client id, registered in the waiter
+    /// registry when refused and removed when granted (lua/wake_one.lua).
+    pub(crate) waiting: Option<Arc<str>>,
 }
 
 /// A plain operation's answer, as `batch.lua` gives it: (status, value).
@@ -203,13 +208,15 @@ impl Flight for PlainFlight {
     }
 }
 
-/// Acquire on one master. Plain acquires go through the master's group commit.
+/// Acquire on one master. Plain acquires go through the master's group commit;
+/// `waiting` (plain only): the client id of a subscribed waiter, see [`PlainOp`].
 pub(crate) async fn acquire(
     m: &Master,
     name: &str,
     lease_ms: u64,
     holder: &str,
     mode: AcquireMode,
+    waiting: Option<Arc<str>>,
 ) -> Result<Acquire> {
     let mut inv = match mode {
         AcquireMode::Plain => {
@@ -218,6 +225,7 @@ pub(crate) async fn acquire(
                 name: name.into(),
                 holder: holder.into(),
                 lease_ms,
+                waiting,
             };
             let (status, value) = m.plain.submit(op).await?;
             return acquire_reply(m, name, mode, status, value, (None, false));
@@ -323,6 +331,7 @@ pub(crate) async fn release(
             name: name.into(),
             holder: holder.into(),
             lease_ms,
+            waiting: None,
         };
         return match m.plain.submit(op).await?.0 {
             -1 => Ok(Release::NotHeld),
@@ -387,6 +396,7 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
     let inv = if op.release {
         let mut inv = RELEASE.call();
         inv.key(name)
+            .key(keys::waiters(name))
             .arg(keys::channel(name))
             .arg("0")
             .arg(op.lease_ms)
@@ -395,6 +405,9 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
     } else {
         let mut inv = ACQUIRE.call();
         inv.key(name).arg(op.lease_ms).arg(&*op.holder);
+        if let Some(client) = &op.waiting {
+            inv.key(keys::waiters(name)).arg(&**client);
+        }
         inv
     };
     let mut short = None;
@@ -532,6 +545,7 @@ async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<Plai
     let mut inv = BATCH.call();
     for op in ops {
         inv.key(&*op.name)
+            .key(keys::waiters(&op.name))
             .arg(if op.release { "r" } else { "a" })
             .arg(op.lease_ms)
             .arg(&*op.holder);
@@ -539,6 +553,7 @@ async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<Plai
             true => inv.arg(keys::channel(&op.name)),
             false => inv.arg(""),
         };
+        inv.arg(op.waiting.as_deref().unwrap_or(""));
     }
     let (v, short) = match ops.iter().any(|op| !op.release) {
         true => send_acquire(link, link.timeout(), &inv).await?,
@@ -594,6 +609,7 @@ pub(crate) async fn hand_over(
 ) -> Result<HandOver> {
     let mut inv = RELEASE.call();
     inv.key(name)
+        .key(keys::waiters(name))
         .arg(keys::channel(name))
         .arg("0")
         .arg(from_lease_ms)
@@ -698,6 +714,18 @@ async fn renew_group(
         return Err(protocol(m, "renew", &Value::Int(v.len() as i64)));
     }
     Ok(v.into_iter().map(|x| (x >= 0).then_some(x == 1)).collect())
+}
+
+/// `client` stops waiting for the plain lock `name` (lua/unwait.lua): it leaves the
+/// waiter registry, and if the lock is free the next waiter is woken in its place.
+pub(crate) async fn unwait(m: &Master, name: &str, client: &str) -> Result<()> {
+    let mut inv = UNWAIT.call();
+    inv.key(name)
+        .key(keys::waiters(name))
+        .arg(keys::channel(name))
+        .arg(client);
+    m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+    Ok(())
 }
 
 /// Deletes `name` whoever holds it and wakes its waiters; true if it was deleted.

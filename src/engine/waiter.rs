@@ -31,7 +31,17 @@
 //!    gate would serialise them). A writer that prefers writers "queues" like a fair
 //!    waiter: its intent (rw.rs) is refreshed every stale_timeout/3 while it waits and
 //!    removed however the wait ends (invariants 2, 4, 5 apply to it as to the queue).
+//! 10. Wake one (lua/wake_one.lua): a gated waiter of a plain lock on a single master
+//!     registers in the lock's waiter registry with every refused attempt, under an id
+//!     of its own, and listens on the shared channel, its client's wake channel and the
+//!     marker. A release wakes the longest-registered waiter's client only. Its first
+//!     attempt is made subscribed when those channels are confirmed already (lingering
+//!     from an earlier wait), so a busy lock costs one refused attempt, not two. However
+//!     the wait ends without the attempt script having removed it (cancelled, out of
+//!     time, an error, a local hand-over), it leaves with lua/unwait.lua, which passes
+//!     the wake on if the lock is free (in the background when dropped).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -127,6 +137,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
             None => return Ok(None),
         }
     };
+    // Invariant 10: only a gated plain waiter on a single master registers.
+    let waiting = (call.kind == Kind::Plain && engine.masters.len() == 1 && _pass.is_some())
+        .then(|| waiter_id(engine));
     let waiter = Waiter {
         engine,
         call,
@@ -136,13 +149,16 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
             lease: call.lease,
             mode,
             reentrant: reentrant.into(),
+            waiting,
         },
         deadline,
         once,
         fair: call.kind == Kind::Fair,
         queues,
         can_offer: matches!(call.kind, Kind::Plain | Kind::Fair) && engine.masters.len() == 1,
+        direct: None,
         sub: None,
+        registered: false,
         unavailable_since: None,
         woken: false,
         queued: false,
@@ -151,6 +167,20 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     // Boxed: keeps the future type shallow enough for callers' own async fns (rustc's
     // layout queries overflow on deeply nested futures).
     Box::pin(waiter.run()).await
+}
+
+/// A fresh waiter id "<client id>:<n>" for the waiter registry (invariant 10): the
+/// client's id, which names its wake channel, and a number no other wait of this
+/// process has, so a late unwait of an earlier wait never removes a later one.
+fn waiter_id(engine: &Engine) -> Arc<str> {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}{n}", engine.holder_prefix).into()
+}
+
+/// The client id of a waiter id (its wake channel's suffix).
+fn client_of(waiter: &str) -> &str {
+    waiter.split(':').next().unwrap_or(waiter)
 }
 
 /// Runs `f` until `deadline` (forever if `None`); `None` if the deadline came first.
@@ -190,7 +220,13 @@ struct Waiter<'a> {
     queues: bool,
     /// Invariant 7: a local releaser may hand us the lock (single master, not fenced).
     can_offer: bool,
+    /// Invariant 10: the marker and our client's wake channel, beside `sub`. Declared
+    /// first, so the marker goes no later than the shared channel (wake_one.lua
+    /// invariant 1 then errs towards waking everyone).
+    direct: Option<(Subscription, Subscription)>,
     sub: Option<Subscription>,
+    /// Invariant 10: an attempt may have registered us in the waiter registry.
+    registered: bool,
     unavailable_since: Option<Instant>,
     /// The last wait ended with a message (not the TTL bound).
     woken: bool,
@@ -210,6 +246,12 @@ impl Drop for Waiter<'_> {
                 settle_in_background(engine, call, Unsettled::Offer(rx));
             }
         }
+        // Invariant 10: leave the waiter registry, passing a wake on.
+        if let Some(id) = self.req.waiting.clone().filter(|_| self.registered) {
+            let (engine, name) = (engine.clone(), call.name.clone());
+            let cleanups = engine.cleanups.clone();
+            cleanups.spawn(async move { unwait(&engine, &name, &id).await });
+        }
         // Invariant 4: a fair waiter leaves the queue however the wait ends.
         if self.queued {
             let (engine, name, holder) = (engine.clone(), call.name.clone(), call.holder.clone());
@@ -223,9 +265,13 @@ impl Drop for Waiter<'_> {
 impl Waiter<'_> {
     /// The state machine: attempt → (subscribe | back off | wait) → attempt …
     async fn run(mut self) -> Result<Option<Grant>> {
+        self.subscribe_if_ready();
         loop {
             // Invariant 1: a message from now on wakes the wait that may follow.
             if let Some(s) = self.sub.as_mut() {
+                s.mark_seen();
+            }
+            if let Some((_, s)) = self.direct.as_mut() {
                 s.mark_seen();
             }
             // Re-entry is decided per attempt: an earlier call of this task may have
@@ -251,7 +297,11 @@ impl Waiter<'_> {
                     retry_in: left,
                     split: false,
                 },
-                None => attempt(self.engine, &self.req).await?,
+                None => {
+                    // Invariant 10: the script may register us (or remove us, granted).
+                    self.registered |= self.req.waiting.is_some();
+                    attempt(self.engine, &self.req).await?
+                }
             };
             let refused = match self.judge(outcome)? {
                 Ok(grant) => return Ok(Some(grant)),
@@ -295,6 +345,8 @@ impl Waiter<'_> {
         let settings = &self.engine.settings;
         Ok(match outcome {
             Outcome::Granted(g) => {
+                // Invariant 10: the acquire script removed us from the registry.
+                self.registered = false;
                 // Invariant 5: a master that refused us may still queue us; the drop
                 // leaves those queues in the background.
                 self.queued = self.queues && !g.everywhere;
@@ -335,6 +387,10 @@ impl Waiter<'_> {
             )
             .await;
         }
+        if let Some(id) = self.req.waiting.clone().filter(|_| self.registered) {
+            self.registered = false;
+            unwait(self.engine, &self.call.name, &id).await;
+        }
         error.map_or(Ok(None), Err)
     }
 
@@ -358,14 +414,58 @@ impl Waiter<'_> {
             .unwrap_or(now + engine.settings.connect_timeout);
         telemetry::contended(self.call.kind.label());
         let mut sub = engine.pubsub.subscribe(channel);
+        let mut direct = self.direct_subscriptions();
         let bound = until.saturating_duration_since(now);
-        let ready = sub.ready(bound.min(engine.settings.connect_timeout)).await;
+        let within = bound.min(engine.settings.connect_timeout);
+        let mut ready = sub.ready(within).await;
+        if let Some((marker, wake)) = direct.as_mut() {
+            if ready.is_ok() {
+                ready = wake.ready(within).await;
+            }
+            if ready.is_ok() {
+                ready = marker.ready(within).await;
+            }
+        }
         if let Err((addr, detail)) = ready {
             // No majority can ever wake us: say why instead of sleeping out the TTL.
             return Err(Error::PermissionDenied { addr, detail });
         }
+        self.direct = direct;
         self.sub = Some(sub);
         Ok(())
+    }
+
+    /// Invariant 10: the marker and our client's wake channel (a registering waiter).
+    fn direct_subscriptions(&self) -> Option<(Subscription, Subscription)> {
+        let id = self.req.waiting.as_deref()?;
+        let pubsub = &self.engine.pubsub;
+        let wake = pubsub.subscribe(keys::waiter_channel(&self.call.name, client_of(id)));
+        let marker = pubsub.subscribe(keys::marker(&self.call.name));
+        Some((marker, wake))
+    }
+
+    /// Invariant 10: when all three channels are confirmed already (an earlier wait's
+    /// linger), subscribes before the first attempt, which then needs no second one.
+    fn subscribe_if_ready(&mut self) {
+        if self.req.waiting.is_none() || self.once {
+            return;
+        }
+        let (name, pubsub) = (&self.call.name, &self.engine.pubsub);
+        let shared = keys::channel(name);
+        if !pubsub.is_ready(&shared) || !pubsub.is_ready(&keys::marker(name)) {
+            return;
+        }
+        let sub = pubsub.subscribe(shared);
+        let direct = self.direct_subscriptions();
+        let confirmed = direct
+            .as_ref()
+            .is_some_and(|(m, w)| m.is_confirmed() && w.is_confirmed());
+        // Unsubscribed meanwhile: the ordinary way (subscribe, then attempt again).
+        if confirmed && sub.is_confirmed() {
+            telemetry::contended(self.call.kind.label());
+            self.direct = direct;
+            self.sub = Some(sub);
+        }
     }
 
     /// Invariant 3: a split vote or an outage backs off for real; our own clean-up
@@ -391,9 +491,8 @@ impl Waiter<'_> {
             max = max.min(self.engine.settings.fair_stale_timeout / 3);
         }
         let offering = self.can_offer && (self.fair || local);
-        let sub = self.sub.as_mut().expect("subscribed before waiting");
         if !offering {
-            self.woken = sub.wait(max).await;
+            self.woken = self.wait_message(max).await;
             self.count_wake();
             return Ok(None);
         }
@@ -408,9 +507,9 @@ impl Waiter<'_> {
                 rx
             });
             let left = until.saturating_duration_since(Instant::now());
-            let sub = self.sub.as_mut().expect("subscribed before waiting");
+            let (sub, direct) = (self.sub.as_mut(), self.direct.as_mut());
             let answer = tokio::select! {
-                w = sub.wait(left) => {
+                w = wait_any(sub, direct, left) => {
                     self.woken = w;
                     self.count_wake();
                     return Ok(None);
@@ -430,6 +529,11 @@ impl Waiter<'_> {
                 return Ok(None);
             }
         }
+    }
+
+    /// A message on the shared channel or our wake channel, at most `max`.
+    async fn wait_message(&mut self, max: Duration) -> bool {
+        wait_any(self.sub.as_mut(), self.direct.as_mut(), max).await
     }
 
     fn count_wake(&self) {
@@ -491,6 +595,30 @@ impl Waiter<'_> {
             started,
             everywhere: true,
         }))
+    }
+}
+
+/// Waits for a message on `sub` or, when there, on the wake channel of `direct`.
+async fn wait_any(
+    sub: Option<&mut Subscription>,
+    direct: Option<&mut (Subscription, Subscription)>,
+    max: Duration,
+) -> bool {
+    let sub = sub.expect("subscribed before waiting");
+    match direct {
+        None => sub.wait(max).await,
+        Some((_, wake)) => tokio::select! {
+            w = sub.wait(max) => w,
+            w = wake.wait(max) => w,
+        },
+    }
+}
+
+/// Invariant 10: `waiter` leaves the registry of `name` (best effort: a waiter left
+/// behind is removed by the first release that finds nobody listening for it).
+async fn unwait(engine: &Engine, name: &str, waiter: &str) {
+    if let Err(e) = scripts::unwait(&engine.masters[0], name, waiter).await {
+        tracing::debug!(lock = name, error = %e, "leaving the waiter registry failed");
     }
 }
 

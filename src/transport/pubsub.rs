@@ -144,6 +144,16 @@ impl PubSub {
         }
     }
 
+    /// Whether `channel` is subscribed and confirmed by a majority right now (wanted or
+    /// lingering, invariant 5): a subscription to it would be ready without a round trip.
+    pub(crate) fn is_ready(&self, channel: &str) -> bool {
+        self.shared
+            .channels
+            .lock()
+            .get(channel)
+            .is_some_and(|c| c.confirmed.borrow().count_ones() >= self.quorum as u32)
+    }
+
     /// Channels currently wanted by waiters of this client.
     pub(crate) fn channel_count(&self) -> usize {
         self.shared
@@ -193,6 +203,11 @@ impl Subscription {
             Some(refusal) => Err(refusal),
             None => Ok(()),
         }
+    }
+
+    /// Whether a majority has confirmed the subscription already.
+    pub(crate) fn is_confirmed(&self) -> bool {
+        self.confirmed.borrow().count_ones() >= self.quorum
     }
 
     /// Marks every wake-up so far as seen; call before each attempt.

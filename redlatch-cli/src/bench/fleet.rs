@@ -60,7 +60,9 @@ pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| format!("starting a W7 child: {e}"))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("starting a W7 child: {e}"))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("piped");
         members.push(Member {
@@ -72,9 +74,7 @@ pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
     for m in &mut members {
         expect_line(m, "ready").await?;
     }
-    let mut probe = Probe::open(&ctx.urls[0])
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut probe = Probe::open(&ctx.urls[0]).await.map_err(|e| e.to_string())?;
     let scripts_before = script_calls(&mut probe).await?;
     // The barrier: everyone gets the same start and end.
     let start = mono_ns();
@@ -111,8 +111,7 @@ pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
         drop(m.stdin.take());
         let _ = tokio::time::timeout(Duration::from_secs(10), m.child.wait()).await;
     }
-    Ok(summarise(
-        ctx, procs, records, start, end, scripts))
+    Ok(summarise(ctx, procs, records, start, end, scripts))
 }
 
 /// Script calls so far on the probed master (EVALSHA and EVAL).
@@ -213,7 +212,11 @@ pub async fn child(redis: &RedisArgs, name: &str) -> Result<(), Failure> {
     out.write_all(b"ready\n").await.map_err(internal)?;
     out.flush().await.map_err(internal)?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    let go = lines.next_line().await.map_err(internal)?.unwrap_or_default();
+    let go = lines
+        .next_line()
+        .await
+        .map_err(internal)?
+        .unwrap_or_default();
     let end: u64 = go
         .strip_prefix("go ")
         .and_then(|e| e.parse().ok())
