@@ -144,6 +144,8 @@ if [ "$only_cluster" = 0 ]; then
             run --workload "$w" --redis "$one"
             run --workload "$w" "${redis3[@]}"
         done
+        # W7: P separate processes (8, then 32) on one master; they all run on CPU 1.
+        run --workload W7 --redis "$one"
     done
 fi
 

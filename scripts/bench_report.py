@@ -22,7 +22,9 @@ def load(path):
             line = line.strip()
             if line.startswith("{"):
                 r = json.loads(line)
-                groups[(r["workload"], r["masters"])].append(r)
+                # W7 runs once per process count: "W7 P=8", "W7 P=32".
+                w = f"{r['workload']} P={r['procs']}" if "procs" in r else r["workload"]
+                groups[(w, r["masters"])].append(r)
     return groups
 
 
@@ -90,6 +92,9 @@ def main(path, cluster_path=None):
         "W5": ["locks", "seconds", "max_renew_cmds_per_s", "rss_bytes_per_lock", "survived"],
         "W6": ["waiters", "connections_per_master", "pool_size", "rss_bytes_per_waiter", "all_acquired_ms"],
     }
+    w7 = ["ops_per_s", "cross_handoffs_per_s", "cross_p50_us", "cross_p99_us", "tries_per_acquisition", "acquire_wait_p99_us", "per_proc_min", "per_proc_max", "violations"]
+    for p in sorted({int(w.split("P=")[1]) for (w, _) in g if w.startswith("W7 P=")}):
+        fields[f"W7 P={p}"] = w7
     out += ["## Workloads", ""]
     for w, fs in fields.items():
         out += [f"### {w}", "", "| masters | " + " | ".join(fs) + " |", "|---" * (len(fs) + 1) + "|"]
@@ -144,6 +149,15 @@ def main(path, cluster_path=None):
         if conns is not None:
             check(f"W6 {n} master(s): connections ≤ pool + 1", max(conns) <= pool + 1, f"{fmt(conns)} (pool {fmt(pool)})")
             check(f"W6 {n} master(s): all acquire within 2 s", ms <= 2000, f"{fmt(ms)} ms")
+    x8, x32 = m("W7 P=8", 1, "cross_handoffs_per_s"), m("W7 P=32", 1, "cross_handoffs_per_s")
+    if x8 and x32:
+        tries = m("W7 P=32", 1, "tries_per_acquisition")
+        check("W7 P=32 tries per acquisition ≤ 1.5", tries <= 1.5, fmt(tries))
+        check("W7 P=32 cross handoffs/s ≥ 80% of P=8", x32 >= 0.8 * x8, f"{fmt(x32)} vs {fmt(x8)} = {ratio(x32, x8):.0%}")
+        p99 = m("W7 P=32", 1, "cross_p99_us")
+        check("W7 P=32 handoff p99 ≤ 3 ms", p99 <= 3000, f"{fmt(p99)} µs")
+        v = (m("W7 P=8", 1, "violations") or 0) + (m("W7 P=32", 1, "violations") or 0)
+        check("W7 zero violations", v == 0, fmt(v))
     out += ["## Targets (ratios to figures of the same run)", "", "| target | result | figures |", "|---|---|---|"] + checks + [""]
     if cluster_path:
         out += cluster_section(cluster_path) + [""]

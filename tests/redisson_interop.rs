@@ -165,3 +165,71 @@ async fn a_redisson_reentrant_hold_counts_like_ours() {
         .await
         .unwrap());
 }
+
+/// Issue 14: a Redisson waiter (a subscriber of the shared channel that is not one of
+/// our registered waiters) is still woken by our release, beside our own waiter.
+#[tokio::test]
+async fn our_release_wakes_a_redisson_waiter_beside_our_registered_one() {
+    let server = RedisServer::start();
+    let mut sub_conn = server.conn();
+    let mut java = sub_conn.as_pubsub();
+    java.subscribe("redisson_lock__channel:{mixed}").unwrap();
+    java.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let holder = client(&server).await;
+    let g = holder.lock("mixed").lock().await.unwrap();
+    let ours = client(&server).await.lock("mixed");
+    let waiter = tokio::spawn(async move { ours.lock().await.unwrap().unlock().await });
+    assert!(
+        eventually_async(Duration::from_secs(5), || numsub(
+            &server,
+            "redisson_lock__channel:{mixed}:redlatch-waiters"
+        ) == 1)
+        .await,
+        "our waiter never subscribed"
+    );
+    g.unlock().await.unwrap();
+    let msg = java
+        .get_message()
+        .expect("the Redisson waiter was not woken");
+    assert_eq!(msg.get_channel_name(), "redisson_lock__channel:{mixed}");
+    assert_eq!(msg.get_payload::<String>().unwrap(), "0");
+    tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("our waiter was not woken")
+        .unwrap()
+        .unwrap();
+}
+
+/// Issue 14: Redisson's release publishes only "0" on the shared channel; our
+/// registered waiters (each its own client) still listen there and one takes the lock.
+#[tokio::test]
+async fn redissons_release_wakes_our_registered_waiters() {
+    let server = RedisServer::start();
+    assert_eq!(redisson_lock(&server, "java-first", 30_000), None);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut clients = Vec::new();
+    for _ in 0..2 {
+        let c = client(&server).await;
+        let lock = c.lock("java-first");
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let g = lock.lock().await.unwrap();
+            tx.send(()).unwrap();
+            g.unlock().await.unwrap();
+        });
+        clients.push(c);
+    }
+    let registered = || {
+        server.cmd::<i64>(&["ZCARD", "redlatch_lock_waiters:{java-first}"]) == 2
+            && numsub(&server, "redisson_lock__channel:{java-first}") == 2
+    };
+    assert!(eventually_async(Duration::from_secs(5), registered).await);
+    assert_eq!(redisson_unlock(&server, "java-first"), Some(1));
+    for _ in 0..2 {
+        // The Java lease was 30 s: only the messages explain quick acquisitions.
+        tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("our waiters were not woken by Redisson's release")
+            .unwrap();
+    }
+}
