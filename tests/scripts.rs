@@ -9,6 +9,23 @@ use common::RedisServer;
 use redis::{Script, Value};
 
 const LEASE: &str = "10000";
+/// The scripts as the library sends them on a single server: the classic dialect's
+/// prelude first, and lua/wake_one.lua before the scripts that free plain locks.
+const ACQUIRE: &str = concat!(
+    include_str!("../lua/dialect_classic.lua"),
+    include_str!("../lua/acquire.lua")
+);
+const RELEASE: &str = include_str!("../lua/release.lua");
+const BATCH: &str = include_str!("../lua/batch.lua");
+
+/// A script that frees plain locks, after the prelude and lua/wake_one.lua.
+fn waking(script: &str) -> String {
+    format!(
+        "{}{}{script}",
+        include_str!("../lua/dialect_classic.lua"),
+        include_str!("../lua/wake_one.lua")
+    )
+}
 
 /// One operation: acquire (`true`) or release, on a lock name, by a holder.
 type Op = (bool, &'static str, &'static str);
@@ -16,29 +33,24 @@ type Op = (bool, &'static str, &'static str);
 /// The single scripts' answer in batch.lua's terms: (status, value).
 fn single(conn: &mut redis::Connection, (acquire, name, holder): (bool, &str, &str)) -> (i64, i64) {
     if acquire {
-        let r: redis::RedisResult<(i64, i64)> = Script::new(concat!(
-            include_str!("../lua/dialect_classic.lua"),
-            include_str!("../lua/acquire.lua")
-        ))
-        .key(name)
-        .arg(LEASE)
-        .arg(holder)
-        .invoke(conn);
+        let r: redis::RedisResult<(i64, i64)> = Script::new(ACQUIRE)
+            .key(name)
+            .arg(LEASE)
+            .arg(holder)
+            .invoke(conn);
         return r.unwrap_or_else(|e| {
             assert!(e.to_string().contains("WRONGTYPE"), "{e}");
             (3, 0)
         });
     }
-    let r: redis::RedisResult<Option<i64>> = Script::new(concat!(
-        include_str!("../lua/dialect_classic.lua"),
-        include_str!("../lua/release.lua")
-    ))
-    .key(name)
-    .arg(format!("redisson_lock__channel:{{{name}}}"))
-    .arg("0")
-    .arg(LEASE)
-    .arg(holder)
-    .invoke(conn);
+    let r: redis::RedisResult<Option<i64>> = Script::new(&waking(RELEASE))
+        .key(name)
+        .key(format!("redlatch_lock_waiters:{{{name}}}"))
+        .arg(format!("redisson_lock__channel:{{{name}}}"))
+        .arg("0")
+        .arg(LEASE)
+        .arg(holder)
+        .invoke(conn);
     match r {
         Ok(v) => (v.unwrap_or(-1), 0),
         Err(e) => {
@@ -49,14 +61,12 @@ fn single(conn: &mut redis::Connection, (acquire, name, holder): (bool, &str, &s
 }
 
 fn batch(conn: &mut redis::Connection, ops: &[Op], prefix: &str) -> Vec<(i64, i64)> {
-    let script = Script::new(concat!(
-        include_str!("../lua/dialect_classic.lua"),
-        include_str!("../lua/batch.lua")
-    ));
+    let script = Script::new(&waking(BATCH));
     let mut inv = script.prepare_invoke();
     for &(acquire, name, holder) in ops {
         let name = format!("{prefix}{name}");
         inv.key(&name)
+            .key(format!("redlatch_lock_waiters:{{{name}}}"))
             .arg(if acquire { "a" } else { "r" })
             .arg(LEASE)
             .arg(holder);
@@ -64,6 +74,7 @@ fn batch(conn: &mut redis::Connection, ops: &[Op], prefix: &str) -> Vec<(i64, i6
             true => inv.arg(""),
             false => inv.arg(format!("redisson_lock__channel:{{{name}}}")),
         };
+        inv.arg("");
     }
     let v: Vec<i64> = inv.invoke(conn).unwrap();
     v.chunks(2).map(|c| (c[0], c[1])).collect()
@@ -106,7 +117,13 @@ fn a_batch_answers_and_changes_exactly_what_the_single_scripts_do() {
     }
     let mut sub = server.conn();
     let mut sub = sub.as_pubsub();
-    sub.psubscribe("redisson_lock__channel:*").unwrap();
+    // A listener that is not a registered redlatch waiter (as a Redisson JVM waiting
+    // on these locks): every full release wakes it with "0" on the shared channel.
+    sub.subscribe(&[
+        "redisson_lock__channel:{single:a}",
+        "redisson_lock__channel:{batch:a}",
+    ])
+    .unwrap();
     sub.set_read_timeout(Some(std::time::Duration::from_secs(5)))
         .unwrap();
     let singles: Vec<(i64, i64)> = ops

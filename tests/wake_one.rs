@@ -28,8 +28,9 @@ fn script_calls(server: &RedisServer) -> u64 {
     calls(server, "evalsha") + calls(server, "eval")
 }
 
-/// Starts a waiter on `name` in its own client; returns once it is registered (and so
-/// subscribed). The task reports its index when it holds the lock, and keeps it.
+/// Starts a waiter on `name` in its own client; returns once it is registered and
+/// subscribed (to the marker too). The task reports its index when it holds the lock,
+/// and keeps it.
 async fn registered_waiter(
     server: &RedisServer,
     name: &str,
@@ -39,19 +40,35 @@ async fn registered_waiter(
     let c = client(server).await;
     let lock = c.lock(name);
     let before = registry(server, name).len();
+    let marker = format!("redisson_lock__channel:{{{name}}}:redlatch-waiters");
+    let subscribed = numsub(server, &marker);
     let task = tokio::spawn(async move {
         let g = lock.lock().await.unwrap();
         got.send(index).unwrap();
         g
     });
     let (server, name) = (server, name.to_string());
+    let ready = || registry(server, &name).len() > before && numsub(server, &marker) > subscribed;
     assert!(
-        eventually_async(Duration::from_secs(5), || registry(server, &name).len()
-            > before)
-        .await,
+        eventually_async(Duration::from_secs(5), ready).await,
         "waiter {index} never registered"
     );
     (c, task)
+}
+
+/// Waits until no script call has come in for 300 ms (the waiters' attempt after
+/// subscribing is done), at most 10 s; returns the count.
+async fn settled_calls(server: &RedisServer) -> u64 {
+    let mut last = script_calls(server);
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = script_calls(server);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    last
 }
 
 #[tokio::test]
@@ -66,7 +83,7 @@ async fn one_release_wakes_only_the_longest_waiting_client() {
     }
     // Every waiter listens on the shared channel too (Redisson's releases).
     assert_eq!(numsub(&server, "redisson_lock__channel:{herd}"), 4);
-    let before = script_calls(&server);
+    let before = settled_calls(&server).await;
     g.unlock().await.unwrap();
     let first = tokio::time::timeout(Duration::from_secs(5), rx.recv())
         .await
@@ -126,8 +143,8 @@ async fn a_dead_registered_waiter_is_passed_over() {
 async fn a_cancelled_waiter_passes_its_wake_on() {
     let server = RedisServer::start();
     let holder = client(&server).await;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     for round in 0..5 {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let name = format!("cancel{round}");
         let g = holder.lock(name.clone()).lock().await.unwrap();
         let (_first_client, first) = registered_waiter(&server, &name, 0, tx.clone()).await;
