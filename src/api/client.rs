@@ -389,7 +389,9 @@ impl Client {
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// assert_eq!(client.subscriptions(), 0);
-    /// // Another task waits: it subscribes to the lock's channel for the unlock message.
+    /// // Another task waits: it subscribes to the lock's channel for the unlock message
+    /// // and, on a single master, to its client's wake channel and the waiters' marker
+    /// // (a release wakes one waiting client: README, "Wake one waiter").
     /// let waiter = tokio::spawn({
     ///     let lock = lock.clone();
     ///     async move { lock.try_lock(Duration::from_secs(10)).await }
@@ -397,7 +399,10 @@ impl Client {
     /// while client.subscriptions() == 0 {
     ///     tokio::time::sleep(Duration::from_millis(5)).await;
     /// }
-    /// assert_eq!(client.subscriptions(), 1);
+    /// while client.subscriptions() < 3 {
+    ///     tokio::time::sleep(Duration::from_millis(5)).await;
+    /// }
+    /// assert_eq!(client.subscriptions(), 3);
     /// guard.unlock().await?; // wakes the waiter
     /// let taken = waiter.await.unwrap()?.expect("acquired after the unlock");
     /// assert_eq!(client.subscriptions(), 0);

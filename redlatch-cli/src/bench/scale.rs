@@ -154,9 +154,13 @@ pub async fn w6(ctx: &Ctx) -> redlatch::Result<Report> {
             })
         })
         .collect();
-    // Every name has its one local contender subscribed.
+    // Every name has its one local contender subscribed: to the lock's channel and, on a
+    // single master, to the client's wake channel and the waiters' marker too.
+    let per_name = if ctx.urls.len() == 1 { 3 } else { 1 };
     let settle = Instant::now();
-    while waiters.subscriptions() < W6_NAMES && settle.elapsed() < Duration::from_secs(30) {
+    while waiters.subscriptions() < per_name * W6_NAMES
+        && settle.elapsed() < Duration::from_secs(30)
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
