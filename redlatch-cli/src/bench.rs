@@ -32,10 +32,18 @@ const ACQUIRE_LUA: &str = concat!(
     include_str!("../lua/dialect_classic.lua"),
     include_str!("../lua/acquire.lua")
 );
+/// release.lua after the prelude and lua/wake_one.lua, as the library sends it; its
+/// KEYS[2] is the lock's waiter registry ([`waiters_key`]).
 const RELEASE_LUA: &str = concat!(
     include_str!("../lua/dialect_classic.lua"),
+    include_str!("../lua/wake_one.lua"),
     include_str!("../lua/release.lua")
 );
+
+/// The waiter registry of lock `name` (release.lua's KEYS[2]).
+fn waiters_key(name: &str) -> String {
+    format!("redlatch_lock_waiters:{{{name}}}")
+}
 
 /// One result line.
 pub type Report = Map<String, Value>;

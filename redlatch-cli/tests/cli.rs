@@ -492,6 +492,45 @@ fn bench_prints_one_json_line_per_workload_and_cleans_up() {
     );
 }
 
+/// Issue 14: `bench --workload W7` runs P separate processes on one name and reports
+/// the merged timeline; nothing of the run is left in Redis.
+#[test]
+fn bench_w7_runs_separate_processes_on_one_name() {
+    let server = RedisServer::start();
+    let cmd = args(&[
+        "bench",
+        "--json",
+        "--duration",
+        "1s",
+        "--workload",
+        "W7",
+        "--procs",
+        "3",
+    ]);
+    let out = output(&with(cmd, redis_args(&[&server])), 0).stdout;
+    let text = String::from_utf8_lossy(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let doc: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(doc["workload"], "W7");
+    assert_eq!(doc["procs"], 3);
+    assert!(doc["ops"].as_u64().unwrap() > 0, "{doc}");
+    // Three processes shared the lock, each at least once, with no overlap.
+    assert!(doc["per_proc_min"].as_u64().unwrap() > 0, "{doc}");
+    assert_eq!(doc["violations"], 0, "{doc}");
+    assert!(doc["cross_handoffs"].as_u64().unwrap() > 0, "{doc}");
+    // Every acquisition took at least one acquire call.
+    assert!(
+        doc["tries_per_acquisition"].as_f64().unwrap() >= 1.0,
+        "{doc}"
+    );
+    let clean = || server.cmd::<i64>(&["DBSIZE"]) == 0;
+    assert!(
+        eventually(Duration::from_secs(5), clean),
+        "bench keys left behind"
+    );
+}
+
 /// Issue 11.5: permission and data errors end `run` at once with their own exit codes
 /// (77 NOPERM, 65 bad data), instead of 30 s of retries and 69.
 #[test]

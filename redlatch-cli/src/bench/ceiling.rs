@@ -62,8 +62,9 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
         [
             "EVALSHA",
             &release,
-            "1",
+            "2",
             &key,
+            &super::waiters_key(&key),
             &channel,
             "0",
             "10000",

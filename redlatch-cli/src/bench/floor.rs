@@ -58,6 +58,7 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
                 async move {
                     release
                         .key(name)
+                        .key(super::waiters_key(name))
                         .arg(channel)
                         .arg("0")
                         .arg(10_000)
