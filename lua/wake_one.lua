@@ -22,9 +22,9 @@
 --    again after subscribing anyway.
 -- 3. Nobody registered and nobody subscribed: nothing is published.
 local function wake_one(waiters, channel)
-    local n = redis.call('pubsub', 'numsub', channel, channel .. ':redlatch-waiters')
+    local n = redis.call('pubsub', NUMSUB, channel, channel .. ':redlatch-waiters')
     if n[2] > n[4] then
-        redis.call('publish', channel, '0')
+        redis.call(PUBLISH, channel, '0')
         return
     end
     while true do
@@ -32,7 +32,7 @@ local function wake_one(waiters, channel)
         if not head then
             return
         end
-        if redis.call('publish', channel .. ':' .. string.match(head, '^[^:]*'), '0') > 0 then
+        if redis.call(PUBLISH, channel .. ':' .. string.match(head, '^[^:]*'), '0') > 0 then
             return
         end
         redis.call('zrem', waiters, head)

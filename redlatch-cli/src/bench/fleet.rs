@@ -18,7 +18,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use super::server::Probe;
+use super::server::{self, Probe};
 use super::stats::Samples;
 use super::{Ctx, Report};
 use crate::conn::{self, RedisArgs};
@@ -74,8 +74,8 @@ pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
     for m in &mut members {
         expect_line(m, "ready").await?;
     }
-    let mut probe = Probe::open(&ctx.urls[0]).await.map_err(|e| e.to_string())?;
-    let scripts_before = script_calls(&mut probe).await?;
+    let mut probes = ctx.dep.probes().await.map_err(|e| e.to_string())?;
+    let scripts_before = script_calls(&mut probes).await;
     // The barrier: everyone gets the same start and end.
     let start = mono_ns();
     let end = start + ctx.duration.as_nanos() as u64;
@@ -106,7 +106,7 @@ pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
         }
     }
     // Every child has released its last hold and is idle: count before they go.
-    let scripts = script_calls(&mut probe).await? - scripts_before;
+    let scripts = script_calls(&mut probes).await - scripts_before;
     for mut m in members {
         drop(m.stdin.take());
         let _ = tokio::time::timeout(Duration::from_secs(10), m.child.wait()).await;
@@ -114,11 +114,9 @@ pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
     Ok(summarise(ctx, procs, records, start, end, scripts))
 }
 
-/// Script calls so far on the probed master (EVALSHA and EVAL).
-async fn script_calls(probe: &mut Probe) -> Result<u64, String> {
-    let evalsha = probe.calls("evalsha").await.map_err(|e| e.to_string())?;
-    let eval = probe.calls("eval").await.map_err(|e| e.to_string())?;
-    Ok(evalsha + eval)
+/// Script calls so far (EVALSHA and EVAL) on the servers that run lock scripts.
+async fn script_calls(probes: &mut [Probe]) -> u64 {
+    server::counters(probes).await.iter().map(|c| c.scripts).sum()
 }
 
 async fn next_line(m: &mut Member) -> Result<String, String> {

@@ -49,9 +49,17 @@ const HOLDER: &str = "bench-grouping:1";
 /// The sources, and what the library puts before them on a Redis 7 cluster: the
 /// cross-slot flags (renewals) and the sharded dialect's prelude.
 const ACQUIRE: &str = include_str!("../../lua/acquire.lua");
-const RELEASE: &str = include_str!("../../lua/release.lua");
+/// release.lua and batch.lua free plain locks: the library puts lua/wake_one.lua
+/// before them (their waiter registries are KEYS too, [`super::waiters_key`]).
+const RELEASE: &str = concat!(
+    include_str!("../../lua/wake_one.lua"),
+    include_str!("../../lua/release.lua")
+);
 const RENEW: &str = include_str!("../../lua/renew.lua");
-const BATCH: &str = include_str!("../../lua/batch.lua");
+const BATCH: &str = concat!(
+    include_str!("../../lua/wake_one.lua"),
+    include_str!("../../lua/batch.lua")
+);
 const CROSS_SLOT_FLAGS: &str = include_str!("../../lua/cross_slot_flags.lua");
 const SHARDED: &str = include_str!("../../lua/dialect_sharded.lua");
 /// Turns a batch script's KEYS into arguments (see the file).
@@ -407,8 +415,9 @@ async fn batch_rounds(
                                 true => pipe
                                     .cmd("EVALSHA")
                                     .arg(&shas.release)
-                                    .arg(1)
+                                    .arg(2)
                                     .arg(n)
+                                    .arg(super::waiters_key(n))
                                     .arg(ch)
                                     .arg("0")
                                     .arg(LEASE_MS)
@@ -432,15 +441,16 @@ async fn batch_rounds(
                             .cmd("EVALSHA")
                             .arg(&shas.batch_node)
                             .arg(0)
-                            .arg(names.len());
+                            .arg(2 * names.len());
                         for n in names {
-                            cmd.arg(n);
+                            cmd.arg(n).arg(super::waiters_key(n));
                         }
                         for ch in &channels {
                             cmd.arg(if release { "r" } else { "a" })
                                 .arg(LEASE_MS)
                                 .arg(HOLDER)
-                                .arg(if release { ch.as_str() } else { "" });
+                                .arg(if release { ch.as_str() } else { "" })
+                                .arg("");
                         }
                         let (replies,): (Vec<i64>,) = pipe
                             .query_async(&mut conn)
