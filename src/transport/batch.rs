@@ -19,7 +19,11 @@
 //! 4. Order is kept: a caller only flies directly when nothing is queued and every call
 //!    in flight has been polled once (written to the connection's request channel,
 //!    which keeps the order; `unsent` counts those that have not), and a flusher writes
-//!    what it drained in the same poll, before any later drain. An operation whose caller gave
+//!    what it drained in the same poll, before any later drain: it drains only while
+//!    `unsent` is 0 (on a multi-threaded runtime another flusher's poll may be running,
+//!    preempted, between its drain and its write). That first poll is not cut short by
+//!    tokio's cooperative budget (a spent budget makes timers, mutexes and channels
+//!    answer Pending before the request is written). An operation whose caller gave
 //!    up (timed out or was dropped) before it was drained is skipped, so it cannot run
 //!    late, after the caller's next operation.
 //! 5. Every operation's outcome is exactly what [`Flight::one`] would have returned
@@ -174,7 +178,8 @@ impl<F: Flight> Batcher<F> {
             self.queue.lock().unsent -= 1;
             self.progress.notify_waiters();
         });
-        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await;
+        let once = std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx)));
+        let first = tokio::task::unconstrained(once).await;
         drop(unsent);
         match first {
             std::task::Poll::Ready(out) => out,
@@ -208,19 +213,31 @@ impl<F: Flight> Batcher<F> {
     /// Invariant 2: send everything queued, batch after batch, until the queue is empty.
     async fn flush(self: Arc<Self>) {
         loop {
-            let batch: Vec<Pending<F>> = {
+            // Invariant 4: wait while a drained batch (or a direct call) is unwritten;
+            // enabled before the check, so its progress is not missed.
+            let progress = self.progress.notified();
+            let mut progress = std::pin::pin!(progress);
+            progress.as_mut().enable();
+            let batch: Option<Vec<Pending<F>>> = {
                 let mut q = self.queue.lock();
-                q.starting = false;
                 q.ops.retain(|p| !p.tx.is_closed());
                 if q.ops.is_empty() {
+                    q.starting = false;
                     q.flying -= 1;
                     drop(q);
                     self.progress.notify_waiters();
                     return;
                 }
-                let n = q.ops.len().min(MAX_BATCH);
-                q.unsent += 1;
-                q.ops.drain(..n).collect()
+                (q.unsent == 0).then(|| {
+                    q.starting = false;
+                    let n = q.ops.len().min(MAX_BATCH);
+                    q.unsent += 1;
+                    q.ops.drain(..n).collect()
+                })
+            };
+            let Some(batch) = batch else {
+                progress.await;
+                continue;
             };
             let ops: Vec<&F::Op> = batch.iter().map(|p| &p.op).collect();
             let replies = self
