@@ -3,12 +3,15 @@
 -- KEYS[1]  lock name: a HASH holder -> hold count, PEXPIRE = lease
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  holder id "<client uuid>:<n>"
--- KEYS[2]  optional: the waiter registry "redlatch_lock_waiters:{name}" (wake_one.lua)
--- ARGV[3]  with KEYS[2]: the waiter id "<client id>:<n>". Refused, it is
---          registered (keeping the time it first registered); granted, it is removed.
+-- KEYS[2]  optional: the waiter registry "redlatch_lock_waiters:{name}" (pass_on.lua)
+-- ARGV[3]  with KEYS[2]: the waiter's ticket "<holder id>:<wait n>:<lease ms>".
+--          Refused, it is registered (keeping the time it was first refused);
+--          granted, it is removed; handed the lock already, it claims it.
 --
 -- Returns an array {status, value}:
---   {1, 1}      acquired fresh (the key did not exist)
+--   {1, 1}      acquired fresh (the key did not exist), or claimed: a release handed
+--               this very ticket the lock before this call ran (pass_on.lua); the
+--               lease is applied again from now, as for a fresh acquisition
 --   {2, count}  re-entered: the holder already held it, count is the new hold count
 --   {0, pttl}   held by someone else; pttl = ms the current holder still has (-1: no expiry)
 --
@@ -16,6 +19,8 @@
 -- holder's lock always expires; another holder's hash is never modified; a re-entry
 -- never shortens the lease (an inner short lease must not cut an outer long one).
 -- A key of another type fails with WRONGTYPE (reported to the caller, never overwritten).
+-- A claim is recognised only by "<registry>:handed" naming this ticket: a hold of the
+-- same holder from anything else is a re-entry.
 if redis.call('exists', KEYS[1]) == 0 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
@@ -23,6 +28,11 @@ if redis.call('exists', KEYS[1]) == 0 then
     return {1, 1}
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    if ARGV[3] and redis.call('get', KEYS[2] .. ':handed') == ARGV[3] then
+        redis.call('del', KEYS[2] .. ':handed')
+        redis.call('pexpire', KEYS[1], ARGV[1])
+        return {1, 1}
+    end
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
     if ARGV[3] then redis.call('zrem', KEYS[2], ARGV[3]) end

@@ -1,7 +1,7 @@
 -- batch.lua: many plain acquires and releases in one call (group commit). Each
 -- operation behaves exactly like acquire.lua / release.lua on its own keys (leases are
 -- only ever extended on re-entry and partial release); the
--- batch only saves round trips and per-call overhead. wake_one.lua is prepended.
+-- batch only saves round trips and per-call overhead. pass_on.lua is prepended.
 --
 -- For operation i (1-based): KEYS[2i-1] = lock name, KEYS[2i] = its waiter registry
 -- "redlatch_lock_waiters:{name}", and
@@ -9,12 +9,12 @@
 --   ARGV[5i-3] = lease in milliseconds
 --   ARGV[5i-2] = holder id
 --   ARGV[5i-1] = release: the unlock channel (not a key: see release.lua); acquire: ""
---   ARGV[5i]   = acquire: the waiter id "<client id>:<n>" (registered when
---                refused, removed when granted, as acquire.lua), or ""; release: ""
+--   ARGV[5i]   = acquire: the waiter's ticket (registered when refused, removed when
+--                granted, a hand-over to it claimed, as acquire.lua), or ""; release: ""
 --
 -- Returns a flat array, two integers per operation:
---   acquire: {1, 1} fresh, {2, count} re-entered, {0, pttl} busy
---   release: {-1, 0} not held, {0, 0} still held, {1, 0} released (woke one waiter)
+--   acquire: {1, 1} fresh or claimed, {2, count} re-entered, {0, pttl} busy
+--   release: {-1, 0} not held, {0, 0} still held, {1, 0} released (passed on)
 --   either:  {3, 0} the key holds a value of another type (WRONGTYPE); nothing changed
 local out = {}
 for i = 1, #ARGV, 5 do
@@ -32,6 +32,12 @@ for i = 1, #ARGV, 5 do
         elseif kind ~= 'hash' then
             out[#out + 1] = 3
             out[#out + 1] = 0
+        elseif client ~= '' and redis.call('hexists', name, holder) == 1
+            and redis.call('get', waiters .. ':handed') == client then
+            redis.call('del', waiters .. ':handed')
+            redis.call('pexpire', name, lease)
+            out[#out + 1] = 1
+            out[#out + 1] = 1
         elseif redis.call('hexists', name, holder) == 1 then
             local count = redis.call('hincrby', name, holder, 1)
             if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
@@ -65,7 +71,7 @@ for i = 1, #ARGV, 5 do
             out[#out + 1] = 0
         else
             redis.call('del', name)
-            wake_one(waiters, channel)
+            pass_on(name, waiters, channel)
             out[#out + 1] = 1
             out[#out + 1] = 0
         end

@@ -1,9 +1,10 @@
 -- release.lua: drop one hold of a reentrant lock (Redisson RLock unlock), and optionally
 -- pass the lock straight to a waiting task of the same client (a local hand-over).
--- wake_one.lua is prepended: a full release wakes one waiting client, not all.
+-- pass_on.lua is prepended: a full release hands the lock to the longest-waiting
+-- redlatch client, or wakes everyone when a Redisson waiter listens.
 --
 -- KEYS[1]  lock name (HASH holder -> hold count)
--- KEYS[2]  waiter registry "redlatch_lock_waiters:{name}" (wake_one.lua)
+-- KEYS[2]  waiter registry "redlatch_lock_waiters:{name}" (pass_on.lua)
 -- ARGV[1]  unlock channel "redisson_lock__channel:{name}" (same hash slot as the name;
 --          not a key, so on a cluster a slot being migrated never answers TRYAGAIN)
 -- ARGV[2]  unlock message, "0"
@@ -11,13 +12,16 @@
 -- ARGV[4]  holder id
 -- ARGV[5]  optional: the receiving holder id (a hand-over)
 -- ARGV[6]  optional: the receiver's lease in milliseconds
+-- ARGV[7]  optional: the receiver's ticket in the waiter registry, removed with the
+--          hand-over (it holds the lock now; pass_on.lua must not pick it)
 --
 -- Returns:
 --   nil  the holder does not hold the lock (lease expired, force-unlocked, never held)
 --   0    one hold dropped, the holder still holds it (nothing is published; the lease
 --        is extended to ARGV[2] if shorter, never shortened)
---   1    last hold dropped: the key is deleted and one waiting client is woken
---        (wake_one.lua: "0" on the shared channel when a non-redlatch waiter listens)
+--   1    last hold dropped: the key is deleted and the lock passed on (pass_on.lua:
+--        handed to the longest-waiting live redlatch waiter, or "0" published on the
+--        shared channel when a non-redlatch waiter listens, or left free)
 --   2    (only with a receiver) last hold dropped and the lock handed over: the
 --        receiver holds it (count 1, its lease); nothing is published, the lock was
 --        never free
@@ -40,7 +44,8 @@ redis.call('del', KEYS[1])
 if ARGV[5] and redis.call('pubsub', NUMSUB, ARGV[1])[2] <= 1 then
     redis.call('hincrby', KEYS[1], ARGV[5], 1)
     redis.call('pexpire', KEYS[1], ARGV[6])
+    if ARGV[7] then redis.call('zrem', KEYS[2], ARGV[7]) end
     return 2
 end
-wake_one(KEYS[2], ARGV[1])
+pass_on(KEYS[1], KEYS[2], ARGV[1])
 return 1

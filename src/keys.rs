@@ -152,20 +152,21 @@ pub(crate) fn latch_channel(name: &str) -> String {
     format!("redisson_countdownlatch__channel__{{{name}}}")
 }
 
-/// A plain lock's waiter registry (ZSET client id -> when it began waiting; not a
-/// Redisson key, see lua/wake_one.lua). Same hash tag as the lock.
+/// A plain lock's waiter registry (ZSET ticket -> when it began waiting; not a
+/// Redisson key, see lua/pass_on.lua). Same hash tag as the lock; the scripts also use
+/// `<registry>:handed` (the ticket last handed the lock), which keeps it.
 pub(crate) fn waiters(name: &str) -> String {
     derived("redlatch_lock_waiters", name)
 }
 
 /// The channel that only says "a redlatch waiter listens on this lock's channels"
-/// (never carries a message; lua/wake_one.lua counts its subscribers).
+/// (never carries a message; lua/pass_on.lua counts its subscribers).
 pub(crate) fn marker(name: &str) -> String {
     format!("{}:redlatch-waiters", channel(name))
 }
 
 /// A fair waiter's own wake-up channel; with a client id in place of the holder, a
-/// plain lock's per-client wake channel (lua/wake_one.lua).
+/// plain lock's per-client channel for hand-overs (lua/pass_on.lua).
 pub(crate) fn waiter_channel(name: &str, holder: &str) -> String {
     format!("{}:{holder}", channel(name))
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{key_slot, shared_cluster, RedisCluster};
 use common::eventually_async;
-use redlatch::{Client, Config, Error, Topology};
+use redlatch::{Client, Config, Error, SyncReplicas, Topology};
 
 async fn client(cluster: &RedisCluster) -> Client {
     Client::connect(Config::cluster(cluster.urls()))
@@ -162,6 +162,66 @@ async fn a_waiter_is_woken_by_a_sharded_release() {
         // The lease (30 s) is the only other way out.
         assert!(acquired.duration_since(released) < Duration::from_secs(5));
     }
+}
+
+/// Issue 14: the cross-process hand-over over sharded pub/sub: the release gives the
+/// lock to the registered waiter of another client and tells it with SPUBLISH on its
+/// wake channel, in the lock's slot. Without replica sync the waiter takes it from the
+/// message; with it (the default on this cluster with replicas) it claims it with a
+/// synced attempt.
+#[tokio::test]
+async fn a_release_on_a_cluster_hands_the_lock_to_a_waiting_client() {
+    let cluster = shared_cluster();
+    let unsynced =
+        || Config::cluster(cluster.urls()).sync_replicas(SyncReplicas::Off, Duration::from_secs(1));
+    let (a, b) = (
+        Client::connect(unsynced()).await.unwrap(),
+        Client::connect(unsynced()).await.unwrap(),
+    );
+    hand_over_on_a_cluster(cluster, &a, &b, "cluster-hand-over", true).await;
+    let (a, b) = (client(cluster).await, client(cluster).await);
+    hand_over_on_a_cluster(cluster, &a, &b, "cluster-hand-over-synced", false).await;
+}
+
+/// `a` holds `name` and releases it while `b` waits; `b` gets it, from the message if
+/// `from_message`, else by claiming it.
+async fn hand_over_on_a_cluster(
+    cluster: &RedisCluster,
+    a: &Client,
+    b: &Client,
+    name: &str,
+    from_message: bool,
+) {
+    let node = cluster.node(cluster.primary_for_key(name));
+    let lease = Duration::from_secs(60);
+    let held = a.lock(name).lock_with_lease(lease).await.unwrap();
+    let lock = b.lock(name);
+    let waiter = tokio::spawn(async move { lock.lock_with_lease(lease).await.unwrap() });
+    let name = name.to_string();
+    let wake = format!("redisson_lock__channel:{{{name}}}:{}", b.id());
+    let registry = format!("redlatch_lock_waiters:{{{name}}}");
+    let registered =
+        || shard_numsub(cluster, &wake) == 1 && node.cmd::<i64>(&["ZCARD", &registry]) == 1;
+    assert!(eventually_async(Duration::from_secs(5), registered).await);
+    held.unlock().await.unwrap();
+    let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("not handed the lock (the lease is 60 s)")
+        .unwrap();
+    let holders: Vec<String> = node.cmd(&["HKEYS", &name]);
+    assert_eq!(holders.len(), 1);
+    assert!(holders[0].starts_with(&b.id().to_string()), "{holders:?}");
+    // Taken from the message, the hand-over's mark is left until the next release; a
+    // claim deletes it.
+    let handed: Option<String> = node.cmd(&["GET", &format!("{registry}:handed")]);
+    assert_eq!(
+        handed.is_some_and(|t| t.starts_with(&holders[0])),
+        from_message,
+        "taken from the message: {from_message}"
+    );
+    guard.unlock().await.unwrap();
+    let left: Vec<String> = node.cmd(&["KEYS", &format!("*{name}*")]);
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[tokio::test]

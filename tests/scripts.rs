@@ -10,7 +10,7 @@ use redis::{Script, Value};
 
 const LEASE: &str = "10000";
 /// The scripts as the library sends them on a single server: the classic dialect's
-/// prelude first, and lua/wake_one.lua before the scripts that free plain locks.
+/// prelude first, and lua/pass_on.lua before the scripts that free plain locks.
 const ACQUIRE: &str = concat!(
     include_str!("../lua/dialect_classic.lua"),
     include_str!("../lua/acquire.lua")
@@ -18,12 +18,12 @@ const ACQUIRE: &str = concat!(
 const RELEASE: &str = include_str!("../lua/release.lua");
 const BATCH: &str = include_str!("../lua/batch.lua");
 
-/// A script that frees plain locks, after the prelude and lua/wake_one.lua.
+/// A script that frees plain locks, after the prelude and lua/pass_on.lua.
 fn waking(script: &str) -> String {
     format!(
         "{}{}{script}",
         include_str!("../lua/dialect_classic.lua"),
-        include_str!("../lua/wake_one.lua")
+        include_str!("../lua/pass_on.lua")
     )
 }
 

@@ -32,11 +32,11 @@ const ACQUIRE_LUA: &str = concat!(
     include_str!("../lua/dialect_classic.lua"),
     include_str!("../lua/acquire.lua")
 );
-/// release.lua after the prelude and lua/wake_one.lua, as the library sends it; its
+/// release.lua after the prelude and lua/pass_on.lua, as the library sends it; its
 /// KEYS[2] is the lock's waiter registry ([`waiters_key`]).
 const RELEASE_LUA: &str = concat!(
     include_str!("../lua/dialect_classic.lua"),
-    include_str!("../lua/wake_one.lua"),
+    include_str!("../lua/pass_on.lua"),
     include_str!("../lua/release.lua")
 );
 

@@ -79,8 +79,8 @@ pub(crate) struct Request {
     pub(crate) mode: AcquireMode,
     /// The holder already holds the lock: on failure, release only where granted.
     pub(crate) reentrant: std::sync::atomic::AtomicBool,
-    /// A plain waiter that listens on its own wake channel (or will, before it waits):
-    /// this client's id, registered as waiting when refused (lua/wake_one.lua).
+    /// A plain waiter that may be handed the lock by another client's release: its
+    /// ticket (tickets.rs), registered in the waiter registry when refused.
     pub(crate) waiting: Option<Arc<str>>,
 }
 

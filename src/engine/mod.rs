@@ -12,6 +12,7 @@
 //! * [`permits`], [`signal`]: semaphores and latches, and waiting for a counter.
 //! * [`watchdog`]: renewing the leases of held locks.
 //! * [`holds`], [`holder`], [`gate`], [`offers`]: the client's local bookkeeping.
+//! * [`tickets`]: waits that a release in another client may hand the lock to.
 
 pub(crate) mod attempt;
 pub(crate) mod gate;
@@ -25,6 +26,7 @@ pub(crate) mod release;
 pub(crate) mod rw;
 pub(crate) mod scripts;
 pub(crate) mod signal;
+pub(crate) mod tickets;
 pub(crate) mod waiter;
 pub(crate) mod watchdog;
 
@@ -41,6 +43,7 @@ use gate::Gates;
 use holds::{Hold, Holds};
 use master::Master;
 use offers::Offers;
+use tickets::Tickets;
 
 /// The timing the engine works with (the API's `Config`, validated).
 #[derive(Clone, Debug)]
@@ -136,6 +139,8 @@ pub(crate) struct Engine {
     pub(crate) pubsub: PubSub,
     pub(crate) holds: Holds,
     pub(crate) gates: Gates,
+    /// Waits registered for a cross-process hand-over (tickets.rs).
+    pub(crate) tickets: Tickets,
     /// Hand-over offers of waiting tasks: plain locks, then fair locks (offers.rs).
     offers: [Offers; 2],
     /// Background clean-ups (releases on drop, undoing cancelled attempts, leaving fair
@@ -154,22 +159,32 @@ impl Engine {
     pub(crate) fn start(links: Vec<Arc<dyn Transport>>, settings: Settings) -> Arc<Engine> {
         let quorum = links.len() / 2 + 1;
         let shutdown = CancellationToken::new();
-        let pubsub = PubSub::start(links.clone(), quorum, settings.connect_timeout, &shutdown);
         let period = settings.watchdog_timeout / 3;
         let id = Uuid::new_v4();
-        let engine = Arc::new(Engine {
-            id,
-            holder_prefix: holder::prefix(&id),
-            masters: links.into_iter().map(Master::new).collect(),
-            quorum,
-            settings,
-            pubsub,
-            holds: Holds::default(),
-            gates: Gates::default(),
-            offers: Default::default(),
-            cleanups: TaskTracker::new(),
-            urgent: Arc::default(),
-            shutdown: shutdown.clone(),
+        let engine = Arc::new_cyclic(|engine: &std::sync::Weak<Engine>| {
+            // Hand-overs from other clients' releases arrive as messages (tickets.rs).
+            let engine = engine.clone();
+            let on_payload = Box::new(move |payload: &[u8]| {
+                if let Some(engine) = engine.upgrade() {
+                    tickets::received(&engine, payload);
+                }
+            });
+            let timeout = settings.connect_timeout;
+            Engine {
+                id,
+                holder_prefix: holder::prefix(&id),
+                masters: links.iter().cloned().map(Master::new).collect(),
+                quorum,
+                pubsub: PubSub::start(links, quorum, timeout, &shutdown, on_payload),
+                settings,
+                holds: Holds::default(),
+                gates: Gates::default(),
+                tickets: Tickets::default(),
+                offers: Default::default(),
+                cleanups: TaskTracker::new(),
+                urgent: Arc::default(),
+                shutdown: shutdown.clone(),
+            }
         });
         let urgent = engine.urgent.clone();
         tokio::spawn(watchdog::run_urgent(

@@ -40,17 +40,24 @@ pub(crate) enum Answer {
 pub(crate) struct Offer {
     pub(crate) holder: Arc<str>,
     pub(crate) lease_ms: u64,
+    /// The waiter's ticket in the waiter registry (tickets.rs), if it has one.
+    pub(crate) ticket: Option<Arc<str>>,
     pub(crate) tx: oneshot::Sender<Answer>,
 }
 
 impl Offer {
     /// A new offer and the receiver its waiter listens on.
-    pub(crate) fn new(holder: Arc<str>, lease_ms: u64) -> (Self, oneshot::Receiver<Answer>) {
+    pub(crate) fn new(
+        holder: Arc<str>,
+        lease_ms: u64,
+        ticket: Option<Arc<str>>,
+    ) -> (Self, oneshot::Receiver<Answer>) {
         let (tx, rx) = oneshot::channel();
         (
             Offer {
                 holder,
                 lease_ms,
+                ticket,
                 tx,
             },
             rx,
@@ -196,8 +203,8 @@ mod tests {
     fn withdraw_and_take_are_exclusive_and_the_map_empties() {
         let offers = Offers::default();
         let name: Arc<str> = "n".into();
-        let (a, _ra) = Offer::new("a".into(), 10);
-        let (b, _rb) = Offer::new("b".into(), 10);
+        let (a, _ra) = Offer::new("a".into(), 10, None);
+        let (b, _rb) = Offer::new("b".into(), 10, None);
         offers.post(&name, a);
         offers.post(&name, b);
         assert!(offers.withdraw("n", "a"));
@@ -215,12 +222,12 @@ mod tests {
     fn take_skips_dead_offers_and_keeps_the_rest_beyond_max() {
         let offers = Offers::default();
         let name: Arc<str> = "n".into();
-        let (dead, rx) = Offer::new("dead".into(), 10);
+        let (dead, rx) = Offer::new("dead".into(), 10, None);
         drop(rx);
         offers.post(&name, dead);
         let mut keep = Vec::new();
         for h in ["a", "b", "c"] {
-            let (o, rx) = Offer::new(h.into(), 10);
+            let (o, rx) = Offer::new(h.into(), 10, None);
             offers.post(&name, o);
             keep.push(rx);
         }
@@ -234,9 +241,9 @@ mod tests {
     fn a_new_offer_replaces_the_holders_old_one() {
         let offers = Offers::default();
         let name: Arc<str> = "n".into();
-        let (old, mut old_rx) = Offer::new("a".into(), 10);
+        let (old, mut old_rx) = Offer::new("a".into(), 10, None);
         offers.post(&name, old);
-        let (new, _rx) = Offer::new("a".into(), 20);
+        let (new, _rx) = Offer::new("a".into(), 20, None);
         offers.post(&name, new);
         assert!(matches!(
             old_rx.try_recv(),
@@ -255,15 +262,15 @@ mod taken_tests {
     #[test]
     fn dropped_taken_offers_are_answered_unknown_and_declined_ones_are_dropped() {
         let started = Instant::now();
-        let (a, mut ra) = Offer::new("a".into(), 10);
-        let (b, mut rb) = Offer::new("b".into(), 10);
+        let (a, mut ra) = Offer::new("a".into(), 10, None);
+        let (b, mut rb) = Offer::new("b".into(), 10, None);
         drop(Taken {
             offers: vec![a, b],
             started,
         });
         assert!(matches!(ra.try_recv(), Ok(Answer::Unknown(t)) if t == started));
         assert!(matches!(rb.try_recv(), Ok(Answer::Unknown(_))));
-        let (c, mut rc) = Offer::new("c".into(), 10);
+        let (c, mut rc) = Offer::new("c".into(), 10, None);
         Taken {
             offers: vec![c],
             started,

@@ -123,7 +123,8 @@ async fn hand_over_in_span(
         let wait_ms = engine.settings.fair_wait_time.as_millis() as u64;
         scripts::fair_hand_over(master, &hold.name, from, wait_ms, &offered).await?
     } else {
-        let to = (&*taken.offers[0].holder, taken.offers[0].lease_ms);
+        let offer = &taken.offers[0];
+        let to = (&*offer.holder, offer.lease_ms, offer.ticket.as_deref());
         scripts::hand_over(master, &hold.name, from, to).await?
     };
     let granted = match outcome {

@@ -15,10 +15,10 @@ use crate::transport::batch::Flight;
 use crate::transport::script::lua;
 use crate::transport::{BoxFuture, Invocation, Lane, Request, Script, Transport};
 
-static BATCH: LazyLock<Script> = lua!("wake_one.lua", "batch.lua");
+static BATCH: LazyLock<Script> = lua!("pass_on.lua", "batch.lua");
 static ACQUIRE: LazyLock<Script> = lua!("acquire.lua");
-static RELEASE: LazyLock<Script> = lua!("wake_one.lua", "release.lua");
-static UNWAIT: LazyLock<Script> = lua!("wake_one.lua", "unwait.lua");
+static RELEASE: LazyLock<Script> = lua!("pass_on.lua", "release.lua");
+static UNWAIT: LazyLock<Script> = lua!("pass_on.lua", "unwait.lua");
 static RENEW: LazyLock<Script> = lua!(cross_slot "renew.lua");
 static FORCE: LazyLock<Script> = lua!("force_release.lua");
 static FENCED_ACQUIRE: LazyLock<Script> = lua!("fenced_acquire.lua");
@@ -160,8 +160,9 @@ pub(crate) struct PlainOp {
     pub(crate) name: String,
     pub(crate) holder: String,
     pub(crate) lease_ms: u64,
-    /// An acquire of a subscribed waiter: its client id, registered in the waiter
-    /// registry when refused and removed when granted (lua/wake_one.lua).
+    /// An acquire of a registering waiter: its ticket (tickets.rs), registered in the
+    /// waiter registry when refused, removed when granted, a hand-over to it claimed
+    /// (lua/acquire.lua).
     pub(crate) waiting: Option<Arc<str>>,
 }
 
@@ -209,7 +210,7 @@ impl Flight for PlainFlight {
 }
 
 /// Acquire on one master. Plain acquires go through the master's group commit;
-/// `waiting` (plain only): the client id of a subscribed waiter, see [`PlainOp`].
+/// `waiting` (plain only): the ticket of a registering waiter, see [`PlainOp`].
 pub(crate) async fn acquire(
     m: &Master,
     name: &str,
@@ -405,8 +406,8 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
     } else {
         let mut inv = ACQUIRE.call();
         inv.key(name).arg(op.lease_ms).arg(&*op.holder);
-        if let Some(client) = &op.waiting {
-            inv.key(keys::waiters(name)).arg(&**client);
+        if let Some(ticket) = &op.waiting {
+            inv.key(keys::waiters(name)).arg(&**ticket);
         }
         inv
     };
@@ -600,12 +601,13 @@ pub(crate) enum HandOver {
 }
 
 /// Releases `from`'s last hold of `name` and, unless another client waits, gives the
-/// lock to `to` in the same script (lock lane, so in order with our other scripts).
+/// lock to `to` in the same script (lock lane, so in order with our other scripts);
+/// `to`'s ticket, if it registered one, leaves the waiter registry with it.
 pub(crate) async fn hand_over(
     m: &Master,
     name: &str,
     (from, from_lease_ms): (&str, u64),
-    (to, to_lease_ms): (&str, u64),
+    (to, to_lease_ms, ticket): (&str, u64, Option<&str>),
 ) -> Result<HandOver> {
     let mut inv = RELEASE.call();
     inv.key(name)
@@ -616,6 +618,9 @@ pub(crate) async fn hand_over(
         .arg(from)
         .arg(to)
         .arg(to_lease_ms);
+    if let Some(ticket) = ticket {
+        inv.arg(ticket);
+    }
     let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
     Ok(match m.decode::<Option<i64>>(v)? {
         None => HandOver::NotHeld,
@@ -716,14 +721,15 @@ async fn renew_group(
     Ok(v.into_iter().map(|x| (x >= 0).then_some(x == 1)).collect())
 }
 
-/// `client` stops waiting for the plain lock `name` (lua/unwait.lua): it leaves the
-/// waiter registry, and if the lock is free the next waiter is woken in its place.
-pub(crate) async fn unwait(m: &Master, name: &str, client: &str) -> Result<()> {
+/// `ticket` stops waiting for the plain lock `name` (lua/unwait.lua): it leaves the
+/// waiter registry, a hand-over to it nobody claimed is released, and a free lock is
+/// passed on to the next waiter.
+pub(crate) async fn unwait(m: &Master, name: &str, ticket: &str) -> Result<()> {
     let mut inv = UNWAIT.call();
     inv.key(name)
         .key(keys::waiters(name))
         .arg(keys::channel(name))
-        .arg(client);
+        .arg(ticket);
     m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
     Ok(())
 }
@@ -734,7 +740,9 @@ pub(crate) async fn force_release(m: &Master, name: &str, fair: bool) -> Result<
         fair_call(&FAIR_FORCE, name)
     } else {
         let mut inv = FORCE.call();
-        inv.key(name).arg(keys::channel(name));
+        inv.key(name)
+            .key(keys::waiters(name))
+            .arg(keys::channel(name));
         inv
     };
     inv.arg("0");

@@ -31,17 +31,19 @@
 //!    gate would serialise them). A writer that prefers writers "queues" like a fair
 //!    waiter: its intent (rw.rs) is refreshed every stale_timeout/3 while it waits and
 //!    removed however the wait ends (invariants 2, 4, 5 apply to it as to the queue).
-//! 10. Wake one (lua/wake_one.lua): a gated waiter of a plain lock on a single master
-//!     registers in the lock's waiter registry with every refused attempt, under an id
-//!     of its own, and listens on the shared channel, its client's wake channel and the
-//!     marker. A release wakes the longest-registered waiter's client only. Its first
-//!     attempt is made subscribed when those channels are confirmed already (lingering
-//!     from an earlier wait), so a busy lock costs one refused attempt, not two. However
-//!     the wait ends without the attempt script having removed it (cancelled, out of
-//!     time, an error, a local hand-over), it leaves with lua/unwait.lua, which passes
-//!     the wake on if the lock is free (in the background when dropped).
+//! 10. Hand-over across clients (lua/pass_on.lua, tickets.rs): a gated waiter of a
+//!     plain lock on a single master registers in the lock's waiter registry with every
+//!     refused attempt, under a ticket of its own, and listens on the shared channel,
+//!     its client's wake channel and the marker. A release gives the lock to the
+//!     longest-registered live waiter and tells its client; the waiter takes it without
+//!     a round trip (tickets.rs invariant 3), or claims it with its next attempt. Its
+//!     first attempt is made subscribed when those channels are confirmed already
+//!     (lingering from an earlier wait), so a busy lock costs one refused attempt, not
+//!     two. However the wait ends without a grant that took the ticket out (cancelled,
+//!     out of time, an error), it leaves with lua/unwait.lua, which releases a lock
+//!     handed to it meanwhile and passes a free lock on (in the background when
+//!     dropped).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,6 +55,7 @@ use super::offers::{Answer, Offer};
 use super::quorum::fan_out;
 use super::release::release_on;
 use super::scripts::{self, AcquireMode};
+use super::tickets::{unwait, Ticket};
 use super::{Engine, Kind};
 use crate::error::{Error, Result};
 use crate::keys;
@@ -138,8 +141,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         }
     };
     // Invariant 10: only a gated plain waiter on a single master registers.
-    let waiting = (call.kind == Kind::Plain && engine.masters.len() == 1 && _pass.is_some())
-        .then(|| waiter_id(engine));
+    let ticket = (call.kind == Kind::Plain && engine.masters.len() == 1 && _pass.is_some())
+        .then(|| engine.tickets.issue(&call.holder, call.lease));
+    let waiting = ticket.as_ref().map(|t| t.id().clone());
     let waiter = Waiter {
         engine,
         call,
@@ -158,7 +162,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         can_offer: matches!(call.kind, Kind::Plain | Kind::Fair) && engine.masters.len() == 1,
         direct: None,
         sub: None,
+        ticket,
         registered: false,
+        claim: false,
         unavailable_since: None,
         woken: false,
         queued: false,
@@ -169,18 +175,9 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     Box::pin(waiter.run()).await
 }
 
-/// A fresh waiter id "<client id>:<n>" for the waiter registry (invariant 10): the
-/// client's id, which names its wake channel, and a number no other wait of this
-/// process has, so a late unwait of an earlier wait never removes a later one.
-fn waiter_id(engine: &Engine) -> Arc<str> {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("{}{n}", engine.holder_prefix).into()
-}
-
-/// The client id of a waiter id (its wake channel's suffix).
-fn client_of(waiter: &str) -> &str {
-    waiter.split(':').next().unwrap_or(waiter)
+/// The client id of a ticket (its wake channel's suffix).
+fn client_of(ticket: &str) -> &str {
+    ticket.split(':').next().unwrap_or(ticket)
 }
 
 /// Runs `f` until `deadline` (forever if `None`); `None` if the deadline came first.
@@ -220,13 +217,19 @@ struct Waiter<'a> {
     queues: bool,
     /// Invariant 7: a local releaser may hand us the lock (single master, not fenced).
     can_offer: bool,
-    /// Invariant 10: the marker and our client's wake channel, beside `sub`. Declared
-    /// first, so the marker goes no later than the shared channel (wake_one.lua
-    /// invariant 1 then errs towards waking everyone).
+    /// Invariant 10: the marker and our client's wake channel (hand-overs arrive there,
+    /// through the hub's hook to `ticket`), beside `sub`. Declared first, so the marker
+    /// goes no later than the shared channel (pass_on.lua invariant 1 then errs
+    /// towards waking everyone).
     direct: Option<(Subscription, Subscription)>,
     sub: Option<Subscription>,
+    /// Invariant 10: our ticket, while we may be handed the lock.
+    ticket: Option<Ticket<'a>>,
     /// Invariant 10: an attempt may have registered us in the waiter registry.
     registered: bool,
+    /// Invariant 10: a hand-over arrived too late to be taken as is: the next attempt
+    /// asks Redis (and claims it), whatever the local-hold shortcut says.
+    claim: bool,
     unavailable_since: Option<Instant>,
     /// The last wait ended with a message (not the TTL bound).
     woken: bool,
@@ -246,7 +249,7 @@ impl Drop for Waiter<'_> {
                 settle_in_background(engine, call, Unsettled::Offer(rx));
             }
         }
-        // Invariant 10: leave the waiter registry, passing a wake on.
+        // Invariant 10: leave the waiter registry, passing a hand-over on.
         if let Some(id) = self.req.waiting.clone().filter(|_| self.registered) {
             let (engine, name) = (engine.clone(), call.name.clone());
             let cleanups = engine.cleanups.clone();
@@ -271,8 +274,8 @@ impl Waiter<'_> {
             if let Some(s) = self.sub.as_mut() {
                 s.mark_seen();
             }
-            if let Some((_, s)) = self.direct.as_mut() {
-                s.mark_seen();
+            if let Some(grant) = self.handed() {
+                return Ok(Some(grant));
             }
             // Re-entry is decided per attempt: an earlier call of this task may have
             // taken the lock while this one waited in the gate.
@@ -282,7 +285,7 @@ impl Waiter<'_> {
             (self.req.reentrant).store(reentrant, std::sync::atomic::Ordering::Relaxed);
             // A cancelled fair attempt may already have queued us (invariant 4).
             self.queued = self.queues;
-            let local = self.local_hold(reentrant);
+            let local = self.local_hold(reentrant).filter(|_| !self.claim);
             if local.is_some() && self.sub.is_none() {
                 self.subscribe().await?;
                 continue;
@@ -299,7 +302,11 @@ impl Waiter<'_> {
                 },
                 None => {
                     // Invariant 10: the script may register us (or remove us, granted).
-                    self.registered |= self.req.waiting.is_some();
+                    if let Some(ticket) = self.ticket.as_mut() {
+                        ticket.attempting();
+                        self.registered = true;
+                        self.claim = false;
+                    }
                     attempt(self.engine, &self.req).await?
                 }
             };
@@ -378,6 +385,10 @@ impl Waiter<'_> {
     /// Out of time (or a single try): leave the fair queue now, return the outage's
     /// error if there was one, else "not acquired".
     async fn give_up(&mut self, error: Option<Error>) -> Result<Option<Grant>> {
+        // A hand-over that came in meanwhile is ours (leaving would only pass it on).
+        if let Some(grant) = self.handed() {
+            return Ok(Some(grant));
+        }
         if std::mem::take(&mut self.queued) {
             leave_queue(
                 self.engine,
@@ -433,6 +444,37 @@ impl Waiter<'_> {
         self.direct = direct;
         self.sub = Some(sub);
         Ok(())
+    }
+
+    /// Invariant 10: a release handed us the lock. Taken as is while fresh enough
+    /// (tickets.rs invariant 3): the grant dates from our first attempt, before any
+    /// hand-over to us, so its validity ends no later than the lease on the server.
+    /// Otherwise, or when acquisitions must reach replicas first (the release script's
+    /// write was not waited for), `claim` is set and the next attempt claims it
+    /// (acquire.lua), synced as every acquisition.
+    fn handed(&mut self) -> Option<Grant> {
+        let ticket = self.ticket.as_mut()?;
+        if !ticket.take_handed() {
+            return None;
+        }
+        let validity = self.engine.validity_of(self.call.lease);
+        let synced = self.engine.masters[0].link().syncs();
+        let since = (ticket.since()).filter(|s| !synced && s.elapsed() <= validity / 3);
+        let Some(since) = since else {
+            self.claim = true;
+            return None;
+        };
+        // The hand-over took the ticket out of the registry.
+        self.registered = false;
+        self.ticket = None;
+        telemetry::woken(self.call.kind.label());
+        Some(Grant {
+            validity: validity.saturating_sub(since.elapsed()),
+            token: None,
+            fresh: true,
+            started: since,
+            everywhere: true,
+        })
     }
 
     /// Invariant 10: the marker and our client's wake channel (a registering waiter).
@@ -499,17 +541,19 @@ impl Waiter<'_> {
         let until = later(max);
         loop {
             let (engine, call) = (self.engine, self.call);
+            let ticket = self.req.waiting.clone();
             let rx = self.offer.get_or_insert_with(|| {
-                let (offer, rx) = Offer::new(call.holder.clone(), call.lease.as_millis() as u64);
+                let lease_ms = call.lease.as_millis() as u64;
+                let (offer, rx) = Offer::new(call.holder.clone(), lease_ms, ticket);
                 engine
                     .offers(call.kind == Kind::Fair)
                     .post(&call.name, offer);
                 rx
             });
             let left = until.saturating_duration_since(Instant::now());
-            let (sub, direct) = (self.sub.as_mut(), self.direct.as_mut());
+            let (sub, ticket) = (self.sub.as_mut(), self.ticket.as_mut());
             let answer = tokio::select! {
-                w = wait_any(sub, direct, left) => {
+                w = wait_any(sub, ticket, left) => {
                     self.woken = w;
                     self.count_wake();
                     return Ok(None);
@@ -531,9 +575,9 @@ impl Waiter<'_> {
         }
     }
 
-    /// A message on the shared channel or our wake channel, at most `max`.
+    /// A message on the shared channel or a hand-over to our ticket, at most `max`.
     async fn wait_message(&mut self, max: Duration) -> bool {
-        wait_any(self.sub.as_mut(), self.direct.as_mut(), max).await
+        wait_any(self.sub.as_mut(), self.ticket.as_mut(), max).await
     }
 
     fn count_wake(&self) {
@@ -585,8 +629,10 @@ impl Waiter<'_> {
                 started
             }
         };
-        // The hand-over script took us off the fair queue.
+        // The hand-over script took us off the fair queue, and out of the waiter
+        // registry (release.lua's receiver ticket).
         self.queued = false;
+        self.registered = false;
         telemetry::woken(call.kind.label());
         Ok(Some(Grant {
             validity: (engine.validity_of(call.lease)).saturating_sub(started.elapsed()),
@@ -598,27 +644,19 @@ impl Waiter<'_> {
     }
 }
 
-/// Waits for a message on `sub` or, when there, on the wake channel of `direct`.
+/// Waits for a message on `sub` or, when there, a hand-over to `ticket`.
 async fn wait_any(
     sub: Option<&mut Subscription>,
-    direct: Option<&mut (Subscription, Subscription)>,
+    ticket: Option<&mut Ticket<'_>>,
     max: Duration,
 ) -> bool {
     let sub = sub.expect("subscribed before waiting");
-    match direct {
+    match ticket {
         None => sub.wait(max).await,
-        Some((_, wake)) => tokio::select! {
+        Some(ticket) => tokio::select! {
             w = sub.wait(max) => w,
-            w = wake.wait(max) => w,
+            () = ticket.wait() => true,
         },
-    }
-}
-
-/// Invariant 10: `waiter` leaves the registry of `name` (best effort: a waiter left
-/// behind is removed by the first release that finds nobody listening for it).
-async fn unwait(engine: &Engine, name: &str, waiter: &str) {
-    if let Err(e) = scripts::unwait(&engine.masters[0], name, waiter).await {
-        tracing::debug!(lock = name, error = %e, "leaving the waiter registry failed");
     }
 }
 

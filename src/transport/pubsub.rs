@@ -5,9 +5,11 @@
 //! 1. The desired set is the map's keys: a channel is in it exactly while at least one
 //!    [`Subscription`] for it lives. Each master's actor reconciles its connection with
 //!    that set (SUBSCRIBE what is missing, UNSUBSCRIBE what nobody wants any more).
-//! 2. A message on a channel, from any master, bumps the channel's wake counter; a
-//!    waiter records the counter before it re-tries, so a message that arrives between
-//!    the failed attempt and the wait is never lost (tokio `Notify`'s enable-first rule).
+//! 2. A message on a channel, from any master, is shown to the client's hook (its
+//!    payload: a hand-over names its receiver there) and bumps the channel's wake
+//!    counter; a waiter records the counter before it re-tries, so a message that
+//!    arrives between the failed attempt and the wait is never lost (tokio `Notify`'s
+//!    enable-first rule).
 //! 3. When a connection drops, its actor reconnects, resubscribes everything and bumps
 //!    every channel: messages may have been missed, so every waiter re-tries.
 //! 4. Dropping a subscription only edits the map and pokes the actors (no await), so a
@@ -29,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use super::subscriber::Message;
 use super::{Subscriber, Transport};
 use crate::telemetry;
 
@@ -54,8 +57,12 @@ struct Port {
     pending: parking_lot::Mutex<Vec<String>>,
 }
 
+/// What the client does with every message's payload (invariant 2).
+pub(crate) type OnPayload = Box<dyn Fn(&[u8]) + Send + Sync>;
+
 struct Shared {
     channels: parking_lot::Mutex<HashMap<String, Channel>>,
+    on_payload: OnPayload,
     ports: Vec<Port>,
     /// Bit i set: master i refuses our subscriptions (invariant 6).
     denied: watch::Sender<u64>,
@@ -80,15 +87,18 @@ pub(crate) struct Subscription {
 }
 
 impl PubSub {
-    /// Starts one actor per master; they stop when `shutdown` is cancelled.
+    /// Starts one actor per master; they stop when `shutdown` is cancelled. Every
+    /// message's payload is shown to `on_payload` (on the actor's task: keep it short).
     pub(crate) fn start(
         links: Vec<Arc<dyn Transport>>,
         quorum: usize,
         timeout: Duration,
         shutdown: &CancellationToken,
+        on_payload: OnPayload,
     ) -> Self {
         let shared = Arc::new(Shared {
             channels: Default::default(),
+            on_payload,
             ports: links.iter().map(|_| Port::default()).collect(),
             denied: watch::channel(0).0,
             refusal: parking_lot::Mutex::new(None),
@@ -274,7 +284,8 @@ impl Actor {
                 _ = shutdown.cancelled() => return,
                 msg = next_message(&mut self.conn), if connected => {
                     match msg {
-                        Some(channel) => {
+                        Some(Message { channel, payload }) => {
+                            (self.shared.on_payload)(&payload);
                             self.shared.wake(&channel);
                             continue;
                         }
@@ -474,7 +485,7 @@ where
     }
 }
 
-async fn next_message(conn: &mut Option<Box<dyn Subscriber>>) -> Option<String> {
+async fn next_message(conn: &mut Option<Box<dyn Subscriber>>) -> Option<Message> {
     match conn {
         Some(subscriber) => subscriber.next_message().await,
         None => std::future::pending().await,

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::coalesce::Coalesced;
 use super::replicas::SyncReplicas;
 use super::standalone::{LinkSettings, Standalone};
-use super::subscriber::Classic;
+use super::subscriber::{Classic, Message};
 use super::{BoxFuture, Dialect, Lane, Request, Subscriber, Transport};
 use crate::error::{Error, Result};
 
@@ -250,7 +250,7 @@ impl Subscriber for SwitchAware {
         self.classic.unsubscribe(channels)
     }
 
-    fn next_message(&mut self) -> BoxFuture<'_, Option<String>> {
+    fn next_message(&mut self) -> BoxFuture<'_, Option<Message>> {
         Box::pin(async move {
             tokio::select! {
                 m = self.classic.next_message() => m,

@@ -1,5 +1,5 @@
 //! A deployment's subscriber, as the pub/sub hub (pubsub.rs) drives it: subscribe and
-//! unsubscribe channels, and read which channel the next message came on.
+//! unsubscribe channels, and read the next message (its channel and payload).
 //!
 //! [`Classic`] is one classic pub/sub connection (a standalone server, a Sentinel
 //! master, a cluster without sharded pub/sub). The cluster's sharded subscriber
@@ -24,9 +24,15 @@ pub(crate) trait Subscriber: Send {
     /// Unsubscribes `channels`.
     fn unsubscribe<'a>(&'a mut self, channels: &'a [String]) -> BoxFuture<'a, RedisResult<()>>;
 
-    /// The channel of the next message, or `None` when the subscriptions are lost (see
-    /// the invariant). Cancel safe.
-    fn next_message(&mut self) -> BoxFuture<'_, Option<String>>;
+    /// The next message, or `None` when the subscriptions are lost (see the
+    /// invariant). Cancel safe.
+    fn next_message(&mut self) -> BoxFuture<'_, Option<Message>>;
+}
+
+/// A message: the channel it came on and its payload.
+pub(crate) struct Message {
+    pub(crate) channel: String,
+    pub(crate) payload: Vec<u8>,
 }
 
 /// One classic pub/sub connection.
@@ -51,10 +57,13 @@ impl Subscriber for Classic {
         Box::pin(self.sink.unsubscribe(channels))
     }
 
-    fn next_message(&mut self) -> BoxFuture<'_, Option<String>> {
+    fn next_message(&mut self) -> BoxFuture<'_, Option<Message>> {
         Box::pin(async {
             let msg = self.stream.next().await?;
-            Some(msg.get_channel_name().to_string())
+            Some(Message {
+                channel: msg.get_channel_name().to_string(),
+                payload: msg.get_payload_bytes().to_vec(),
+            })
         })
     }
 }

@@ -193,12 +193,18 @@ pub fn assert_no_holds(server: &RedisServer, pattern: &str, client_id: &str, con
     let keys: Vec<String> = server.cmd(&["KEYS", pattern]);
     for key in keys {
         let fields: Vec<String> = server.cmd(&["HKEYS", &key]);
-        assert!(
-            !fields.iter().any(|f| f.starts_with(client_id)),
-            "{context}: {} keeps {key} for {fields:?} after close ({:?}, PTTL {})",
-            server.addr(),
-            server.cmd::<Vec<String>>(&["HGETALL", &key]),
-            server.cmd::<i64>(&["PTTL", &key])
-        );
+        if fields.iter().any(|f| f.starts_with(client_id)) {
+            // How it got there: the hash, the lease left, and the waiter registry.
+            let registry = format!("redlatch_lock_waiters:{{{key}}}");
+            let waiting: Vec<String> = server.cmd(&["ZRANGE", &registry, "0", "-1"]);
+            let handed: Option<String> = server.cmd(&["GET", &format!("{registry}:handed")]);
+            panic!(
+                "{context}: {} keeps {key} for {fields:?} after close ({:?}, PTTL {}; \
+                 registered {waiting:?}, handed to {handed:?})",
+                server.addr(),
+                server.cmd::<Vec<String>>(&["HGETALL", &key]),
+                server.cmd::<i64>(&["PTTL", &key])
+            );
+        }
     }
 }

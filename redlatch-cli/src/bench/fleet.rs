@@ -116,7 +116,11 @@ pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
 
 /// Script calls so far (EVALSHA and EVAL) on the servers that run lock scripts.
 async fn script_calls(probes: &mut [Probe]) -> u64 {
-    server::counters(probes).await.iter().map(|c| c.scripts).sum()
+    server::counters(probes)
+        .await
+        .iter()
+        .map(|c| c.scripts)
+        .sum()
 }
 
 async fn next_line(m: &mut Member) -> Result<String, String> {

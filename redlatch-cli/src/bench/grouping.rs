@@ -49,15 +49,15 @@ const HOLDER: &str = "bench-grouping:1";
 /// The sources, and what the library puts before them on a Redis 7 cluster: the
 /// cross-slot flags (renewals) and the sharded dialect's prelude.
 const ACQUIRE: &str = include_str!("../../lua/acquire.lua");
-/// release.lua and batch.lua free plain locks: the library puts lua/wake_one.lua
+/// release.lua and batch.lua free plain locks: the library puts lua/pass_on.lua
 /// before them (their waiter registries are KEYS too, [`super::waiters_key`]).
 const RELEASE: &str = concat!(
-    include_str!("../../lua/wake_one.lua"),
+    include_str!("../../lua/pass_on.lua"),
     include_str!("../../lua/release.lua")
 );
 const RENEW: &str = include_str!("../../lua/renew.lua");
 const BATCH: &str = concat!(
-    include_str!("../../lua/wake_one.lua"),
+    include_str!("../../lua/pass_on.lua"),
     include_str!("../../lua/batch.lua")
 );
 const CROSS_SLOT_FLAGS: &str = include_str!("../../lua/cross_slot_flags.lua");

@@ -22,7 +22,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ErrorKind, PushInfo, PushKind, RedisError, RedisResult, Value};
 use tokio::sync::mpsc;
 
-use super::super::subscriber::Classic;
+use super::super::subscriber::{Classic, Message};
 use super::super::{BoxFuture, Dialect, Subscriber};
 use super::Inner;
 use crate::error::Error;
@@ -147,18 +147,23 @@ impl Subscriber for Sharded {
         })
     }
 
-    fn next_message(&mut self) -> BoxFuture<'_, Option<String>> {
+    fn next_message(&mut self) -> BoxFuture<'_, Option<Message>> {
         Box::pin(async move {
             loop {
                 let push = self.rx.recv().await?;
-                let channel = || match push.data.first() {
-                    Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
-                    Some(Value::SimpleString(s)) => Some(s.clone()),
+                let text = |v: Option<&Value>| match v {
+                    Some(Value::BulkString(b)) => Some(b.clone()),
+                    Some(Value::SimpleString(s)) => Some(s.clone().into_bytes()),
                     _ => None,
                 };
+                let channel =
+                    || text(push.data.first()).map(|b| String::from_utf8_lossy(&b).into_owned());
                 match push.kind {
                     PushKind::SMessage => match channel() {
-                        Some(ch) => return Some(ch),
+                        Some(channel) => {
+                            let payload = text(push.data.get(1)).unwrap_or_default();
+                            return Some(Message { channel, payload });
+                        }
                         None => continue,
                     },
                     PushKind::Disconnection => return None,
