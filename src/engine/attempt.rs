@@ -6,17 +6,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::quorum::{count, fan_out, fan_out_until, no_quorum};
-use super::release::release_on;
+use super::release::{release_on, release_until_answered};
 use super::scripts::{self, Acquire, AcquireMode};
 use super::{Engine, Kind};
 use crate::error::{Error, Result};
 
-/// Releases a cancelled attempt on every master it may have landed on. A master whose
-/// release fails for a passing reason is asked again, with backoff, until it answers,
-/// the lease would have ended the grant anyway, or the client shuts down: in a storm of
-/// cancelled calls a release can wait in the group-commit queue past the master timeout
-/// and be dropped unsent, while the acquire it undoes was sent (seen under Redlock's
-/// 50 ms master timeout). The caller holds the holder's `Settling` meanwhile.
+/// Releases a cancelled attempt on every master it may have landed on, asking a
+/// master that failed for a passing reason again until it answers, the lease would
+/// have ended the grant anyway, or the client shuts down: in a storm of cancelled calls
+/// a release can wait in the group-commit queue past the master timeout and be dropped
+/// unsent, while the acquire it undoes was sent (seen under Redlock's 50 ms master
+/// timeout). The caller holds the holder's `Settling` meanwhile.
 async fn undo_cancelled(
     engine: &Engine,
     name: &Arc<str>,
@@ -25,26 +25,7 @@ async fn undo_cancelled(
     kind: Kind,
 ) {
     let give_up = Instant::now() + Duration::from_millis(lease_ms);
-    let mut left: Vec<usize> = (0..engine.masters.len()).collect();
-    let mut pause = Duration::from_millis(5);
-    loop {
-        let masters: Vec<_> = left.iter().map(|&i| engine.masters[i].clone()).collect();
-        let results = fan_out(&masters, |m| async move {
-            scripts::release(m, name, lease_ms, holder, kind).await
-        })
-        .await;
-        left = (left.into_iter().zip(results))
-            .filter_map(|(i, r)| matches!(r, Err(e) if !e.is_permanent()).then_some(i))
-            .collect();
-        if left.is_empty() || Instant::now() + pause >= give_up {
-            return;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(pause) => {}
-            _ = engine.shutdown.cancelled() => return,
-        }
-        pause = (pause * 2).min(Duration::from_millis(250));
-    }
+    release_until_answered(engine, name, holder, lease_ms, kind, give_up, |_| false).await;
 }
 
 /// A granted attempt.

@@ -50,23 +50,45 @@ pub(crate) async fn release(
     // The last hold: masters that did not answer are asked again until a majority
     // answered, for at most `unavailable_timeout`, as `lock()` does. Safe to repeat: a
     // release that did land finds the hold gone and changes nothing, and the holder
-    // cannot take the lock again meanwhile (it is waiting for this call). A master that
-    // answers "not held" to a repeated release counts as released: its first release
-    // may have landed unanswered.
+    // cannot take the lock again meanwhile (it is waiting for this call).
     let (name, holder) = (&hold.name, &hold.holder);
     let give_up = Instant::now() + engine.settings.unavailable_after;
+    let decided = |rs: &[Option<Result<Release>>]| {
+        let verdict = judge(engine, name, holder, kind, rs, false);
+        !matches!(&verdict, Err(e) if !e.is_permanent() && !e.is_not_held())
+    };
+    let results =
+        release_until_answered(engine, name, holder, lease_ms, kind, give_up, decided).await;
+    judge(engine, name, holder, kind, &results, true).map(drop)
+}
+
+/// Releases on every master, then asks those that failed for a passing reason (a
+/// timeout, a dropped connection) again, with backoff, until `decided` says the answers
+/// suffice, none is left to ask, `give_up` comes or the client shuts down. A master that
+/// answers "not held" to a repeated release counts as released: its first release may
+/// have landed unanswered. One answer per master.
+pub(crate) async fn release_until_answered(
+    engine: &Engine,
+    name: &Arc<str>,
+    holder: &Arc<str>,
+    lease_ms: u64,
+    kind: Kind,
+    give_up: Instant,
+    decided: impl Fn(&[Option<Result<Release>>]) -> bool,
+) -> Vec<Option<Result<Release>>> {
     let mut results = release_results(engine, name, holder, lease_ms, kind, None).await;
     let mut pause = Duration::from_millis(5);
     loop {
         let unanswered: Vec<usize> = (0..results.len())
             .filter(|&i| matches!(&results[i], Some(Err(e)) if !e.is_permanent()))
             .collect();
-        let verdict = judge(engine, name, holder, kind, &results, true);
-        let undecided = matches!(&verdict, Err(e) if !e.is_permanent() && !e.is_not_held());
-        if !undecided || unanswered.is_empty() || Instant::now() + pause >= give_up {
-            return verdict.map(drop);
+        if decided(&results) || unanswered.is_empty() || Instant::now() + pause >= give_up {
+            return results;
         }
-        tokio::time::sleep(pause).await;
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = engine.shutdown.cancelled() => return results,
+        }
         pause = (pause * 2).min(Duration::from_millis(250));
         let again = release_results(engine, name, holder, lease_ms, kind, Some(&unanswered)).await;
         for (i, r) in unanswered.into_iter().zip(again) {
