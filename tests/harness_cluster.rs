@@ -191,9 +191,7 @@ fn kill_9_of_a_primary_promotes_its_replica() {
     let old = cluster.primaries()[0];
     let replica = cluster.replica_of(old);
     let key = cluster.key_on(old, "harness:failover:");
-    let _: () = cluster.node(old).cmd(&["SET", &key, "kept"]);
-    let acked: i64 = cluster.node(old).cmd(&["WAIT", "1", "5000"]);
-    assert_eq!(acked, 1);
+    cluster.node(old).set_replicated(&key, "kept", 1);
 
     cluster.kill(old);
     let killed = Instant::now();
@@ -302,9 +300,7 @@ fn sentinels_elect_a_new_primary_when_the_primary_is_killed() {
     let old = set.primary_addr();
     assert_eq!(old, set.server(0).addr());
     assert_eq!(set.primary_index(), 0);
-    let _: () = set.server(0).cmd(&["SET", "k", "kept"]);
-    let acked: i64 = set.server(0).cmd(&["WAIT", "1", "5000"]);
-    assert_eq!(acked, 1);
+    set.server(0).set_replicated("k", "kept", 1);
 
     let killed_addr = set.kill_primary();
     assert_eq!(killed_addr, old);

@@ -166,6 +166,27 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("redis command {args:?} on {} failed: {e}", self.addr()))
     }
 
+    /// `SET key value`, then `WAIT replicas 5000` on the same connection (WAIT counts
+    /// the acknowledgements of the calling connection's own writes: on a fresh one it
+    /// returns at once, proving nothing); panics unless `replicas` acknowledged.
+    pub fn set_replicated(&self, key: &str, value: &str, replicas: i64) {
+        let mut conn = self.conn();
+        let _ = conn.set_read_timeout(Some(CMD_TIMEOUT));
+        let (_, acked): ((), i64) = redis::pipe()
+            .cmd("SET")
+            .arg(key)
+            .arg(value)
+            .cmd("WAIT")
+            .arg(replicas)
+            .arg(5000)
+            .query(&mut conn)
+            .unwrap_or_else(|e| panic!("SET {key} + WAIT on {} failed: {e}", self.addr()));
+        assert_eq!(
+            acked, replicas,
+            "{key} reached {acked} of {replicas} replicas"
+        );
+    }
+
     /// Like [`RedisServer::cmd`] but returns the error instead of panicking, with `timeout`
     /// for connecting, reading and writing: for polling servers that may be down or paused.
     pub fn try_cmd<T: redis::FromRedisValue>(
