@@ -315,9 +315,7 @@ impl Lock {
             grant.started,
             call.lease,
         );
-        if watchdog {
-            engine.watch_new(&hold);
-        }
+        engine.watch_new(&hold);
         Ok(Some(LockGuard::new(
             engine.clone(),
             hold,

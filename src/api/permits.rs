@@ -228,9 +228,7 @@ impl PermitExpirableSemaphore {
             let hold = engine
                 .holds
                 .permit(&self.name, &id, watchdog, started, lease);
-            if watchdog {
-                engine.watch_new(&hold);
-            }
+            engine.watch_new(&hold);
             Permit {
                 engine: engine.clone(),
                 hold,

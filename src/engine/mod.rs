@@ -207,8 +207,8 @@ impl Engine {
     }
 
     /// Hands a hold just acquired (or re-entered) to the watchdog's urgent renewal
-    /// when its reply came so late that the next round could miss its validity
-    /// (watchdog::Urgent); nothing otherwise.
+    /// when the watchdog renews it and its reply came so late that the next round
+    /// could miss its validity (watchdog::Urgent); nothing otherwise.
     pub(crate) fn watch_new(&self, hold: &Arc<Hold>) {
         let validity = self.validity_of(self.settings.watchdog_timeout);
         self.urgent

@@ -175,11 +175,6 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     Box::pin(waiter.run()).await
 }
 
-/// The client id of a ticket (its wake channel's suffix).
-fn client_of(ticket: &str) -> &str {
-    ticket.split(':').next().unwrap_or(ticket)
-}
-
 /// Runs `f` until `deadline` (forever if `None`); `None` if the deadline came first.
 async fn until<F: std::future::Future>(deadline: Option<Instant>, f: F) -> Option<F::Output> {
     match deadline {
@@ -479,9 +474,11 @@ impl Waiter<'_> {
 
     /// Invariant 10: the marker and our client's wake channel (a registering waiter).
     fn direct_subscriptions(&self) -> Option<(Subscription, Subscription)> {
-        let id = self.req.waiting.as_deref()?;
+        self.req.waiting.as_ref()?;
         let pubsub = &self.engine.pubsub;
-        let wake = pubsub.subscribe(keys::waiter_channel(&self.call.name, client_of(id)));
+        // Our tickets start with our client id: the wake channel is the client's.
+        let client = self.engine.id.to_string();
+        let wake = pubsub.subscribe(keys::waiter_channel(&self.call.name, &client));
         let marker = pubsub.subscribe(keys::marker(&self.call.name));
         Some((marker, wake))
     }
