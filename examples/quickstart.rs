@@ -13,17 +13,22 @@ async fn main() -> redlatch::Result<()> {
     let client = Client::connect(config).await?;
     println!("client {} on {:?}", client.id(), client.masters());
 
-    // 1. Reentrancy: the same task may take the lock again; the hold count goes up.
+    // 1. Reentrancy: inside the guard's scope a nested lock() re-enters; the hold
+    //    count goes up. (Outside it, every call is its own holder and would wait.)
     let lock = client.lock("quickstart:report");
     let outer = lock.lock().await?;
-    let inner = lock.lock().await?;
-    println!(
-        "nested: hold count {}, ttl {:?} (watchdog lease), holder {}",
-        lock.hold_count().await?,
-        lock.remaining_ttl().await?,
-        outer.holder()
-    );
-    inner.unlock().await?;
+    outer
+        .scope(async {
+            let inner = lock.lock().await?;
+            println!(
+                "nested: hold count {}, ttl {:?} (watchdog lease), holder {}",
+                lock.hold_count().await?,
+                lock.remaining_ttl().await?,
+                inner.holder()
+            );
+            inner.unlock().await
+        })
+        .await?;
     println!("after one unlock: hold count {}", lock.hold_count().await?);
     outer.unlock().await?;
     println!("after both: locked = {}", lock.is_locked().await?);

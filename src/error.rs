@@ -147,11 +147,12 @@ pub enum Error {
         timeout: Duration,
     },
 
-    /// The calling task holds the read lock of a read-write lock and asked for its
-    /// write lock. That upgrade would wait for the task's own read lock forever (two
-    /// upgrading readers would deadlock each other), so it is refused: release the read
-    /// lock first, or take the write lock first and then read (a downgrade is allowed).
-    #[error("read-write lock {name:?}: this task holds the read lock; release it before taking the write lock (upgrades would deadlock)")]
+    /// The write lock of a read-write lock was asked for in the scope of a read guard
+    /// of it ([`LockGuard::scope`](crate::LockGuard::scope)). That upgrade would wait
+    /// for its own read lock forever (two upgrading readers would deadlock each other),
+    /// so it is refused: release the read lock first, or take the write lock first and
+    /// then read in its scope (a downgrade is allowed).
+    #[error("read-write lock {name:?}: the caller holds the read lock; release it before taking the write lock (upgrades would deadlock)")]
     Upgrade {
         /// The read-write lock's name.
         name: String,

@@ -17,7 +17,7 @@ pub use api::client::Client;
 pub use api::config::{redact_url, Config, Topology, ENV_VAR, MAX_LEASE, MIN_LEASE};
 pub use api::guard::LockGuard;
 pub use api::latch::CountDownLatch;
-pub use api::lock::{Kind, Lock};
+pub use api::lock::{Kind, Lock, Owner};
 pub use api::multi::{MultiGuard, MultiLock};
 pub use api::permits::{Permit, PermitExpirableSemaphore};
 pub use api::rwlock::ReadWriteLock;

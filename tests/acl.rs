@@ -83,8 +83,8 @@ async fn the_core_scenarios_run_under_the_minimal_acl() {
     // Reentrancy, watchdog renewal past three leases, status.
     let lock = a.lock("acl:plain");
     let outer = lock.lock().await.unwrap();
-    let inner = lock.lock().await.unwrap();
-    assert_eq!(lock.hold_count().await.unwrap(), 2);
+    let inner = outer.scope(lock.lock()).await.unwrap();
+    assert_eq!(outer.scope(lock.hold_count()).await.unwrap(), 2);
     tokio::time::sleep(Duration::from_millis(2700)).await;
     assert!(!outer.lost().is_cancelled());
     assert_eq!(lock.status().await.unwrap()[0].holders.len(), 1);
@@ -190,7 +190,8 @@ async fn a_user_without_a_command_the_scripts_call_is_refused_at_once() {
     let client = connect(user(&server, &["+hexists"])).await;
     let lock = client.lock("acl:no-hexists");
     let guard = lock.lock().await.unwrap(); // a fresh grant needs no HEXISTS
-    let err = refused_at_once(async { lock.lock().await.map(drop) }).await;
+                                            // A re-entry (in the guard's scope) needs HEXISTS.
+    let err = refused_at_once(guard.scope(async { lock.lock().await.map(drop) })).await;
     assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
     tokio::time::sleep(Duration::from_millis(200)).await;
     client.renew_now().await;

@@ -178,7 +178,7 @@ async fn a_slot_migration_under_held_and_waited_locks_loses_nothing() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     cluster.begin_migration(slot, from, to);
     // Mid-migration (ASK for moved keys): the holder re-enters and releases once.
-    let nested = a.lock(&name).lock().await.unwrap();
+    let nested = held.scope(a.lock(&name).lock()).await.unwrap();
     nested.unlock().await.unwrap();
     // The lock and its waiter registry (the waiter registered: README, "Wake one").
     assert_eq!(cluster.move_slot_keys(slot, from, to), 2);

@@ -32,19 +32,18 @@ async fn twenty_waiters_queued_one_after_another_acquire_in_exactly_that_order()
     let order = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let (mut holders, mut tasks) = (Vec::new(), Vec::new());
     for i in 0..20 {
-        let lock = clients[i % 2].fair_lock(name);
+        let (lock, holder) = owned(&clients[i % 2].fair_lock(name));
         let order = order.clone();
         let task = tokio::spawn(async move {
             let g = lock.lock().await.unwrap();
             order.lock().push(i);
-            // Re-entering never queues, even with others waiting.
+            // Re-entering (the same owner) never queues, even with others waiting.
             let again = lock.try_lock(Duration::ZERO).await.unwrap().unwrap();
             assert_eq!(lock.hold_count().await.unwrap(), 2);
             again.unlock().await.unwrap();
             assert_eq!(lock.hold_count().await.unwrap(), 1);
             g.unlock().await.unwrap();
         });
-        let holder = format!("{}:{}", clients[i % 2].id(), task.id());
         wait_queued(&server, name, &holder).await;
         holders.push(holder);
         tasks.push(task);
@@ -52,7 +51,7 @@ async fn twenty_waiters_queued_one_after_another_acquire_in_exactly_that_order()
     assert_eq!(queue(&server, name), holders);
     assert_eq!(zcard(&server, name), 20);
     // The holder re-enters past the 20 waiters.
-    let nested = first.lock().await.unwrap();
+    let nested = held.scope(first.lock()).await.unwrap();
     assert_eq!(first.hold_count().await.unwrap(), 2);
     nested.unlock().await.unwrap();
     assert!(order.lock().is_empty());
@@ -78,13 +77,12 @@ async fn try_lock_without_wait_stays_out_of_the_queue_and_a_timed_out_one_leaves
 
     let (first, waiter) = spawn_lock(&lock);
     wait_queued(&server, name, &first).await;
-    let other = lock.clone();
+    let (other, me) = owned(&lock);
     let timed = tokio::spawn(async move {
         let started = Instant::now();
         let got = other.try_lock(Duration::from_millis(700)).await.unwrap();
         (got.is_none(), started.elapsed())
     });
-    let me = format!("{}:{}", client.id(), timed.id());
     wait_queued(&server, name, &me).await;
     assert_eq!(queue(&server, name), [first.clone(), me.clone()]);
     let (gave_up, waited) = join(timed, 10 * SEC).await;
@@ -209,14 +207,13 @@ async fn cancelled_waiters_leave_the_queue_at_once_and_those_behind_move_up() {
     let held = lock.lock_with_lease(20 * SEC).await.unwrap();
     let [(a, task_a), (b, task_b)] = queue_two(&server, &lock, name).await;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let l = lock.clone();
+    let (l, c) = owned(&lock);
     let task_c = tokio::spawn(async move {
         tokio::select! {
             g = l.lock() => Some(g.unwrap()),
             _ = stopped => None, // drops the lock() future mid-wait
         }
     });
-    let c = format!("{}:{}", client.id(), task_c.id());
     wait_queued(&server, name, &c).await;
     let (d, task_d) = spawn_lock(&lock);
     wait_queued(&server, name, &d).await;
@@ -264,9 +261,8 @@ async fn helper_process_queued_waiter() {
     };
     let config = Config::single(url.clone()).fair_stale_timeout(SEC);
     let client = Client::connect(config).await.unwrap();
-    let lock = client.fair_lock(KILLED_NAME);
-    let task = tokio::spawn(async move { lock.lock().await.map(drop) });
-    let holder = format!("{}:{}", client.id(), task.id());
+    let (lock, holder) = owned(&client.fair_lock(KILLED_NAME));
+    let _waiting = tokio::spawn(async move { lock.lock().await.map(drop) });
     let mut conn = redis::Client::open(url)
         .unwrap()
         .get_multiplexed_async_connection()

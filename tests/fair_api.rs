@@ -108,7 +108,7 @@ async fn queries_report_a_fair_lock_as_they_do_a_plain_one() {
     assert_eq!(lock.hold_count().await.unwrap(), 0);
     assert_eq!(lock.remaining_ttl().await.unwrap(), None);
     let g1 = lock.lock().await.unwrap();
-    let g2 = lock.try_lock(SEC).await.unwrap().unwrap();
+    let g2 = g1.scope(lock.try_lock(SEC)).await.unwrap().unwrap();
     assert!(lock.is_locked().await.unwrap());
     assert!(lock.is_held_by_current_task().await.unwrap());
     assert_eq!(lock.hold_count().await.unwrap(), 2);
@@ -182,13 +182,9 @@ async fn plain_and_fair_clients_on_one_name_exclude_each_other_and_all_get_throu
     let held = plain.lock().await.unwrap();
     let mut tasks = Vec::new();
     for who in ["fair-1", "fair-2", "fair-3"] {
-        let task = work(fair.clone(), who);
-        wait_queued(
-            &server,
-            name,
-            &format!("{}:{}", fair_client.id(), task.id()),
-        )
-        .await;
+        let (lock, holder) = owned(&fair);
+        let task = work(lock, who);
+        wait_queued(&server, name, &holder).await;
         tasks.push(task);
     }
     for who in ["plain-1", "plain-2"] {

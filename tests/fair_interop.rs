@@ -58,14 +58,13 @@ async fn java_waiter(
 /// A redlatch task waiting in `lock()`, logging, holding and unlocking as
 /// [`java_waiter`]. Returns once it is queued at the tail and subscribed.
 async fn rust_waiter(server: &RedisServer, lock: &Lock, log: &Log) -> (String, JoinHandle<()>) {
-    let (l, log) = (lock.clone(), log.clone());
+    let ((l, holder), log) = (owned(lock), log.clone());
     let task = tokio::spawn(async move {
         let g = l.lock().await.unwrap();
         log.lock().push(g.holder().to_string());
         tokio::time::sleep(HOLD).await;
         g.unlock().await.unwrap();
     });
-    let holder = format!("{}:{}", lock.client().id(), task.id());
     wait_queued(server, lock.name(), &holder).await;
     (holder, task)
 }
@@ -217,9 +216,8 @@ async fn redlatch_waiters_that_give_up_or_are_cancelled_strand_no_java_waiter() 
     // A redlatch waiter that will be cancelled, and one whose try_lock runs out.
     let (cancelled, doomed) = spawn_lock(&lock);
     wait_queued(&server, name, &cancelled).await;
-    let l = lock.clone();
+    let (l, timed_id) = owned(&lock);
     let timed = tokio::spawn(async move { l.try_lock(SEC).await.unwrap().is_none() });
-    let timed_id = format!("{}:{}", client.id(), timed.id());
     wait_queued(&server, name, &timed_id).await;
     let (j2, t2) = java_waiter(&server, name, 11, &log).await;
     let (r2, t3) = rust_waiter(&server, &lock, &log).await;
@@ -300,9 +298,8 @@ async fn helper_process_queued_redlatch_waiter() {
     };
     let config = config.fair_stale_timeout(SEC).fair_wait_time(wait);
     let client = Client::connect(config).await.unwrap();
-    let lock = client.fair_lock(name);
-    let task = tokio::spawn(async move { lock.lock().await.map(drop) });
-    let holder = format!("{}:{}", client.id(), task.id());
+    let (lock, holder) = owned(&client.fair_lock(name));
+    let _waiting = tokio::spawn(async move { lock.lock().await.map(drop) });
     let conns = urls
         .iter()
         .map(|u| redis::Client::open(u.as_str()).unwrap());

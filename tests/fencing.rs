@@ -20,7 +20,7 @@ async fn every_acquisition_gets_a_larger_token_and_plain_locks_get_none() {
         let token = g.fencing_token().expect("a fenced lock has a token");
         assert!(token > last, "{token} after {last}");
         // Re-entry hands out a larger token too: a token is never reused.
-        let inner = client.fenced_lock("ledger").lock().await.unwrap();
+        let inner = g.scope(client.fenced_lock("ledger").lock()).await.unwrap();
         assert!(inner.fencing_token().unwrap() > token);
         last = inner.fencing_token().unwrap();
         inner.unlock().await.unwrap();

@@ -282,7 +282,7 @@ async fn a_hand_over_that_timed_out(fair: bool) {
     };
     load_hand_over_script(&lock).await;
     let held = lock.lock().await.unwrap();
-    let l = lock.clone();
+    let (l, holder) = common::fair::owned(&lock);
     let waiter = tokio::spawn(async move {
         let g = l.lock().await.unwrap();
         let count = l.hold_count().await.unwrap();
@@ -290,7 +290,6 @@ async fn a_hand_over_that_timed_out(fair: bool) {
         count
     });
     let channel = if fair {
-        let holder = format!("{}:{}", c.id(), waiter.id());
         format!("redisson_lock__channel:{{{name}}}:{holder}")
     } else {
         format!("redisson_lock__channel:{{{name}}}")

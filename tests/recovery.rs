@@ -14,7 +14,7 @@ async fn script_flush_is_recovered_transparently() {
     let lock = c.lock("flushed");
     let g = lock.lock().await.unwrap();
     server.cmd::<String>(&["SCRIPT", "FLUSH"]);
-    let g2 = lock.lock().await.unwrap();
+    let g2 = g.scope(lock.lock()).await.unwrap();
     server.cmd::<String>(&["SCRIPT", "FLUSH"]);
     g2.unlock().await.unwrap();
     server.cmd::<String>(&["SCRIPT", "FLUSH"]);

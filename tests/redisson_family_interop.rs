@@ -94,8 +94,14 @@ async fn java_and_rust_readers_share_and_exclude_writers_both_ways() {
         .unwrap()
         .expect("readers share");
     assert!(
-        rw.write().try_lock(Duration::ZERO).await.is_err(),
+        ours.scope(rw.write().try_lock(Duration::ZERO))
+            .await
+            .is_err(),
         "upgrade refused"
+    );
+    assert!(
+        rw.write().try_lock(Duration::ZERO).await.unwrap().is_none(),
+        "another holder's write waits for both readers"
     );
     // The Java reader leaves: our read hold keeps the lock (its own timeout key).
     assert_eq!(java_read_unlock(&server, "shared"), redis::Value::Int(0));

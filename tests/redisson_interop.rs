@@ -118,7 +118,7 @@ async fn our_full_release_publishes_zero_and_a_reentrant_one_publishes_nothing()
         .unwrap();
     let lock = client(&server).await.lock("msg");
     let outer = lock.lock().await.unwrap();
-    let inner = lock.lock().await.unwrap();
+    let inner = outer.scope(lock.lock()).await.unwrap();
     inner.unlock().await.unwrap();
     assert!(
         pubsub.get_message().is_err(),
@@ -152,7 +152,7 @@ async fn a_redisson_reentrant_hold_counts_like_ours() {
     let server = RedisServer::start();
     let lock = client(&server).await.lock("counts");
     let g = lock.lock().await.unwrap();
-    let _g2 = lock.lock().await.unwrap();
+    let _g2 = g.scope(lock.lock()).await.unwrap();
     assert_eq!(server.cmd::<i64>(&["HGET", "counts", g.holder()]), 2);
     // A Redisson client re-entering its own lock: count 2 under its field.
     assert_eq!(redisson_lock(&server, "java-counts", 10_000), None);

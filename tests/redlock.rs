@@ -16,13 +16,6 @@ async fn connect(config: Config) -> Client {
 }
 
 /// The holder id of the calling task for `client` (taken from a throw-away guard).
-async fn my_holder(client: &Client) -> String {
-    let g = client.lock("whoami").lock().await.unwrap();
-    let holder = g.holder().to_string();
-    g.unlock().await.unwrap();
-    holder
-}
-
 /// For every subset of masters pre-locked by another holder, one try must win exactly
 /// when the free masters form a majority, and leave nothing of ours behind.
 async fn every_subset_of_prelocked_masters(n: usize) {
@@ -149,8 +142,10 @@ async fn is_locked_answers_by_majority() {
 async fn hold_count_is_what_a_majority_of_masters_holds_at_least() {
     let servers = start_many(3);
     let client = connect(config(&servers)).await;
-    let lock = client.lock("q-count");
-    let me = my_holder(&client).await;
+    // An explicit owner: hold_count asks about its holder id, which the test writes.
+    let owner = client.owner();
+    let lock = client.lock("q-count").owned_by(owner);
+    let me = format!("{}:{}", client.id(), owner.number());
     let ttls = [60_000; 3];
     for (counts, want) in [
         ([3, 2, 0], 2),
@@ -210,8 +205,12 @@ async fn nested_locks_count_up_on_every_master_and_unwind_everywhere() {
     let client = connect(config(&servers)).await;
     let lock = client.lock("nested");
     let g1 = lock.lock().await.unwrap();
-    let g2 = lock.lock().await.unwrap();
-    let g3 = lock.try_lock(Duration::ZERO).await.unwrap().unwrap();
+    let g2 = g1.scope(lock.lock()).await.unwrap();
+    let g3 = g1
+        .scope(lock.try_lock(Duration::ZERO))
+        .await
+        .unwrap()
+        .unwrap();
     let me = g1.holder().to_string();
     let counts = || {
         servers
@@ -244,7 +243,7 @@ async fn nested_locks_and_unlocks_succeed_with_a_quorum_while_a_master_is_down()
     let g1 = lock.lock().await.unwrap();
     let me = g1.holder().to_string();
     servers[2].kill();
-    let g2 = lock.lock().await.unwrap();
+    let g2 = g1.scope(lock.lock()).await.unwrap();
     for s in &servers[..2] {
         assert_eq!(count(s, "nested-down", &me), 2);
     }
@@ -268,7 +267,7 @@ async fn a_nested_lock_after_a_master_restarted_empty_still_unwinds_to_a_free_lo
     servers[0].restart();
     reconnected(&lock, 0).await;
     // Re-entered on the two that hold it, freshly taken on the empty one: still nested.
-    let g2 = lock.lock().await.unwrap();
+    let g2 = g1.scope(lock.lock()).await.unwrap();
     let counts = || {
         (0..3)
             .map(|i| count(&servers[i], "nested-restart", &me))

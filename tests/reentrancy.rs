@@ -1,4 +1,5 @@
-//! Reentrancy per task: nesting, unwinding, other tasks wait, guards move.
+//! Reentrancy in a guard's scope: nesting, unwinding, other tasks and calls wait,
+//! guards move. (tests/exclusion_in_task.rs: futures of one task exclude each other.)
 
 mod common;
 
@@ -17,8 +18,9 @@ async fn nesting_three_deep_counts_up_and_unwinds_to_a_free_lock() {
     let client = client(&server).await;
     let lock = client.lock("nest");
     let g1 = lock.lock().await.unwrap();
-    let g2 = lock.lock().await.unwrap();
-    let g3 = lock.lock().await.unwrap();
+    let g2 = g1.scope(lock.lock()).await.unwrap();
+    let g3 = g2.scope(lock.lock()).await.unwrap();
+    assert_eq!(g3.holder(), g1.holder());
     assert_eq!(lock.hold_count().await.unwrap(), 3);
     let field = g1.holder().to_string();
     assert_eq!(server.cmd::<i64>(&["HGET", "nest", &field]), 3);
@@ -33,7 +35,7 @@ async fn nesting_three_deep_counts_up_and_unwinds_to_a_free_lock() {
 }
 
 #[tokio::test]
-async fn the_holder_field_is_the_client_uuid_and_the_task_id() {
+async fn the_holder_field_is_the_client_uuid_and_a_number() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let g = client.lock("who").lock().await.unwrap();
@@ -67,7 +69,7 @@ async fn another_task_of_the_same_client_waits_until_release() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiter.is_finished(), "the other task must wait");
     assert_eq!(
-        lock.try_lock(Duration::ZERO)
+        g.scope(lock.try_lock(Duration::ZERO))
             .await
             .unwrap()
             .map(|g| g.name().to_string()),
@@ -100,7 +102,7 @@ async fn dropping_guards_releases_in_the_background() {
     let client = client(&server).await;
     let lock = client.lock("dropped");
     let g1 = lock.lock().await.unwrap();
-    let g2 = lock.lock().await.unwrap();
+    let g2 = g1.scope(lock.lock()).await.unwrap();
     drop(g2);
     assert!(
         common::eventually_async(Duration::from_secs(5), || server.cmd::<Option<i64>>(&[
@@ -126,8 +128,9 @@ async fn three_levels_deep(lock: redlatch::Lock) -> redlatch::Result<()> {
     async fn inner(lock: redlatch::Lock) -> redlatch::Result<()> {
         let g = lock.lock().await?;
         drop(
-            lock.try_lock_with_lease(Duration::ZERO, Duration::from_secs(1))
-                .await?,
+            g.scope(lock.try_lock_with_lease(Duration::ZERO, Duration::from_secs(1)))
+                .await?
+                .expect("re-entered in the scope"),
         );
         g.unlock().await
     }

@@ -68,8 +68,8 @@ async fn a_nested_short_lease_never_shortens_the_outer_lease() {
     let (a, b) = (single(&server).await, single(&server).await);
     let lock = a.lock("f3");
     let outer = lock.lock().await.unwrap(); // watchdog, 30 s
-    let inner = lock
-        .lock_with_lease(Duration::from_millis(300))
+    let inner = outer
+        .scope(lock.lock_with_lease(Duration::from_millis(300)))
         .await
         .unwrap();
     inner.unlock().await.unwrap();
@@ -110,27 +110,38 @@ async fn idle_waiters_send_nothing_while_a_minority_master_is_down() {
     );
 }
 
-/// F5 (wait.rs invariant 6 + reentrancy decided once at call start): two concurrent
-/// lock() calls of one task (join!) on a FREE lock: the first wins; the second, already
-/// judged non-reentrant, sees the lock "held locally" (by itself) and waits for the
-/// local release that can never come while join! keeps the first guard: self-deadlock.
+/// F5, revised by issue 21: two concurrent lock() calls of one task (join!) on a free
+/// lock once deadlocked (the second waited for a local release of its own task), and
+/// the first fix made them re-enter each other: both inside at once. Each call is its
+/// own holder now: they take turns, and both finish.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_lock_calls_joined_in_one_task_re_enter_instead_of_deadlocking() {
+async fn two_lock_calls_joined_in_one_task_take_turns_instead_of_deadlocking() {
     let server = RedisServer::start();
     let a = single(&server).await;
     let lock = a.lock("f5");
     let r = tokio::spawn(async move {
-        tokio::time::timeout(Duration::from_secs(3), async {
-            let (x, y) = tokio::join!(lock.lock(), lock.lock());
+        let inside = std::sync::atomic::AtomicBool::new(false);
+        let section = || async {
+            let g = lock.lock().await?;
+            assert!(
+                !inside.swap(true, std::sync::atomic::Ordering::SeqCst),
+                "both inside"
+            );
+            tokio::task::yield_now().await;
+            inside.store(false, std::sync::atomic::Ordering::SeqCst);
+            g.unlock().await
+        };
+        tokio::time::timeout(Duration::from_secs(30), async {
+            let (x, y) = tokio::join!(section(), section());
             (x.is_ok(), y.is_ok())
         })
         .await
     })
     .await
     .unwrap();
-    assert!(
-        r.is_ok(),
-        "join!(lock(), lock()) in one task did not finish in 3 s"
+    assert_eq!(
+        r.expect("join!(section, section) in one task never finished"),
+        (true, true)
     );
 }
 

@@ -36,7 +36,7 @@ async fn auto_waits_for_the_replica_and_fails_typed_when_it_is_paused() {
     assert_eq!(ty, "hash", "lock() returned before the replica had it");
     replica.pause();
     // A re-entry the replica does not see is undone too: the count stays 1.
-    let err = c.lock("synced").lock().await.unwrap_err();
+    let err = guard.scope(c.lock("synced").lock()).await.unwrap_err();
     let fresh = c.lock("other").lock().await.unwrap_err();
     replica.resume();
     for e in [&err, &fresh] {

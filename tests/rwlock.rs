@@ -85,7 +85,7 @@ async fn the_layout_is_redissons_hash_fields_and_per_hold_timeout_keys() {
     let client = client(&server).await;
     let rw = client.read_write_lock("layout");
     let r1 = rw.read().lock().await.unwrap();
-    let r2 = rw.read().lock().await.unwrap();
+    let r2 = r1.scope(rw.read().lock()).await.unwrap();
     let reader = r1.holder().to_string();
     assert_eq!(r2.holder(), reader);
     assert_eq!(server.cmd::<String>(&["HGET", "layout", "mode"]), "read");
@@ -108,7 +108,8 @@ async fn the_layout_is_redissons_hash_fields_and_per_hold_timeout_keys() {
     assert!(!exists(&server, "layout"));
 
     let w = rw.write().lock().await.unwrap();
-    assert_eq!(w.holder(), format!("{reader}:write"));
+    assert!(w.holder().ends_with(":write"), "{}", w.holder());
+    assert!(w.holder().starts_with(&format!("{}:", client.id())));
     assert_eq!(server.cmd::<String>(&["HGET", "layout", "mode"]), "write");
     assert_eq!(server.cmd::<i64>(&["HGET", "layout", w.holder()]), 1);
     w.unlock().await.unwrap();
@@ -124,9 +125,13 @@ async fn reentry_downgrade_and_a_refused_upgrade() {
     let (read, write) = (rw.read(), rw.write());
 
     let w1 = write.lock().await.unwrap();
-    let w2 = write.lock().await.unwrap();
+    let w2 = w1.scope(write.lock()).await.unwrap();
     assert_eq!(write.hold_count().await.unwrap(), 2);
-    let r = read.lock().await.unwrap(); // downgrade: the writer may read
+    assert_eq!(w2.holder(), w1.holder());
+    // Downgrade: in the writer's scope, reading is allowed; outside it, it waits.
+    assert!(read.try_lock(Duration::ZERO).await.unwrap().is_none());
+    let r = w1.scope(read.lock()).await.unwrap();
+    assert_eq!(format!("{}:write", r.holder()), w1.holder());
     w2.unlock().await.unwrap();
     w1.unlock().await.unwrap();
     assert_eq!(server.cmd::<String>(&["HGET", "grade", "mode"]), "read");
@@ -147,14 +152,19 @@ async fn reentry_downgrade_and_a_refused_upgrade() {
 
     // An upgrade is refused at once, not a self-deadlock.
     let started = Instant::now();
-    let err = write.lock().await.unwrap_err();
+    let err = r.scope(write.lock()).await.unwrap_err();
     assert!(
         matches!(&err, Error::Upgrade { name } if name == "grade"),
         "{err:?}"
     );
     assert!(err.is_permanent());
     assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(write.try_lock(Duration::from_secs(1)).await.is_err());
+    assert!(r
+        .scope(write.try_lock(Duration::from_secs(1)))
+        .await
+        .is_err());
+    // Outside the reader's scope, the write lock is another holder: it waits.
+    assert!(write.try_lock(Duration::ZERO).await.unwrap().is_none());
     r.unlock().await.unwrap();
     let w = write.try_lock(Duration::from_secs(5)).await.unwrap();
     assert!(w.is_some(), "free after the read lock went");
@@ -404,7 +414,7 @@ async fn the_watchdog_renews_read_and_write_holds() {
     let client = Client::connect(config).await.unwrap();
     let rw = client.read_write_lock("kept");
     let w = rw.write().lock().await.unwrap();
-    let r = rw.read().lock().await.unwrap();
+    let r = w.scope(rw.read().lock()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(2000)).await;
     assert!(!w.lost().is_cancelled() && !r.lost().is_cancelled());
     let key = format!("{{kept}}:{}:rwlock_timeout:1", r.holder());

@@ -145,7 +145,7 @@ async fn a_handed_lock_has_the_waiters_lease_and_reenters_like_any_other() {
     let task = tokio::spawn(async move {
         let g = lock.lock_with_lease(Duration::from_secs(40)).await.unwrap();
         let validity = g.validity();
-        let again = lock.lock_with_lease(Duration::from_secs(40)).await.unwrap();
+        let again = (g.scope(lock.lock_with_lease(Duration::from_secs(40))).await).unwrap();
         let count = lock.hold_count().await.unwrap();
         again.unlock().await.unwrap();
         let still = lock.is_held_by_current_task().await.unwrap();

@@ -174,7 +174,7 @@ impl Client {
 
     fn wrap(&self, inner: crate::Lock) -> Lock {
         Lock {
-            inner,
+            inner: inner.per_thread(),
             rt: self.rt.clone(),
         }
     }

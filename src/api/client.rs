@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::api::config::{Config, Topology};
 use crate::api::latch::CountDownLatch;
-use crate::api::lock::Lock;
+use crate::api::lock::{Lock, Owner};
 use crate::api::multi::MultiLock;
 use crate::api::permits::PermitExpirableSemaphore;
 use crate::api::rwlock::ReadWriteLock;
@@ -125,8 +125,27 @@ impl Client {
         })
     }
 
+    /// A new explicit lock owner ([`Owner`]): the holder of every call made through
+    /// [`Lock::owned_by`] with it.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let owner = client.owner();
+    /// let guard = client.lock("orders:42").owned_by(owner).lock().await?;
+    /// assert_eq!(guard.holder(), format!("{}:{}", client.id(), owner.number()));
+    /// # Ok(()) }) }
+    /// ```
+    pub fn owner(&self) -> Owner {
+        Owner::new()
+    }
+
     /// A reentrant, non-fair lock (Redisson `RLock`). Nothing is sent to Redis yet; the
-    /// name is checked by each operation.
+    /// name is checked by each operation. Each acquisition is its own holder; nested
+    /// calls re-enter inside the guard's [scope](crate::LockGuard::scope).
     ///
     /// # Examples
     /// ```
@@ -136,9 +155,13 @@ impl Client {
     /// let client = Client::connect(Config::single(url)).await?;
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
-    /// let nested = lock.lock().await?; // the same task re-enters
-    /// assert_eq!(lock.hold_count().await?, 2);
-    /// nested.unlock().await?;
+    /// guard
+    ///     .scope(async {
+    ///         let nested = lock.lock().await?; // in the guard's scope: re-enters
+    ///         assert_eq!(lock.hold_count().await?, 2);
+    ///         nested.unlock().await
+    ///     })
+    ///     .await?;
     /// guard.unlock().await?;
     /// assert!(!lock.is_locked().await?);
     /// # Ok(()) }) }
@@ -365,7 +388,7 @@ impl Client {
     /// let client = Client::connect(Config::single(url)).await?;
     /// assert_eq!(client.held_locks(), 0);
     /// let a = client.lock("orders:1").lock().await?;
-    /// let a2 = client.lock("orders:1").lock().await?; // re-entered: still one hold
+    /// let a2 = a.scope(client.lock("orders:1").lock()).await?; // re-entered: one hold
     /// let _b = client.lock("orders:2").lock().await?;
     /// assert_eq!(client.held_locks(), 2);
     /// a2.unlock().await?;

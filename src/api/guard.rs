@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use crate::engine::holder;
 use crate::engine::holds::Hold;
 use crate::engine::release::release;
 use crate::engine::Engine;
@@ -85,6 +86,52 @@ impl LockGuard {
     /// ```
     pub fn holder(&self) -> &str {
         &self.hold.holder
+    }
+
+    /// Runs `fut` so that acquisitions of this lock made inside it re-enter this
+    /// guard's hold (the hold count grows) instead of waiting for it: the way to nest
+    /// `lock()` calls. Outside a scope every acquisition is its own holder, so two
+    /// futures of one task (`join!`, `select!`, `for_each_concurrent`) exclude each
+    /// other. A task spawned inside the scope is outside it (task-locals are not
+    /// inherited); futures run concurrently inside the scope all re-enter, since they
+    /// act for the guard. For a read-write lock, a writer's scope lets reads in (the
+    /// downgrade) and a reader's scope refuses the write lock ([`Error::Upgrade`]).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// // Outside the scope, another call is another holder: it waits.
+    /// assert!(lock.try_lock(Duration::ZERO).await?.is_none());
+    /// let count = guard
+    ///     .scope(async {
+    ///         let nested = lock.lock().await?; // re-enters
+    ///         let count = lock.hold_count().await?;
+    ///         nested.unlock().await?;
+    ///         redlatch::Result::Ok(count)
+    ///     })
+    ///     .await?;
+    /// assert_eq!(count, 2);
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn scope<F: std::future::Future>(&self, fut: F) -> F::Output {
+        holder::Scope::enter([self.scope_entry()], fut).await
+    }
+
+    /// What [`scope`](Self::scope) adds: this client, this name, this holder.
+    pub(crate) fn scope_entry(&self) -> holder::ScopeEntry {
+        let holder = holder::base(&self.hold.holder);
+        (
+            self.engine.holder_prefix.as_str().into(),
+            self.hold.name.clone(),
+            holder.into(),
+        )
     }
 
     /// The fencing token of a fenced lock (strictly greater than every token handed out

@@ -12,7 +12,7 @@ use crate::api::guard::LockGuard;
 use crate::engine::quorum::{answers, fan_out, majority_floor, majority_true};
 use crate::engine::waiter::{acquire, Call};
 pub use crate::engine::Kind;
-use crate::engine::{rw, scripts};
+use crate::engine::{holder, rw, scripts};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::telemetry;
@@ -20,8 +20,11 @@ use crate::telemetry;
 /// A reentrant distributed lock on one name, shared by all tasks and processes that
 /// use the same name (Redisson clients included).
 ///
-/// A holder is one tokio task of one client: nested `lock()` calls in the same task
-/// re-enter (the hold count grows), other tasks wait.
+/// Every `lock()` / `try_lock()` call is its own holder: two calls exclude each other
+/// even when they are futures of one task (`join!`, `select!`,
+/// `for_each_concurrent`). A call re-enters (the hold count grows) only inside the
+/// [scope](LockGuard::scope) of a guard of the same lock, or in [`with`](Lock::with);
+/// the [blocking](crate::blocking) API re-enters per thread, as Redisson does.
 ///
 /// # When not to rely on it alone
 /// A lease cannot stop a holder that is paused (GC, a stalled VM, a long swap) from
@@ -36,6 +39,76 @@ pub struct Lock {
     kind: Kind,
     /// A writer of a read-write lock keeps new readers out while it waits.
     intent: bool,
+    /// Who the holder of an acquisition is (holder.rs invariants 1-4).
+    owner: Holding,
+}
+
+/// Who holds what a [`Lock`] acquires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Holding {
+    /// Each call is its own holder, re-entering only in a guard's scope.
+    PerCall,
+    /// The calling OS thread (the blocking API).
+    PerThread,
+    /// One explicit owner for every call ([`Owner`]).
+    Owner(u64),
+}
+
+/// An explicit lock owner: every call made through
+/// [`Lock::owned_by`] with it is one holder (`"{client_uuid}:{n}"` on the wire), so
+/// those calls re-enter each other wherever they run: in any task, future or thread.
+/// Redisson's counterpart is the `threadId` argument of `lockAsync(threadId)`, for code
+/// whose unit of ownership is neither a thread nor a scope (a session, a job, an actor).
+///
+/// Ownership is the caller's to keep sequential: two concurrent futures with one owner
+/// both enter, as two calls of one Redisson thread id do.
+///
+/// # Examples
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+/// # fn main() { doc_redis::run(|url| async move {
+/// use redlatch::{Client, Config};
+/// let client = Client::connect(Config::single(url)).await?;
+/// let job = client.owner();
+/// let lock = client.lock("orders:42").owned_by(job);
+/// let first = lock.lock().await?;
+/// // Another task, same owner: it re-enters.
+/// let again = tokio::spawn({
+///     let lock = lock.clone();
+///     async move { lock.lock().await }
+/// });
+/// let second = again.await.unwrap()?;
+/// assert_eq!(second.holder(), first.holder());
+/// assert_eq!(first.holder(), format!("{}:{}", client.id(), job.number()));
+/// assert_eq!(lock.hold_count().await?, 2);
+/// second.unlock().await?;
+/// first.unlock().await?;
+/// # Ok(()) }) }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Owner(u64);
+
+impl Owner {
+    /// A new owner, distinct from every other holder of this process.
+    pub(crate) fn new() -> Self {
+        Owner(holder::fresh_number())
+    }
+
+    /// The `n` of the holder ids `"{client_uuid}:{n}"` this owner acquires with.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let (a, b) = (client.owner(), client.owner());
+    /// assert_ne!(a.number(), b.number());
+    /// # Ok(()) }) }
+    /// ```
+    pub fn number(self) -> u64 {
+        self.0
+    }
 }
 
 impl Lock {
@@ -45,6 +118,42 @@ impl Lock {
             name: name.into(),
             kind,
             intent: false,
+            owner: Holding::PerCall,
+        }
+    }
+
+    /// The same lock held per OS thread (the blocking API).
+    pub(crate) fn per_thread(self) -> Self {
+        Lock {
+            owner: Holding::PerThread,
+            ..self
+        }
+    }
+
+    /// The same lock, acquired by `owner` whatever task or thread calls: every call
+    /// through the returned handle is that one holder and re-enters the others. See
+    /// [`Owner`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let (a, b) = (client.owner(), client.owner());
+    /// let held = lock.owned_by(a).lock().await?;
+    /// assert!(lock.owned_by(b).try_lock(Duration::ZERO).await?.is_none());
+    /// let nested = lock.owned_by(a).try_lock(Duration::ZERO).await?.expect("re-entered");
+    /// nested.unlock().await?;
+    /// held.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn owned_by(&self, owner: Owner) -> Lock {
+        Lock {
+            owner: Holding::Owner(owner.0),
+            ..self.clone()
         }
     }
 
@@ -56,9 +165,34 @@ impl Lock {
         }
     }
 
-    /// The calling task's holder id for this lock (a writer's ends in `:write`).
+    /// The holder id a new acquisition takes (a writer's ends in `:write`): the
+    /// thread's (blocking API), the enclosing guard scope's, or a fresh one.
     fn holder(&self) -> Arc<str> {
-        let holder = self.client.engine.current_holder();
+        let engine = &self.client.engine;
+        let holder = match self.owner {
+            Holding::PerThread => engine.thread_holder(),
+            Holding::Owner(n) => engine.owner_holder(n),
+            Holding::PerCall => engine.holder_for(&self.name),
+        };
+        self.side(holder)
+    }
+
+    /// The holder id whose hold "the caller" means, if any: the thread's (blocking
+    /// API), the enclosing guard scope's, else the hold this task (or, outside any
+    /// task, this thread) took first (holder.rs invariant 5).
+    fn callers_holder(&self) -> Option<Arc<str>> {
+        let engine = &self.client.engine;
+        if self.owner != Holding::PerCall {
+            return Some(self.holder());
+        }
+        if let Some(scoped) = holder::scoped(&engine.holder_prefix, &self.name) {
+            return Some(self.side(scoped));
+        }
+        let hold = (engine.holds).taken_in(&self.name, self.kind, holder::context())?;
+        Some(hold.holder.clone())
+    }
+
+    fn side(&self, holder: Arc<str>) -> Arc<str> {
         match self.kind {
             Kind::Write => rw::writer(&holder),
             _ => holder,
@@ -244,6 +378,48 @@ impl Lock {
         self.acquire(Some(wait), Some(lease)).await
     }
 
+    /// Waits for the lock (as [`lock`](Self::lock)), runs `f` in the guard's
+    /// [scope](LockGuard::scope), so the calls `f` makes re-enter this lock, then
+    /// unlocks it.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock), and the error of the release
+    /// ([`LockGuard::unlock`]); `f`'s output is dropped then. To keep both, use
+    /// `lock()`, `scope` and `unlock` yourself.
+    ///
+    /// # Cancel safety
+    /// Dropping the future while it waits is as [`lock`](Self::lock); while `f` runs,
+    /// it drops the guard, which releases the hold in the background.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, Lock};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// async fn charge(lock: &Lock) -> redlatch::Result<u32> {
+    ///     let guard = lock.lock().await?; // re-enters when called inside `with`
+    ///     let count = lock.hold_count().await?;
+    ///     guard.unlock().await?;
+    ///     Ok(count)
+    /// }
+    /// let lock = client.lock("orders:42");
+    /// let nested = lock.with(|| charge(&lock)).await??;
+    /// assert_eq!(nested, 2);
+    /// assert!(!lock.is_locked().await?);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn with<F, Fut>(&self, f: F) -> Result<Fut::Output>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future,
+    {
+        let guard = self.lock().await?;
+        let out = guard.scope(f()).await;
+        guard.unlock().await?;
+        Ok(out)
+    }
+
     /// `lock`/`try_lock` in their span (telemetry.rs), with the acquisition metrics.
     async fn acquire(
         &self,
@@ -303,6 +479,7 @@ impl Lock {
         if self.kind == Kind::Write {
             self.refuse_upgrade(&call.holder)?;
         }
+        self.hint_self_wait(&call.holder);
         let Some(grant) = acquire(engine, &call).await? else {
             return Ok(None);
         };
@@ -324,6 +501,24 @@ impl Lock {
             grant.token,
             grant.validity,
         )))
+    }
+
+    /// A call of a task that already holds this lock outside the guard's scope is
+    /// another holder and waits for that guard: right for sibling futures (`join!`),
+    /// a self-wait for a nested call. Said at DEBUG, with the way out.
+    fn hint_self_wait(&self, holder: &str) {
+        let engine = &self.client.engine;
+        if self.owner != Holding::PerCall || engine.holds.get(&self.name, holder).is_some() {
+            return;
+        }
+        if (engine.holds)
+            .taken_in(&self.name, self.kind, holder::context())
+            .is_some()
+        {
+            tracing::debug!(target: "redlatch", lock = %self.name,
+                "this task already holds the lock; this call is another holder and waits \
+                 for it (to re-enter, nest the call in guard.scope())");
+        }
     }
 
     /// A task holding the read lock (and not the write lock) may not wait for the
@@ -383,7 +578,10 @@ impl Lock {
         ))
     }
 
-    /// True if the calling task holds the lock (on a majority of masters).
+    /// True if the caller holds the lock (on a majority of masters): inside a guard's
+    /// [scope](LockGuard::scope), that guard's holder; otherwise a hold that a call of
+    /// the calling task took (outside any task, as in the body of `#[tokio::main]`:
+    /// of the calling thread).
     ///
     /// # Errors
     /// As [`is_locked`](Self::is_locked), plus [`Error::WrongType`].
@@ -406,8 +604,9 @@ impl Lock {
         Ok(self.hold_count().await? > 0)
     }
 
-    /// The calling task's reentrant hold count (what a majority of masters agree on at
-    /// least); 0 if it does not hold the lock.
+    /// The caller's reentrant hold count (what a majority of masters agree on at
+    /// least); 0 if it does not hold the lock. "The caller" is as in
+    /// [`is_held_by_current_task`](Self::is_held_by_current_task).
     ///
     /// # Errors
     /// As [`is_held_by_current_task`](Self::is_held_by_current_task).
@@ -421,15 +620,23 @@ impl Lock {
     /// let lock = client.lock("orders:42");
     /// assert_eq!(lock.hold_count().await?, 0);
     /// let outer = lock.lock().await?;
-    /// let inner = lock.lock().await?;
-    /// assert_eq!(lock.hold_count().await?, 2);
-    /// inner.unlock().await?;
+    /// outer
+    ///     .scope(async {
+    ///         let inner = lock.lock().await?; // nested in the guard's scope: re-enters
+    ///         assert_eq!(lock.hold_count().await?, 2);
+    ///         inner.unlock().await
+    ///     })
+    ///     .await?;
     /// assert_eq!(lock.hold_count().await?, 1);
     /// outer.unlock().await?;
     /// # Ok(()) }) }
     /// ```
     pub async fn hold_count(&self) -> Result<u32> {
-        let holder = self.holder();
+        self.check_name()?;
+        // Nobody here holds it: still asked (of a holder id no call ever takes), so a
+        // key that is not a lock is reported as such.
+        let holder = (self.callers_holder())
+            .unwrap_or_else(|| format!("{}0", self.client.engine.holder_prefix).into());
         let v = self
             .query(redis::cmd("HGET").arg(&*self.name).arg(&*holder))
             .await?;

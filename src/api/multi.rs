@@ -304,6 +304,26 @@ impl MultiGuard {
         }
     }
 
+    /// Runs `fut` in the scope of every part's guard ([`LockGuard::scope`]):
+    /// acquisitions of the parts inside it re-enter instead of waiting.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let g = client.multi_lock(["a", "b"]).lock().await?;
+    /// let a = client.lock("a");
+    /// let count = g.scope(async { a.with(|| a.hold_count()).await }).await??;
+    /// assert_eq!(count, 2); // the multi-lock's hold and `with`'s, one holder
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn scope<F: std::future::Future>(&self, fut: F) -> F::Output {
+        let entries = self.guards.iter().map(LockGuard::scope_entry);
+        crate::engine::holder::Scope::enter(entries, fut).await
+    }
+
     /// The parts' names, in order.
     ///
     /// # Examples

@@ -11,10 +11,11 @@ use crate::api::lock::{Kind, Lock};
 /// [`read`](Self::read) and [`write`](Self::write) are ordinary [`Lock`]s (kinds
 /// [`Kind::Read`] and [`Kind::Write`]) with the whole `lock` / `try_lock` /
 /// `lock_with_lease` / query API, guards with [`lost`](crate::LockGuard::lost), the
-/// watchdog and cancel safety. Both are reentrant per task. A task holding the write
-/// lock may also take the read lock (a downgrade: release the write lock and keep
-/// reading); a task holding only the read lock is refused the write lock with
-/// [`Error::Upgrade`](crate::Error::Upgrade) instead of waiting for itself forever.
+/// watchdog and cancel safety. Both re-enter inside their guard's
+/// [scope](crate::LockGuard::scope). Inside a write guard's scope the read lock may be
+/// taken too (a downgrade: release the write lock and keep reading); inside a read
+/// guard's scope the write lock is refused with [`Error::Upgrade`](crate::Error::Upgrade)
+/// instead of waiting for itself forever.
 ///
 /// **Writer preference.** A writer that waits records its intent in Redis
 /// (`redlatch_rwlock_writers:{name}`, not a Redisson key); new readers stay out while
@@ -128,7 +129,7 @@ impl ReadWriteLock {
     /// let read = client.read_write_lock("catalog").read();
     /// assert_eq!(read.kind(), Kind::Read);
     /// let outer = read.lock().await?;
-    /// let inner = read.lock().await?; // reentrant
+    /// let inner = outer.scope(read.lock()).await?; // re-enters in the scope
     /// assert_eq!(read.hold_count().await?, 2);
     /// inner.unlock().await?;
     /// outer.unlock().await?;
@@ -139,8 +140,8 @@ impl ReadWriteLock {
         Lock::new(self.client.clone(), self.name.clone(), Kind::Read)
     }
 
-    /// The exclusive side: one task holds it, and nobody reads meanwhile (except that
-    /// task itself: a downgrade).
+    /// The exclusive side: one holder has it, and nobody reads meanwhile (except in
+    /// the write guard's [scope](crate::LockGuard::scope): a downgrade).
     ///
     /// # Examples
     /// ```
@@ -151,11 +152,12 @@ impl ReadWriteLock {
     /// let rw = client.read_write_lock("catalog");
     /// // A downgrade: write, then read, then let the write go.
     /// let w = rw.write().lock().await?;
-    /// let r = rw.read().lock().await?;
+    /// let r = w.scope(rw.read().lock()).await?;
     /// w.unlock().await?;
     /// assert!(rw.read().is_locked().await?);
     /// // An upgrade is refused instead of waiting for ourselves.
-    /// assert!(matches!(rw.write().lock().await, Err(Error::Upgrade { .. })));
+    /// let upgrade = r.scope(rw.write().lock()).await;
+    /// assert!(matches!(upgrade, Err(Error::Upgrade { .. })));
     /// r.unlock().await?;
     /// # Ok(()) }) }
     /// ```

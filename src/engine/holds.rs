@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use super::holder::{self, Context};
 use super::Kind;
 use crate::telemetry;
 
@@ -27,6 +28,8 @@ pub(crate) struct Hold {
     pub(crate) lost: CancellationToken,
     /// When the holder first took the lock (re-entries do not move it).
     since: Instant,
+    /// The task (or thread) whose call took it first (holder.rs invariant 5).
+    pub(crate) context: Context,
     state: parking_lot::Mutex<State>,
 }
 
@@ -64,6 +67,7 @@ impl Hold {
             permit,
             lost: CancellationToken::new(),
             since: at,
+            context: holder::context(),
             state: parking_lot::Mutex::new(State {
                 count: 1,
                 watchdog_holds: u32::from(watchdog),
@@ -93,6 +97,16 @@ impl Holds {
         map.get(name)?
             .iter()
             .find(|h| &*h.holder == holder)
+            .cloned()
+    }
+
+    /// A hold of `kind` on `name` first taken by a call of `context` (the caller's task
+    /// or thread), if any: what "held by the calling task" means (holder.rs invariant 5).
+    pub(crate) fn taken_in(&self, name: &str, kind: Kind, context: Context) -> Option<Arc<Hold>> {
+        let map = self.map.lock();
+        map.get(name)?
+            .iter()
+            .find(|h| !h.permit && h.kind == kind && h.context == context)
             .cloned()
     }
 

@@ -201,9 +201,19 @@ impl Engine {
         &self.offers[usize::from(fair)]
     }
 
-    /// The holder id of the calling task.
-    pub(crate) fn current_holder(&self) -> Arc<str> {
-        holder::current(&self.holder_prefix)
+    /// The holder id of one async acquisition of `name` (holder.rs invariants 1, 2).
+    pub(crate) fn holder_for(&self, name: &str) -> Arc<str> {
+        holder::for_call(&self.holder_prefix, name)
+    }
+
+    /// The calling thread's holder id (the blocking API: holder.rs invariant 4).
+    pub(crate) fn thread_holder(&self) -> Arc<str> {
+        holder::thread(&self.holder_prefix)
+    }
+
+    /// The holder id of explicit owner `n` (holder.rs invariant 3).
+    pub(crate) fn owner_holder(&self, n: u64) -> Arc<str> {
+        holder::owner(&self.holder_prefix, n)
     }
 
     /// Hands a hold just acquired (or re-entered) to the watchdog's urgent renewal

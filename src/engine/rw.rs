@@ -3,7 +3,7 @@
 //! waiter, attempts, holds, watchdog); this file is what differs on the wire.
 //!
 //! * Readers hold with their task's holder id `<uuid>:<n>`, writers with
-//!   `<uuid>:<n>:write` ([`writer`]), so one task may hold both (a downgrade).
+//!   `<uuid>:<n>:write` ([`writer`]), so one holder may hold both (a downgrade).
 //! * Every read hold has its own timeout key ([`keys::rw_timeout_prefix`]); the
 //!   watchdog renews a reader's keys with [`renew_reads`], a writer's field with the
 //!   plain `renew.lua`.

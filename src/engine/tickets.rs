@@ -10,7 +10,7 @@
 //! Invariants:
 //! 1. A ticket is in the table from before its first attempt until its wait ends (the
 //!    [`Ticket`] is dropped). `n` is unique in the process, so a message for a wait
-//!    that ended never reaches a later wait of the same task.
+//!    that ended never reaches a later wait of the same holder.
 //! 2. A hand-over message is delivered to the live ticket it names, once. A message
 //!    for a ticket that is not in the table (its wait ended just before) is disowned at
 //!    once with lua/unwait.lua, which releases the lock if that hand-over is still

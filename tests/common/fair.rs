@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use redlatch::{Lock, LockGuard};
+use redlatch::{Lock, LockGuard, Owner};
 use tokio::task::JoinHandle;
 
 use super::{eventually_async, numsub, RedisServer};
@@ -36,11 +36,23 @@ pub fn dbsize(server: &RedisServer) -> i64 {
     server.cmd(&["DBSIZE"])
 }
 
-/// Runs `lock.lock()` in a new task; returns the task's holder id and its handle.
+/// The holder id of `owner`'s acquisitions through `lock`'s client.
+pub fn holder_of(lock: &Lock, owner: Owner) -> String {
+    format!("{}:{}", lock.client().id(), owner.number())
+}
+
+/// `lock` acquired by a new explicit owner (so its holder id is known before it
+/// queues), and that holder id.
+pub fn owned(lock: &Lock) -> (Lock, String) {
+    let owner = lock.client().owner();
+    (lock.owned_by(owner), holder_of(lock, owner))
+}
+
+/// Runs `lock.lock()` in a new task for a new owner; returns its holder id and handle.
 pub fn spawn_lock(lock: &Lock) -> (String, JoinHandle<LockGuard>) {
-    let l = lock.clone();
+    let (l, holder) = owned(lock);
     let task = tokio::spawn(async move { l.lock().await.unwrap() });
-    (format!("{}:{}", lock.client().id(), task.id()), task)
+    (holder, task)
 }
 
 /// Spawns two `lock()` calls on `lock`, the second once the first is queued at the

@@ -1,0 +1,293 @@
+//! Futures polled concurrently by one task are separate holders: `join!`, `select!`
+//! and `for_each_concurrent` never let two of them inside one lock. Nested calls
+//! re-enter only in a guard's scope (`LockGuard::scope`, `Lock::with`).
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{eventually_async, RedisServer};
+use futures_util::stream::{self, StreamExt};
+use redlatch::{Client, Config, Error, Lock};
+
+async fn client(server: &RedisServer) -> Client {
+    Client::connect(Config::single(server.url())).await.unwrap()
+}
+
+/// Counts how many sections are inside at once, and the most ever seen.
+#[derive(Default)]
+struct Inside {
+    now: AtomicUsize,
+    most: AtomicUsize,
+    sections: AtomicUsize,
+}
+
+impl Inside {
+    /// One critical section: enter, yield to the other futures for a while, leave.
+    async fn section(&self, lock: &Lock) {
+        let guard = lock.lock().await.unwrap();
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        // Long enough for every other future of the task to be polled many times.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        self.now.fetch_sub(1, Ordering::SeqCst);
+        self.sections.fetch_add(1, Ordering::SeqCst);
+        guard.unlock().await.unwrap();
+    }
+
+    fn most(&self) -> usize {
+        self.most.load(Ordering::SeqCst)
+    }
+}
+
+#[tokio::test]
+async fn two_joined_futures_of_one_task_never_both_enter() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("orders:42");
+    let inside = Inside::default();
+    // The test body runs in `block_on` (not a task), as `#[tokio::main]`'s does.
+    tokio::join!(inside.section(&lock), inside.section(&lock));
+    assert_eq!(inside.most(), 1);
+    assert_eq!(inside.sections.load(Ordering::SeqCst), 2);
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joined_futures_inside_a_spawned_task_never_both_enter() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("orders:43");
+    let inside = Arc::new(Inside::default());
+    let (l, i) = (lock.clone(), inside.clone());
+    tokio::spawn(async move {
+        tokio::join!(i.section(&l), i.section(&l), i.section(&l));
+    })
+    .await
+    .unwrap();
+    assert_eq!(inside.most(), 1);
+    assert_eq!(inside.sections.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn select_racing_two_acquisitions_lets_one_in_and_leaves_nothing() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("raced");
+    let inside = Inside::default();
+    // Both branches are polled by this one future; each holds the lock for a while
+    // once in. The first to finish its section wins and the other is dropped.
+    tokio::select! {
+        _ = inside.section(&lock) => {}
+        _ = inside.section(&lock) => {}
+    }
+    assert_eq!(inside.most(), 1);
+    // The losing branch was cancelled while waiting (or just granted): its hold, if
+    // any, is released in the background.
+    assert!(eventually_async(Duration::from_secs(10), || !server_has(&server, "raced")).await);
+    client.close(Duration::from_secs(5)).await;
+}
+
+fn server_has(server: &RedisServer, key: &str) -> bool {
+    server.cmd::<i64>(&["EXISTS", key]) == 1
+}
+
+#[tokio::test]
+async fn for_each_concurrent_over_duplicate_ids_keeps_each_id_exclusive() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let ids = [0, 1, 0, 2, 0, 1, 2, 0];
+    let per_id: HashMap<u32, Inside> = [0, 1, 2].map(|i| (i, Inside::default())).into();
+    stream::iter(ids)
+        .for_each_concurrent(8, |id| {
+            let (client, per_id) = (&client, &per_id);
+            async move {
+                let lock = client.lock(format!("order:{id}"));
+                per_id[&id].section(&lock).await;
+            }
+        })
+        .await;
+    for (id, inside) in &per_id {
+        assert_eq!(inside.most(), 1, "order {id}");
+    }
+    let sections: usize = per_id
+        .values()
+        .map(|i| i.sections.load(Ordering::SeqCst))
+        .sum();
+    assert_eq!(sections, ids.len());
+}
+
+#[tokio::test]
+async fn a_sequential_second_call_outside_any_scope_is_another_holder() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("seq");
+    let first = lock.lock().await.unwrap();
+    assert!(lock.try_lock(Duration::ZERO).await.unwrap().is_none());
+    assert_eq!(lock.hold_count().await.unwrap(), 1);
+    first.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test]
+async fn nested_calls_in_a_guard_scope_reenter_while_a_sibling_future_waits() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("scoped");
+    let guard = lock.lock().await.unwrap();
+    let holder = guard.holder().to_string();
+    let (gate_tx, gate_rx) = tokio::sync::oneshot::channel::<()>();
+    let nested = guard.scope(async {
+        let inner = lock.lock().await.unwrap();
+        assert_eq!(inner.holder(), holder);
+        assert_eq!(lock.hold_count().await.unwrap(), 2);
+        assert_eq!(server.cmd::<i64>(&["HGET", "scoped", &holder]), 2);
+        // A third level, through `with`.
+        let third = lock.with(|| lock.hold_count()).await.unwrap().unwrap();
+        inner.unlock().await.unwrap();
+        gate_rx.await.unwrap();
+        third
+    });
+    let sibling = async {
+        // Not in the scope: another holder, so it is refused while the guard lives.
+        let refused = lock.try_lock(Duration::ZERO).await.unwrap().is_none();
+        gate_tx.send(()).unwrap();
+        refused
+    };
+    let (third, refused) = tokio::join!(nested, sibling);
+    assert_eq!(third, 3);
+    assert!(refused);
+    assert_eq!(lock.hold_count().await.unwrap(), 1);
+    guard.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_scope_covers_its_own_name_and_client_only() {
+    let server = RedisServer::start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let guard = a.lock("mine").lock().await.unwrap();
+    guard
+        .scope(async {
+            // Another client's lock of the same name is another holder.
+            assert!(b
+                .lock("mine")
+                .try_lock(Duration::ZERO)
+                .await
+                .unwrap()
+                .is_none());
+            // Another name in the scope: a fresh holder; two joined calls exclude.
+            let inside = Inside::default();
+            let other = a.lock("theirs");
+            tokio::join!(inside.section(&other), inside.section(&other));
+            assert_eq!(inside.most(), 1);
+            // A task spawned in the scope is outside it.
+            let lock = a.lock("mine");
+            let spawned = tokio::spawn(async move { lock.try_lock(Duration::ZERO).await });
+            assert!(spawned.await.unwrap().unwrap().is_none());
+        })
+        .await;
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn read_write_scopes_allow_the_downgrade_and_refuse_the_upgrade() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let rw = client.read_write_lock("catalog");
+    let w = rw.write().lock().await.unwrap();
+    // Outside the write guard's scope a read waits like anyone else's.
+    assert!(rw.read().try_lock(Duration::ZERO).await.unwrap().is_none());
+    let r = w.scope(rw.read().lock()).await.unwrap();
+    w.unlock().await.unwrap();
+    let upgrade = r.scope(rw.write().lock()).await;
+    assert!(matches!(upgrade, Err(Error::Upgrade { .. })), "{upgrade:?}");
+    // Two joined readers share it; a joined writer waits for both.
+    let read = rw.read();
+    let (r2, r3) = tokio::join!(read.lock(), read.lock());
+    let (r2, r3) = (r2.unwrap(), r3.unwrap());
+    assert_ne!(r2.holder(), r3.holder());
+    assert!(rw.write().try_lock(Duration::ZERO).await.unwrap().is_none());
+    for g in [r, r2, r3] {
+        g.unlock().await.unwrap();
+    }
+    assert!(!rw.read().is_locked().await.unwrap());
+}
+
+#[tokio::test]
+async fn joined_fair_and_fenced_acquisitions_exclude_and_tokens_grow() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    for lock in [
+        client.fair_lock("fair-in-task"),
+        client.fenced_lock("fenced-in-task"),
+    ] {
+        let inside = Inside::default();
+        tokio::join!(
+            inside.section(&lock),
+            inside.section(&lock),
+            inside.section(&lock)
+        );
+        assert_eq!(inside.most(), 1, "{:?}", lock.kind());
+    }
+    let fenced = client.fenced_lock("tokens");
+    let (a, b) = tokio::join!(
+        async {
+            let g = fenced.lock().await.unwrap();
+            let t = g.fencing_token().unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            g.unlock().await.unwrap();
+            t
+        },
+        async {
+            let g = fenced.lock().await.unwrap();
+            let t = g.fencing_token().unwrap();
+            g.unlock().await.unwrap();
+            t
+        }
+    );
+    assert_ne!(a, b, "two holds, two tokens");
+}
+
+#[tokio::test]
+async fn a_multi_guard_scope_reenters_each_part() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let g = client.multi_lock(["m1", "m2"]).lock().await.unwrap();
+    let counts = g
+        .scope(async {
+            let (a, b) = (client.lock("m1"), client.lock("m2"));
+            let ga = a.lock().await.unwrap();
+            let gb = b.lock().await.unwrap();
+            let counts = (a.hold_count().await.unwrap(), b.hold_count().await.unwrap());
+            ga.unlock().await.unwrap();
+            gb.unlock().await.unwrap();
+            counts
+        })
+        .await;
+    assert_eq!(counts, (2, 2));
+    g.unlock().await.unwrap();
+}
+
+#[test]
+fn the_blocking_api_reenters_per_thread() {
+    let server = RedisServer::start();
+    let client = redlatch::blocking::Client::connect(Config::single(server.url())).unwrap();
+    let lock = client.lock("blocking-nest");
+    let outer = lock.lock().unwrap();
+    let inner = lock.lock().unwrap();
+    assert_eq!(inner.holder(), outer.holder());
+    assert_eq!(lock.hold_count().unwrap(), 2);
+    let other = std::thread::scope(|s| {
+        s.spawn(|| lock.try_lock(Duration::ZERO).map(|g| g.is_none()))
+            .join()
+            .unwrap()
+    });
+    assert!(other.unwrap(), "another thread is another holder");
+    drop(inner);
+    drop(outer);
+    assert!(!lock.is_locked().unwrap());
+}
