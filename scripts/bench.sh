@@ -23,8 +23,8 @@ if [ "${1:-}" = "--cluster" ]; then
     shift
 fi
 rounds="${1:-3}"
-cargo build --release --quiet -p redlatch-cli
-bin="${CARGO_TARGET_DIR:-target}/release/redlatch"
+cargo build --release --quiet -p redlatch-bench
+bin="${CARGO_TARGET_DIR:-target}/release/redlatch-bench"
 out=target/bench
 mkdir -p "$out"
 dir=$(mktemp -d)
@@ -119,7 +119,7 @@ start_cluster() {
 }
 
 run() { # run ARGS...: one bench invocation, pinned to CPU 1, bounded in time
-    timeout 600 taskset -c 1 "$bin" bench --json "$@" | tee -a "$results"
+    timeout 600 taskset -c 1 "$bin" --json "$@" | tee -a "$results"
 }
 
 if [ "$only_cluster" = 0 ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns the JSON lines of `redlatch bench --json` into BENCHMARKS.md (medians per
+"""Turns the JSON lines of `redlatch-bench --json` into BENCHMARKS.md (medians per
 workload and master count, and each target of issue 6 checked against figures of the
 same run), plus the Redis Cluster section (issue 12) from the cluster part's lines.
 
@@ -64,7 +64,7 @@ def main(path, cluster_path=None):
            f"Produced by `scripts/bench.sh` on {date.today()} ({machine()}); medians of {runs} runs.",
            "Masters are throwaway `redis-server` processes pinned to CPU 0, the client is pinned",
            "to CPU 1 (`taskset`), so every round trip crosses cores. Raw lines:",
-           "`target/bench/results.jsonl`; one workload alone: `redlatch bench --workload W3 --redis URL`.",
+           "`target/bench/results.jsonl`; one workload alone: `redlatch-bench --workload W3 --redis URL`.",
            ""]
     ev = m("ceiling", 1, "evalsha_single_client_p50_us")
     out += ["## Ceiling (redis-benchmark, our own scripts, 1 master)", "",
@@ -74,7 +74,7 @@ def main(path, cluster_path=None):
         out.append(f"| {f} | {fmt(m('ceiling', 1, f))} |")
     out.append("")
     out += ["## Floor (bare redis-rs, the W1 pair, no library)", "",
-            "`redlatch bench --workload floor`: W1's acquire + release pair with the same scripts,",
+            "`redlatch-bench --workload floor`: W1's acquire + release pair with the same scripts,",
             "sent by bare redis-rs multiplexed connections on the same tokio runtime (to every",
             "master at once, done at a majority). W1 / floor is what the library adds; floor /",
             "EVALSHA p50 is what a Rust client on tokio pays here over redis-benchmark's C loop.", "",
@@ -218,7 +218,7 @@ def cluster_section(path):
            "ratio) are steadier than the absolute figures. **Other agents' builds and tests were",
            "running on the same 2 vCPUs during this run** (load average 4 to 9 on 2 vCPUs): absolute",
            "figures are noisy (standalone W2 moved between rounds by 3×), read the ratios.",
-           f"Raw lines: `target/bench/cluster.jsonl`. One run: `redlatch bench --workload W2 --cluster --redis redis://127.0.0.1:PORT`.",
+           f"Raw lines: `target/bench/cluster.jsonl`. One run: `redlatch-bench --workload W2 --cluster --redis redis://127.0.0.1:PORT`.",
            ""]
     out += ["### W1 (one task, uncontended acquire + release)", "",
             "| deployment | p50_us | p99_us | pairs/s | p50 / standalone (per round) |", "|---|---|---|---|---|"]
@@ -278,7 +278,7 @@ def cluster_section(path):
     gr = rows.get(("grouping", "cluster", "off"), [])
     if gr:
         g = lambda f: median(gr, f)
-        out += ["", "### Per-node vs per-slot grouping (`redlatch bench --workload grouping --cluster`)", "",
+        out += ["", "### Per-node vs per-slot grouping (`redlatch-bench --workload grouping --cluster`)", "",
                 "The same key sets sent each way by bare redis-rs with the project's scripts (EVALSHA;",
                 "the calls of one primary in a chunk pipelined, the best case for the many-call ways);",
                 "cost read from the three primaries: script calls, server CPU (`INFO cpu` user + system:",

@@ -23,6 +23,7 @@ pub use api::permits::{Permit, PermitExpirableSemaphore};
 pub use api::rwlock::ReadWriteLock;
 pub use api::semaphore::Semaphore;
 pub use api::status::MasterStatus;
+pub use api::wire;
 pub use error::{Error, Result};
 pub use keys::MAX_NAME_LEN;
 pub use transport::replicas::SyncReplicas;

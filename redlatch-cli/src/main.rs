@@ -1,22 +1,21 @@
 //! `redlatch`: Redisson-compatible distributed locks from the shell.
 //!
 //! A thin layer over the library's public API: `run` (flock(1) across machines),
-//! `status`, `unlock --force` and `bench`.
+//! `status` and `unlock --force`. (The benchmarks are the repository's `redlatch-bench`.)
 
 // The one exception is `child::die_with_parent` (std's pre-exec hook is `unsafe`).
 #![deny(unsafe_code)]
 
-mod bench;
 mod child;
-mod conn;
-mod duration;
-mod exit;
 mod held;
 mod run;
 mod status;
 mod unlock;
 
 use std::ffi::OsString;
+
+// Shared with the benchmark harness (lib.rs); `crate::conn` etc. resolve through these.
+use redlatch_cli::{conn, duration, exit};
 use std::process::ExitCode;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -69,8 +68,6 @@ enum Command {
     Status(status::StatusArgs),
     /// Delete a lock whoever holds it (needs --force) and wake its waiters.
     Unlock(unlock::UnlockArgs),
-    /// Run load workloads against the masters.
-    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,7 +90,6 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Status(args) => status::run(args).await,
             Command::Unlock(args) => unlock::run(args).await,
-            Command::Bench(args) => bench::run(args).await,
         }
     })
 }

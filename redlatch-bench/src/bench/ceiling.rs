@@ -64,7 +64,7 @@ pub fn run(ctx: &Ctx) -> Result<Report, String> {
             &release,
             "2",
             &key,
-            &super::waiters_key(&key),
+            &redlatch::wire::waiter_registry(&key),
             &channel,
             "0",
             "10000",

@@ -48,22 +48,22 @@ const HOLDER: &str = "bench-grouping:1";
 
 /// The sources, and what the library puts before them on a Redis 7 cluster: the
 /// cross-slot flags (renewals) and the sharded dialect's prelude.
-const ACQUIRE: &str = include_str!("../../lua/acquire.lua");
+const ACQUIRE: &str = include_str!("../../../lua/acquire.lua");
 /// release.lua and batch.lua free plain locks: the library puts lua/pass_on.lua
-/// before them (their waiter registries are KEYS too, [`super::waiters_key`]).
+/// before them (their waiter registries are KEYS too, [`redlatch::wire::waiter_registry`]).
 const RELEASE: &str = concat!(
-    include_str!("../../lua/pass_on.lua"),
-    include_str!("../../lua/release.lua")
+    include_str!("../../../lua/pass_on.lua"),
+    include_str!("../../../lua/release.lua")
 );
-const RENEW: &str = include_str!("../../lua/renew.lua");
+const RENEW: &str = include_str!("../../../lua/renew.lua");
 const BATCH: &str = concat!(
-    include_str!("../../lua/pass_on.lua"),
-    include_str!("../../lua/batch.lua")
+    include_str!("../../../lua/pass_on.lua"),
+    include_str!("../../../lua/batch.lua")
 );
-const CROSS_SLOT_FLAGS: &str = include_str!("../../lua/cross_slot_flags.lua");
-const SHARDED: &str = include_str!("../../lua/dialect_sharded.lua");
+const CROSS_SLOT_FLAGS: &str = include_str!("../../../lua/cross_slot_flags.lua");
+const SHARDED: &str = include_str!("../../../lua/dialect_sharded.lua");
 /// Turns a batch script's KEYS into arguments (see the file).
-const ARGV_KEYS: &str = include_str!("../../lua/bench_argv_keys.lua");
+const ARGV_KEYS: &str = include_str!("../../../lua/bench_argv_keys.lua");
 
 /// The cluster dialect of a script, as the library builds it.
 fn sharded(source: &str) -> String {
@@ -417,7 +417,7 @@ async fn batch_rounds(
                                     .arg(&shas.release)
                                     .arg(2)
                                     .arg(n)
-                                    .arg(super::waiters_key(n))
+                                    .arg(redlatch::wire::waiter_registry(n))
                                     .arg(ch)
                                     .arg("0")
                                     .arg(LEASE_MS)
@@ -443,7 +443,7 @@ async fn batch_rounds(
                             .arg(0)
                             .arg(2 * names.len());
                         for n in names {
-                            cmd.arg(n).arg(super::waiters_key(n));
+                            cmd.arg(n).arg(redlatch::wire::waiter_registry(n));
                         }
                         for ch in &channels {
                             cmd.arg(if release { "r" } else { "a" })

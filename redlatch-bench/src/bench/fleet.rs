@@ -1,7 +1,7 @@
 //! W7: a fleet of P separate processes, each its own `Client` with one task, looping
 //! lock → tiny critical section → unlock on ONE name on the first master.
 //!
-//! The parent starts P copies of this binary (`bench --w7-child NAME`), waits until
+//! The parent starts P copies of this binary (`--w7-child NAME`), waits until
 //! every one is connected ("ready"), then sends them all the same end time (the start
 //! barrier). Each child stamps its acquisitions with CLOCK_MONOTONIC, which every
 //! process on the machine shares, so the parent can merge them into one timeline:
@@ -21,8 +21,8 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use super::server::{self, Probe};
 use super::stats::Samples;
 use super::{Ctx, Report};
-use crate::conn::{self, RedisArgs};
-use crate::exit::{self, Failure};
+use redlatch_cli::conn::{self, RedisArgs};
+use redlatch_cli::exit::{self, Failure};
 
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the machine.
 fn mono_ns() -> u64 {
@@ -55,7 +55,7 @@ pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
     let mut members = Vec::with_capacity(procs);
     for _ in 0..procs {
         let mut cmd = Command::new(&exe);
-        cmd.arg("bench").arg("--w7-child").arg(&name);
+        cmd.arg("--w7-child").arg(&name);
         cmd.arg("--redis").arg(&ctx.urls[0]);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -203,7 +203,7 @@ fn summarise(
     r
 }
 
-/// A W7 child (`bench --w7-child NAME`): connects, says "ready", waits for "go END",
+/// A W7 child (`--w7-child NAME`): connects, says "ready", waits for "go END",
 /// loops until END, prints one "called acquired released" line per acquisition, then
 /// "done", and exits when its stdin closes.
 pub async fn child(redis: &RedisArgs, name: &str) -> Result<(), Failure> {

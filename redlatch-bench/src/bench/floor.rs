@@ -58,7 +58,7 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
                 async move {
                     release
                         .key(name)
-                        .key(super::waiters_key(name))
+                        .key(redlatch::wire::waiter_registry(name))
                         .arg(channel)
                         .arg("0")
                         .arg(10_000)

@@ -1,5 +1,5 @@
-//! `redlatch bench`: the workloads of BENCHMARKS.md against the masters given, one
-//! result per workload (one JSON line each with `--json`).
+//! The workloads of BENCHMARKS.md against the masters given, one result per workload
+//! (one JSON line each with `--json`).
 
 mod ceiling;
 mod contended;
@@ -20,30 +20,25 @@ use clap::{Args, ValueEnum};
 use redlatch::{Client, Config};
 use serde_json::{json, Map, Value};
 
-use crate::conn::{self, RedisArgs};
-use crate::duration;
-use crate::exit::{self, Failure};
+use redlatch_cli::conn::{self, RedisArgs};
+use redlatch_cli::duration;
+use redlatch_cli::exit::{self, Failure};
 
 /// The library's acquire and release scripts as it runs them on a standalone master
 /// (after the classic dialect's prelude), which the floor and the ceiling load by hand:
-/// the very files the library embeds (`redlatch-cli/lua` is a symbolic link to the
-/// repository's `lua/`, which `cargo package` follows, so the published crate has them).
+/// the very files the library embeds (this crate is not published: it reads them from
+/// the repository's `lua/`).
 const ACQUIRE_LUA: &str = concat!(
-    include_str!("../lua/dialect_classic.lua"),
-    include_str!("../lua/acquire.lua")
+    include_str!("../../lua/dialect_classic.lua"),
+    include_str!("../../lua/acquire.lua")
 );
 /// release.lua after the prelude and lua/pass_on.lua, as the library sends it; its
-/// KEYS[2] is the lock's waiter registry ([`waiters_key`]).
+/// KEYS[2] is the lock's waiter registry ([`redlatch::wire::waiter_registry`]).
 const RELEASE_LUA: &str = concat!(
-    include_str!("../lua/dialect_classic.lua"),
-    include_str!("../lua/pass_on.lua"),
-    include_str!("../lua/release.lua")
+    include_str!("../../lua/dialect_classic.lua"),
+    include_str!("../../lua/pass_on.lua"),
+    include_str!("../../lua/release.lua")
 );
-
-/// The waiter registry of lock `name` (release.lua's KEYS[2]).
-fn waiters_key(name: &str) -> String {
-    format!("redlatch_lock_waiters:{{{name}}}")
-}
 
 /// One result line.
 pub type Report = Map<String, Value>;

@@ -1,0 +1,181 @@
+//! `redlatch-bench` against real redis-server processes and a Redis Cluster started by
+//! the library's harness: one JSON line per workload with its fields, W7's separate
+//! processes, cluster figures counted on the primaries, and nothing left behind.
+
+// The library's redis-server harness, shared rather than copied.
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::shared_cluster;
+use common::{eventually, start_many, RedisServer};
+use serde_json::Value;
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn with(mut base: Vec<String>, more: Vec<String>) -> Vec<String> {
+    base.extend(more);
+    base
+}
+
+/// `--redis URL` for each server.
+fn redis_args(servers: &[&RedisServer]) -> Vec<String> {
+    servers
+        .iter()
+        .flat_map(|s| ["--redis".to_string(), s.url()])
+        .collect()
+}
+
+/// Runs the bench with `args` (a clean environment, bounded), asserts its exit status
+/// and returns what it printed.
+fn output(args: &[String], code: i32) -> std::process::Output {
+    assert_cmd::Command::new(env!("CARGO_BIN_EXE_redlatch-bench"))
+        .args(args)
+        .env_remove("REDLATCH_REDIS")
+        .timeout(Duration::from_secs(300))
+        .assert()
+        .code(code)
+        .get_output()
+        .clone()
+}
+
+/// `redlatch-bench --json`: one JSON line per workload with the fields issue 6 names,
+/// on one and on three masters, and nothing of the run left in Redis.
+#[test]
+fn bench_prints_one_json_line_per_workload_and_cleans_up() {
+    let servers = start_many(3);
+    let one = [&servers[0]];
+    let all: Vec<&RedisServer> = servers.iter().collect();
+    for (masters, redis) in [(1, redis_args(&one)), (3, redis_args(&all))] {
+        for workload in ["floor", "W1", "W3"] {
+            let cmd = args(&["--json", "--duration", "1s", "--workload", workload]);
+            let out = output(&with(cmd, redis.clone()), 0).stdout;
+            let text = String::from_utf8_lossy(&out);
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(lines.len(), 1, "{text}");
+            let doc: Value = serde_json::from_str(lines[0]).unwrap();
+            assert_eq!(doc["workload"], workload);
+            assert_eq!(doc["masters"], masters);
+            for field in ["lib", "ops", "seconds", "ops_per_s", "p50_us", "p99_us"] {
+                assert!(!doc[field].is_null(), "{field} missing: {doc}");
+            }
+            assert!(doc["ops"].as_u64().unwrap() > 0, "{doc}");
+            if workload == "W3" {
+                for field in [
+                    "cross_handoffs_per_s",
+                    "cross_p50_us",
+                    "cross_p99_us",
+                    "acquire_wait_p99_us",
+                    "per_task_min",
+                    "per_task_max",
+                ] {
+                    assert!(!doc[field].is_null(), "{field} missing: {doc}");
+                }
+                assert_eq!(doc["violations"], 0, "{doc}");
+            }
+        }
+    }
+    let clean = || servers.iter().all(|s| s.cmd::<i64>(&["DBSIZE"]) == 0);
+    assert!(
+        eventually(Duration::from_secs(5), clean),
+        "bench keys left behind"
+    );
+}
+
+/// Issue 14: `--workload W7` runs P separate processes on one name and reports
+/// the merged timeline; nothing of the run is left in Redis.
+#[test]
+fn bench_w7_runs_separate_processes_on_one_name() {
+    let server = RedisServer::start();
+    let cmd = args(&[
+        "--json",
+        "--duration",
+        "1s",
+        "--workload",
+        "W7",
+        "--procs",
+        "3",
+    ]);
+    let out = output(&with(cmd, redis_args(&[&server])), 0).stdout;
+    let text = String::from_utf8_lossy(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let doc: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(doc["workload"], "W7");
+    assert_eq!(doc["procs"], 3);
+    assert!(doc["ops"].as_u64().unwrap() > 0, "{doc}");
+    // Three processes shared the lock, each at least once, with no overlap.
+    assert!(doc["per_proc_min"].as_u64().unwrap() > 0, "{doc}");
+    assert_eq!(doc["violations"], 0, "{doc}");
+    assert!(doc["cross_handoffs"].as_u64().unwrap() > 0, "{doc}");
+    // Every acquisition took at least one acquire call.
+    assert!(
+        doc["tries_per_acquisition"].as_f64().unwrap() >= 1.0,
+        "{doc}"
+    );
+    let clean = || server.cmd::<i64>(&["DBSIZE"]) == 0;
+    assert!(
+        eventually(Duration::from_secs(5), clean),
+        "bench keys left behind"
+    );
+}
+
+#[test]
+fn bench_measures_on_the_cluster_primaries() {
+    let cluster = shared_cluster();
+    let seed = cluster.node(cluster.primaries()[0]).url();
+    let lines = |workload: &str| -> Vec<Value> {
+        let out = output(
+            &args(&[
+                "--workload",
+                workload,
+                "--duration",
+                "1s",
+                "--json",
+                "--cluster",
+                "--redis",
+                &seed,
+            ]),
+            0,
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    };
+    let w1 = lines("W1");
+    assert_eq!(w1.len(), 1, "{w1:?}");
+    let w1 = &w1[0];
+    assert_eq!(w1["workload"], "W1", "{w1}");
+    assert_eq!(w1["topology"], "cluster", "{w1}");
+    assert_eq!(w1["masters"], 3, "{w1}");
+    assert_eq!(w1["replicas"], 3, "{w1}");
+    assert_eq!(w1["sync"], "auto", "{w1}");
+    assert_eq!(w1["ops"], 3000, "{w1}");
+    assert!(w1["p50_us"].as_u64() > Some(0), "{w1}");
+
+    let w2 = lines("W2");
+    let w2 = &w2[0];
+    assert_eq!(w2["workload"], "W2", "{w2}");
+    let pairs = w2["ops"].as_f64().unwrap();
+    assert!(pairs > 0.0, "{w2}");
+    // Counted on the servers: at least one script per pair's worth of batches, at
+    // most one per operation; every acquisition waited for its replica.
+    let per_pair = w2["script_calls_per_pair"].as_f64().unwrap();
+    assert!(per_pair > 0.0 && per_pair <= 2.0 + 1e-9, "{w2}");
+    assert!(w2["wait_calls_per_pair"].as_f64() > Some(0.0), "{w2}");
+    let per_primary = w2["script_calls_per_primary"].as_array().unwrap();
+    assert_eq!(per_primary.len(), 3, "{w2}");
+    assert!(per_primary.iter().all(|c| c.as_u64() > Some(0)), "{w2}");
+    assert!(w2["names_distinct_slots"].as_u64() > Some(32), "{w2}");
+
+    // The bench's keys are gone from every node (cleanup is per key: a cluster
+    // refuses a multi-key UNLINK across slots).
+    for i in 0..cluster.len() {
+        let left: Vec<String> = cluster.node(i).cmd(&["KEYS", "*redlatch-bench:*"]);
+        assert!(left.is_empty(), "node {i} kept {left:?}");
+    }
+}
