@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs, unsafe_code)]
 #![warn(rust_2018_idioms, unreachable_pub, clippy::all)]
 

@@ -395,7 +395,7 @@ async fn no_double_grant_under_a_bounded_storm_of_waits_and_cancellations() {
                     .unwrap();
                 for i in 0..25u64 {
                     let seed = (c * 2 + t) as u64 * 1000 + i;
-                    if seed % 4 == 0 {
+                    if seed.is_multiple_of(4) {
                         // A caller that gives up after 0-3 ms (dropped mid-wait).
                         let patience = Duration::from_micros(seed.wrapping_mul(2654435761) % 3000);
                         let _ = tokio::time::timeout(patience, lock.lock_with_lease(LEASE)).await;

@@ -111,7 +111,7 @@ impl Client {
                 require_waitaof(&**link).await?;
             }
         }
-        if links.len() > 1 && links.len() % 2 == 0 {
+        if links.len() > 1 && links.len().is_multiple_of(2) {
             tracing::warn!(
                 n = links.len(),
                 "an even number of masters tolerates no more failures than one fewer"

@@ -81,7 +81,7 @@ impl Replicas {
             SyncReplicas::Auto => self
                 .counted
                 .lock()
-                .map_or(true, |(n, at)| n > 0 || at.elapsed() >= RECOUNT_EVERY),
+                .is_none_or(|(n, at)| n > 0 || at.elapsed() >= RECOUNT_EVERY),
         }
     }
 
@@ -91,7 +91,7 @@ impl Replicas {
             && self
                 .counted
                 .lock()
-                .map_or(true, |(_, at)| at.elapsed() >= RECOUNT_EVERY)
+                .is_none_or(|(_, at)| at.elapsed() >= RECOUNT_EVERY)
     }
 
     /// Records an `INFO replication` answer.
