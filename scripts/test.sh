@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/ensure-redis.sh
-features="redlatch/tls,redlatch/metrics,redlatch-cli/tls"
+features="redlatch/tls,redlatch/metrics,redlatch/serde,redlatch-cli/tls"
 cargo build --workspace --all-targets --features "$features" --quiet
 cargo test --workspace --doc --features "$features" --quiet
 if cargo nextest --version >/dev/null 2>&1; then

@@ -22,9 +22,10 @@ const REDLOCK_MASTER_TIMEOUT: Duration = Duration::from_millis(50);
 /// The `--redis` option shared by every subcommand.
 #[derive(Args, Debug, Clone, Default)]
 pub struct RedisArgs {
-    /// Redis master URL (redis://[user:pass@]host:port[/db]). Repeat it for Redlock
-    /// over independent masters (use 3 or 5). Default: $REDLATCH_REDIS
-    /// (comma-separated), then redis://127.0.0.1:6379.
+    /// Redis master URL (redis://[user:pass@]host:port[/db], or valkey://). Repeat it
+    /// for Redlock over independent masters (use 3 or 5). Default: $REDLATCH_REDIS
+    /// (comma-separated; $REDLATCH_MODE single|redlock|cluster|sentinel and
+    /// $REDLATCH_SENTINEL_MASTER say how to read it), then redis://127.0.0.1:6379.
     #[arg(long = "redis", value_name = "URL")]
     pub urls: Vec<String>,
 
@@ -73,8 +74,9 @@ impl RedisArgs {
         let mut config = match self.urls.as_slice() {
             [one] => Config::single(one.clone()),
             [_, _, ..] => Config::redlock(self.urls.iter().cloned()),
+            // The environment can describe every mode (REDLATCH_MODE, Config::from_env).
             [] => match std::env::var(ENV_VAR) {
-                Ok(list) if !list.trim().is_empty() => Config::from_list(&list)
+                Ok(list) if !list.trim().is_empty() => Config::from_env()
                     .map_err(|e| exit::from_error(&format!("bad {ENV_VAR}"), &e))?,
                 _ => Config::single(DEFAULT_URL),
             },

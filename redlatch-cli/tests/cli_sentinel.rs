@@ -46,3 +46,37 @@ fn run_status_and_force_unlock_go_through_the_sentinels() {
     bad[pos] = "nobody".into();
     redlatch(&bad).assert().code(64);
 }
+
+/// Issue 26: the environment alone describes a Sentinel deployment
+/// (REDLATCH_REDIS = the sentinels, REDLATCH_MODE=sentinel, REDLATCH_SENTINEL_MASTER).
+#[test]
+fn the_environment_alone_describes_a_sentinel_deployment() {
+    let set = SentinelSet::start("env-sentinel");
+    let run = [
+        "run",
+        "from-env",
+        "--",
+        "sh",
+        "-c",
+        "echo held-$REDLATCH_LOCK",
+    ];
+    let out = redlatch(&run.map(String::from))
+        .env("REDLATCH_REDIS", set.sentinel_urls().join(","))
+        .env("REDLATCH_MODE", "sentinel")
+        .env("REDLATCH_SENTINEL_MASTER", set.master_name())
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "held-from-env");
+    // Without the master's name the environment is incomplete: a usage error, named.
+    let out = redlatch(&run.map(String::from))
+        .env("REDLATCH_REDIS", set.sentinel_urls().join(","))
+        .env("REDLATCH_MODE", "sentinel")
+        .assert()
+        .code(64)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("REDLATCH_SENTINEL_MASTER"), "{stderr}");
+}

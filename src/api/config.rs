@@ -201,30 +201,6 @@ impl Config {
         &self.topology
     }
 
-    /// Reads [`ENV_VAR`] (`REDLATCH_REDIS`): one URL means single mode, a
-    /// comma-separated list means Redlock.
-    ///
-    /// # Errors
-    /// [`Error::Config`] when the variable is unset or empty.
-    ///
-    /// # Examples
-    /// ```
-    /// use redlatch::{Config, ENV_VAR};
-    /// std::env::set_var(ENV_VAR, "redis://10.0.0.1:7000,redis://10.0.0.2:7000,redis://10.0.0.3:7000");
-    /// let config = Config::from_env()?;
-    /// assert_eq!(config.urls().len(), 3); // a list: Redlock
-    /// assert_eq!(config.quorum(), 2);
-    ///
-    /// std::env::remove_var(ENV_VAR);
-    /// assert!(matches!(Config::from_env(), Err(redlatch::Error::Config(_))));
-    /// # Ok::<(), redlatch::Error>(())
-    /// ```
-    pub fn from_env() -> Result<Self> {
-        let raw =
-            std::env::var(ENV_VAR).map_err(|_| Error::Config(format!("{ENV_VAR} is not set")))?;
-        Self::from_list(&raw)
-    }
-
     /// Parses a comma-separated URL list like `REDLATCH_REDIS` holds.
     ///
     /// # Errors
@@ -630,7 +606,8 @@ impl Config {
         #[cfg(feature = "tls")]
         if self.tls.is_set() && !infos.iter().any(is_tls) {
             return Err(Error::Config(
-                "TLS certificates are configured but no master URL is rediss://".into(),
+                "TLS certificates are configured but no master URL is rediss:// (or valkeys://)"
+                    .into(),
             ));
         }
         Ok(infos)
@@ -915,9 +892,9 @@ fn parse_url(url: &str) -> Result<redis::ConnectionInfo> {
     };
     let scheme = url.split("://").next().unwrap_or_default();
     match scheme {
-        "redis" | "redis+unix" | "unix" => {}
-        "rediss" if cfg!(feature = "tls") => {}
-        "rediss" => {
+        "redis" | "redis+unix" | "unix" | "valkey" | "valkey+unix" => {}
+        "rediss" | "valkeys" if cfg!(feature = "tls") => {}
+        "rediss" | "valkeys" => {
             return Err(bad(
                 "TLS support is not compiled in (cargo feature `tls`)".into()
             ))
@@ -955,6 +932,13 @@ mod tests {
             Err(Error::InvalidUrl { .. })
         ));
         assert!(Config::single("redis://127.0.0.1:1").validate().is_ok());
+        // Valkey's schemes, as redis-rs accepts them.
+        assert!(Config::single("valkey://127.0.0.1:1/2").validate().is_ok());
+        assert!(Config::single("valkey+unix:///run/valkey.sock")
+            .validate()
+            .is_ok());
+        let tls = Config::single("valkeys://127.0.0.1:1").validate();
+        assert_eq!(tls.is_ok(), cfg!(feature = "tls"), "{tls:?}");
         let zero = Config::single("redis://x").watchdog_timeout(Duration::ZERO);
         assert!(zero.validate().is_err());
         let dup = Config::redlock(["redis://127.0.0.1:1", "redis://127.0.0.1:1/2"]);

@@ -4,6 +4,9 @@
 pub mod blocking;
 pub(crate) mod client;
 pub(crate) mod config;
+#[cfg(feature = "serde")]
+mod config_serde;
+pub(crate) mod config_sources;
 pub(crate) mod guard;
 pub(crate) mod latch;
 pub(crate) mod lock;
