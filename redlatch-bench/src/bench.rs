@@ -8,6 +8,7 @@ mod family;
 mod fleet;
 mod floor;
 mod grouping;
+mod peer;
 mod scale;
 mod server;
 mod simple;
@@ -86,6 +87,11 @@ pub enum Workload {
     /// W2's group commit), the same key sets sent both ways with bare redis-rs.
     #[value(name = "grouping")]
     Grouping,
+    /// W1 and W2 beside the reference peer's protocol (rslock: SET NX PX and a
+    /// compare-and-delete script) in the same run: four lines, redlatch's with the
+    /// ratios (first master only).
+    #[value(name = "peers")]
+    Peers,
     /// W1–W7, R1, S1 and RW in turn.
     #[value(name = "all")]
     All,
@@ -301,6 +307,14 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
                 Err(e) => Err(e),
             },
             Workload::Grouping => grouping::run(&ctx).await,
+            Workload::Peers => match peers(&ctx).await {
+                Ok(lines) => {
+                    let (last, rest) = lines.split_last().expect("four lines");
+                    rest.iter().for_each(|l| print(l, args.json));
+                    Ok(last.clone())
+                }
+                Err(e) => Err(e),
+            },
             Workload::All => unreachable!("expanded above"),
         };
         match r {
@@ -313,6 +327,32 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
     }
     ctx.cleanup().await;
     result
+}
+
+/// W1 and W2 of redlatch and of the reference peer, interleaved in one run; redlatch's
+/// lines carry `p50_vs_rslock` (W1, lower is better) and `ops_per_s_vs_rslock` (W2,
+/// higher is better).
+async fn peers(ctx: &Ctx) -> Result<Vec<Report>, String> {
+    let mut w1 = simple::w1(ctx).await.map_err(|e| e.to_string())?;
+    let p1 = peer::w1(ctx).await?;
+    let mut w2 = simple::w2(ctx).await.map_err(|e| e.to_string())?;
+    let p2 = peer::w2(ctx).await?;
+    let ratio = |a: &Report, b: &Report, field: &str| {
+        let (a, b) = (
+            a[field].as_f64().unwrap_or(0.0),
+            b[field].as_f64().unwrap_or(0.0),
+        );
+        if b > 0.0 {
+            a / b
+        } else {
+            0.0
+        }
+    };
+    let r1 = ratio(&w1, &p1, "p50_us");
+    w1.insert("p50_vs_rslock".into(), json!(r1));
+    let r2 = ratio(&w2, &p2, "ops_per_s");
+    w2.insert("ops_per_s_vs_rslock".into(), json!(r2));
+    Ok(vec![w1, p1, w2, p2])
 }
 
 /// `auto`, `off`, `aof` or the replica count, as `--sync-replicas` takes it.

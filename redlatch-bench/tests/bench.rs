@@ -179,3 +179,48 @@ fn bench_measures_on_the_cluster_primaries() {
         assert!(left.is_empty(), "node {i} kept {left:?}");
     }
 }
+
+/// Issue 25: `--workload peers` runs W1 and W2 beside the reference peer's protocol in
+/// one run, with the CPU per pair on both sides and redlatch's ratios.
+#[test]
+fn peers_measures_w1_and_w2_beside_the_reference_protocol() {
+    let server = RedisServer::start();
+    let cmd = args(&["--json", "--duration", "1s", "--workload", "peers"]);
+    let out = output(&with(cmd, redis_args(&[&server])), 0).stdout;
+    let text = String::from_utf8_lossy(&out);
+    let docs: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let libs: Vec<(&str, &str)> = docs
+        .iter()
+        .map(|d| (d["lib"].as_str().unwrap(), d["workload"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        libs,
+        [
+            ("redlatch", "W1"),
+            ("rslock-protocol", "W1"),
+            ("redlatch", "W2"),
+            ("rslock-protocol", "W2")
+        ],
+        "{text}"
+    );
+    for d in &docs {
+        assert!(d["ops"].as_u64() > Some(0), "{d}");
+        assert!(d["client_cpu_us_per_pair"].as_f64().is_some(), "{d}");
+    }
+    for d in &docs[2..] {
+        assert!(d["server_cpu_us_per_pair"].as_f64() > Some(0.0), "{d}");
+    }
+    assert!(docs[0]["p50_vs_rslock"].as_f64() > Some(0.0), "{text}");
+    assert!(
+        docs[2]["ops_per_s_vs_rslock"].as_f64() > Some(0.0),
+        "{text}"
+    );
+    let clean = || server.cmd::<i64>(&["DBSIZE"]) == 0;
+    assert!(
+        eventually(Duration::from_secs(5), clean),
+        "bench keys left behind"
+    );
+}

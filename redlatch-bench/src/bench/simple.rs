@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::peer::process_cpu;
 use super::server::{counters, deltas};
 use super::stats::Samples;
 use super::{Ctx, Report};
@@ -19,13 +20,17 @@ pub async fn w1(ctx: &Ctx) -> redlatch::Result<Report> {
         lock.lock_with_lease(LEASE).await?.unlock().await?;
     }
     let mut samples = Samples::with_capacity(W1_PAIRS);
+    let cpu = process_cpu();
     let started = Instant::now();
     for _ in 0..W1_PAIRS {
         let t = Instant::now();
         lock.lock_with_lease(LEASE).await?.unlock().await?;
         samples.push(t.elapsed());
     }
-    Ok(ctx.report("W1", W1_PAIRS as u64, started.elapsed(), &mut samples))
+    let mut r = ctx.report("W1", W1_PAIRS as u64, started.elapsed(), &mut samples);
+    let client_cpu = (process_cpu() - cpu).as_secs_f64() * 1e6 / W1_PAIRS as f64;
+    r.insert("client_cpu_us_per_pair".into(), json!(client_cpu));
+    Ok(r)
 }
 
 /// W2: 64 tasks, each on its own name, acquire+release pairs for the run time. The
@@ -40,6 +45,7 @@ pub async fn w2(ctx: &Ctx) -> redlatch::Result<Report> {
     let slots = ctx.key_slots(&names).await?;
     let mut probes = ctx.probes().await?;
     let before = counters(&mut probes).await;
+    let cpu = process_cpu();
     let started = Instant::now();
     let ops = names.iter().map(|name| {
         let lock = ctx.client.lock(name.clone());
@@ -50,6 +56,7 @@ pub async fn w2(ctx: &Ctx) -> redlatch::Result<Report> {
     });
     let mut all = pairs(started + ctx.duration, ops.collect()).await?;
     let took = started.elapsed();
+    let client_cpu = process_cpu() - cpu;
     let used = deltas(&before, &counters(&mut probes).await);
     let ops = all.len() as u64;
     let pairs = ops.max(1) as f64;
@@ -62,6 +69,7 @@ pub async fn w2(ctx: &Ctx) -> redlatch::Result<Report> {
         "wait_calls_per_pair": used.iter().map(|c| c.waits).sum::<u64>() as f64 / pairs,
         "script_calls_per_primary": used.iter().map(|c| c.scripts).collect::<Vec<_>>(),
         "server_cpu_us_per_pair": used.iter().map(|c| c.cpu_us).sum::<u64>() as f64 / pairs,
+        "client_cpu_us_per_pair": client_cpu.as_secs_f64() * 1e6 / pairs,
         "ops_per_script_call": if scripts > 0 { 2.0 * ops as f64 / scripts as f64 } else { 0.0 },
     });
     r.extend(extra.as_object().expect("object").clone());

@@ -1,0 +1,144 @@
+//! The reference peer of W1 and W2: rslock's protocol (`SET key value NX PX lease` to
+//! acquire, a compare-and-delete script to release) sent with bare redis-rs over one
+//! multiplexed connection to the first master, in the same run and on the same
+//! runtime as redlatch's workloads. Both report the server's CPU and the client's CPU
+//! per acquire+release pair, so the ratio and where the time goes are plain
+//! (issue 25).
+
+use std::time::{Duration, Instant};
+
+use redis::aio::MultiplexedConnection;
+use redis::Script;
+use serde_json::json;
+
+use super::server::{counters, deltas};
+use super::stats::Samples;
+use super::{Ctx, Report};
+
+const W1_PAIRS: usize = 3_000;
+const W2_TASKS: usize = 64;
+const LEASE_MS: u64 = 10_000;
+const RELEASE: &str = include_str!("../../../lua/bench_rslock_release.lua");
+
+/// The process's user + system CPU time so far.
+pub fn process_cpu() -> Duration {
+    use nix::sys::resource::{getrusage, UsageWho};
+    match getrusage(UsageWho::RUSAGE_SELF) {
+        Ok(u) => {
+            let tv = |t: nix::sys::time::TimeVal| {
+                Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
+            };
+            tv(u.user_time()) + tv(u.system_time())
+        }
+        Err(_) => Duration::ZERO,
+    }
+}
+
+/// One rslock pair on `name`: acquire with a fresh value, release with it.
+async fn pair(
+    conn: &mut MultiplexedConnection,
+    release: &Script,
+    name: &str,
+) -> Result<(), String> {
+    let value = uuid::Uuid::new_v4().to_string();
+    let set: Option<String> = redis::cmd("SET")
+        .arg(name)
+        .arg(&value)
+        .arg("NX")
+        .arg("PX")
+        .arg(LEASE_MS)
+        .query_async(conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    if set.is_none() {
+        return Err(format!("{name}: rslock reference found its own name taken"));
+    }
+    let deleted: i64 = release
+        .key(name)
+        .arg(&value)
+        .invoke_async(conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    if deleted != 1 {
+        return Err(format!("{name}: rslock reference release deleted nothing"));
+    }
+    Ok(())
+}
+
+async fn connect(ctx: &Ctx) -> Result<MultiplexedConnection, String> {
+    ctx.require_masters("the rslock reference")?;
+    let url = &ctx.urls[0];
+    let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
+    client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| format!("{url}: {e}"))
+}
+
+/// W1 the rslock way: one task, 3,000 pairs.
+pub async fn w1(ctx: &Ctx) -> Result<Report, String> {
+    let mut conn = connect(ctx).await?;
+    let release = Script::new(RELEASE);
+    let name = ctx.key("w1-rslock");
+    for _ in 0..200 {
+        pair(&mut conn, &release, &name).await?;
+    }
+    let mut samples = Samples::with_capacity(W1_PAIRS);
+    let cpu = process_cpu();
+    let started = Instant::now();
+    for _ in 0..W1_PAIRS {
+        let t = Instant::now();
+        pair(&mut conn, &release, &name).await?;
+        samples.push(t.elapsed());
+    }
+    let took = started.elapsed();
+    let mut r = ctx.report("W1", W1_PAIRS as u64, took, &mut samples);
+    r.insert("lib".into(), json!("rslock-protocol"));
+    let client_cpu = (process_cpu() - cpu).as_secs_f64() * 1e6 / W1_PAIRS as f64;
+    r.insert("client_cpu_us_per_pair".into(), json!(client_cpu));
+    Ok(r)
+}
+
+/// W2 the rslock way: 64 tasks on distinct names over one multiplexed connection.
+pub async fn w2(ctx: &Ctx) -> Result<Report, String> {
+    let conn = connect(ctx).await?;
+    let release = Script::new(RELEASE);
+    let mut probes = ctx.probes().await.map_err(|e| e.to_string())?;
+    probes.truncate(1);
+    let before = counters(&mut probes).await;
+    let cpu = process_cpu();
+    let started = Instant::now();
+    let until = started + ctx.duration;
+    let tasks: Vec<_> = (0..W2_TASKS)
+        .map(|i| {
+            let (mut conn, release) = (conn.clone(), release.clone());
+            let name = ctx.key(&format!("w2-rslock:{i}"));
+            tokio::spawn(async move {
+                let mut samples = Samples::with_capacity(1 << 14);
+                while Instant::now() < until {
+                    let t = Instant::now();
+                    pair(&mut conn, &release, &name).await?;
+                    samples.push(t.elapsed());
+                }
+                Ok::<_, String>(samples)
+            })
+        })
+        .collect();
+    let mut all = Samples::default();
+    for t in tasks {
+        all.extend(t.await.map_err(|e| e.to_string())??);
+    }
+    let took = started.elapsed();
+    let client_cpu = process_cpu() - cpu;
+    let used = deltas(&before, &counters(&mut probes).await);
+    let ops = all.len() as u64;
+    let pairs = ops.max(1) as f64;
+    let mut r = ctx.report("W2", ops, took, &mut all);
+    r.insert("lib".into(), json!("rslock-protocol"));
+    r.insert("tasks".into(), json!(W2_TASKS));
+    let server_cpu = used.iter().map(|c| c.cpu_us).sum::<u64>() as f64 / pairs;
+    r.insert("server_cpu_us_per_pair".into(), json!(server_cpu));
+    let client_cpu = client_cpu.as_secs_f64() * 1e6 / pairs;
+    r.insert("client_cpu_us_per_pair".into(), json!(client_cpu));
+    Ok(r)
+}
