@@ -25,4 +25,4 @@ pub use api::semaphore::Semaphore;
 pub use api::status::MasterStatus;
 pub use error::{Error, Result};
 pub use keys::MAX_NAME_LEN;
-pub use transport::replicas::SyncReplicas;
+pub use transport::replicas::{ReplicaSync, SyncReplicas};

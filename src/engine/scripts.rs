@@ -381,6 +381,7 @@ pub(crate) async fn send_acquire(
             source: redis::RedisError::from((redis::ErrorKind::Parse, "unexpected synced reply")),
         });
     };
+    crate::telemetry::replicas_waited(&addr, wanted, acked, true);
     let short = (acked < wanted).then(|| Error::NotReplicated {
         addr,
         acked,

@@ -8,7 +8,8 @@
 //! * [`subscriber`]: a deployment's subscriber: one classic pub/sub connection, or
 //!   (cluster) sharded subscriptions spread over the primaries.
 //! * [`sentinel`]: a Sentinel-managed primary, followed across switches.
-//! * [`replicas`]: replica-synced acquisitions (`WAIT`).
+//! * [`replicas`]: replica-synced acquisitions and renewals (`WAIT`), and which
+//!   replicas are waited for.
 //! * [`cluster`]: Redis Cluster: requests routed by their first key's hash slot,
 //!   MOVED/ASK followed, sharded pub/sub.
 //! * `tls` (cargo feature `tls`): the rustls crypto provider and the certificates of
@@ -129,6 +130,12 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// The longest a synced acquisition waits for replicas.
     fn sync_timeout(&self) -> Duration {
         Duration::ZERO
+    }
+
+    /// What replica sync sees of the replicas of the primary serving `key` (`None`
+    /// with sync off).
+    fn replica_sync(&self, _key: &[u8]) -> Option<replicas::ReplicaSync> {
+        None
     }
 }
 

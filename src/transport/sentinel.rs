@@ -317,4 +317,8 @@ impl Transport for Sentinel {
     fn sync_timeout(&self) -> Duration {
         self.inner.setup.link.sync.1
     }
+
+    fn replica_sync(&self, key: &[u8]) -> Option<super::replicas::ReplicaSync> {
+        self.inner.primary().replica_sync(key)
+    }
 }

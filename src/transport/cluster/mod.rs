@@ -420,4 +420,8 @@ impl Transport for Cluster {
     fn sync_timeout(&self) -> Duration {
         self.inner.link.sync.1
     }
+
+    fn replica_sync(&self, key: &[u8]) -> Option<super::replicas::ReplicaSync> {
+        self.inner.owner_node(Some(key)).ok()?.replica_sync(key)
+    }
 }
