@@ -64,6 +64,8 @@ pub(crate) struct Standalone {
     replicas: Replicas,
     /// The FIFO ticket of lock-lane writes (invariant 5).
     order: tokio::sync::Mutex<()>,
+    /// When the connections were last discarded after an I/O error (invariant 2).
+    reset_at: parking_lot::Mutex<Option<std::time::Instant>>,
 }
 
 impl Standalone {
@@ -105,6 +107,7 @@ impl Standalone {
             dialect: Dialect::Classic,
             replicas: Replicas::new(SyncReplicas::Off, Duration::ZERO),
             order: tokio::sync::Mutex::new(()),
+            reset_at: parking_lot::Mutex::new(None),
         })
     }
 
@@ -199,6 +202,7 @@ impl Standalone {
     /// Drops every slot's connection after an I/O error on one of them (invariant 2).
     /// Requests in flight keep their clones and finish.
     fn discard_all(&self) {
+        *self.reset_at.lock() = Some(std::time::Instant::now());
         for slot in self.slots.iter() {
             if let Some(pooled) = slot.conn.lock().take() {
                 drop(Pooled::take(pooled));
@@ -273,11 +277,12 @@ impl Standalone {
                         // Replicas that did not acknowledge may have stopped being
                         // eligible since the count (restarted, resyncing): judged
                         // again on a fresh count (replicas.rs invariant 3).
-                        if acked < wanted && self.replicas.counts() {
-                            if self.count_replicas(&mut conn).await.is_ok() {
-                                wanted = wanted.min(self.replicas.wanted());
-                                self.replicas.waited(wanted);
-                            }
+                        if acked < wanted
+                            && self.replicas.counts()
+                            && self.count_replicas(&mut conn).await.is_ok()
+                        {
+                            wanted = wanted.min(self.replicas.wanted());
+                            self.replicas.waited(wanted);
                         }
                         Ok(synced_reply(reply, acked, wanted, &self.addr))
                     }
@@ -298,7 +303,7 @@ impl Standalone {
                 if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
                     self.discard_all();
                 }
-                self.err(e)
+                crate::error::name_refused(self.err(e), || request.describe())
             })
         };
         match tokio::time::timeout(timeout, work).await {
@@ -352,6 +357,10 @@ impl Transport for Standalone {
 
     fn replica_sync(&self, _key: &[u8]) -> Option<super::replicas::ReplicaSync> {
         self.replicas.snapshot()
+    }
+
+    fn changed_at(&self, _key: &[u8]) -> Option<std::time::Instant> {
+        *self.reset_at.lock()
     }
 
     fn subscriber(&self) -> BoxFuture<'_, redis::RedisResult<Box<dyn Subscriber>>> {
