@@ -41,7 +41,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub kind: KindArgs,
 
-    /// After a lost lock, time between SIGTERM and SIGKILL to CMD.
+    /// After a lost lock, time between SIGTERM and SIGKILL to CMD. While renewals fail
+    /// (the lock at risk), SIGTERM comes this long before the validity ends.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration::parse)]
     pub kill_grace: Duration,
 
@@ -250,7 +251,23 @@ async fn supervise(
             ),
         };
         match event {
-            Event::Exited(Ok(status)) => return Ok(Ended { status, lost }),
+            Event::Exited(Ok(status)) => {
+                // CMD was stopped because the lock was at risk: the loss follows at the
+                // end of the validity; its reason (a refusal: exit 77) is the better
+                // report, unless a renewal saved the lock meanwhile.
+                if let (Some(_), Some(end)) = (&lost, risk_end) {
+                    let by = end + Duration::from_millis(500);
+                    if tokio::time::timeout_at(by, lost_token.cancelled())
+                        .await
+                        .is_ok()
+                    {
+                        let (why, code) = lost_message(guard.lost_reason());
+                        eprintln!("redlatch: lock {:?} lost: {why}", args.name);
+                        lost = Some((why, code));
+                    }
+                }
+                return Ok(Ended { status, lost });
+            }
             Event::Exited(Err(e)) => {
                 child::send(&child, Signal::SIGKILL);
                 let why = format!("cannot wait for CMD: {e}; killed it");
