@@ -88,9 +88,9 @@ pub enum SyncReplicas {
 /// let lock = client.lock("orders:42");
 /// let guard = lock.lock().await?;
 /// let status = lock.status().await?;
-/// // A server without replicas: nothing to wait for.
+/// // A server without replicas: nothing to wait for, so no acquisition was synced.
 /// let replicas = status[0].replicas.expect("replica sync is on by default");
-/// assert_eq!((replicas.connected, replicas.eligible, replicas.waited), (0, 0, Some(0)));
+/// assert_eq!((replicas.connected, replicas.eligible, replicas.waited), (0, 0, None));
 /// # drop(guard); Ok(()) }) }
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -103,7 +103,8 @@ pub struct ReplicaSync {
     /// caught up), plus eligible replicas whose link broke less than 2 s ago.
     pub eligible: usize,
     /// Acknowledgements the last synced write (acquisition or renewal) on this primary
-    /// waited for; `None` before the first.
+    /// waited for; `None` before the first (while no replica is eligible, writes are
+    /// not synced: nothing to wait for).
     pub waited: Option<usize>,
 }
 
