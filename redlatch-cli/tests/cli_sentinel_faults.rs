@@ -1,7 +1,7 @@
 //! `redlatch run` under Sentinel through repeated failovers (issue 21 item 3): runners
-//! loop on a few names, each critical section outlasting several renewals; three times
-//! the replica's link is cut (`CLIENT KILL TYPE master` on the replica) and, 0.4 s
-//! later, the primary is killed with `kill -9`; Sentinel promotes the replica, the old
+//! loop on a few names, each critical section outlasting a renewal; four times
+//! the replica is cut off (paused, its link killed on the primary) and, 0.4 s later,
+//! the primary is killed with `kill -9`; Sentinel promotes the replica, the old
 //! primary comes back as its replica. With replica sync on (the default: acquisitions
 //! and renewals acknowledged by the replica), no two sections of one name overlap.
 
@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use common::sentinel::SentinelSet;
 
-const NAMES: usize = 2;
+const NAMES: usize = 3;
 const RUNNERS_PER_NAME: usize = 3;
-const FAILOVERS: usize = 3;
+const FAILOVERS: usize = 4;
 /// Bounds of each runner's loop.
 const MAX_ROUNDS: usize = 60;
 const RUN_FOR: Duration = Duration::from_secs(120);
@@ -49,9 +49,10 @@ fn mark(log: &Path, line: &str) {
     writeln!(f, "{line}").unwrap();
 }
 
-/// One runner: `redlatch run NAME` in a loop until `stop`, each section 1.2 s (its
-/// watchdog lease is 1.5 s: renewed twice or more per section), logged to `log`; a
-/// SIGTERM from redlatch (the lock lost or at risk) ends the section at once.
+/// One runner: `redlatch run NAME` in a loop until `stop`, each section 5 s (its
+/// watchdog lease is 4 s, longer than a failover takes: renewed once or twice per
+/// section, and a lock can outlive the failover), logged to `log`; a SIGTERM from
+/// redlatch (the lock lost or at risk) ends the section at once.
 fn runner(
     id: String,
     name: String,
@@ -69,7 +70,7 @@ fn runner(
         let l = log.display();
         let script = format!(
             "trap 'echo end {id}.{round} >> {l}; exit 143' TERM; \
-             echo start {id}.{round} >> {l}; sleep 1.2 & wait; echo end {id}.{round} >> {l}"
+             echo start {id}.{round} >> {l}; sleep 5 & wait; echo end {id}.{round} >> {l}"
         );
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlatch"));
         cmd.args(["run", &name, "--wait", "30s", "--kill-grace", "300ms"])
@@ -80,7 +81,7 @@ fn runner(
         let out = cmd
             .args(["--", "sh", "-c", &script])
             .env_remove("REDLATCH_REDIS")
-            .env("REDLATCH_WATCHDOG_TIMEOUT", "1500ms")
+            .env("REDLATCH_WATCHDOG_TIMEOUT", "4s")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .output()
@@ -137,9 +138,13 @@ fn no_two_runners_of_a_name_overlap_through_repeated_failovers() {
     for f in 0..FAILOVERS {
         let p = set.primary_index();
         let r = 1 - p;
-        let _: i64 = set.server(r).cmd(&["CLIENT", "KILL", "TYPE", "master"]);
+        // The replica frozen and its link killed on the primary: what the primary
+        // writes from now on (grants, renewals) never reaches it.
+        set.server(r).pause();
+        let _: i64 = set.server(p).cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
         std::thread::sleep(Duration::from_millis(400));
         let old = set.kill_primary();
+        set.server(r).resume();
         let new = set.wait_for_switch(&old);
         for log in &logs {
             mark(log, &format!("failover {f} to {new}"));
