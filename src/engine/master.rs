@@ -106,11 +106,20 @@ impl Master {
                 None,
             ));
         }
-        // The transport adds the replicas' wait to the timeout: the whole stays within
-        // `timeout` (a renewal round waits for a silent master at most one period,
-        // watchdog.rs invariant 1), unless the wait alone is longer than half of it.
-        let base = timeout.saturating_sub(link.sync_timeout()).max(timeout / 2);
-        let v = link.send(Lane::Side, base, Request::Synced(inv)).await?;
+        // The transport adds the replicas' wait to the timeout; the whole is cut at
+        // `timeout` all the same (a renewal round waits for a silent master at most one
+        // period, watchdog.rs invariant 1). Replicas that acknowledge answer WAIT at
+        // once; a renewal cut short is one they did not acknowledge in time.
+        let sent = link.send(Lane::Side, timeout, Request::Synced(inv));
+        let v = match tokio::time::timeout(timeout, sent).await {
+            Ok(v) => v?,
+            Err(_) => {
+                return Err(Error::Timeout {
+                    addr: self.addr().to_string(),
+                    after: timeout,
+                })
+            }
+        };
         let Some((reply, acked, wanted, addr)) = crate::transport::synced_parts(v) else {
             return Err(self.err(redis::RedisError::from((
                 redis::ErrorKind::Parse,
