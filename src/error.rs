@@ -337,5 +337,84 @@ pub(crate) fn from_master(addr: &str, source: redis::RedisError) -> Error {
     }
 }
 
+/// A [`Error::PermissionDenied`] whose server message names no command (a bare
+/// `NOPERM`, or Redis's "The user executing the script can't run this command or
+/// subcommand" for a call inside a script) names what we sent instead (`what`: the
+/// command, or the commands the script calls), so every refusal names its cause; any
+/// other error is returned as is.
+pub(crate) fn name_refused(e: Error, what: impl FnOnce() -> String) -> Error {
+    match e {
+        Error::PermissionDenied { addr, detail } if detail.trim().is_empty() => {
+            Error::PermissionDenied {
+                addr,
+                detail: format!("the user may not run {}", what()),
+            }
+        }
+        Error::PermissionDenied { addr, detail } if detail.contains("this command") => {
+            Error::PermissionDenied {
+                addr,
+                detail: format!("{detail}: refused {}", what()),
+            }
+        }
+        // A script that caught the refusal (`redis.pcall`) and raised it again: ERR.
+        Error::Redis { addr, source }
+            if source.code() == Some("ERR")
+                && source
+                    .detail()
+                    .is_some_and(|d| d.contains("can't run this command")) =>
+        {
+            let detail = source.detail().unwrap_or_default();
+            Error::PermissionDenied {
+                addr,
+                detail: format!("{detail}: refused {}", what()),
+            }
+        }
+        other => other,
+    }
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_noperm_names_what_was_sent() {
+        let kind = redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm);
+        let bare = redis::RedisError::from((kind, ""));
+        let e = from_master("127.0.0.1:7000", bare);
+        assert!(matches!(&e, Error::PermissionDenied { detail, .. } if detail.is_empty()));
+        let e = name_refused(e, || "'evalsha' (or a command its script calls)".into());
+        let text = e.to_string();
+        assert!(
+            text.contains("permission denied: the user may not run 'evalsha'"),
+            "{text}"
+        );
+        assert!(e.is_permanent());
+        // Redis's message for a call inside a script names no command.
+        let in_script = Error::PermissionDenied {
+            addr: "a:1".into(),
+            detail: "The user executing the script can't run this command or subcommand".into(),
+        };
+        let text = name_refused(in_script, || {
+            "'evalsha' or a command its script calls ('hexists')".into()
+        })
+        .to_string();
+        assert!(
+            text.contains(
+                "subcommand: refused 'evalsha' or a command its script calls ('hexists')"
+            ),
+            "{text}"
+        );
+        // A message that names the command is kept.
+        let named = Error::PermissionDenied {
+            addr: "a:1".into(),
+            detail: "this user has no permissions to run the 'hexists' command".into(),
+        };
+        assert!(name_refused(named, || unreachable!())
+            .to_string()
+            .contains("'hexists'"));
+    }
+}

@@ -5,11 +5,12 @@
 
 // Three layers, each using only those below it (ARCHITECTURE.md):
 // api (what users call) → engine (how locks work) → transport (how requests travel).
-// `error`, `keys` and `telemetry` are shared by all three.
+// `error`, `keys`, `lost` and `telemetry` are shared by all three.
 mod api;
 mod engine;
 mod error;
 mod keys;
+mod lost;
 mod telemetry;
 mod transport;
 
@@ -28,4 +29,5 @@ pub use api::status::MasterStatus;
 pub use api::wire;
 pub use error::{Error, Result};
 pub use keys::MAX_NAME_LEN;
-pub use transport::replicas::SyncReplicas;
+pub use lost::LostReason;
+pub use transport::replicas::{ReplicaSync, SyncReplicas};

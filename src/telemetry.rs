@@ -14,8 +14,12 @@
 //! | `redlatch_errors_total` | counter | `master` | requests a master failed or did not answer |
 //! | `redlatch_acquire_wait_seconds` | histogram | `kind` | time from the call to the grant |
 //! | `redlatch_hold_seconds` | histogram | | time from acquisition to the last release |
+//! | `redlatch_replicas_waited` | histogram | `primary` | replicas a replica-synced acquisition waited for |
+//! | `redlatch_not_replicated_total` | counter | `primary` | synced writes (acquisitions, renewals) fewer replicas acknowledged than waited for |
 //!
-//! `kind` is `plain`, `fair` or `fenced`; `master` is the `host:port` of the master.
+//! `kind` is `plain`, `fair` or `fenced`; `master` is the `host:port` of the master;
+//! `primary` the `host:port` of the primary that answered (a cluster node, the
+//! current Sentinel primary).
 //!
 //! Spans (`tracing`, target `redlatch`): `lock`, `try_lock`, `unlock`, `hand_over`,
 //! `renewal_round` and `pubsub_reconnect`. Each carries what it is about (`lock`,
@@ -102,6 +106,24 @@ pub(crate) fn renewed(n: u64) {
     let _ = n;
 }
 
+/// A replica-synced write on `primary` waited for `wanted` replicas (`acquisition`:
+/// it was a lock acquisition, not a renewal) and got `acked`.
+pub(crate) fn replicas_waited(primary: &str, wanted: usize, acked: usize, acquisition: bool) {
+    #[cfg(feature = "metrics")]
+    {
+        if acquisition {
+            metrics::histogram!("redlatch_replicas_waited", "primary" => primary.to_string())
+                .record(wanted as f64);
+        }
+        if acked < wanted {
+            metrics::counter!("redlatch_not_replicated_total", "primary" => primary.to_string())
+                .increment(1);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (primary, wanted, acked, acquisition);
+}
+
 /// A request to `master` failed or timed out.
 pub(crate) fn error(master: &str) {
     #[cfg(feature = "metrics")]
@@ -139,6 +161,14 @@ pub(crate) fn describe() {
             "redlatch_acquire_wait_seconds",
             Unit::Seconds,
             "time from lock() to the grant"
+        );
+        describe_histogram!(
+            "redlatch_replicas_waited",
+            "replicas a replica-synced acquisition waited for, per primary"
+        );
+        describe_counter!(
+            "redlatch_not_replicated_total",
+            "synced writes fewer replicas acknowledged than waited for, per primary"
         );
         describe_histogram!(
             "redlatch_hold_seconds",

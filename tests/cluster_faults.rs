@@ -71,7 +71,11 @@ async fn a_synced_lock_survives_the_failover_of_its_primary() {
 #[tokio::test]
 async fn an_unreplicated_lock_is_reported_lost_after_a_failover() {
     let mut cluster = RedisCluster::start(3, 1);
-    let cfg = config(&cluster).sync_replicas(SyncReplicas::Off, Duration::from_secs(1));
+    // A lease that outlasts the failover: the renewal on the promoted replica finds the
+    // lock gone (rather than its validity running out first).
+    let cfg = config(&cluster)
+        .watchdog_timeout(Duration::from_secs(10))
+        .sync_replicas(SyncReplicas::Off, Duration::from_secs(1));
     let c = Client::connect(cfg).await.unwrap();
     let primary = cluster.primaries()[0];
     let replica = cluster.replica_of(primary);
@@ -94,6 +98,15 @@ async fn an_unreplicated_lock_is_reported_lost_after_a_failover() {
     // The watchdog finds it gone on the new primary.
     let lost = tokio::time::timeout(Duration::from_secs(15), guard.lost().cancelled()).await;
     assert!(lost.is_ok(), "the lost lock was never reported");
+    // Reported as lost with the old primary's data, not as an expiry.
+    assert!(
+        matches!(
+            guard.lost_reason(),
+            Some(redlatch::LostReason::MasterDataLost)
+        ),
+        "{:?}",
+        guard.lost_reason()
+    );
 }
 
 #[tokio::test]

@@ -109,4 +109,27 @@ async fn counters_and_histograms_after_a_contended_run() {
     let errors = format!("redlatch_errors_total{{master=\"{}\"}}", server.addr());
     assert!(sample(&text, &errors) >= 1.0, "{text}");
     assert!(text.contains("# HELP redlatch_acquired_total"), "{text}");
+
+    // Replica sync: per primary, how many replicas each acquisition waited for.
+    let port = server.port().to_string();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let up = eventually_async(Duration::from_secs(10), || {
+        let info: String = replica.cmd(&["INFO", "replication"]);
+        info.contains("master_link_status:up")
+    })
+    .await;
+    assert!(up, "the replica never synced");
+    server.set_replicated("metrics:warm", "1", 1);
+    let synced = Client::connect(Config::single(server.url())).await.unwrap();
+    let g = synced.lock("metrics:synced").lock().await.unwrap();
+    g.unlock().await.unwrap();
+    let text = render(&handle);
+    let primary = format!("{{primary=\"{}\"}}", server.addr());
+    let count = sample(&text, &format!("redlatch_replicas_waited_count{primary}"));
+    let sum = sample(&text, &format!("redlatch_replicas_waited_sum{primary}"));
+    assert!(count >= 1.0, "{text}");
+    assert!(
+        sum >= 1.0,
+        "the acquisition did not wait for the replica: {text}"
+    );
 }

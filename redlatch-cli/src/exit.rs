@@ -39,8 +39,10 @@ Exit status of `redlatch run`:
   71       a master is out of memory (OOM) and refused the write
   75       the lock was not acquired within --wait
   76       the lock was lost while CMD ran (CMD was sent SIGTERM, then SIGKILL after
-           --kill-grace), or the release found it already gone
-  77       permission denied: the ACL user lacks a command, key or channel (NOPERM)
+           --kill-grace; while renewals fail, SIGTERM --kill-grace before the validity
+           ends and SIGKILL at its end), or the release found it already gone
+  77       permission denied: the ACL user lacks a command, key or channel (NOPERM),
+           also when the lock was lost because its renewals were refused
   126      CMD is not executable
   127      CMD was not found
 `status` and `unlock` use 0 for success and the same codes for errors.";

@@ -99,6 +99,22 @@ impl Held {
         }
     }
 
+    /// Why it was lost, once `lost()` fired.
+    pub fn lost_reason(&self) -> Option<redlatch::LostReason> {
+        match self {
+            Held::Lock(g) => g.lost_reason(),
+            Held::Permit(p) => p.lost_reason(),
+        }
+    }
+
+    /// `Some(end of validity)` while renewals fail on a majority.
+    pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<std::time::Instant>> {
+        match self {
+            Held::Lock(g) => g.at_risk(),
+            Held::Permit(p) => p.at_risk(),
+        }
+    }
+
     pub fn validity(&self) -> Duration {
         match self {
             Held::Lock(g) => g.validity(),

@@ -41,7 +41,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub kind: KindArgs,
 
-    /// After a lost lock, time between SIGTERM and SIGKILL to CMD.
+    /// After a lost lock, time between SIGTERM and SIGKILL to CMD. While renewals fail
+    /// (the lock at risk), SIGTERM comes this long before the validity ends.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration::parse)]
     pub kill_grace: Duration,
 
@@ -94,8 +95,9 @@ pub struct KindArgs {
 /// How CMD's run under the lock ended.
 struct Ended {
     status: std::process::ExitStatus,
-    /// Why the lock was lost while CMD ran, if it was.
-    lost: Option<String>,
+    /// Why the lock was lost while CMD ran, if it was, and the exit status that says so
+    /// (76, or 77 when renewals were refused for lack of permission).
+    lost: Option<(String, u8)>,
 }
 
 pub async fn run(args: RunArgs) -> ExitCode {
@@ -184,7 +186,31 @@ enum Event {
     Exited(std::io::Result<std::process::ExitStatus>),
     Signal(Signal),
     GraceOver,
-    Lost(String),
+    /// The lock is lost (or will be at the given instant): SIGTERM now, SIGKILL at that
+    /// instant or after the grace.
+    Lost(String, u8, Option<Instant>),
+    /// Renewals started or stopped failing on a majority (`Some(end of validity)`).
+    Risk(Option<Instant>),
+}
+
+/// The next change of the at-risk state; pending forever once the guard is gone.
+async fn risk_changed(
+    risk: &mut tokio::sync::watch::Receiver<Option<std::time::Instant>>,
+) -> Option<Instant> {
+    match risk.changed().await {
+        Ok(()) => (*risk.borrow_and_update()).map(Instant::from_std),
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// What the CLI says of a lost hold, and its exit status.
+fn lost_message(reason: Option<redlatch::LostReason>) -> (String, u8) {
+    use redlatch::LostReason as R;
+    match reason {
+        Some(r @ R::PermissionDenied(_)) => (r.to_string(), exit::NO_PERMISSION),
+        Some(r) => (r.to_string(), exit::LOST),
+        None => ("the watchdog could not renew it".into(), exit::LOST),
+    }
 }
 
 /// Waits for CMD to end, forwarding signals, and terminates it if the lock is lost.
@@ -197,23 +223,51 @@ async fn supervise(
     let lost_token = guard.lost();
     // With a fixed lease nobody renews the lock: it is lost when its validity ends.
     let lease_end = args.lease.map(|_| Instant::now() + guard.validity());
-    let mut lost: Option<String> = None;
+    let mut lost: Option<(String, u8)> = None;
     let mut kill_at: Option<Instant> = None;
+    // While renewals fail on a majority: CMD is terminated a grace before the validity
+    // ends and killed when it ends, unless a renewal succeeds first.
+    let mut risk = guard.at_risk();
+    let mut risk_end: Option<Instant> = None;
     loop {
+        let term_at = risk_end.map(|end| end.checked_sub(args.kill_grace).unwrap_or(end));
         let event = tokio::select! {
             status = child.wait() => Event::Exited(status),
             sig = signals.recv() => Event::Signal(sig),
             _ = sleep_until(kill_at) => Event::GraceOver,
-            _ = lost_token.cancelled(), if lost.is_none() => Event::Lost(
-                "the watchdog could not renew it (expired, deleted or force-unlocked)".into(),
-            ),
+            _ = lost_token.cancelled(), if lost.is_none() => {
+                let (why, code) = lost_message(guard.lost_reason());
+                Event::Lost(why, code, None)
+            }
             _ = sleep_until(lease_end), if lost.is_none() => Event::Lost(format!(
                 "its --lease of {} ran out",
                 human(args.lease.unwrap_or_default())
-            )),
+            ), exit::LOST, None),
+            end = risk_changed(&mut risk), if lost.is_none() => Event::Risk(end),
+            _ = sleep_until(term_at), if lost.is_none() => Event::Lost(
+                "renewals failed on a majority and its validity is about to end".into(),
+                exit::LOST,
+                risk_end,
+            ),
         };
         match event {
-            Event::Exited(Ok(status)) => return Ok(Ended { status, lost }),
+            Event::Exited(Ok(status)) => {
+                // CMD was stopped because the lock was at risk: the loss follows at the
+                // end of the validity; its reason (a refusal: exit 77) is the better
+                // report, unless a renewal saved the lock meanwhile.
+                if let (Some(_), Some(end)) = (&lost, risk_end) {
+                    let by = end + Duration::from_millis(500);
+                    if tokio::time::timeout_at(by, lost_token.cancelled())
+                        .await
+                        .is_ok()
+                    {
+                        let (why, code) = lost_message(guard.lost_reason());
+                        eprintln!("redlatch: lock {:?} lost: {why}", args.name);
+                        lost = Some((why, code));
+                    }
+                }
+                return Ok(Ended { status, lost });
+            }
             Event::Exited(Err(e)) => {
                 child::send(&child, Signal::SIGKILL);
                 let why = format!("cannot wait for CMD: {e}; killed it");
@@ -228,16 +282,32 @@ async fn supervise(
                 child::send(&child, Signal::SIGKILL);
                 kill_at = None;
             }
-            Event::Lost(reason) => {
+            Event::Risk(end) => {
+                if let Some(end) = end {
+                    let left = end.saturating_duration_since(Instant::now());
+                    eprintln!(
+                        "redlatch: lock {:?} at risk: renewals fail on a majority; its \
+                         validity ends in {} unless one succeeds",
+                        args.name,
+                        human(left)
+                    );
+                } else if risk_end.is_some() {
+                    eprintln!("redlatch: lock {:?} renewed again", args.name);
+                }
+                risk_end = end;
+            }
+            Event::Lost(reason, code, by) => {
+                // SIGKILL at the end of the validity, or a grace after now if it ended.
+                let kill = by.unwrap_or_else(|| Instant::now() + args.kill_grace);
                 eprintln!(
                     "redlatch: lock {:?} lost while CMD ran: {reason}; sending SIGTERM to CMD, \
                      SIGKILL after {}",
                     args.name,
-                    human(args.kill_grace)
+                    human(kill.saturating_duration_since(Instant::now()))
                 );
                 child::send(&child, Signal::SIGTERM);
-                kill_at = Some(Instant::now() + args.kill_grace);
-                lost = Some(reason);
+                kill_at = Some(kill);
+                lost = Some((reason, code));
             }
         }
     }
@@ -256,8 +326,8 @@ async fn sleep_until(at: Option<Instant>) {
 async fn release(guard: Held, ended: Ended, name: &str) -> u8 {
     let code = child::status_code(ended.status);
     let result = tokio::time::timeout(RELEASE_TIMEOUT, guard.release()).await;
-    if ended.lost.is_some() {
-        return exit::LOST;
+    if let Some((_, code)) = ended.lost {
+        return code;
     }
     match result {
         Ok(Ok(())) => code,

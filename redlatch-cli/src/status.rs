@@ -29,7 +29,9 @@ serde serializes it, plus deadline_in_ms in the queue):
                    \"mode\": \"read\" | \"write\" | null,      // a read-write lock
                    \"counter\": 3 | null,                      // a semaphore or latch
                    \"permits\": [ { \"holder\": \"permit id\", \"deadline_ms\": ... } ],
-                   \"writers_waiting\": [ { \"holder\": \"uuid:n:write\", \"deadline_ms\": ... } ] } ] }
+                   \"writers_waiting\": [ { \"holder\": \"uuid:n:write\", \"deadline_ms\": ... } ],
+                   \"replicas\": { \"connected\": 2, \"eligible\": 1,  // of the primary serving NAME
+                                  \"waited\": 1 | null } | null } ] }  // null: --sync-replicas off
 NAME may be a lock, a read-write lock, a semaphore (its counter and, for an expirable one,
 its permits) or a count-down latch.
 Exit status: 0 when a majority of masters answered, 69 otherwise, 65 if NAME is none of these.";
@@ -247,6 +249,13 @@ fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
     }
     if let Some(counter) = m.fencing_counter {
         out.push_str(&format!("      fencing counter {counter}\n"));
+    }
+    if let Some(r) = m.replicas {
+        out.push_str(&format!(
+            "      replicas: {} connected, {} eligible (online and caught up: acquisitions \
+             wait for them)\n",
+            r.connected, r.eligible
+        ));
     }
     out
 }

@@ -442,6 +442,40 @@ fn a_key_that_is_not_a_lock_is_65_and_left_alone() {
     assert_eq!(server.cmd::<String>(&["GET", "plain-string"]), "v");
 }
 
+/// Issue 21.5: a lock lost because its renewals were refused (the user lacks `+hexists`,
+/// which renew.lua calls) is reported as that, naming the command, with exit 77 (not 76);
+/// CMD is terminated before the validity ends (it is at risk from the first refusal).
+#[test]
+fn a_lock_lost_to_refused_renewals_exits_77_naming_the_command() {
+    let server = RedisServer::start();
+    server.cmd::<String>(&[
+        "ACL", "SETUSER", "norenew", "on", ">pw", "~*", "&*", "+@all", "-hexists",
+    ]);
+    let url = format!("redis://norenew:pw@127.0.0.1:{}", server.port());
+    let args: Vec<String> = [
+        "run",
+        "perm:renew",
+        "--watchdog",
+        "1500ms",
+        "--kill-grace",
+        "200ms",
+        "--redis",
+        &url,
+        "--",
+        "sleep",
+        "20",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out = output(&args, 77);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("at risk"), "{stderr}");
+    assert!(stderr.contains("hexists"), "{stderr}");
+    assert!(stderr.contains("renewals refused"), "{stderr}");
+    assert!(!stderr.contains(":pw@"), "{stderr}");
+}
+
 /// Issue 11.5: permission and data errors end `run` at once with their own exit codes
 /// (77 NOPERM, 65 bad data), instead of 30 s of retries and 69.
 #[test]

@@ -111,13 +111,17 @@ impl Config {
 
     /// Which replicas must have a lock before an acquisition succeeds, and how long to
     /// wait for them (Redisson's `checkLockSyncedSlaves` / `slavesSyncTimeout`).
-    /// Default: [`SyncReplicas::Auto`] (every replica the primary has connected; a
-    /// primary without replicas costs nothing) and 1 s.
+    /// Default: [`SyncReplicas::Auto`] (every replica that could take over: online and
+    /// caught up, not resyncing; a primary without replicas costs nothing) and 1 s.
     ///
     /// After each acquire script the primary is sent `WAIT` in the same round trip. An
     /// acquisition fewer replicas acknowledged in time is undone and fails with
-    /// [`Error::NotReplicated`]. Releases and renewals are not waited for. See the
-    /// README's "Failover" section for what this buys.
+    /// [`Error::NotReplicated`]. Each watchdog renewal call (one per primary per round)
+    /// carries a `WAIT` too: a renewal counts (extends
+    /// [`LockGuard::validity`](crate::LockGuard::validity)) only once the replicas have
+    /// it; one they do not acknowledge puts the lock
+    /// [`at_risk`](crate::LockGuard::at_risk). Releases are not waited for. See the
+    /// README's "Redis Cluster, Sentinel and replicas" section for what this buys.
     ///
     /// # Examples
     /// ```

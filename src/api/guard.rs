@@ -12,6 +12,7 @@ use crate::engine::holds::Hold;
 use crate::engine::release::release;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::lost::LostReason;
 use crate::telemetry;
 
 /// One hold on a lock. Dropping it releases the hold in a background task;
@@ -190,8 +191,12 @@ impl LockGuard {
         self.hold.lost.clone()
     }
 
-    /// How long the lock was valid for when acquired: lease − elapsed − drift
-    /// (Redlock step 4). With the watchdog the lease is extended while the guard lives.
+    /// How long the lock is still valid: lease − drift counted from the acquisition's
+    /// start (Redlock step 4: lease − elapsed − drift right after `lock()` returns) or,
+    /// with the watchdog, from the start of the last renewal that counted: renewed by a
+    /// majority and, with replica sync (the default), acknowledged by the eligible
+    /// replicas, so it never outlasts the lock on a replica a failover could promote.
+    /// Zero once it ran out. See [`valid_until`](Self::valid_until) for the instant.
     ///
     /// # Examples
     /// ```
@@ -208,7 +213,7 @@ impl LockGuard {
     /// # Ok(()) }) }
     /// ```
     pub fn validity(&self) -> Duration {
-        self.validity
+        self.valid_until().saturating_duration_since(Instant::now())
     }
 
     /// Releases this hold now.
@@ -309,5 +314,84 @@ impl std::fmt::Debug for LockGuard {
             .field("token", &self.token)
             .field("validity", &self.validity)
             .finish()
+    }
+}
+
+// ---- Renewal state (issue 21 items 3, 5, 6): when the validity ends, whether it is
+// ---- at risk, and why a hold was lost. Kept apart from the methods above.
+impl LockGuard {
+    /// The instant the lock's validity ends unless renewed: what
+    /// [`validity`](Self::validity) counts down to. With the watchdog it moves forward
+    /// with every renewal that counts (see `validity`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::{Duration, Instant};
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let guard = client.lock("orders:42").lock_with_lease(Duration::from_secs(2)).await?;
+    /// assert!(guard.valid_until() <= Instant::now() + Duration::from_secs(2));
+    /// # Ok(()) }) }
+    /// ```
+    pub fn valid_until(&self) -> Instant {
+        let engine = &self.engine;
+        self.hold
+            .lease_valid_until(|lease| engine.validity_of(lease))
+    }
+
+    /// Why the lock was lost, once [`lost()`](Self::lost) has fired; `None` while it is
+    /// held. Set before `lost()` fires, so code woken by it can read it at once.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, LostReason};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// lock.force_unlock().await?;
+    /// guard.lost().cancelled().await;
+    /// assert!(matches!(guard.lost_reason(), Some(LostReason::ForceUnlocked)));
+    /// # Ok(()) }) }
+    /// ```
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        self.hold.reason()
+    }
+
+    /// Whether the lock is at risk of being lost, as a
+    /// [`watch::Receiver`](tokio::sync::watch::Receiver): `Some(end)` while the
+    /// watchdog's renewals have failed on a majority of masters (errors, timeouts,
+    /// refusals, renewals the replicas did not acknowledge), `end` being the instant the
+    /// lock's validity runs out unless a renewal succeeds first; `None` while renewals
+    /// succeed. A later renewal that counts sets it back to `None`, so it can rise and
+    /// clear several times: it is a state to watch, not a one-shot event. Stop work
+    /// that must not outlive the lock before `end`; [`lost()`](Self::lost) fires at
+    /// `end` if no renewal came. Without the watchdog (an explicit lease) nothing
+    /// renews and it stays `None`.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::single(url)).await?;
+    /// let guard = client.lock("orders:42").lock().await?;
+    /// let mut risk = guard.at_risk();
+    /// assert_eq!(*risk.borrow(), None); // renewals succeed
+    /// let work = async { tokio::time::sleep(Duration::from_millis(50)).await; "done" };
+    /// let outcome = tokio::select! {
+    ///     r = work => r,
+    ///     // Fires only if renewals start failing: stop before `end`.
+    ///     Ok(end) = risk.wait_for(|r| r.is_some()) => { let _end = end.unwrap(); "stopped" }
+    /// };
+    /// assert_eq!(outcome, "done");
+    /// # Ok(()) }) }
+    /// ```
+    pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<Instant>> {
+        self.hold.risk()
     }
 }

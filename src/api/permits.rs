@@ -233,7 +233,6 @@ impl PermitExpirableSemaphore {
                 engine: engine.clone(),
                 hold,
                 watchdog,
-                validity: engine.validity_of(lease).saturating_sub(started.elapsed()),
                 runtime: tokio::runtime::Handle::current(),
                 armed: true,
             }
@@ -393,7 +392,6 @@ pub struct Permit {
     engine: Arc<Engine>,
     hold: Arc<Hold>,
     watchdog: bool,
-    validity: Duration,
     runtime: tokio::runtime::Handle,
     armed: bool,
 }
@@ -454,8 +452,9 @@ impl Permit {
         self.hold.lost.clone()
     }
 
-    /// How long the permit was valid for when acquired (its lease less the drift
-    /// allowance); the watchdog extends it while the permit lives.
+    /// How long the permit is still valid: its lease less the drift allowance, counted
+    /// from the acquisition or the last renewal that counted (replicated, with replica
+    /// sync); the watchdog extends it while the permit lives. Zero once it ran out.
     ///
     /// # Examples
     /// ```
@@ -471,7 +470,23 @@ impl Permit {
     /// # Ok(()) }) }
     /// ```
     pub fn validity(&self) -> Duration {
-        self.validity
+        let engine = &self.engine;
+        let until = self
+            .hold
+            .lease_valid_until(|lease| engine.validity_of(lease));
+        until.saturating_duration_since(std::time::Instant::now())
+    }
+
+    /// Why the permit was lost, once [`lost()`](Self::lost) has fired (as
+    /// [`LockGuard::lost_reason`](crate::LockGuard::lost_reason)).
+    pub fn lost_reason(&self) -> Option<crate::LostReason> {
+        self.hold.reason()
+    }
+
+    /// Whether the permit is at risk: `Some(end of validity)` while renewals fail on a
+    /// majority (as [`LockGuard::at_risk`](crate::LockGuard::at_risk)).
+    pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<std::time::Instant>> {
+        self.hold.risk()
     }
 
     /// Gives the permit back now and wakes a waiter.

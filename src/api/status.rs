@@ -14,7 +14,8 @@ use crate::keys;
 /// With the `serde` feature it implements `Serialize` as
 /// `{"master", "error", "type", "holders": [{"holder", "count"}], "ttl_ms",
 /// "queue": [{"holder", "deadline_ms"}], "fencing_counter", "mode", "counter",
-/// "permits": [{"holder", "deadline_ms"}], "writers_waiting": [{"holder", "deadline_ms"}]}` (the fields of
+/// "permits": [{"holder", "deadline_ms"}], "writers_waiting": [{"holder", "deadline_ms"}],
+/// "replicas": {"connected", "eligible", "waited"}}` (the fields of
 /// `redlatch status --json`).
 #[derive(Clone, Debug, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -55,6 +56,11 @@ pub struct MasterStatus {
     /// lapses, in ms since the epoch.
     #[cfg_attr(feature = "serde", serde(serialize_with = "ser::queue"))]
     pub writers_waiting: Vec<(String, Option<i64>)>,
+    /// The replicas of the primary serving the lock as replica sync sees them
+    /// (connected, eligible, waited for by the last synced write); `None` with
+    /// [`SyncReplicas::Off`](crate::SyncReplicas::Off). Known after this client's first
+    /// synced write to that primary.
+    pub replicas: Option<crate::ReplicaSync>,
 }
 
 impl Lock {
@@ -121,7 +127,12 @@ impl Lock {
         Ok(masters
             .iter()
             .zip(results)
-            .map(|(m, r)| decode(m.link().serving(self.name().as_bytes()), r))
+            .map(|(m, r)| {
+                let key = self.name().as_bytes();
+                let mut st = decode(m.link().serving(key), r);
+                st.replicas = m.link().replica_sync(key);
+                st
+            })
             .collect())
     }
 }

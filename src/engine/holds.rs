@@ -6,15 +6,22 @@
 //! 2. An entry that is lost (watchdog, force-unlock, expired lease found on re-acquire)
 //!    has its `lost` token cancelled and is removed; guards of a lost hold never send a
 //!    release again, so they cannot release a later acquisition by the same holder.
+//! 3. A lost hold's reason is set before its token is cancelled (the first reason
+//!    wins), so whoever wakes on `lost` reads why.
+//! 4. `risk` holds `Some(end of validity)` while renewals failed on a majority since
+//!    the last renewal that counted, `None` otherwise (watchdog.rs).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::holder::{self, Context};
 use super::Kind;
+use crate::error::Error;
+use crate::lost::LostReason;
 use crate::telemetry;
 
 /// One holder's hold on one lock.
@@ -26,8 +33,15 @@ pub(crate) struct Hold {
     /// A permit of an expirable semaphore (`holder` is the permit id), not a lock.
     pub(crate) permit: bool,
     pub(crate) lost: CancellationToken,
+    /// Why it was lost (invariant 3).
+    reason: OnceLock<LostReason>,
+    /// The end of its validity while renewals fail on a majority (invariant 4).
+    risk: watch::Sender<Option<Instant>>,
+    /// A permanent error (NOPERM) that refused its last renewal, if any since the last
+    /// renewal that counted: the reason if it runs out.
+    refused: parking_lot::Mutex<Option<Error>>,
     /// When the holder first took the lock (re-entries do not move it).
-    since: Instant,
+    pub(crate) since: Instant,
     /// The task (or thread) whose call took it first (holder.rs invariant 5).
     pub(crate) context: Context,
     state: parking_lot::Mutex<State>,
@@ -48,8 +62,57 @@ impl Hold {
         (s.watchdog_holds, s.last_renewed)
     }
 
+    /// A majority renewed it (replicated, with replica sync) at `at`: the risk, if
+    /// any, is over.
     pub(crate) fn renewed(&self, at: Instant) {
         self.state.lock().last_renewed = at;
+        *self.refused.lock() = None;
+        self.risk.send_if_modified(|r| r.take().is_some());
+    }
+
+    /// When its validity ends (`validity` after the last renewal that counted).
+    pub(crate) fn valid_until(&self, validity: Duration) -> Instant {
+        self.state.lock().last_renewed + validity
+    }
+
+    /// When its current lease's validity ends, `validity_of` turning the lease into
+    /// its validity: counted from the acquisition or the last renewal that counted
+    /// (replicated, with replica sync).
+    pub(crate) fn lease_valid_until(&self, validity_of: impl Fn(Duration) -> Duration) -> Instant {
+        let s = self.state.lock();
+        s.last_renewed + validity_of(s.lease)
+    }
+
+    /// Renewals failed on a majority: at risk until `until` unless a renewal counts.
+    pub(crate) fn at_risk(&self, until: Instant) {
+        self.risk.send_if_modified(|r| {
+            let changed = *r != Some(until);
+            *r = Some(until);
+            changed
+        });
+    }
+
+    /// A receiver of the risk state (invariant 4).
+    pub(crate) fn risk(&self) -> watch::Receiver<Option<Instant>> {
+        self.risk.subscribe()
+    }
+
+    /// Notes a permanent error that refused a renewal.
+    pub(crate) fn refused(&self, e: &Error) {
+        *self.refused.lock() = Some(e.clone());
+    }
+
+    /// The permanent error of the last refused renewal, if no renewal counted since.
+    pub(crate) fn refusal(&self) -> Option<Error> {
+        self.refused.lock().clone()
+    }
+
+    /// Why it was lost, once it was (invariant 3).
+    pub(crate) fn reason(&self) -> Option<LostReason> {
+        self.lost
+            .is_cancelled()
+            .then(|| self.reason.get().cloned())
+            .flatten()
     }
 
     /// A new hold, count 1: `(watchdog, acquired at, lease)`.
@@ -66,6 +129,9 @@ impl Hold {
             kind,
             permit,
             lost: CancellationToken::new(),
+            reason: OnceLock::new(),
+            risk: watch::channel(None).0,
+            refused: parking_lot::Mutex::new(None),
             since: at,
             context: holder::context(),
             state: parking_lot::Mutex::new(State {
@@ -152,8 +218,7 @@ impl Holds {
                 return old.clone();
             }
             let old = holds.swap_remove(i);
-            old.lost.cancel();
-            telemetry::lost(old.since.elapsed());
+            Self::cancel(&old, LostReason::ExpiredOrDeleted);
         }
         let hold = Hold::first(name, holder, kind, false, (watchdog, at, lease));
         holds.push(hold.clone());
@@ -207,21 +272,23 @@ impl Holds {
         }
     }
 
-    /// Declares a hold lost: cancels its token and removes it. False, and nothing done,
-    /// when it is no longer in the table (released, or lost already).
-    pub(crate) fn lose(&self, hold: &Arc<Hold>) -> bool {
+    /// Declares a hold lost for `reason`: cancels its token and removes it. False, and
+    /// nothing done, when it is no longer in the table (released, or lost already).
+    pub(crate) fn lose(&self, hold: &Arc<Hold>, reason: LostReason) -> bool {
         let mut map = self.map.lock();
         let live = (map.get(&hold.name)).is_some_and(|hs| hs.iter().any(|h| Arc::ptr_eq(h, hold)));
         if live {
-            Self::cancel(hold);
+            Self::cancel(hold, reason);
             Self::remove(&mut map, hold);
         }
         live
     }
 
-    /// Cancels the token of a hold (once: a second loss is not counted again).
-    fn cancel(hold: &Hold) {
+    /// Sets the reason, then cancels the token of a hold (invariant 3; once: a second
+    /// loss is not counted again).
+    fn cancel(hold: &Hold, reason: LostReason) {
         if !hold.lost.is_cancelled() {
+            let _ = hold.reason.set(reason);
             hold.lost.cancel();
             telemetry::lost(hold.since.elapsed());
         }
@@ -230,14 +297,14 @@ impl Holds {
     /// Declares every hold on `name` lost (after a force-unlock).
     pub(crate) fn lose_name(&self, name: &str) {
         for hold in self.map.lock().remove(name).unwrap_or_default() {
-            Self::cancel(&hold);
+            Self::cancel(&hold, LostReason::ForceUnlocked);
         }
     }
 
     /// Declares every hold lost (the client shut down: nobody renews any more).
     pub(crate) fn lose_all(&self) {
         for hold in self.map.lock().drain().flat_map(|(_, v)| v) {
-            Self::cancel(&hold);
+            Self::cancel(&hold, LostReason::ClientClosed);
         }
     }
 

@@ -89,6 +89,53 @@ impl Master {
         super::scripts::send_acquire(&*self.link, left, inv).await
     }
 
+    /// Runs a renewal script on a side connection within `timeout`, synced to the
+    /// replicas when acquisitions are (the transport's `WAIT` in the same round trip,
+    /// transport/replicas.rs). Returns the script's reply and, when fewer replicas
+    /// acknowledged than were waited for, the [`Error::NotReplicated`] that makes the
+    /// renewal not count (watchdog.rs invariant 6).
+    pub(crate) async fn eval_renewal(
+        &self,
+        timeout: Duration,
+        inv: &Invocation,
+    ) -> Result<(Value, Option<Error>)> {
+        let link = &*self.link;
+        if !link.syncs() {
+            return Ok((
+                link.send(Lane::Side, timeout, Request::Eval(inv)).await?,
+                None,
+            ));
+        }
+        // The transport adds the replicas' wait to the timeout; the whole is cut at
+        // `timeout` all the same (a renewal round waits for a silent master at most one
+        // period, watchdog.rs invariant 1). Replicas that acknowledge answer WAIT at
+        // once; a renewal cut short is one they did not acknowledge in time.
+        let sent = link.send(Lane::Side, timeout, Request::Synced(inv));
+        let v = match tokio::time::timeout(timeout, sent).await {
+            Ok(v) => v?,
+            Err(_) => {
+                return Err(Error::Timeout {
+                    addr: self.addr().to_string(),
+                    after: timeout,
+                })
+            }
+        };
+        let Some((reply, acked, wanted, addr)) = crate::transport::synced_parts(v) else {
+            return Err(self.err(redis::RedisError::from((
+                redis::ErrorKind::Parse,
+                "unexpected synced reply",
+            ))));
+        };
+        crate::telemetry::replicas_waited(&addr, wanted, acked, false);
+        let short = (acked < wanted).then(|| Error::NotReplicated {
+            addr,
+            acked,
+            wanted,
+            timeout: link.sync_timeout(),
+        });
+        Ok((reply, short))
+    }
+
     /// Runs a command on `lane` within `timeout` and decodes its reply.
     pub(crate) async fn cmd<T: FromRedisValue>(
         &self,

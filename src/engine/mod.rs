@@ -225,7 +225,7 @@ impl Engine {
             .offer(hold, validity, self.settings.watchdog_timeout / 3);
     }
 
-    /// Declares a hold lost and wakes this client's local waiters of its lock, which
+    /// Declares a hold lost for `reason` and wakes this client's local waiters of its lock, which
     /// may have been waiting for that holder's release (waiter.rs invariant 6).
     ///
     /// Then drops what is left of it on every master, in the background: renewals
@@ -237,8 +237,8 @@ impl Engine {
     ///
     /// False, and nothing done, when the hold is no longer in the table: released
     /// meanwhile (a renewal sent before the release finds it gone) or lost already.
-    pub(crate) fn lose(&self, hold: &Arc<Hold>) -> bool {
-        if !self.holds.lose(hold) {
+    pub(crate) fn lose(&self, hold: &Arc<Hold>, reason: crate::lost::LostReason) -> bool {
+        if !self.holds.lose(hold, reason) {
             return false;
         }
         if !hold.permit {

@@ -381,6 +381,7 @@ pub(crate) async fn send_acquire(
             source: redis::RedisError::from((redis::ErrorKind::Parse, "unexpected synced reply")),
         });
     };
+    crate::telemetry::replicas_waited(&addr, wanted, acked, true);
     let short = (acked < wanted).then(|| Error::NotReplicated {
         addr,
         acked,
@@ -479,8 +480,12 @@ pub(crate) async fn renew_pairs(
                     add(&mut inv, name, holder);
                 }
                 let first = group.first().map_or("", |p| p.0);
-                let held = match m.eval_within(Lane::Side, timeout, &inv).await {
-                    Err(e) => Err(typed(first, e)),
+                let (reply, short) = match m.eval_renewal(timeout, &inv).await {
+                    Err(e) => (Err(typed(first, e)), None),
+                    Ok((v, short)) => (Ok(v), short),
+                };
+                let held = match reply {
+                    Err(e) => Err(e),
                     Ok(v) => m.decode::<Vec<i64>>(v).and_then(|v| {
                         if v.len() == group.len() {
                             Ok(v)
@@ -493,9 +498,12 @@ pub(crate) async fn renew_pairs(
                         }
                     }),
                 };
+                // Renewed but not replicated: not a renewal (watchdog.rs invariant 6).
                 match held {
                     Err(e) => group.iter().map(|_| Err(e.clone())).collect(),
-                    Ok(v) => v.into_iter().map(|x| Ok(x == 1)).collect(),
+                    Ok(v) => (v.into_iter())
+                        .map(|x| unreplicated(x == 1, &short))
+                        .collect(),
                 }
             })
         },
@@ -675,21 +683,22 @@ pub(crate) async fn renew(
         |l| link.node(l.0.as_bytes()),
         |_, group| {
             Box::pin(async move {
-                let answers = match renew_group(m, &group, lease_ms, timeout).await {
+                let (answers, short) = match renew_group(m, &group, lease_ms, timeout).await {
                     Err(e) => return group.iter().map(|_| Err(e.clone())).collect(),
                     Ok(answers) => answers,
                 };
                 let elsewhere = group.iter().zip(&answers).filter(|(_, a)| a.is_none());
                 let alone = join_all(elsewhere.map(|(l, _)| async move {
-                    let r = renew_group(m, &[*l], lease_ms, timeout).await;
-                    r.and_then(|v| v[0].ok_or_else(|| protocol(m, "renew", &Value::Int(-1))))
+                    let (v, short) = renew_group(m, &[*l], lease_ms, timeout).await?;
+                    let held = v[0].ok_or_else(|| protocol(m, "renew", &Value::Int(-1)))?;
+                    unreplicated(held, &short)
                 }))
                 .await;
                 let mut alone = alone.into_iter();
                 answers
                     .into_iter()
                     .map(|a| match a {
-                        Some(held) => Ok(held),
+                        Some(held) => unreplicated(held, &short),
                         None => alone.next().expect("one answer per lock renewed alone"),
                     })
                     .collect()
@@ -699,26 +708,38 @@ pub(crate) async fn renew(
     .await
 }
 
-/// One renew call for `locks` (all served by one node on a cluster): per lock, whether
-/// it is still held, or `None` when the node does not serve it.
+/// A renewal's answer for one lock: a lock renewed on a primary whose replicas did
+/// not acknowledge it (`short`) is not renewed (watchdog.rs invariant 6).
+fn unreplicated(held: bool, short: &Option<Error>) -> Result<bool> {
+    match (held, short) {
+        (true, Some(e)) => Err(e.clone()),
+        (held, _) => Ok(held),
+    }
+}
+
+/// One renew call for `locks` (all served by one node on a cluster), with one `WAIT`
+/// for the node's replicas when renewals are synced: per lock, whether it is still
+/// held, or `None` when the node does not serve it; and the error that makes the
+/// renewals not count when the replicas did not acknowledge them.
 async fn renew_group(
     m: &Master,
     locks: &[&(&str, &str)],
     lease_ms: u64,
     timeout: Duration,
-) -> Result<Vec<Option<bool>>> {
+) -> Result<(Vec<Option<bool>>, Option<Error>)> {
     let first = locks.first().map_or("", |l| l.0);
     let mut inv = RENEW.call();
     inv.key(first).arg(lease_ms);
     for (name, holder) in locks {
         inv.arg(*name).arg(*holder);
     }
-    let v = (m.eval_within(Lane::Side, timeout, &inv).await).map_err(|e| typed(first, e))?;
+    let (v, short) = (m.eval_renewal(timeout, &inv).await).map_err(|e| typed(first, e))?;
     let v: Vec<i64> = m.decode(v)?;
     if v.len() != locks.len() {
         return Err(protocol(m, "renew", &Value::Int(v.len() as i64)));
     }
-    Ok(v.into_iter().map(|x| (x >= 0).then_some(x == 1)).collect())
+    let answers = v.into_iter().map(|x| (x >= 0).then_some(x == 1)).collect();
+    Ok((answers, short))
 }
 
 /// `ticket` stops waiting for the plain lock `name` (lua/unwait.lua): it leaves the

@@ -17,6 +17,18 @@
 //!    next round, which could come after its validity ended ([`Urgent`]).
 //! 5. A hold released while its renewal was in flight is not a loss: the masters say
 //!    "not held" because the holder released it.
+//! 6. With replica sync on, a renewal counts (moves `last_renewed`) only once the
+//!    eligible replicas acknowledged it: one `WAIT` per renewal call, pipelined with it
+//!    (a call renews up to [`CHUNK`] locks of one primary). So the validity of a hold,
+//!    counted from its last renewal that counted, never outlasts its key on a replica
+//!    that a failover could promote.
+//! 7. A hold is at risk (`Hold::at_risk`, the guard's `at_risk()`) as soon as a round's
+//!    renewal failed (error, refusal, timeout, not replicated) on so many masters that
+//!    no majority can renew it in that round; the next renewal that counts clears it.
+//! 8. A loss carries its reason (`LostReason`): gone on the masters (or, if a master
+//!    that said so changed server since the grant, master data lost), not renewed in
+//!    time (or permission denied, if the last renewal was refused by an ACL), and so
+//!    on, set before `lost` fires.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -30,6 +42,7 @@ use tracing::Instrument;
 use super::holds::Hold;
 use super::{permits, rw, scripts};
 use super::{Engine, Kind};
+use crate::lost::LostReason;
 use crate::telemetry;
 
 /// Locks renewed per script call.
@@ -162,8 +175,15 @@ fn expire(engine: &Engine) -> Option<Instant> {
     for hold in engine.holds.watched() {
         let deadline = hold.watchdog_state().1 + validity;
         if deadline <= now {
-            if engine.lose(&hold) {
-                tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: not renewed by a majority within its validity");
+            // Invariant 8: refused by an ACL, or simply not renewed in time.
+            let reason = match hold.refusal() {
+                Some(e) => LostReason::PermissionDenied(e),
+                None => LostReason::NotRenewed,
+            };
+            let why = reason.to_string();
+            if engine.lose(&hold, reason) {
+                tracing::warn!(lock = %hold.name, holder = %hold.holder, reason = %why,
+                    "lock lost: not renewed by a majority within its validity");
             }
         } else {
             due = Some(due.map_or(deadline, |d| d.min(deadline)));
@@ -220,8 +240,8 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
     };
     let groups = [Renewal::Field, Renewal::Read, Renewal::Permit].map(|r| (r, group(r)));
     let groups = &groups;
-    let mut answers: FuturesUnordered<_> = (engine.masters.iter())
-        .map(|m| async move {
+    let mut answers: FuturesUnordered<_> = (engine.masters.iter().enumerate())
+        .map(|(at, m)| async move {
             let timeout = period;
             let mut held: Vec<crate::error::Result<bool>> = vec![Ok(false); chunk.len()];
             for (how, (idx, pairs)) in groups.iter().filter(|g| !g.1 .0.is_empty()) {
@@ -232,36 +252,61 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
                 };
                 idx.iter().zip(r).for_each(|(&i, h)| held[i] = h);
             }
-            held
+            (at, held)
         })
         .collect();
     let (n, quorum) = (engine.masters.len(), engine.quorum);
     let (mut renewed, mut denied) = (vec![0; chunk.len()], vec![0; chunk.len()]);
+    let mut failed = vec![0; chunk.len()];
+    // Whether a master that said "not held" changed server since the grant.
+    let mut replaced = vec![false; chunk.len()];
+    let validity = engine.validity_of(engine.settings.watchdog_timeout);
     // Judged as answers arrive: a hold renewed by a majority counts at once, without
     // waiting for the slowest master (the validity deadline may fire meanwhile).
-    while let Some(answer) = answers.next().await {
+    while let Some((at, answer)) = answers.next().await {
         // Not an outage: nothing will renew these locks until it is fixed.
         let refused = answer.iter().filter_map(|r| r.as_ref().err());
         if let Some(e) = refused.clone().find(|e| e.is_permanent()) {
             tracing::error!(error = %e, locks = refused.count(),
                 "renewal refused; the locks will be lost when their validity ends");
         }
+        let link = engine.masters[at].link();
         for (i, hold) in chunk.iter().enumerate() {
-            let Ok(held) = answer[i] else {
-                continue;
-            };
-            if held {
-                renewed[i] += 1;
-                if renewed[i] == quorum {
-                    hold.renewed(started);
-                    renewed_total.fetch_add(1, Ordering::Relaxed);
+            match &answer[i] {
+                Ok(true) => {
+                    renewed[i] += 1;
+                    if renewed[i] == quorum {
+                        hold.renewed(started);
+                        renewed_total.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
-            } else {
-                denied[i] += 1;
-                // Not a loss if the holder released it meanwhile (lose() says so).
-                if renewed[i] < quorum && n - denied[i] == quorum - 1 && engine.lose(hold) {
-                    tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: gone on too many masters");
+                Ok(false) => {
+                    denied[i] += 1;
+                    let changed = link.changed_at(hold.name.as_bytes());
+                    replaced[i] |= changed.is_some_and(|c| c > hold.since);
+                    let reason = if replaced[i] {
+                        LostReason::MasterDataLost
+                    } else {
+                        LostReason::ExpiredOrDeleted
+                    };
+                    // Not a loss if the holder released it meanwhile (lose() says so).
+                    if renewed[i] < quorum
+                        && n - denied[i] == quorum - 1
+                        && engine.lose(hold, reason)
+                    {
+                        tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: gone on too many masters");
+                    }
                 }
+                Err(e) => {
+                    failed[i] += 1;
+                    if e.is_permanent() {
+                        hold.refused(e);
+                    }
+                }
+            }
+            // Invariant 7: no majority can renew it in this round.
+            if renewed[i] < quorum && n - failed[i] - denied[i] < quorum {
+                hold.at_risk(hold.valid_until(validity));
             }
         }
     }

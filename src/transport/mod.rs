@@ -8,7 +8,8 @@
 //! * [`subscriber`]: a deployment's subscriber: one classic pub/sub connection, or
 //!   (cluster) sharded subscriptions spread over the primaries.
 //! * [`sentinel`]: a Sentinel-managed primary, followed across switches.
-//! * [`replicas`]: replica-synced acquisitions (`WAIT`).
+//! * [`replicas`]: replica-synced acquisitions and renewals (`WAIT`), and which
+//!   replicas are waited for.
 //! * [`cluster`]: Redis Cluster: requests routed by their first key's hash slot,
 //!   MOVED/ASK followed, sharded pub/sub.
 //! * `tls` (cargo feature `tls`): the rustls crypto provider and the certificates of
@@ -130,6 +131,21 @@ pub(crate) trait Transport: Send + Sync + 'static {
     fn sync_timeout(&self) -> Duration {
         Duration::ZERO
     }
+
+    /// When the server serving `key` last changed under us: another primary (a
+    /// failover, a slot moved) or, for one server, its connections broken (a restart,
+    /// which loses its data without persistence). `None`: never since connecting. A
+    /// lock found gone after that instant may have been lost with the old server's
+    /// data ([`LostReason::MasterDataLost`](crate::LostReason::MasterDataLost)).
+    fn changed_at(&self, _key: &[u8]) -> Option<std::time::Instant> {
+        None
+    }
+
+    /// What replica sync sees of the replicas of the primary serving `key` (`None`
+    /// with sync off).
+    fn replica_sync(&self, _key: &[u8]) -> Option<replicas::ReplicaSync> {
+        None
+    }
 }
 
 /// A [`Request::Synced`] answer, taken apart: the script's reply, then the
@@ -152,6 +168,33 @@ pub(crate) fn synced_parts(v: Value) -> Option<(Value, usize, usize, String)> {
 }
 
 impl Request<'_> {
+    /// What this request runs, as a refusal names it: for a script, the commands it
+    /// calls and `evalsha`; otherwise the command's name.
+    pub(crate) fn describe(&self) -> String {
+        fn name(cmd: &redis::Cmd) -> String {
+            match cmd.args_iter().next() {
+                Some(redis::Arg::Simple(n)) => {
+                    format!("'{}'", String::from_utf8_lossy(n).to_lowercase())
+                }
+                _ => "a command".into(),
+            }
+        }
+        match self {
+            Request::Eval(inv) | Request::Synced(inv) => {
+                let calls: Vec<String> = inv.calls().iter().map(|c| format!("'{c}'")).collect();
+                format!(
+                    "'evalsha' or a command its script calls ({})",
+                    calls.join(", ")
+                )
+            }
+            Request::Cmd(cmd) => name(cmd),
+            Request::Pipe(pipe) => {
+                let names: Vec<String> = pipe.cmd_iter().map(name).collect();
+                names.join(", ")
+            }
+        }
+    }
+
     /// The key a clustered transport routes by; `None` for a keyless command.
     pub(crate) fn key(&self) -> Option<&[u8]> {
         fn cmd_key(cmd: &redis::Cmd) -> Option<&[u8]> {

@@ -66,6 +66,33 @@ impl Text {
 pub(crate) struct Script {
     classic: Text,
     sharded: Text,
+    /// The commands the script names in `redis.call` / `redis.pcall`, lowercase: what
+    /// a refusal inside it may be about (an ACL `NOPERM` from a script does not say).
+    calls: Vec<String>,
+}
+
+/// The commands `source` calls by name (`redis.call('hexists', ...)`), in order, once.
+fn calls_in(source: &str) -> Vec<String> {
+    let mut calls: Vec<String> = Vec::new();
+    for part in source.split("redis.").skip(1) {
+        let Some(rest) = part
+            .strip_prefix("call(")
+            .or_else(|| part.strip_prefix("pcall("))
+        else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let Some(quote) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') else {
+            continue;
+        };
+        if let Some(name) = rest[1..].split(quote).next() {
+            let name = name.to_ascii_lowercase();
+            if !name.is_empty() && !calls.contains(&name) {
+                calls.push(name);
+            }
+        }
+    }
+    calls
 }
 
 impl Script {
@@ -87,6 +114,7 @@ impl Script {
         Script {
             classic: Text::new(format!("{CLASSIC}{source}")),
             sharded: Text::new(format!("{flags}{SHARDED}{source}")),
+            calls: calls_in(source),
         }
     }
 
@@ -147,6 +175,11 @@ impl Invocation {
     pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
         arg.write_redis_args(&mut self.args);
         self
+    }
+
+    /// The commands the script calls by name (see `Script::calls`).
+    pub(crate) fn calls(&self) -> &[String] {
+        &self.script.calls
     }
 
     /// The first key, by which a clustered transport routes the call.
@@ -241,6 +274,18 @@ fn is_noscript(e: &redis::RedisError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_knows_the_commands_it_calls() {
+        let src = "local h = redis.pcall('hexists', KEYS[1], ARGV[1])\n\
+                   if redis.call(\"PTTL\", KEYS[1]) < 5 then redis.call('pexpire', KEYS[1], 5) end\n\
+                   redis.call('hexists', KEYS[1], 'x') redis.call(cmd, KEYS[1])";
+        assert_eq!(calls_in(src), ["hexists", "pttl", "pexpire"]);
+        static RENEW: std::sync::LazyLock<Script> =
+            std::sync::LazyLock::new(|| Script::new(include_str!("../../lua/renew.lua")));
+        let calls = RENEW.call().calls().to_vec();
+        assert!(calls.contains(&"hexists".to_string()), "{calls:?}");
+    }
 
     #[test]
     fn evalsha_carries_the_hash_the_key_count_keys_then_args() {

@@ -59,6 +59,8 @@ struct Inner {
     primary: parking_lot::RwLock<Arc<Standalone>>,
     /// Bumped when the primary changes (invariant 3).
     generation: watch::Sender<u64>,
+    /// When the primary last changed.
+    switched_at: parking_lot::Mutex<Option<std::time::Instant>>,
     /// The background look-ups (invariant 2).
     lookups: Coalesced,
 }
@@ -74,6 +76,7 @@ impl Sentinel {
             setup,
             primary: parking_lot::RwLock::new(Arc::new(primary)),
             generation: watch::channel(0).0,
+            switched_at: parking_lot::Mutex::new(None),
             lookups: Coalesced::new(LOOKUP_EVERY),
         });
         let stop = CancellationToken::new();
@@ -165,6 +168,7 @@ impl Inner {
                 tracing::warn!(master = %self.setup.master_name, from = %self.primary().addr(),
                     to = %found.addr(), "sentinel switched the primary");
                 *self.primary.write() = Arc::new(found);
+                *self.switched_at.lock() = Some(std::time::Instant::now());
                 self.generation.send_modify(|g| *g += 1); // invariant 3
             }
             Ok(_) => {}
@@ -316,5 +320,14 @@ impl Transport for Sentinel {
 
     fn sync_timeout(&self) -> Duration {
         self.inner.setup.link.sync.1
+    }
+
+    fn replica_sync(&self, key: &[u8]) -> Option<super::replicas::ReplicaSync> {
+        self.inner.primary().replica_sync(key)
+    }
+
+    fn changed_at(&self, key: &[u8]) -> Option<std::time::Instant> {
+        let switched = *self.inner.switched_at.lock();
+        switched.max(self.inner.primary().changed_at(key))
     }
 }

@@ -64,6 +64,8 @@ pub(crate) struct Standalone {
     replicas: Replicas,
     /// The FIFO ticket of lock-lane writes (invariant 5).
     order: tokio::sync::Mutex<()>,
+    /// When the connections were last discarded after an I/O error (invariant 2).
+    reset_at: parking_lot::Mutex<Option<std::time::Instant>>,
 }
 
 impl Standalone {
@@ -105,6 +107,7 @@ impl Standalone {
             dialect: Dialect::Classic,
             replicas: Replicas::new(SyncReplicas::Off, Duration::ZERO),
             order: tokio::sync::Mutex::new(()),
+            reset_at: parking_lot::Mutex::new(None),
         })
     }
 
@@ -124,10 +127,11 @@ impl Standalone {
     /// for them (none: nothing to wait for).
     pub(crate) fn sync_wait(&self) -> (usize, Option<redis::Cmd>) {
         let wanted = self.replicas.wanted();
+        self.replicas.waited(wanted);
         (wanted, self.replicas.wait_cmd(wanted))
     }
 
-    /// Counts the connected replicas on `conn` (replicas.rs invariant 1).
+    /// Counts the replicas on `conn` and which are eligible (replicas.rs invariant 1).
     async fn count_replicas(&self, conn: &mut MultiplexedConnection) -> Result<()> {
         let mut info = redis::cmd("INFO");
         info.arg("replication");
@@ -198,6 +202,7 @@ impl Standalone {
     /// Drops every slot's connection after an I/O error on one of them (invariant 2).
     /// Requests in flight keep their clones and finish.
     fn discard_all(&self) {
+        *self.reset_at.lock() = Some(std::time::Instant::now());
         for slot in self.slots.iter() {
             if let Some(pooled) = slot.conn.lock().take() {
                 drop(Pooled::take(pooled));
@@ -216,9 +221,11 @@ impl Standalone {
 
     async fn send_on(&self, lane: Lane, timeout: Duration, request: Request<'_>) -> Result<Value> {
         // A synced write may also wait for its replicas. Their count is read when a
-        // connection is opened and, once stale, after a synced write was answered:
-        // never before one is written, which would let later lock-lane requests
-        // overtake it (invariant 5).
+        // connection is opened and, once stale, on the synced write's connection just
+        // before it is written, still holding the lock lane's ticket (so no later
+        // request overtakes it, invariant 5): the write waits for the replicas as they
+        // are now, not as they were a while ago (a replica restarted meanwhile and
+        // resyncing is not waited for).
         //
         // A synced write's extra time only starts once it is written: until then it
         // has the plain `timeout`, like every request, so a request sent after it on
@@ -248,11 +255,17 @@ impl Standalone {
             let mut conn = tokio::time::timeout_at(write_by, self.conn(self.slot(lane)))
                 .await
                 .map_err(|_| late())??;
+            if matches!(request, Request::Synced(_)) && self.replicas.needs_count() {
+                // A failed count keeps the old one; the write then fails or succeeds
+                // on its own.
+                let count = self.count_replicas(&mut conn);
+                let _ = tokio::time::timeout_at(write_by, count).await;
+            }
             let call = async {
                 match request {
                     Request::Eval(inv) => inv.run(&mut conn, self.dialect).await,
                     Request::Synced(inv) => {
-                        let (wanted, wait) = self.sync_wait();
+                        let (mut wanted, wait) = self.sync_wait();
                         let (reply, acked) = match &wait {
                             Some(wait) => {
                                 let (reply, acked) =
@@ -261,8 +274,15 @@ impl Standalone {
                             }
                             None => (inv.run(&mut conn, self.dialect).await?, 0),
                         };
-                        if self.replicas.needs_count() {
-                            let _ = self.count_replicas(&mut conn).await;
+                        // Replicas that did not acknowledge may have stopped being
+                        // eligible since the count (restarted, resyncing): judged
+                        // again on a fresh count (replicas.rs invariant 3).
+                        if acked < wanted
+                            && self.replicas.counts()
+                            && self.count_replicas(&mut conn).await.is_ok()
+                        {
+                            wanted = wanted.min(self.replicas.wanted());
+                            self.replicas.waited(wanted);
                         }
                         Ok(synced_reply(reply, acked, wanted, &self.addr))
                     }
@@ -283,7 +303,7 @@ impl Standalone {
                 if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
                     self.discard_all();
                 }
-                self.err(e)
+                crate::error::name_refused(self.err(e), || request.describe())
             })
         };
         match tokio::time::timeout(timeout, work).await {
@@ -333,6 +353,14 @@ impl Transport for Standalone {
 
     fn sync_timeout(&self) -> Duration {
         self.replicas.timeout()
+    }
+
+    fn replica_sync(&self, _key: &[u8]) -> Option<super::replicas::ReplicaSync> {
+        self.replicas.snapshot()
+    }
+
+    fn changed_at(&self, _key: &[u8]) -> Option<std::time::Instant> {
+        *self.reset_at.lock()
     }
 
     fn subscriber(&self) -> BoxFuture<'_, redis::RedisResult<Box<dyn Subscriber>>> {

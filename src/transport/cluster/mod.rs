@@ -60,6 +60,8 @@ struct Inner {
     dialect: Dialect,
     map: parking_lot::RwLock<Arc<SlotMap>>,
     nodes: parking_lot::Mutex<HashMap<String, Arc<Standalone>>>,
+    /// When a slot last changed owner (a failover, a migration).
+    changed_at: parking_lot::Mutex<Option<Instant>>,
     /// The background refreshes (invariant 1).
     refresh: Coalesced,
 }
@@ -113,6 +115,7 @@ impl Cluster {
             dialect,
             map: parking_lot::RwLock::new(Arc::new(map)),
             nodes: Default::default(),
+            changed_at: Default::default(),
             refresh: Coalesced::new(REFRESH_EVERY),
         });
         Ok(Cluster { inner })
@@ -175,6 +178,7 @@ impl Inner {
     fn moved(&self, slot: u16, addr: &str) {
         let mut map = self.map.write();
         Arc::make_mut(&mut map).moved(slot, addr);
+        *self.changed_at.lock() = Some(Instant::now());
     }
 
     /// Reads the slot map again, from the known primaries, then the seeds.
@@ -192,7 +196,12 @@ impl Inner {
             let host = addr.rsplit_once(':').map_or("", |(h, _)| h);
             match reply.map(|r| SlotMap::parse(&r, host)) {
                 Ok(Ok(map)) => {
-                    *self.map.write() = Arc::new(map);
+                    let mut old = self.map.write();
+                    let moved = (0..16384u16).any(|s| old.owner(s) != map.owner(s));
+                    *old = Arc::new(map);
+                    if moved {
+                        *self.changed_at.lock() = Some(Instant::now());
+                    }
                     return Ok(());
                 }
                 Ok(Err(e)) => last = Some(Error::Config(e)),
@@ -419,5 +428,15 @@ impl Transport for Cluster {
 
     fn sync_timeout(&self) -> Duration {
         self.inner.link.sync.1
+    }
+
+    fn changed_at(&self, key: &[u8]) -> Option<Instant> {
+        let moved = *self.inner.changed_at.lock();
+        let node = self.inner.owner_node(Some(key)).ok();
+        moved.max(node.and_then(|n| n.changed_at(key)))
+    }
+
+    fn replica_sync(&self, key: &[u8]) -> Option<super::replicas::ReplicaSync> {
+        self.inner.owner_node(Some(key)).ok()?.replica_sync(key)
     }
 }
