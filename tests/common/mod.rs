@@ -14,6 +14,7 @@
 
 pub mod cluster;
 pub mod fair;
+pub mod jvm;
 pub mod redisson;
 pub mod redlock;
 pub mod sentinel;
