@@ -109,21 +109,27 @@ pub fn classpath(version: &str) -> String {
     let dir = out.join(version);
     let jar = dir.join("redisson-driver-1.0.jar");
     let cp_file = dir.join("classpath.txt");
+    // Written after each successful build: Maven leaves an unchanged jar and classpath
+    // file untouched, so their own times say nothing.
+    let stamp = dir.join("built.stamp");
     let sources = newest(&project.join("src")).max(newest_file(&project.join("pom.xml")));
-    let fresh = jar.exists() && cp_file.exists() && newest_file(&cp_file) >= sources;
+    let fresh = jar.exists() && cp_file.exists() && newest_file(&stamp) >= sources;
     if !fresh {
         let started = std::time::Instant::now();
-        let status = Command::new("mvn")
+        let out_put = Command::new("mvn")
             .current_dir(&project)
             .args(["-q", "-B", "package"])
             .arg(format!("-Dredisson.version={version}"))
             .arg(format!("-Dinterop.build.dir={}", out.display()))
-            .status()
+            .output()
             .expect("cannot run mvn");
         assert!(
-            status.success(),
-            "mvn package of interop/redisson for Redisson {version} failed"
+            out_put.status.success(),
+            "mvn package of interop/redisson for Redisson {version} failed:\n{}{}",
+            String::from_utf8_lossy(&out_put.stdout),
+            String::from_utf8_lossy(&out_put.stderr)
         );
+        std::fs::write(&stamp, version).unwrap();
         eprintln!(
             "built the Redisson {version} driver in {:?}",
             started.elapsed()

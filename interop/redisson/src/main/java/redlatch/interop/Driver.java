@@ -216,10 +216,14 @@ public final class Driver {
         return "val " + client.getId();
     }
 
-    /** A setter of this Redisson version by name (some exist only in some versions). */
+    /**
+     * A one-argument setter of this Redisson version by name (some exist only in some
+     * versions); a primitive or enum parameter is preferred over an options object.
+     */
     private static Method find(Class<?> type, String name) {
         for (Method m : type.getMethods()) {
-            if (m.getName().equals(name) && m.getParameterCount() == 1) {
+            Class<?> p = m.getParameterTypes().length == 1 ? m.getParameterTypes()[0] : null;
+            if (m.getName().equals(name) && p != null && (p.isPrimitive() || p.isEnum())) {
                 return m;
             }
         }
@@ -238,7 +242,7 @@ public final class Driver {
             case "fair":
                 return client.getFairLock(name);
             case "fenced":
-                return (RLock) find(RedissonClient.class, "getFencedLock").invoke(client, name);
+                return (RLock) RedissonClient.class.getMethod("getFencedLock", String.class).invoke(client, name);
             case "read":
                 return client.getReadWriteLock(name).readLock();
             case "write":
