@@ -15,6 +15,7 @@
 pub mod cluster;
 pub mod fair;
 pub mod jvm;
+pub mod mixed;
 pub mod redisson;
 pub mod redlock;
 pub mod sentinel;
