@@ -124,6 +124,8 @@ async fn redlatch_release_wakes_a_java_waiter(version: &str) {
         .lock_with_lease(Duration::from_secs(60))
         .await
         .unwrap();
+    let scripts = |s: &RedisServer| common::calls(s, "eval") + common::calls(s, "evalsha");
+    let before = scripts(&server);
     let mut waiting = java.send("t1", "lock lock handoff");
     assert!(
         eventually_async(Duration::from_secs(10), || numsub(
@@ -132,6 +134,12 @@ async fn redlatch_release_wakes_a_java_waiter(version: &str) {
         ) >= 1)
         .await,
         "the Java waiter never subscribed"
+    );
+    // Redisson tries, subscribes, tries again, then sleeps on its latch: wait for that
+    // second try, so what wakes it is our release message.
+    assert!(
+        eventually_async(Duration::from_secs(10), || scripts(&server) >= before + 2).await,
+        "Redisson never retried after subscribing"
     );
     assert!(
         waiting
