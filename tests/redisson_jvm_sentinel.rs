@@ -1,0 +1,126 @@
+//! redlatch against the real Redisson client on Sentinel (a primary, its replica, three
+//! sentinels): both sides sync the replica before an acquisition counts (Redisson's
+//! `checkLockSyncedSlaves`, redlatch's `SyncReplicas::Auto`), and a mixed contention run
+//! goes through a kill -9 of the primary and the sentinels' failover with zero overlaps
+//! and nobody starved.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::jvm::{self, addr_of, Deployment, Jvm};
+use common::mixed::{self, Checker, Kind, Run};
+use common::sentinel::SentinelSet;
+use redlatch::Client;
+
+/// Both sides' watchdog lease: a release lost in the failover frees the lock this soon.
+const WATCHDOG_MS: u64 = 3000;
+
+#[tokio::test]
+#[ignore = "the redlatch process of the mixed runs (REDLATCH_MIXED_HELPER)"]
+async fn helper_mixed_participant() {
+    mixed::helper_main().await;
+}
+
+fn has_hash(set: &SentinelSet, i: usize, name: &str) -> bool {
+    set.server(i).cmd::<String>(&["TYPE", name]) == "hash"
+}
+
+async fn failover_during_a_mixed_run(version: &str) {
+    let id = format!("redisson_jvm_sentinel-{version}");
+    jvm::clear_record(&id);
+    let mut set = SentinelSet::start("interop");
+    let sentinels: Vec<String> = set.sentinel_urls().iter().map(|u| addr_of(u)).collect();
+    let deployment = Deployment::Sentinel(set.master_name().to_string(), sentinels);
+    let opts = format!("watchdog={WATCHDOG_MS} synced=true syncms=2000");
+    let java = Arc::new(Jvm::start(version, &deployment, &opts).await);
+    let spec = mixed::helper_spec(
+        &format!(
+            "sentinel|{}|{}",
+            set.master_name(),
+            set.sentinel_urls().join(",")
+        ),
+        WATCHDOG_MS,
+    );
+    let clients = vec![
+        Client::connect(mixed::config_of(&spec)).await.unwrap(),
+        Client::connect(mixed::config_of(&spec)).await.unwrap(),
+    ];
+
+    // Each side's acquisition is on the replica by the time it returns.
+    let replica = 1 - set.primary_index();
+    java.call("t1", "lock lock synced-java").await.ok();
+    assert!(
+        has_hash(&set, replica, "synced-java"),
+        "Redisson's lock returned before the replica had it (checkLockSyncedSlaves)"
+    );
+    java.call("t1", "unlock lock synced-java").await.ok();
+    let g = clients[0].lock("synced-ours").lock().await.unwrap();
+    assert!(has_hash(&set, replica, "synced-ours"));
+    g.unlock().await.unwrap();
+
+    let checker = Checker::new(Kind::Plain, "mixed", None);
+    let run = Run {
+        kind: Kind::Plain,
+        name: "mixed".into(),
+        rounds: 12,
+        hold: Duration::from_millis(20),
+        java_threads: 3,
+        redlatch_tasks: 3,
+        processes: 1,
+        deadline: Duration::from_secs(150),
+    };
+    let killer = async {
+        // Kill the primary once the run is well under way.
+        assert!(
+            common::eventually_async(Duration::from_secs(60), || {
+                checker.report(0, Duration::ZERO).sections >= 15
+            })
+            .await,
+            "the mixed run never got going"
+        );
+        let old = set.kill_primary();
+        let at_kill = checker.report(0, Duration::ZERO).sections;
+        let new = tokio::task::block_in_place(|| set.wait_for_switch(&old));
+        println!(
+            "Redisson {version}: failover from {old} to {new} after section {at_kill} of the mixed run"
+        );
+        at_kill
+    };
+    let (report, at_kill) = tokio::join!(
+        mixed::run(
+            &run,
+            &java,
+            &clients,
+            Some(("helper_mixed_participant", &spec)),
+            &checker
+        ),
+        killer
+    );
+    report.check(
+        &run,
+        &format!("Redisson {version} sentinel mixed run with a failover"),
+        &checker,
+    );
+    let total = (run.java_threads + run.redlatch_tasks + run.processes) * run.rounds;
+    assert!(
+        at_kill < total,
+        "the primary died after the run ({at_kill} of {total} sections)"
+    );
+    jvm::record(&id, "RLock", version, "sentinel", "pass");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_during_a_mixed_run_4_7() {
+    if jvm::available() {
+        failover_during_a_mixed_run(jvm::V4).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_during_a_mixed_run_3_27() {
+    if jvm::available() {
+        failover_during_a_mixed_run(jvm::OLD).await;
+    }
+}
