@@ -18,6 +18,10 @@ use redlatch::{Client, Config};
 
 const WATCHDOG_MS: u64 = 5000;
 
+/// Redisson 3.27 on a Redis 7 cluster (both outcomes are tested, whichever a run gets).
+const OLD_CLUSTER_NOTE: &str = "diff: picks sharded or classic pub/sub at start-up by a probe \
+     that can fail; when classic, no cross-client wake-up (waiters wait out the lease)";
+
 #[tokio::test]
 #[ignore = "the redlatch process of the mixed runs (REDLATCH_MIXED_HELPER)"]
 async fn helper_mixed_participant() {
@@ -106,8 +110,69 @@ async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
     let client = Client::connect(mixed::config_of(&spec)).await.unwrap();
     let name = "handoff";
     let channel = format!("redisson_lock__channel:{{{name}}}");
+    let node = cluster.node(cluster.primary_for_key(name));
+
+    // redlatch holds (10 s lease), Java waits: which pub/sub did this Redisson pick?
+    let lease = Duration::from_secs(10);
+    let guard = client.lock(name).lock_with_lease(lease).await.unwrap();
+    let leased_at = mono_nanos();
+    let scripts_before = scripts_run(node);
+    let mut waiting = java.send("t1", &format!("lock lock {name}"));
+    let theirs = until_subscribed(&cluster, &channel).await;
+    assert!(
+        eventually_async(Duration::from_secs(10), || scripts_run(node)
+            >= scripts_before + 2)
+        .await,
+        "Redisson never retried after subscribing"
+    );
+    if mode(theirs) == "classic" {
+        // Redisson 3.27 only: its start-up probe for sharded pub/sub failed (see
+        // docs/redisson-compat.md); it subscribes and publishes classic, redlatch sharded:
+        // neither hears the other, waiters fall back on the lease. Exclusion holds.
+        assert_eq!(
+            version,
+            jvm::OLD,
+            "Redisson {version} chose classic pub/sub"
+        );
+        guard.unlock().await.unwrap();
+        if mono_nanos() - leased_at < 5_000_000_000 {
+            assert!(
+                waiting
+                    .answered_within(Duration::from_millis(1000))
+                    .await
+                    .is_none(),
+                "a classic Redisson waiter was woken by a sharded release"
+            );
+        }
+        let got = waiting.reply().await;
+        got.ok();
+        assert!(
+            !client
+                .lock(name)
+                .try_lock(Duration::ZERO)
+                .await
+                .unwrap()
+                .is_some_and(|_| true),
+            "redlatch got a lock Java holds"
+        );
+        println!(
+            "Redisson {version} on a cluster chose classic pub/sub this run: its waiter got the \
+             lock {:.0} ms after ours was taken (lease {lease:?}), not at our release",
+            ms(got.nanos - leased_at)
+        );
+        java.call("t1", &format!("unlock lock {name}")).await.ok();
+        jvm::record(&id, "RLock", version, "cluster", OLD_CLUSTER_NOTE);
+        return;
+    }
+    let ours_released = mono_nanos();
+    guard.unlock().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(30), waiting.reply())
+        .await
+        .expect("Redisson's waiter was not woken by redlatch's release on the cluster");
+    got.ok();
 
     // Java holds (60 s lease), redlatch waits: woken by Redisson's unlock message.
+    java.call("t1", &format!("unlock lock {name}")).await.ok();
     java.call("t1", &format!("lock lock {name} 60000"))
         .await
         .ok();
@@ -117,29 +182,17 @@ async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
     };
     let ours = until_subscribed(&cluster, &channel).await;
     let released = java.call("t1", &format!("unlock lock {name}")).await;
-    let (guard, at) = tokio::time::timeout(Duration::from_secs(30), waiter)
-        .await
-        .expect("redlatch's waiter was not woken by Redisson's unlock on the cluster")
-        .unwrap();
-    // redlatch holds (60 s lease), Java waits: woken by our release.
+    let (guard, at) = match tokio::time::timeout(Duration::from_secs(30), waiter).await {
+        Ok(r) => r.unwrap(),
+        Err(_) => panic!(
+            "redlatch's waiter was not woken by Redisson's unlock on the cluster \
+             (the name's node ran {} PUBLISH and {} SPUBLISH calls; subscribers {:?})",
+            common::calls(node, "publish"),
+            common::calls(node, "spublish"),
+            subscribers(&cluster, &channel)
+        ),
+    };
     guard.unlock().await.unwrap();
-    let guard = client
-        .lock(name)
-        .lock_with_lease(Duration::from_secs(60))
-        .await
-        .unwrap();
-    let mut waiting = java.send("t1", &format!("lock lock {name}"));
-    let theirs = until_subscribed(&cluster, &channel).await;
-    assert!(waiting
-        .answered_within(Duration::from_millis(200))
-        .await
-        .is_none());
-    let ours_released = mono_nanos();
-    guard.unlock().await.unwrap();
-    let got = tokio::time::timeout(Duration::from_secs(30), waiting.reply())
-        .await
-        .expect("Redisson's waiter was not woken by redlatch's release on the cluster");
-    got.ok();
     println!(
         "Redisson {version} on a cluster: redlatch waits with {} pub/sub, Redisson with {}; \
          Java unlock -> redlatch {:.2} ms, redlatch unlock -> Java {:.2} ms",
@@ -148,7 +201,6 @@ async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
         ms(at - released.before.unwrap()),
         ms(got.nanos - ours_released)
     );
-    java.call("t1", &format!("unlock lock {name}")).await.ok();
 
     // Mixed run: 3 Java threads, 3 redlatch tasks, a redlatch process.
     let clients = vec![client];
@@ -177,7 +229,12 @@ async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
         &checker,
     );
     assert_eq!(report.errors, 0);
-    jvm::record(&id, "RLock", version, "cluster", "pass");
+    let result = if version == jvm::OLD {
+        OLD_CLUSTER_NOTE
+    } else {
+        "pass"
+    };
+    jvm::record(&id, "RLock", version, "cluster", result);
 }
 
 /// The family's wake-ups across the two on a cluster (4.7): fair lock, read-write lock,
