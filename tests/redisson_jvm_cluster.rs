@@ -317,6 +317,77 @@ async fn the_family_wakes_across_the_two_on_a_cluster_4_7() {
     assert!(call.reply().await.bool());
     jvm::record(&id, "RCountDownLatch", version, "cluster", "pass");
 
+    // Fenced lock: one token sequence across the two.
+    let t1: u64 = java
+        .call("f", "lock fenced fence")
+        .await
+        .val()
+        .parse()
+        .unwrap();
+    java.call("f", "unlock fenced fence").await.ok();
+    let g = client.fenced_lock("fence").lock().await.unwrap();
+    let t2 = g.fencing_token().unwrap();
+    g.unlock().await.unwrap();
+    let t3: u64 = java
+        .call("f", "lock fenced fence")
+        .await
+        .val()
+        .parse()
+        .unwrap();
+    java.call("f", "unlock fenced fence").await.ok();
+    assert!(t1 < t2 && t2 < t3, "tokens {t1} {t2} {t3}");
+    jvm::record(&id, "RFencedLock", version, "cluster", "pass");
+
+    // Permit-expirable semaphore: Java's release wakes our waiter and back.
+    assert!(java.call("x", "xsem xs trysetpermits 1").await.bool());
+    let permit = java.call("x", "xsem xs acquire").await.val().to_string();
+    let ours = {
+        let sem = client.permit_expirable_semaphore("xs");
+        tokio::spawn(async move { sem.acquire().await.unwrap() })
+    };
+    until_subscribed(&cluster, "redisson_sc:{xs}").await;
+    java.call("x", &format!("xsem xs release {permit}"))
+        .await
+        .ok();
+    let p = tokio::time::timeout(Duration::from_secs(30), ours)
+        .await
+        .expect("expirable semaphore: Java's release did not wake us")
+        .unwrap();
+    let call = java.send("x", "xsem xs acquire");
+    until_subscribed(&cluster, "redisson_sc:{xs}").await;
+    p.release().await.unwrap();
+    let permit = call.reply().await.val().to_string();
+    java.call("x", &format!("xsem xs release {permit}"))
+        .await
+        .ok();
+    jvm::record(&id, "RPermitExpirableSemaphore", version, "cluster", "pass");
+
+    // Multi-lock over names on different nodes.
+    let (a, b) = (cluster.key_on(0, "ma"), cluster.key_on(1, "mb"));
+    let names = format!("{a},{b}");
+    java.call("m", &format!("multi lock {names}")).await.ok();
+    let ours = {
+        let m = client.multi_lock([a.clone(), b.clone()]);
+        tokio::spawn(async move { m.lock().await.unwrap() })
+    };
+    until_subscribed(&cluster, &format!("redisson_lock__channel:{{{a}}}")).await;
+    java.call("m", &format!("multi unlock {names}")).await.ok();
+    let g = tokio::time::timeout(Duration::from_secs(30), ours)
+        .await
+        .expect("multi-lock: Java's unlock did not wake us")
+        .unwrap();
+    assert!(!java
+        .call("m", &format!("multi trylock {names} 100"))
+        .await
+        .bool());
+    g.unlock().await.unwrap();
+    assert!(java
+        .call("m", &format!("multi trylock {names} 5000"))
+        .await
+        .bool());
+    java.call("m", &format!("multi unlock {names}")).await.ok();
+    jvm::record(&id, "RedissonMultiLock", version, "cluster", "pass");
+
     // Fair lock: a mixed run, FIFO checked against the queue on its node.
     let queue = {
         let key = "redisson_lock_queue:{fair}".to_string();
