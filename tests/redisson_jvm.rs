@@ -325,7 +325,8 @@ fn spawn_redlatch_holder(
             return child;
         }
     }
-    panic!("the redlatch helper process exited before locking");
+    let status = child.wait();
+    panic!("the redlatch helper process exited before locking: {status:?}");
 }
 
 async fn a_dead_redlatch_process_frees_by_its_lease_for_java(version: &str) {
