@@ -213,6 +213,7 @@ async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
         java_threads: 3,
         redlatch_tasks: 3,
         processes: 1,
+        cli: 0,
         deadline: Duration::from_secs(90),
     };
     let report = mixed::run(
@@ -220,6 +221,7 @@ async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
         &java,
         &clients,
         Some(("helper_mixed_participant", &spec)),
+        None,
         &checker,
     )
     .await;
@@ -414,6 +416,7 @@ async fn the_family_wakes_across_the_two_on_a_cluster_4_7() {
         java_threads: 3,
         redlatch_tasks: 3,
         processes: 1,
+        cli: 0,
         deadline: Duration::from_secs(90),
     };
     let clients = vec![client];
@@ -422,6 +425,7 @@ async fn the_family_wakes_across_the_two_on_a_cluster_4_7() {
         &java,
         &clients,
         Some(("helper_mixed_participant", &spec)),
+        None,
         &checker,
     )
     .await;

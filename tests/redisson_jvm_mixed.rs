@@ -55,6 +55,7 @@ async fn mixed_on_standalone(kind: Kind, version: &str) {
         }) as Arc<dyn Fn() -> Vec<String> + Send + Sync>
     };
     let checker = Checker::new(kind, name, (kind == Kind::Fair).then_some(queue));
+    let cli = mixed::cli_binary();
     let run = Run {
         kind,
         name: name.to_string(),
@@ -63,13 +64,21 @@ async fn mixed_on_standalone(kind: Kind, version: &str) {
         java_threads: 3,
         redlatch_tasks: 3,
         processes: 1,
+        cli: usize::from(cli.is_some()),
         deadline: Duration::from_secs(90),
     };
+    let conn = [
+        "--redis".to_string(),
+        server.url(),
+        "--watchdog".into(),
+        "5s".into(),
+    ];
     let report = mixed::run(
         &run,
         &java,
         &clients,
         Some(("helper_mixed_participant", &spec)),
+        cli.as_deref().map(|b| (b, &conn[..])),
         &checker,
     )
     .await;

@@ -69,6 +69,7 @@ async fn failover_during_a_mixed_run(version: &str) {
         java_threads: 3,
         redlatch_tasks: 3,
         processes: 1,
+        cli: 0,
         deadline: Duration::from_secs(150),
     };
     let killer = async {
@@ -94,6 +95,7 @@ async fn failover_during_a_mixed_run(version: &str) {
             &java,
             &clients,
             Some(("helper_mixed_participant", &spec)),
+            None,
             &checker
         ),
         killer
@@ -122,5 +124,12 @@ async fn failover_during_a_mixed_run_4_7() {
 async fn failover_during_a_mixed_run_3_27() {
     if jvm::available() {
         failover_during_a_mixed_run(jvm::OLD).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_during_a_mixed_run_3_52() {
+    if jvm::available() {
+        failover_during_a_mixed_run(jvm::LAST3).await;
     }
 }

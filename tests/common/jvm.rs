@@ -37,7 +37,8 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn target_dir() -> PathBuf {
+/// The cargo target directory (`CARGO_TARGET_DIR` or `target/`).
+pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .map(|p| if p.is_absolute() { p } else { repo().join(p) })

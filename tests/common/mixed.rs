@@ -18,6 +18,8 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -171,6 +173,8 @@ pub struct Run {
     pub redlatch_tasks: usize,
     /// redlatch child processes (this test binary, [`helper_main`]).
     pub processes: usize,
+    /// `redlatch run` participants (the CLI, one process per round; see [`cli_binary`]).
+    pub cli: usize,
     /// The whole run's bound: a participant still short of its rounds then is starved.
     pub deadline: Duration,
 }
@@ -205,6 +209,7 @@ pub async fn run(
     jvm: &Arc<Jvm>,
     clients: &[Client],
     helper: Option<(&str, &str)>,
+    cli: Option<(&Path, &[String])>,
     checker: &Checker,
 ) -> Report {
     let started = Instant::now();
@@ -301,6 +306,26 @@ pub async fn run(
             }));
         }
     }
+    if let Some((binary, conn)) = cli {
+        for c in 0..run.cli {
+            let (checker, errors) = (checker.clone(), errors.clone());
+            let (binary, conn) = (binary.to_path_buf(), conn.to_vec());
+            let (kind, name, rounds, hold) = (run.kind, run.name.clone(), run.rounds, run.hold);
+            tasks.push(tokio::task::spawn_blocking(move || {
+                cli_participant(
+                    &format!("C{c}"),
+                    &binary,
+                    &conn,
+                    kind,
+                    &name,
+                    rounds,
+                    hold,
+                    &checker,
+                    &errors,
+                )
+            }));
+        }
+    }
     let all = futures_util::future::join_all(tasks);
     let finished = tokio::time::timeout(run.deadline, all).await;
     for mut c in children {
@@ -318,6 +343,89 @@ pub async fn run(
         }
     }
     report
+}
+
+/// The CLI binary of this workspace (`target/debug/redlatch`), if it was built
+/// (`scripts/test.sh` builds the workspace first); `None` (said on stderr) otherwise.
+pub fn cli_binary() -> Option<PathBuf> {
+    let path = super::jvm::target_dir().join("debug").join("redlatch");
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!(
+            "no {}: the mixed run goes without a redlatch CLI participant",
+            path.display()
+        );
+        None
+    }
+}
+
+/// One `redlatch run NAME -- bash -c ...` per round: the command connects to a listener of
+/// this process and reports `enter $REDLATCH_HOLDER` / `exit`, each acknowledged, as the
+/// other participants do.
+#[allow(clippy::too_many_arguments)]
+fn cli_participant(
+    who: &str,
+    binary: &Path,
+    conn: &[String],
+    kind: Kind,
+    name: &str,
+    rounds: usize,
+    hold: Duration,
+    checker: &Checker,
+    errors: &Mutex<usize>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "exec 3<>/dev/tcp/127.0.0.1/{port}; echo \"enter $REDLATCH_HOLDER\" >&3; read -r _ <&3; \
+         sleep {}; echo exit >&3; read -r _ <&3",
+        hold.as_secs_f64()
+    );
+    let mut done = 0;
+    let mut tries = 0;
+    while done < rounds && tries < rounds * 5 {
+        tries += 1;
+        let mut cmd = Command::new(binary);
+        cmd.arg("run").arg(name).args(conn);
+        if kind == Kind::Fair {
+            cmd.arg("--fair");
+        }
+        let mut child = cmd
+            .args(["--", "bash", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        let mut line = String::new();
+        let mut steps = 0;
+        while steps < 2 {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            let l = line.trim_end();
+            if let Some(holder) = l.strip_prefix("enter ") {
+                checker.enter(who, holder);
+            } else if l == "exit" {
+                checker.exit(who);
+            }
+            steps += 1;
+            if writeln!(writer, "go").is_err() {
+                break;
+            }
+        }
+        let status = child.wait().unwrap();
+        if status.success() && steps == 2 {
+            done += 1;
+        } else {
+            *errors.lock().unwrap() += 1;
+        }
+    }
 }
 
 /// The checker's side of a child process: `enter HOLDER` / `exit` lines, each answered
@@ -413,7 +521,7 @@ impl Report {
                 "{context}: no entry was checked against the queue"
             );
         }
-        let participants = run.java_threads + run.redlatch_tasks + run.processes;
+        let participants = run.java_threads + run.redlatch_tasks + run.processes + run.cli;
         assert_eq!(
             self.entries.len(),
             participants,
