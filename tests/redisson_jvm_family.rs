@@ -82,6 +82,22 @@ fn subscribers(server: &RedisServer, name: &str) -> i64 {
         .sum::<i64>()
 }
 
+/// Scripts the server ran so far (EVAL and EVALSHA calls).
+fn scripts_run(server: &RedisServer) -> u64 {
+    common::calls(server, "eval") + common::calls(server, "evalsha")
+}
+
+/// Redisson tries, subscribes, tries again, then sleeps on its latch: waits for that second
+/// try (two scripts since `before`), so what wakes the Java waiter is the release message.
+async fn until_retried(server: &RedisServer, before: u64) {
+    assert!(
+        eventually_async(Duration::from_secs(10), || scripts_run(server)
+            >= before + 2)
+        .await,
+        "Redisson never retried after subscribing"
+    );
+}
+
 /// Takes and releases plain lock `name` at once if it is free.
 async fn free_for_us(client: &Client, name: &str) -> bool {
     match client.lock(name).try_lock(Duration::ZERO).await.unwrap() {
@@ -232,8 +248,10 @@ async fn read_write_lock_both_ways_and_downgrade(version: &str) {
     // Our writer keeps out Java's readers and writers; its release wakes them.
     assert!(!java.call("j1", "trylock read rw 0").await.bool());
     assert!(!java.call("j2", "trylock write rw 0").await.bool());
+    let before = scripts_run(server);
     let mut reader = java.send("j1", "lock read rw");
     until_subscribers(server, "rw", 1).await;
+    until_retried(server, before).await;
     assert!(reader
         .answered_within(Duration::from_millis(200))
         .await
@@ -288,8 +306,10 @@ async fn semaphore_both_ways(version: &str) {
     assert_eq!(sem.available().await.unwrap(), 2);
     sem.acquire(2).await.unwrap();
     assert!(!java.call("j", "sem sem tryacquire 1 0").await.bool());
+    let before = scripts_run(server);
     let mut waiting = java.send("j", "sem sem acquire 1");
     until_subscribers(server, "sem", 1).await;
+    until_retried(server, before).await;
     assert!(waiting
         .answered_within(Duration::from_millis(200))
         .await
@@ -353,8 +373,10 @@ async fn permit_expirable_semaphore_both_ways(version: &str) {
         java.call("j", "xsem xs tryacquire 0").await.outcome,
         jvm::Outcome::Bool(false)
     );
+    let before = scripts_run(server);
     let mut waiting = java.send("j", "xsem xs acquire");
     until_subscribers(server, "xs", 1).await;
+    until_retried(server, before).await;
     assert!(waiting
         .answered_within(Duration::from_millis(200))
         .await
