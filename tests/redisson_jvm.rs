@@ -41,6 +41,8 @@ macro_rules! per_version {
 }
 
 per_version!(
+    a_dead_redlatch_reader_and_a_live_java_reader,
+    a_dead_redlatch_fair_waiter_is_passed_over_for_java,
     java_release_wakes_a_redlatch_waiter,
     redlatch_release_wakes_a_java_waiter,
     reentry_and_refusal_across_the_two,
@@ -278,33 +280,60 @@ async fn a_dead_jvms_lock_frees_by_its_lease_for_redlatch(version: &str) {
     jvm::record(&id, "RLock", version, "standalone", "pass");
 }
 
-/// Child-process mode of this test binary: `REDLATCH_JVM_HELPER=url|name|watchdog_ms`
-/// takes the lock with that watchdog, prints `locked`, then sleeps until killed.
+/// Child-process mode of this test binary: `REDLATCH_JVM_HELPER=url|name|watchdog_ms|kind`
+/// takes lock `name` with that watchdog (and a 1 s fair stale timeout), `kind` being
+/// `plain`, `read` (the read lock of read-write lock `name`) or `fair`; prints
+/// `locked HOLDER`, then sleeps until killed (a fair waiter may be killed while queued).
 #[tokio::test]
-#[ignore = "a helper process for a_dead_redlatch_process_frees_by_its_lease_for_java"]
+#[ignore = "a helper process of the dead-holder tests (REDLATCH_JVM_HELPER)"]
 async fn helper_redlatch_holder() {
     let Ok(spec) = std::env::var("REDLATCH_JVM_HELPER") else {
         return;
     };
     let parts: Vec<&str> = spec.split('|').collect();
-    let config =
-        Config::single(parts[0]).watchdog_timeout(Duration::from_millis(parts[2].parse().unwrap()));
+    let config = Config::single(parts[0])
+        .watchdog_timeout(Duration::from_millis(parts[2].parse().unwrap()))
+        .fair_stale_timeout(Duration::from_secs(1));
     let client = Client::connect(config).await.unwrap();
-    let guard = client.lock(parts[1]).lock().await.unwrap();
+    let lock = match parts[3] {
+        "read" => client.read_write_lock(parts[1]).read(),
+        "fair" => client.fair_lock(parts[1]),
+        _ => client.lock(parts[1]),
+    };
+    let guard = lock.lock().await.unwrap();
     println!("locked {}", guard.holder());
     use std::io::Write;
     std::io::stdout().flush().unwrap();
     tokio::time::sleep(Duration::from_secs(600)).await;
 }
 
-/// Starts this test binary as a redlatch holder of `name` (see helper_redlatch_holder).
+/// Starts this test binary as a redlatch holder of `name` (see helper_redlatch_holder);
+/// returns once it holds the lock, with its holder id.
 fn spawn_redlatch_holder(
     server: &RedisServer,
     name: &str,
     watchdog_ms: u64,
-) -> std::process::Child {
+    kind: &str,
+) -> (std::process::Child, String) {
     use std::io::BufRead;
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+    let mut child = start_helper(server, name, watchdog_ms, kind);
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    for line in out.lines() {
+        if let Some(holder) = line.unwrap().strip_prefix("locked ") {
+            return (child, holder.to_string());
+        }
+    }
+    let status = child.wait();
+    panic!("the redlatch helper process exited before locking: {status:?}");
+}
+
+fn start_helper(
+    server: &RedisServer,
+    name: &str,
+    watchdog_ms: u64,
+    kind: &str,
+) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "helper_redlatch_holder",
@@ -313,20 +342,20 @@ fn spawn_redlatch_holder(
         ])
         .env(
             "REDLATCH_JVM_HELPER",
-            format!("{}|{name}|{watchdog_ms}", server.url()),
+            format!("{}|{name}|{watchdog_ms}|{kind}", server.url()),
         )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .unwrap();
-    let out = std::io::BufReader::new(child.stdout.take().unwrap());
-    for line in out.lines() {
-        if line.unwrap().starts_with("locked") {
-            return child;
-        }
+        .unwrap()
+}
+
+fn kill9(child: &mut std::process::Child) {
+    // SAFETY: signalling our own child by PID.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGKILL);
     }
-    let status = child.wait();
-    panic!("the redlatch helper process exited before locking: {status:?}");
+    child.wait().unwrap();
 }
 
 async fn a_dead_redlatch_process_frees_by_its_lease_for_java(version: &str) {
@@ -334,7 +363,7 @@ async fn a_dead_redlatch_process_frees_by_its_lease_for_java(version: &str) {
     jvm::clear_record(&id);
     let server = RedisServer::start();
     let java = Jvm::start(version, &single(&server), "").await;
-    let mut holder = spawn_redlatch_holder(&server, "dead", SHORT_WATCHDOG_MS);
+    let (mut holder, _) = spawn_redlatch_holder(&server, "dead", SHORT_WATCHDOG_MS, "plain");
     let mut waiting = java.send("t1", "lock lock dead");
     // Held across several of redlatch's renewals while the process lives.
     assert!(
@@ -344,11 +373,7 @@ async fn a_dead_redlatch_process_frees_by_its_lease_for_java(version: &str) {
             .is_none(),
         "Java got a lock redlatch's watchdog keeps"
     );
-    // SAFETY: signalling our own child by PID.
-    unsafe {
-        libc::kill(holder.id() as i32, libc::SIGKILL);
-    }
-    holder.wait().unwrap();
+    kill9(&mut holder);
     let killed = mono_nanos();
     let got = waiting.reply().await;
     got.ok();
@@ -402,4 +427,112 @@ async fn watchdogs_on_both_sides_keep_a_hold_past_the_lease(version: &str) {
     assert!(java.call("t2", "trylock lock long 0").await.bool());
     java.call("t2", "unlock lock long").await.ok();
     jvm::record(&id, "RLock", version, "standalone", "pass");
+}
+
+/// Read-lock renewal: Redisson before 4.4 renews every reader's `rwlock_timeout` keys, so a
+/// `kill -9`ed redlatch reader's hold lives on while a Java 3.x reader holds; from 4.4 on
+/// (as redlatch) each client renews only its own, and the dead hold lapses on its lease.
+/// Either way a redlatch writer gets the lock once the Java reader leaves.
+async fn a_dead_redlatch_reader_and_a_live_java_reader(version: &str) {
+    let id = test_id("dead_reader", version);
+    jvm::clear_record(&id);
+    let server = RedisServer::start();
+    let lease_ms = 1000;
+    let java = Jvm::start(version, &single(&server), &format!("watchdog={lease_ms}")).await;
+    java.call("t1", "lock read rw").await.ok();
+    let (mut reader, holder) = spawn_redlatch_holder(&server, "rw", lease_ms, "read");
+    let key = format!("{{rw}}:{holder}:rwlock_timeout:1");
+    assert_eq!(server.cmd::<i64>(&["EXISTS", &key]), 1);
+    kill9(&mut reader);
+    // Three leases: Java's watchdog renewed its own keys about nine times meanwhile.
+    tokio::time::sleep(Duration::from_millis(3 * lease_ms)).await;
+    let alive = server.cmd::<i64>(&["EXISTS", &key]) == 1;
+    let renews_everyone = version != jvm::V4;
+    assert_eq!(
+        alive, renews_everyone,
+        "Redisson {version}: the dead redlatch reader's hold key {key} alive = {alive}"
+    );
+    let client = client(&server).await;
+    let writer = {
+        let w = client.read_write_lock("rw").write();
+        tokio::spawn(async move { w.lock().await.unwrap() })
+    };
+    java.call("t1", "unlock read rw").await.ok();
+    let g = tokio::time::timeout(Duration::from_secs(30), writer)
+        .await
+        .expect("the writer never got in after the Java reader left")
+        .unwrap();
+    g.unlock().await.unwrap();
+    println!(
+        "Redisson {version}: a dead redlatch reader's hold {} while a Java reader renewed",
+        if alive {
+            "lived on"
+        } else {
+            "lapsed on its lease"
+        }
+    );
+    let result = if renews_everyone {
+        "diff: 3.x renews every reader's rwlock_timeout keys: a dead reader lives on while a 3.x reader holds"
+    } else {
+        "pass"
+    };
+    jvm::record(&id, "RReadWriteLock", version, "standalone", result);
+}
+
+/// A redlatch fair waiter killed while queued ahead of a Java waiter and a live redlatch
+/// waiter: the live redlatch client evicts it once its liveness lapses (1 s stale timeout
+/// on both), wakes the Java waiter now at the head, and FIFO goes on: Java, then redlatch.
+async fn a_dead_redlatch_fair_waiter_is_passed_over_for_java(version: &str) {
+    let id = test_id("dead_fair_waiter", version);
+    jvm::clear_record(&id);
+    let server = RedisServer::start();
+    let java = Jvm::start(version, &single(&server), "").await;
+    let queue = "redisson_lock_queue:{fq}";
+    let queued = |n: i64| {
+        let server = &server;
+        async move {
+            assert!(
+                eventually_async(Duration::from_secs(10), || server
+                    .cmd::<i64>(&["LLEN", queue])
+                    == n)
+                .await,
+                "the queue never reached {n}"
+            );
+        }
+    };
+    java.call("h", "lock fair fq").await.ok();
+    let mut dead = start_helper(&server, "fq", 30_000, "fair");
+    queued(1).await;
+    let java_waiter = java.send("j1", "lock fair fq");
+    queued(2).await;
+    let config = Config::single(server.url()).fair_stale_timeout(Duration::from_secs(1));
+    let client = Client::connect(config).await.unwrap();
+    let ours = {
+        let lock = client.fair_lock("fq");
+        tokio::spawn(async move {
+            let g = lock.lock().await.unwrap();
+            (mono_nanos(), g)
+        })
+    };
+    queued(3).await;
+    kill9(&mut dead);
+    let released = java.call("h", "unlock fair fq").await;
+    let got = java_waiter.reply().await;
+    got.ok();
+    assert!(
+        !ours.is_finished(),
+        "redlatch's waiter got in ahead of the Java waiter"
+    );
+    println!(
+        "Redisson {version}: dead redlatch fair waiter passed over; the Java waiter behind it got the lock {:.0} ms after the holder's release",
+        ms(got.nanos - released.before.unwrap())
+    );
+    java.call("j1", "unlock fair fq").await.ok();
+    let (_, g) = tokio::time::timeout(Duration::from_secs(30), ours)
+        .await
+        .expect("redlatch's fair waiter starved")
+        .unwrap();
+    g.unlock().await.unwrap();
+    assert_eq!(server.cmd::<i64>(&["LLEN", queue]), 0);
+    jvm::record(&id, "RFairLock", version, "standalone", "pass");
 }
