@@ -9,6 +9,10 @@
 //!   read its topology.
 //! * [`sentinel::SentinelSet`]: a primary, a replica and three sentinels monitoring them.
 //! * [`redisson::JavaFairLock`]: Redisson's fair lock as a Java client drives it.
+//! * [`jvm::Jvm`]: the real Redisson client in a JVM (interop/redisson/), commanded over
+//!   stdin/stdout; [`jvm::record`] writes the compatibility matrix's result lines.
+//! * [`mixed::run`]: a mixed contention run (Java threads, redlatch tasks and processes,
+//!   `redlatch run`) on one name, every section checked by one [`mixed::Checker`].
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 
