@@ -398,7 +398,14 @@ fn cli_participant(
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let (stream, _) = listener.accept().unwrap();
+        // Bounded: a `redlatch run` that fails before its command connects is an error.
+        let Some(stream) = accept_or_exit(&listener, &mut child) else {
+            *errors.lock().unwrap() += 1;
+            continue;
+        };
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
         let mut reader = BufReader::new(stream.try_clone().unwrap());
         let mut writer = stream;
         let mut line = String::new();
@@ -425,6 +432,32 @@ fn cli_participant(
         } else {
             *errors.lock().unwrap() += 1;
         }
+    }
+}
+
+/// The connection of `child`'s command, or `None` once `child` has exited without one
+/// (the listener is polled: a failed `redlatch run` never connects).
+fn accept_or_exit(
+    listener: &TcpListener,
+    child: &mut std::process::Child,
+) -> Option<std::net::TcpStream> {
+    listener.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).unwrap();
+                return Some(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => panic!("accept: {e}"),
+        }
+        if child.try_wait().unwrap().is_some() || Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
