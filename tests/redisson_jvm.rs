@@ -175,6 +175,9 @@ async fn reentry_and_refusal_across_the_two(version: &str) {
     let holder = java.holder("t1").await;
     let client = client(&server).await;
     let lock = client.lock("re");
+    // The driver answers a command it does not know with an error, not silence.
+    let e = java.call("t1", "frobnicate lock re").await;
+    assert!(e.err().starts_with("IllegalArgumentException"), "{e:?}");
 
     // Java re-enters; redlatch and another Java thread are refused.
     java.call("t1", "lock lock re").await.ok();
