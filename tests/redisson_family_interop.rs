@@ -218,7 +218,13 @@ async fn a_java_downgrade_and_our_reader() {
 
 fn java_sem(server: &RedisServer, script: &str, name: &str, permits: &str) -> i64 {
     let channel = format!("redisson_sc:{{{name}}}");
-    match eval(server, script, &[name, &channel], &[permits.as_bytes()]) {
+    // ARGV[2]: the publish command Redisson sends (classic pub/sub on one server).
+    match eval(
+        server,
+        script,
+        &[name, &channel],
+        &[permits.as_bytes(), b"publish"],
+    ) {
         redis::Value::Int(i) => i,
         redis::Value::Nil => 0,
         other => panic!("{other:?}"),
@@ -367,4 +373,20 @@ async fn a_java_count_down_wakes_our_latch_waiter_and_back() {
         &[b"1", b"2", b"publish"],
     );
     assert_eq!(again, redis::Value::Int(0));
+}
+
+/// Since Redisson 3.44 a read or write unlock of a lock that has no `mode` (free, or
+/// force-unlocked by anyone, redlatch included) answers nil, which Java turns into
+/// IllegalMonitorStateException, and still publishes on the channel (the fixtures are
+/// 4.7's scripts: tests/redisson_jvm_fixtures.rs).
+#[tokio::test]
+async fn java_rw_unlocks_of_a_lock_without_mode_answer_nil() {
+    let server = RedisServer::start();
+    assert_eq!(java_read_unlock(&server, "gone"), redis::Value::Nil);
+    assert_eq!(java_write_unlock(&server, "gone"), redis::Value::Nil);
+    // Our force-unlock of a Java reader's lock: the Java unlock that follows is refused.
+    assert_eq!(java_read_lock(&server, "forced"), redis::Value::Nil);
+    let rw = client(&server).await.read_write_lock("forced");
+    assert!(rw.read().force_unlock().await.unwrap());
+    assert_eq!(java_read_unlock(&server, "forced"), redis::Value::Nil);
 }

@@ -9,11 +9,17 @@
 //!   read its topology.
 //! * [`sentinel::SentinelSet`]: a primary, a replica and three sentinels monitoring them.
 //! * [`redisson::JavaFairLock`]: Redisson's fair lock as a Java client drives it.
+//! * [`jvm::Jvm`]: the real Redisson client in a JVM (interop/redisson/), commanded over
+//!   stdin/stdout; [`jvm::record`] writes the compatibility matrix's result lines.
+//! * [`mixed::run`]: a mixed contention run (Java threads, redlatch tasks and processes,
+//!   `redlatch run`) on one name, every section checked by one [`mixed::Checker`].
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 
 pub mod cluster;
 pub mod fair;
+pub mod jvm;
+pub mod mixed;
 pub mod redisson;
 pub mod redlock;
 pub mod sentinel;

@@ -1,2 +1,2 @@
--- Redisson 3.x RedissonPermitExpirableSemaphore.tryReleaseAsync. KEYS: name, channel, timeout zset; ARGV: id (raw bytes), 1, now ms, publish (test fixture, as the Java client sends it).
+-- Redisson 4.7 (unchanged since 3.x) RedissonPermitExpirableSemaphore.tryReleaseAsync. KEYS: name, channel, timeout zset; ARGV: id (raw bytes), 1, now ms, publish (test fixture, as the Java client sends it).
 local expire = redis.call('zscore', KEYS[3], ARGV[1]);local removed = redis.call('zrem', KEYS[3], ARGV[1]);if tonumber(removed) ~= 1 then return 0;end;local value = redis.call('incrby', KEYS[1], ARGV[2]); redis.call(ARGV[4], KEYS[2], value); if tonumber(expire) <= tonumber(ARGV[3]) then return 0;end;return 1;
