@@ -201,7 +201,7 @@ async fn reentry_and_refusal_across_the_two(version: &str) {
 
     // redlatch re-enters; every Java thread is refused, Java's unlock too.
     let outer = lock.lock().await.unwrap();
-    let inner = lock.lock().await.unwrap();
+    let inner = outer.scope(lock.lock()).await.unwrap(); // nested: in the guard's scope
     assert_eq!(lock.hold_count().await.unwrap(), 2);
     assert_eq!(server.cmd::<i64>(&["HGET", "re", outer.holder()]), 2);
     assert!(!java.call("t1", "trylock lock re 0").await.bool());

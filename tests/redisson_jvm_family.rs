@@ -284,7 +284,7 @@ async fn read_write_lock_both_ways_and_downgrade(version: &str) {
     // redlatch downgrade: write, read in the same task, write released: Java readers in,
     // Java writers out.
     let w = rw.write().lock().await.unwrap();
-    let r = rw.read().lock().await.unwrap();
+    let r = w.scope(rw.read().lock()).await.unwrap(); // the downgrade: in the writer's scope
     assert!(!java.call("j1", "trylock read rw 0").await.bool());
     w.unlock().await.unwrap();
     assert!(java.call("j1", "trylock read rw 5000").await.bool());
