@@ -20,6 +20,9 @@ pub const LOST: u8 = 76;
 pub const NO_PERMISSION: u8 = 77;
 /// A master is out of memory and refused the write (EX_TEMPFAIL-like, but distinct).
 pub const OUT_OF_MEMORY: u8 = 71;
+/// The operation is not supported in this deployment (e.g. a semaphore under Redlock)
+/// (EX_CONFIG).
+pub const UNSUPPORTED: u8 = 78;
 /// CMD exists but cannot be executed (as sh).
 pub const NOT_EXECUTABLE: u8 = 126;
 /// CMD was not found (as sh).
@@ -37,11 +40,12 @@ Exit status of `redlatch run`:
   69       Redis unreachable, or no majority of the masters answered
   70       internal error
   71       a master is out of memory (OOM) and refused the write
-  75       the lock was not acquired within --wait
+  75       the lock was not acquired within --wait (--conflict-exit-code N: N)
   76       the lock was lost while CMD ran (CMD was sent SIGTERM, then SIGKILL after
            --kill-grace; while renewals fail, SIGTERM --kill-grace before the validity
            ends and SIGKILL at its end), or the release found it already gone
-  77       permission denied: the ACL user lacks a command, key or channel (NOPERM),
+  77       permission denied: the ACL user lacks a command, key or channel (NOPERM)
+  78       not supported in this deployment (e.g. a semaphore under Redlock),
            also when the lock was lost because its renewals were refused
   126      CMD is not executable
   127      CMD was not found
@@ -89,6 +93,7 @@ pub fn code_of(e: &redlatch::Error) -> u8 {
         E::WrongType { .. } | E::BadData { .. } => DATA,
         E::PermissionDenied { .. } => NO_PERMISSION,
         E::OutOfMemory { .. } => OUT_OF_MEMORY,
+        E::Unsupported { .. } => UNSUPPORTED,
         E::NoQuorum {
             source: Some(inner),
             ..

@@ -7,10 +7,13 @@
 #![deny(unsafe_code)]
 
 mod child;
+mod completions;
 mod held;
+mod log;
 mod run;
 mod status;
 mod unlock;
+mod verbose;
 
 use std::ffi::OsString;
 
@@ -24,6 +27,7 @@ use clap::{Parser, Subcommand};
 const EXAMPLES: &str = "\
 Examples:
   redlatch run nightly-backup --wait 10s -- ./backup.sh --full
+  redlatch run -n -E 0 -c 'make deploy' deploy   (flock style: skip quietly if busy)
   redlatch run orders:42 --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- make deploy
   redlatch run --read catalog -- ./export.sh      (many readers; --write excludes them)
   redlatch run --permits 4 gpu -- ./train.sh      (at most 4 at once across machines)
@@ -35,8 +39,11 @@ redis://127.0.0.1:6379. TLS: rediss:// URLs, --tls-ca FILE (else the webpki root
 --tls-cert FILE --tls-key FILE for a client certificate (feature `tls`).
 Durations: 500ms, 10s, 2m, 1h, 1m30s.
 Exit status of `run`: CMD's, 128+signal, 64 usage, 65 not a lock, 69 Redis unavailable,
-70 internal, 75 not acquired within --wait, 76 lock lost, 126/127 CMD not executable /
-not found (details: redlatch run --help).";
+70 internal, 71 a master out of memory, 75 not acquired within --wait (-E to change),
+76 lock lost, 77 permission denied (ACL), 78 not supported in this deployment,
+126/127 CMD not executable / not found (details: redlatch run --help).
+Logging: RUST_LOG (default redlatch=warn), e.g. RUST_LOG=redlatch=debug.
+Shell completions: redlatch completions bash|zsh|fish; manual: redlatch man.";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -68,6 +75,10 @@ enum Command {
     Status(status::StatusArgs),
     /// Delete a lock whoever holds it (needs --force) and wake its waiters.
     Unlock(unlock::UnlockArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page (roff): `redlatch man > redlatch.1`.
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -85,11 +96,18 @@ fn main() -> ExitCode {
     };
     // A current-thread runtime: CMD is forked from the main thread, which its
     // parent-death signal is tied to (see child.rs).
+    match &cli.command {
+        Command::Completions(args) => return completions::completions::<Cli>(args),
+        Command::Man => return completions::man::<Cli>(),
+        _ => {}
+    }
+    log::install();
     runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Status(args) => status::run(args).await,
             Command::Unlock(args) => unlock::run(args).await,
+            Command::Completions(_) | Command::Man => unreachable!("answered above"),
         }
     })
 }

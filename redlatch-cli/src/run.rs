@@ -14,6 +14,7 @@ use crate::child::{self, Signals};
 use crate::conn::{self, RedisArgs};
 use crate::duration::{self, human};
 use crate::exit::{self, Failure};
+use crate::verbose;
 
 /// Time allowed for the explicit release once CMD ended.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -27,10 +28,33 @@ pub struct RunArgs {
     /// Lock name: the Redis key (the same key a Redisson RLock of that name uses).
     pub name: String,
 
-    /// Give up if the lock is still busy after DUR (exit 75); `0s` tries once.
-    /// Default: wait as long as it takes.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    /// Give up if the lock is still busy after DUR (exit 75, or --conflict-exit-code);
+    /// `0s` tries once. Default: wait as long as it takes. (flock -w)
+    #[arg(short = 'w', long, value_name = "DUR", value_parser = duration::parse)]
     pub wait: Option<Duration>,
+
+    /// Try once and give up at once if the lock is busy: --wait 0s. (flock -n)
+    #[arg(short = 'n', long, conflicts_with = "wait")]
+    pub nonblock: bool,
+
+    /// Exit status when the lock is busy past --wait / --nonblock (default 75).
+    /// (flock -E)
+    #[arg(short = 'E', long, value_name = "N", default_value_t = exit::NOT_ACQUIRED)]
+    pub conflict_exit_code: u8,
+
+    /// Run this shell command (`sh -c CMD`) instead of CMD after `--`. (flock -c)
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "SHELL-CMD",
+        conflicts_with = "cmd"
+    )]
+    pub command: Option<OsString>,
+
+    /// Say what it waits for, who holds the lock and for how long, and (on a
+    /// terminal) how long it has waited so far.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 
     /// Fixed lease instead of the watchdog. The lock expires DUR after it was taken,
     /// so CMD is terminated like on a lost lock if it still runs when the lease's
@@ -57,9 +81,28 @@ pub struct RunArgs {
 
     /// The command to run while holding the lock (after `--`). It gets redlatch's
     /// stdio and $REDLATCH_LOCK, $REDLATCH_HOLDER, $REDLATCH_FENCING_TOKEN (--fenced).
-    #[arg(last = true, required = true, value_name = "CMD",
+    #[arg(last = true, required_unless_present = "command", value_name = "CMD",
           value_parser = clap::value_parser!(OsString))]
     pub cmd: Vec<OsString>,
+}
+
+impl RunArgs {
+    /// The command line to run: `sh -c SHELL-CMD` for -c, else CMD after `--`.
+    pub fn argv(&self) -> Vec<OsString> {
+        match &self.command {
+            Some(line) => vec!["sh".into(), "-c".into(), line.clone()],
+            None => self.cmd.clone(),
+        }
+    }
+
+    /// How long to wait: --nonblock is `0s`.
+    pub fn wait(&self) -> Option<Duration> {
+        if self.nonblock {
+            Some(Duration::ZERO)
+        } else {
+            self.wait
+        }
+    }
 }
 
 /// Which kind of lock (or semaphore) `run` holds; at most one of these.
@@ -108,7 +151,8 @@ pub async fn run(args: RunArgs) -> ExitCode {
 }
 
 async fn execute(args: RunArgs) -> Result<u8, Failure> {
-    child::check_runnable(&args.cmd[0])?;
+    let argv = args.argv();
+    child::check_runnable(&argv[0])?;
     let mut signals = Signals::install()?;
     let config = conn::with_watchdog(args.redis.config()?, args.watchdog);
     let client = conn::connect(config).await?;
@@ -134,7 +178,7 @@ async fn hold_and_run(
     if let Some(token) = guard.fencing_token() {
         env.push(("REDLATCH_FENCING_TOKEN", token.to_string()));
     }
-    let ended = match child::spawn(&args.cmd, &env) {
+    let ended = match child::spawn(&args.argv(), &env) {
         Ok(child) => supervise(child, &guard, args, signals).await,
         Err(failure) => Err(failure),
     };
@@ -152,8 +196,14 @@ async fn hold_and_run(
 /// library's error.
 async fn acquire(wanted: &Wanted, args: &RunArgs, signals: &mut Signals) -> Result<Held, Failure> {
     let what = wanted.what();
+    let wait = args.wait();
+    if args.verbose {
+        verbose::before_wait(wanted, &args.name, wait).await;
+    }
+    let progress = verbose::progress(args.verbose, what, &args.name);
     let result = tokio::select! {
-        r = wanted.take(args.wait, args.lease) => r,
+        r = wanted.take(wait, args.lease) => r,
+        never = progress => match never {},
         sig = signals.recv() => {
             if args.kind.fair || args.kind.write {
                 tokio::time::sleep(QUEUE_CLEANUP).await;
@@ -165,13 +215,22 @@ async fn acquire(wanted: &Wanted, args: &RunArgs, signals: &mut Signals) -> Resu
         }
     };
     match result {
-        Ok(Some(guard)) => Ok(guard),
+        Ok(Some(guard)) => {
+            if args.verbose {
+                eprintln!(
+                    "redlatch: holding {what} {:?} as {}",
+                    args.name,
+                    guard.holder()
+                );
+            }
+            Ok(guard)
+        }
         Ok(None) => Err(Failure::new(
-            exit::NOT_ACQUIRED,
+            args.conflict_exit_code,
             format!(
                 "{what} {:?} not acquired within {}: it is busy",
                 args.name,
-                human(args.wait.unwrap_or_default())
+                human(wait.unwrap_or_default())
             ),
         )),
         Err(e) => Err(exit::from_error(

@@ -215,9 +215,11 @@ impl Replicas {
             SyncReplicas::Off => false,
             SyncReplicas::Count(n) => n > 0,
             SyncReplicas::Aof => true,
-            SyncReplicas::Auto => self.counted.lock().as_ref().is_none_or(|c| {
-                c.waited_for() > 0 || c.at.elapsed() >= RECOUNT_EVERY
-            }),
+            SyncReplicas::Auto => self
+                .counted
+                .lock()
+                .as_ref()
+                .is_none_or(|c| c.waited_for() > 0 || c.at.elapsed() >= RECOUNT_EVERY),
         }
     }
 
