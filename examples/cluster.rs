@@ -28,7 +28,7 @@ async fn main() -> redlatch::Result<()> {
     let config = Config::cluster(seeds);
     let client = Client::connect(config.clone()).await?;
     let other = Client::connect(config).await?;
-    println!("cluster primaries: {:?}", client.masters());
+    println!("connected: {:?}", client.masters());
     let started = Instant::now();
 
     // Names in different slots (so, in general, on different primaries), each

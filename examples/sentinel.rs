@@ -31,7 +31,7 @@ async fn main() -> redlatch::Result<()> {
     }
     let client = Client::connect(config.clone()).await?;
     let other = Client::connect(config).await?;
-    println!("sentinel: {master} is at {:?}", client.masters());
+    println!("connected: {:?}", client.masters());
     let started = Instant::now();
 
     // Two clients, two workers each, one lock.
@@ -59,7 +59,7 @@ async fn main() -> redlatch::Result<()> {
     for w in workers {
         w.await.expect("worker panicked")?;
     }
-    println!("sentinel: 4 turns done on {:?}", client.masters());
+    println!("sentinel: 4 turns done on the primary of {master}");
     client.close(Duration::from_secs(5)).await;
     other.close(Duration::from_secs(5)).await;
     Ok(())
