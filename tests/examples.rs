@@ -3,10 +3,11 @@
 //! server for the deployment ones. Each must exit 0 within its time bound and print the
 //! line that shows what it demonstrates.
 //!
-//! The examples are built once per test binary with `cargo build --examples` and the
-//! features this test was built with (under scripts/test.sh they are already built by
-//! its `cargo build --all-targets`, and this build finds nothing to do), then run from
-//! `target/<profile>/examples/`, the sibling of this test binary's `deps/` directory.
+//! The examples are built once per test process with `cargo build --workspace
+//! --examples` and the features this test was built with (under scripts/test.sh they
+//! are already built by its `cargo build --all-targets`, and this build finds nothing
+//! to do), then run from `target/<profile>/examples/`, the sibling of this test
+//! binary's `deps/` directory.
 
 mod common;
 
@@ -54,26 +55,45 @@ fn examples_dir() -> &'static PathBuf {
             .parent()
             .and_then(|deps| deps.parent())
             .expect("the test binary lies in target/<profile>/deps/");
-        let mut features = vec!["serde"];
+        // The whole workspace, as scripts/test.sh builds it: the same feature
+        // resolution (the CLI and the bench turn on features of shared dependencies),
+        // so after its build this one finds nothing to do.
+        let mut features = Vec::new();
         if cfg!(feature = "tls") {
-            features.push("tls");
+            features.push("redlatch/tls");
         }
         if cfg!(feature = "metrics") {
-            features.push("metrics");
+            features.push("redlatch/metrics");
         }
         let mut build = Command::new(env!("CARGO"));
         build
-            .args([
-                "build",
-                "--quiet",
-                "--examples",
-                "-p",
-                "redlatch",
-                "--features",
-            ])
-            .arg(features.join(","))
+            .args(["build", "--quiet", "--workspace", "--examples"])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdin(Stdio::null());
+        if !features.is_empty() {
+            build.arg("--features").arg(features.join(","));
+        }
+        // What cargo set for this test, not what the user set: build scripts (ring's,
+        // through cc) rerun when CARGO_PKG_NAME, CARGO_MANIFEST_DIR, OUT_DIR, ...
+        // differ from the outer build's, which would rebuild half the tree each time.
+        for (var, _) in std::env::vars_os() {
+            let var = var.to_string_lossy();
+            if var.starts_with("CARGO_PKG_")
+                || var.starts_with("CARGO_BIN_EXE_")
+                || [
+                    "CARGO_MANIFEST_DIR",
+                    "CARGO_MANIFEST_PATH",
+                    "CARGO_MANIFEST_LINKS",
+                    "CARGO_CRATE_NAME",
+                    "CARGO_PRIMARY_PACKAGE",
+                    "CARGO_TARGET_TMPDIR",
+                    "OUT_DIR",
+                ]
+                .contains(&&*var)
+            {
+                build.env_remove(&*var);
+            }
+        }
         if profile_dir.file_name().is_some_and(|p| p == "release") {
             build.arg("--release");
         }
