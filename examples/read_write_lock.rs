@@ -35,7 +35,7 @@ async fn main() -> redlatch::Result<()> {
             let guard = reader.read_write_lock(NAME).read().lock().await?;
             let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
             println!("{:>7.1?} {who}: reading ({now} inside)", started.elapsed());
-            tokio::time::timeout(Duration::from_secs(10), both_in.wait())
+            tokio::time::timeout(Duration::from_secs(30), both_in.wait())
                 .await
                 .expect("readers share the read lock");
             tokio::time::sleep(Duration::from_millis(300)).await;

@@ -70,7 +70,7 @@ async fn main() -> redlatch::Result<()> {
     // A lost lock: force-unlocked by someone else; the next renewal finds it gone.
     let guard = client.lock(NAME).lock().await?;
     other.lock(NAME).force_unlock().await?;
-    let lost = tokio::time::timeout(Duration::from_secs(10), guard.lost().cancelled())
+    let lost = tokio::time::timeout(Duration::from_secs(30), guard.lost().cancelled())
         .await
         .is_ok();
     info!(lost, "the watchdog reported the force-unlocked lock");
