@@ -61,5 +61,6 @@ async fn main() -> redlatch::Result<()> {
         attempt.await.expect("task").map(|g| g.is_some())
     );
     held.unlock().await?;
+    client.close(Duration::from_secs(5)).await; // waits for background releases
     Ok(())
 }

@@ -3,14 +3,25 @@
 workload and master count, and each target of issue 6 checked against figures of the
 same run), plus the Redis Cluster section (issue 12) from the cluster part's lines.
 
+Charts (PNG, docs/img/) are rendered from the same lines with matplotlib
+(`pip install -r scripts/requirements-bench.txt`); without it the text is produced
+all the same and the charts are skipped with a note.
+
 Usage: bench_report.py RESULTS.jsonl [CLUSTER.jsonl] > BENCHMARKS.md
        bench_report.py --splice BENCHMARKS.md CLUSTER.jsonl   (rewrites only the
-       cluster section of an existing BENCHMARKS.md, in place)"""
+       cluster section of an existing BENCHMARKS.md, in place)
+       bench_report.py --charts RESULTS.jsonl [--label COMMAND] [--out DIR]
+                                           (only the charts, and the Markdown that
+                                           embeds them on stdout)
+The charts are labelled with the command that produced the lines: --label, else
+$BENCH_LABEL, else "scripts/bench.sh"."""
 import json
+import os
 import platform
 import statistics
 import subprocess
 import sys
+import textwrap
 from collections import defaultdict
 from datetime import date
 
@@ -66,6 +77,7 @@ def main(path, cluster_path=None):
            "to CPU 1 (`taskset`), so every round trip crosses cores. Raw lines:",
            "`target/bench/results.jsonl`; one workload alone: `redlatch-bench --workload W3 --redis URL`.",
            ""]
+    out += charts_section(path, os.environ.get("BENCH_LABEL", f"scripts/bench.sh {runs}")) + [""]
     ev = m("ceiling", 1, "evalsha_single_client_p50_us")
     out += ["## Ceiling (redis-benchmark, our own scripts, 1 master)", "",
             "| figure | value |", "|---|---|"]
@@ -358,8 +370,184 @@ def splice(doc_path, cluster_path):
         f.write(doc)
 
 
+# ---------------------------------------------------------------------------------
+# Charts (issue 26 item 7): PNGs under docs/img/, embedded in BENCHMARKS.md.
+
+CHART_DIR = "docs/img"
+CHARTS = [  # file, alt text, caption
+    ("w7-handoffs.png", "cross-process handoffs per second against the number of processes",
+     "W7: cross-process handoffs/s as more processes contend for one lock (one master). "
+     "Each process is its own `Client`; every acquisition is handed to a waiting process."),
+    ("w2-pairs.png", "W2 acquire+release pairs per second",
+     "W2: 64 tasks, one name each, acquire + release pairs/s, beside the redis-benchmark "
+     "ceiling of the same scripts and any reference library whose lines the JSON holds."),
+    ("acquire-wait.png", "acquire-wait latency p50 and p99 per workload",
+     "Acquire wait (from the `lock()` call to the grant) under contention: p50 and p99 of "
+     "each run, log scale."),
+]
+
+
+def rows_of(path):
+    """Every JSON line of `path`, in order."""
+    with open(path) as f:
+        return [json.loads(l) for l in (x.strip() for x in f) if l.startswith("{")]
+
+
+def charts_section(path, label, out_dir=CHART_DIR):
+    """Renders the charts from the lines of `path` into `out_dir` and returns the
+    Markdown that embeds them (or says why there are none)."""
+    out = ["## Charts", ""]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return out + ["Charts skipped: matplotlib is not installed "
+                      "(`pip install -r scripts/requirements-bench.txt`, then run "
+                      "`scripts/bench_report.py` again)."]
+    rows = rows_of(path)
+    os.makedirs(out_dir, exist_ok=True)
+    source = f"`{label}` on {date.today()}, {machine()}"
+    made = []
+    for name, _alt, _caption in CHARTS:
+        fig = {"w7-handoffs.png": w7_chart, "w2-pairs.png": w2_chart,
+               "acquire-wait.png": wait_chart}[name](plt, rows)
+        if fig is None:
+            continue
+        footer = textwrap.wrap("data: " + source.replace("`", ""), 125)
+        fig.tight_layout(rect=(0, 0.012 + 0.028 * len(footer), 1, 1))
+        fig.text(0.01, 0.01, "\n".join(footer), fontsize=7, color="0.35")
+        fig.savefig(os.path.join(out_dir, name), dpi=110)
+        plt.close(fig)
+        made.append(name)
+    rel = os.path.relpath(out_dir, ".")
+    for name, alt, caption in CHARTS:
+        if name in made:
+            out += [f"![{alt}]({rel}/{name})", "", f"*{caption}*", ""]
+    if not made:
+        out += ["No chart: the lines hold none of W2, W3, W4, W7.", ""]
+    out.append(f"Rendered by `scripts/bench_report.py` from the JSON lines of {source}.")
+    return out
+
+
+def _median_by(rows, key, field):
+    by = defaultdict(list)
+    for r in rows:
+        if isinstance(r.get(field), (int, float)):
+            by[key(r)].append(r[field])
+    return {k: statistics.median(v) for k, v in by.items()}, by
+
+
+def w7_chart(plt, rows):
+    w7 = [r for r in rows if r.get("workload") == "W7" and "procs" in r]
+    if not w7:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for lib in sorted({r.get("lib", "redlatch") for r in w7}):
+        mine = [r for r in w7 if r.get("lib", "redlatch") == lib]
+        med, every = _median_by(mine, lambda r: r["procs"], "cross_handoffs_per_s")
+        xs = sorted(med)
+        line, = ax.plot(xs, [med[x] for x in xs], marker="o", label=f"{lib} (median)")
+        for x in xs:
+            ax.scatter([x] * len(every[x]), every[x], color=line.get_color(), alpha=0.35, s=14)
+        tries, _ = _median_by(mine, lambda r: r["procs"], "tries_per_acquisition")
+        for x in xs:
+            note = f"{med[x]:,.0f}/s" + (f"\n{tries[x]:.2f} tries/acq." if x in tries else "")
+            ax.annotate(note, (x, med[x]), textcoords="offset points", xytext=(0, 8),
+                        ha="center", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted({r["procs"] for r in w7}))
+    ax.get_xaxis().set_major_formatter(plt.matplotlib.ticker.ScalarFormatter())
+    ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.2)
+    ax.set_xlabel("processes contending for one lock (W7, one master)")
+    ax.set_ylabel("cross-process handoffs / s")
+    ax.set_title("Cross-process handoffs/s against the number of processes")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    return fig
+
+
+def w2_chart(plt, rows):
+    w2 = [r for r in rows if r.get("workload") == "W2" and r.get("topology", "masters") == "masters"]
+    if not w2:
+        return None
+    libs = sorted({r.get("lib", "redlatch") for r in w2}, key=lambda l: (l != "redlatch", l))
+    bars = []  # (label, median, every value)
+    for lib in libs:
+        med, every = _median_by([r for r in w2 if r.get("lib", "redlatch") == lib], lambda r: r["masters"], "ops_per_s")
+        for n in sorted(med):
+            bars.append((f"{lib}\n{n} master{'s' if n > 1 else ''}", med[n], every[n], lib))
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    colors = {lib: f"C{i}" for i, lib in enumerate(libs)}
+    for i, (label, med, every, lib) in enumerate(bars):
+        ax.bar(i, med, color=colors[lib], alpha=0.85)
+        ax.scatter([i] * len(every), every, color="black", s=10, zorder=3)
+        ax.annotate(f"median {med:,.0f}/s", (i, med), textcoords="offset points", xytext=(0, 4), ha="center",
+                    fontsize=8, bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.8))
+    ax.set_xticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
+    ceiling = [r["pairs_per_s_p16"] for r in rows if r.get("workload") == "ceiling" and r.get("pairs_per_s_p16")]
+    if ceiling:
+        c = statistics.median(ceiling)
+        ax.axhline(c, color="0.4", linestyle="--", linewidth=1)
+        ax.text(0.99, c, f"redis-benchmark -P 16 pair ceiling, same scripts: {c:,.0f}/s ",
+                transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=8, color="0.3")
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.1)
+    ax.set_ylabel("acquire + release pairs / s (W2, 64 tasks)")
+    peers = [l for l in libs if l != "redlatch"]
+    ax.set_title("W2 throughput against " + ", ".join(peers) if peers else
+                 "W2 throughput: redlatch alone (no reference peer in this JSON)")
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def wait_chart(plt, rows):
+    groups = []  # (label, [(p50, p99) per run])
+    for w in ("W3", "W4"):
+        for n in (1, 3):
+            rs = [r for r in rows if r.get("workload") == w and r.get("masters") == n
+                  and r.get("topology", "masters") == "masters" and "acquire_wait_p99_us" in r]
+            if rs:
+                tasks = rs[0].get("tasks", "")
+                groups.append((f"{w}{' fair' if w == 'W4' else ''}\n{tasks} tasks, {n} master{'s' if n > 1 else ''}",
+                               [(r.get("acquire_wait_p50_us"), r["acquire_wait_p99_us"]) for r in rs]))
+    for p in sorted({r["procs"] for r in rows if r.get("workload") == "W7" and "procs" in r}):
+        rs = [r for r in rows if r.get("workload") == "W7" and r.get("procs") == p and "acquire_wait_p99_us" in r]
+        if rs:
+            groups.append((f"W7\n{p} processes", [(r.get("acquire_wait_p50_us"), r["acquire_wait_p99_us"]) for r in rs]))
+    if not groups:
+        return None
+    fig, ax = plt.subplots(figsize=(max(7, 1.25 * len(groups) + 2), 4.4))
+    for i, (_label, runs) in enumerate(groups):
+        p50 = [a / 1000 for a, _ in runs if a is not None]  # ms
+        p99 = [b / 1000 for _, b in runs]
+        m50 = statistics.median(p50) if p50 else None
+        m99 = statistics.median(p99)
+        if m50 is not None:
+            ax.vlines(i, m50, m99, color="C0", linewidth=6, alpha=0.35)
+            ax.scatter([i] * len(p50), p50, color="C0", s=16, label="p50" if i == 0 else None, zorder=3)
+            ax.annotate(f"{m50:.2g} ms", (i, m50), textcoords="offset points", xytext=(8, -3), fontsize=7)
+        ax.scatter([i] * len(p99), p99, color="C3", marker="^", s=18, label="p99" if i == 0 else None, zorder=3)
+        ax.annotate(f"{m99:.2g} ms", (i, m99), textcoords="offset points", xytext=(8, -3), fontsize=7)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(groups)), [g[0] for g in groups], fontsize=8)
+    ax.set_xlim(-0.6, len(groups) - 0.3)
+    ticker = plt.matplotlib.ticker
+    ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_ylabel("acquire wait, ms (log scale)")
+    ax.set_title("Acquire wait under contention: p50 and p99 (each run a point)")
+    ax.grid(axis="y", which="both", alpha=0.25)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
 if __name__ == "__main__":
     if sys.argv[1] == "--splice":
         splice(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "--charts":
+        args = sys.argv[2:]
+        opt = lambda name, default: args[args.index(name) + 1] if name in args else default
+        print("\n".join(charts_section(args[0], opt("--label", os.environ.get("BENCH_LABEL", "scripts/bench.sh")),
+                                        opt("--out", CHART_DIR))))
     else:
         main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
