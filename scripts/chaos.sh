@@ -5,7 +5,7 @@
 # Phase 1 (exclusion): MASTERS masters, WORKERS loops of `redlatch run` on one lock; the
 # critical section appends "+ pid" and "- pid" to one file (O_APPEND: the file's order
 # is the order of the writes). A nemesis, never faulting more than a minority at once:
-#   kill -9 a master and restart it EMPTY after more than a lease (the README's rule),
+#   kill -9 a master and restart it EMPTY after more than a lease (docs/deployments.md's rule),
 #   SIGSTOP / SIGCONT a master for up to 3 s, kill -9 a holder (its CMD dies with it).
 # The checker counts overlaps: an entry while another holder is inside.
 #
@@ -172,7 +172,7 @@ read -r acquisitions overlaps < <(awk '
 echo "chaos exclusion: masters=$MASTERS workers=$WORKERS seconds=$SECONDS1 acquisitions=$acquisitions faults=$faults1 overlaps=$overlaps"
 
 # ---- phase 2: fencing -----------------------------------------------------------------
-# Every master must be up: a fenced name's first acquisition needs all of them (README,
+# Every master must be up: a fenced name's first acquisition needs all of them (docs/deployments.md,
 # "Fencing under Redlock").
 for p in "${ports[@]}"; do
     kill -CONT "${master_pid[$p]}" 2>/dev/null || true

@@ -89,9 +89,9 @@ pub enum Error {
 
     /// A master refused a command for lack of permission (ACL `NOPERM`): the user
     /// lacks a command, key or channel the lock needs. Not retried: fix the ACL (the
-    /// README lists the minimal one).
+    /// docs/errors.md lists the minimal one).
     #[error(
-        "master {addr}: permission denied: {detail} (the README lists the ACL redlatch needs)"
+        "master {addr}: permission denied: {detail} (docs/errors.md lists the ACL redlatch needs)"
     )]
     PermissionDenied {
         /// `host:port` of the master.

@@ -1,4 +1,4 @@
-//! Issue 11.5: the core scenarios under exactly the minimal ACL the README documents,
+//! Issue 11.5: the core scenarios under exactly the minimal ACL docs/errors.md documents,
 //! and permission or data errors reported at once as typed errors, never retried as
 //! outages (which took 30 s before) or reported as lost locks.
 
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::RedisServer;
 use redlatch::{Client, Config, Error};
 
-/// The README's minimal ACL, command by command (keep the two in step).
+/// The minimal ACL of docs/errors.md, command by command (keep the two in step).
 const MINIMAL: &[&str] = &[
     "+ping",
     "+evalsha",

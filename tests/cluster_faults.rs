@@ -193,7 +193,7 @@ async fn a_slot_migration_under_held_and_waited_locks_loses_nothing() {
     // Mid-migration (ASK for moved keys): the holder re-enters and releases once.
     let nested = held.scope(a.lock(&name).lock()).await.unwrap();
     nested.unlock().await.unwrap();
-    // The lock and its waiter registry (the waiter registered: README, "Wake one").
+    // The lock and its waiter registry (the waiter registered: docs/design.md, "Wake one").
     assert_eq!(cluster.move_slot_keys(slot, from, to), 2);
     // Keys moved, slot not yet handed over: operations follow ASK.
     assert!(a.lock(&name).is_locked().await.unwrap());

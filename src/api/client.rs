@@ -414,7 +414,7 @@ impl Client {
     /// assert_eq!(client.subscriptions(), 0);
     /// // Another task waits: it subscribes to the lock's channel for the unlock message
     /// // and, on a single master, to its client's wake channel and the waiters' marker
-    /// // (a release hands the lock to one waiting client: README, "Wake one waiter").
+    /// // (a release hands the lock to one waiting client: docs/design.md, "Wake one waiter").
     /// let waiter = tokio::spawn({
     ///     let lock = lock.clone();
     ///     async move { lock.try_lock(Duration::from_secs(10)).await }

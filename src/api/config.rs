@@ -121,7 +121,7 @@ impl Config {
     /// [`LockGuard::validity`](crate::LockGuard::validity)) only once the replicas have
     /// it; one they do not acknowledge puts the lock
     /// [`at_risk`](crate::LockGuard::at_risk). Releases are not waited for. See the
-    /// README's "Redis Cluster, Sentinel and replicas" section for what this buys.
+    /// docs/deployments.md for what this buys.
     ///
     /// # Examples
     /// ```

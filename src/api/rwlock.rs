@@ -21,7 +21,7 @@ use crate::api::lock::{Kind, Lock};
 /// (`redlatch_rwlock_writers:{name}`, not a Redisson key); new readers stay out while
 /// one is recorded, readers that already hold it finish, and the writer gets in. With
 /// Redisson's own semantics (no preference), a steady stream of overlapping readers
-/// keeps a writer out indefinitely (README, "Read-write lock"). The intent lapses
+/// keeps a writer out indefinitely (docs/deployments.md, "Read-write lock"). The intent lapses
 /// `fair_stale_timeout` after the writer stops refreshing it (it refreshes every third
 /// of that while it waits), so a dead writer cannot keep readers out for long.
 /// [`prefer_writers(false)`](Self::prefer_writers) gives Redisson's behaviour.

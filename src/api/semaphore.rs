@@ -19,7 +19,7 @@ use crate::keys;
 /// [`Client::permit_expirable_semaphore`].
 ///
 /// One master only: over several Redlock masters the operations fail with
-/// [`Error::Unsupported`] (a counter has no majority protocol; README).
+/// [`Error::Unsupported`] (a counter has no majority protocol; docs/deployments.md).
 ///
 /// # Examples
 /// ```

@@ -1,4 +1,4 @@
-//! One acquisition attempt over all masters: the steps of Redlock (README, "Design"):
+//! One acquisition attempt over all masters: the steps of Redlock (docs/design.md):
 //! send the acquire to every master at once, count the grants, check the validity left,
 //! and undo a failed attempt everywhere it may have landed.
 
@@ -218,7 +218,7 @@ struct Granted {
     current: bool,
 }
 
-/// Fencing under Redlock (README, "Fencing under Redlock"): may the largest counter
+/// Fencing under Redlock (docs/deployments.md, "Fencing under Redlock"): may the largest counter
 /// among `grants` be handed out? Yes when at least `quorum` of the granting masters are
 /// current, or when every master granted; otherwise the attempt fails safe with
 /// `NoQuorum { acquired: current grants, needed: quorum }`.
@@ -242,7 +242,7 @@ struct Granted {
 ///   Handing it out could make tokens go backwards, so the attempt is undone instead.
 ///
 /// This assumes, as mutual exclusion under Redlock does, that a master restarted empty
-/// comes back only after the longest lease (README, "Restarting a master").
+/// comes back only after the longest lease (docs/deployments.md, "Restarting a master").
 fn confirm<T>(grants: &[Granted], results: &[Option<Result<T>>], quorum: usize) -> Result<()> {
     let current = grants.iter().filter(|g| g.current).count();
     if current >= quorum || grants.len() == results.len() {

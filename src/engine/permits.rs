@@ -1,7 +1,7 @@
 //! Semaphores and count-down latches (Redisson `RSemaphore`,
 //! `RPermitExpirableSemaphore`, `RCountDownLatch` layouts): one typed call per
 //! `lua/sem_*.lua`, `lua/xsem_*.lua`, `lua/latch_*.lua` script. They run on one master
-//! only: a counter has no majority protocol (README, "Semaphores and latches").
+//! only: a counter has no majority protocol (docs/deployments.md).
 
 use std::sync::LazyLock;
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! Tickets: the cross-process hand-over of a plain lock as the waiting client sees it
-//! (README, "Wake one waiter, hand the lock over"; the Redis side is lua/pass_on.lua).
+//! (docs/design.md, "Wake one waiter, hand the lock over"; the Redis side is lua/pass_on.lua).
 //!
 //! A gated waiter of a plain lock on a single master registers in the lock's waiter
 //! registry under a ticket `"<holder id>:<wait n>:<lease ms>"`. A release that finds

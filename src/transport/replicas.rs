@@ -63,7 +63,7 @@ pub enum SyncReplicas {
     /// Every replica that could take over: online and caught up per the primary's
     /// `INFO replication` (`WAIT <eligible> <timeout>`). A replica in its initial sync
     /// or loading its snapshot, paused or far behind is not waited for; none eligible,
-    /// no wait (see the README: what holds while no replica is eligible). The default,
+    /// no wait (see docs/deployments.md: what holds while no replica is eligible). The default,
     /// like Redisson's `checkLockSyncedSlaves`, which counts every connected replica.
     #[default]
     Auto,

@@ -137,7 +137,7 @@ impl Standalone {
         info.arg("replication");
         match info.query_async::<String>(conn).await {
             Ok(text) => self.replicas.record(&text),
-            // An ACL without INFO: no replica can be seen (the README says to grant
+            // An ACL without INFO: no replica can be seen (docs/errors.md says to grant
             // it, or to name a count).
             Err(e) if e.code() == Some("NOPERM") => {
                 tracing::warn!(master = %self.addr, "INFO is not permitted: SyncReplicas::Auto \
