@@ -16,15 +16,23 @@
 //! | `redlatch_hold_seconds` | histogram | | time from acquisition to the last release |
 //! | `redlatch_replicas_waited` | histogram | `primary` | replicas a replica-synced acquisition waited for |
 //! | `redlatch_not_replicated_total` | counter | `primary` | synced writes (acquisitions, renewals) fewer replicas acknowledged than waited for |
+//! | `redlatch_held_locks` | gauge | | holds in the client's table (distinct lock and holder; permits included) |
+//! | `redlatch_waiters` | gauge | | `lock()` / `try_lock()` calls in progress (attempting or waiting) |
+//! | `redlatch_subscriptions` | gauge | `master` | channels the pub/sub connection to the master is subscribed to |
 //!
-//! `kind` is `plain`, `fair` or `fenced`; `master` is the `host:port` of the master;
+//! `kind` is `plain`, `fair`, `fenced`, `read` or `write`; `master` is the `host:port` of the master;
 //! `primary` the `host:port` of the primary that answered (a cluster node, the
 //! current Sentinel primary).
 //!
-//! Spans (`tracing`, target `redlatch`): `lock`, `try_lock`, `unlock`, `hand_over`,
-//! `renewal_round` and `pubsub_reconnect`. Each carries what it is about (`lock`,
-//! `kind`, `masters`, or `master`) and, when it ends, `outcome` and `elapsed_ms`; the
-//! ending also emits one DEBUG event inside the span with the same fields.
+//! Spans (`tracing`, target `redlatch`): `lock`, `try_lock` and `unlock` at INFO (what an
+//! operator follows), `hand_over`, `renewal_round` and `pubsub_reconnect` at DEBUG. Each
+//! carries what it is about (`lock`, `kind` = `plain`, `fair`, `fenced`, `read` or
+//! `write`, `masters`, or `master`), OpenTelemetry's database-client fields
+//! (`db.system.name` = `redis`, `server.address` when there is one server, `error.type`
+//! = the error's variant when it failed) and, when it ends, `outcome` and `elapsed_ms`;
+//! the ending also emits one DEBUG event inside the span with the same fields. Events:
+//! WARN `lock lost` (with `reason`, before `lost()` fires) and `lock at risk` (with
+//! `validity_left_ms`), INFO when a risk ends or a client closes with live guards.
 
 use std::time::{Duration, Instant};
 
@@ -36,13 +44,19 @@ pub(crate) fn finish(
     span: &Span,
     started: Instant,
     outcome: &str,
-    error: Option<&dyn std::fmt::Display>,
+    error: Option<&crate::error::Error>,
 ) {
     let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
     span.record("outcome", outcome);
     span.record("elapsed_ms", elapsed_ms);
     span.in_scope(|| match error {
-        Some(e) => tracing::debug!(outcome, elapsed_ms, error = %e, "done"),
+        Some(e) => {
+            // OpenTelemetry's `error.type`: a low-cardinality class, the variant's name.
+            let text = format!("{e:?}");
+            let class = text.split(['{', '(', ' ']).next().unwrap_or("Error");
+            span.record("error.type", class);
+            tracing::debug!(outcome, elapsed_ms, error = %e, "done")
+        }
         None => tracing::debug!(outcome, elapsed_ms, "done"),
     });
 }
@@ -88,6 +102,32 @@ pub(crate) fn lost(held: Duration) {
     #[cfg(feature = "metrics")]
     metrics::counter!("redlatch_lost_total").increment(1);
     released(held);
+}
+
+/// Holds in the client's table went up or down by `delta` (gauge `redlatch_held_locks`).
+pub(crate) fn held(delta: i64) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("redlatch_held_locks").increment(delta as f64);
+    #[cfg(not(feature = "metrics"))]
+    let _ = delta;
+}
+
+/// Acquisitions in progress (attempting or waiting) went up or down by `delta` (gauge
+/// `redlatch_waiters`).
+pub(crate) fn waiting(delta: i64) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("redlatch_waiters").increment(delta as f64);
+    #[cfg(not(feature = "metrics"))]
+    let _ = delta;
+}
+
+/// The pub/sub connection to `master` is subscribed to `n` channels (gauge
+/// `redlatch_subscriptions`).
+pub(crate) fn subscriptions(master: &str, n: usize) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("redlatch_subscriptions", "master" => master.to_string()).set(n as f64);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (master, n);
 }
 
 /// The last hold of a holder on a lock ended after `held` (released or lost).
@@ -137,7 +177,7 @@ pub(crate) fn error(master: &str) {
 pub(crate) fn describe() {
     #[cfg(feature = "metrics")]
     {
-        use metrics::{describe_counter, describe_histogram, Unit};
+        use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
         describe_counter!("redlatch_acquired_total", "locks acquired");
         describe_counter!(
             "redlatch_contended_total",
@@ -169,6 +209,15 @@ pub(crate) fn describe() {
         describe_counter!(
             "redlatch_not_replicated_total",
             "synced writes fewer replicas acknowledged than waited for, per primary"
+        );
+        describe_gauge!("redlatch_held_locks", "holds in the client's table");
+        describe_gauge!(
+            "redlatch_waiters",
+            "lock() and try_lock() calls in progress"
+        );
+        describe_gauge!(
+            "redlatch_subscriptions",
+            "channels subscribed on the pub/sub connection, per master"
         );
         describe_histogram!(
             "redlatch_hold_seconds",

@@ -109,6 +109,15 @@ async fn counters_and_histograms_after_a_contended_run() {
     let errors = format!("redlatch_errors_total{{master=\"{}\"}}", server.addr());
     assert!(sample(&text, &errors) >= 1.0, "{text}");
     assert!(text.contains("# HELP redlatch_acquired_total"), "{text}");
+    // Gauges (issue 26): every hold ended and no call waits; the client subscribed to
+    // channels while it waited.
+    assert_eq!(sample(&text, "redlatch_held_locks"), 0.0, "{text}");
+    assert_eq!(sample(&text, "redlatch_waiters"), 0.0, "{text}");
+    assert!(text.contains("redlatch_subscriptions{master="), "{text}");
+    let one = client.lock("metrics:gauge").lock().await.unwrap();
+    assert_eq!(sample(&render(&handle), "redlatch_held_locks"), 1.0);
+    one.unlock().await.unwrap();
+    assert_eq!(sample(&render(&handle), "redlatch_held_locks"), 0.0);
 
     // Replica sync: per primary, how many replicas each acquisition waited for.
     let port = server.port().to_string();

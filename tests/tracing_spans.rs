@@ -36,6 +36,8 @@ impl Closed {
 struct Recorder {
     open: Arc<Mutex<HashMap<Id, Closed>>>,
     closed: Arc<Mutex<Vec<Closed>>>,
+    /// Every event's fields, with its `level`.
+    events: Arc<Mutex<Vec<HashMap<String, String>>>>,
 }
 
 struct Fields<'a>(&'a mut HashMap<String, String>);
@@ -67,6 +69,12 @@ impl<S: tracing::Subscriber> Layer<S> for Recorder {
         if let Some(span) = self.open.lock().remove(&id) {
             self.closed.lock().push(span);
         }
+    }
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let mut fields = HashMap::new();
+        event.record(&mut Fields(&mut fields));
+        fields.insert("level".into(), event.metadata().level().to_string());
+        self.events.lock().push(fields);
     }
 }
 
@@ -197,4 +205,54 @@ async fn renewal_rounds_and_pubsub_reconnects_are_spans() {
     guard.unlock().await.unwrap();
     let got = waiting.await.unwrap().unwrap();
     assert!(got.is_some());
+}
+
+/// Issue 26: spans carry OpenTelemetry's database-client fields, a failed call its
+/// `error.type`, and a lost lock is a WARN event with its reason, said before `lost()`
+/// fires.
+#[tokio::test]
+async fn spans_carry_opentelemetry_fields_and_a_lost_lock_is_a_warning_first() {
+    let server = RedisServer::start();
+    let rec = Recorder::default();
+    let _guard = rec.install();
+    let client = Client::connect(Config::single(server.url())).await.unwrap();
+    let lock = client.lock("otel");
+    let guard = lock.lock().await.unwrap();
+    let lost = guard.lost();
+    // Seen at the instant lost() fires: was the warning already there?
+    let events = rec.events.clone();
+    let warned_first = tokio::spawn(async move {
+        lost.cancelled().await;
+        let events = events.lock();
+        events.iter().any(|e| {
+            e.get("message").is_some_and(|m| m == "lock lost")
+                && e.get("level").is_some_and(|l| l == "WARN")
+        })
+    });
+    assert!(lock.force_unlock().await.unwrap());
+    assert!(warned_first.await.unwrap(), "no WARN before lost() fired");
+    let reason = {
+        let events = rec.events.lock();
+        let lost = events
+            .iter()
+            .find(|e| e.get("message").is_some_and(|m| m == "lock lost"));
+        lost.and_then(|e| e.get("reason").cloned())
+            .unwrap_or_default()
+    };
+    assert!(reason.contains("force"), "{reason}");
+    let err = guard.unlock().await.unwrap_err();
+    assert!(err.is_not_held(), "{err}");
+    server.cmd::<String>(&["SET", "otel-string", "x"]);
+    assert!(client.lock("otel-string").lock().await.is_err());
+    let spans = rec.named("lock");
+    assert!(!spans.is_empty());
+    for span in &spans {
+        assert_eq!(span.get("db.system.name"), "redis", "{span:?}");
+        assert_eq!(span.get("server.address"), server.addr(), "{span:?}");
+    }
+    let failed = spans
+        .iter()
+        .find(|s| s.get("outcome") == "error")
+        .expect("a failed lock span");
+    assert_eq!(failed.get("error.type"), "WrongType", "{failed:?}");
 }

@@ -247,9 +247,10 @@ impl LockGuard {
     /// ```
     pub async fn unlock(mut self) -> Result<()> {
         self.armed = false;
-        let span = tracing::debug_span!(target: "redlatch", "unlock", lock = %self.hold.name,
+        let span = tracing::info_span!(target: "redlatch", "unlock", lock = %self.hold.name,
             holder = %self.hold.holder, masters = self.engine.masters.len(),
-            outcome = Empty, elapsed_ms = Empty);
+            "db.system.name" = "redis", "error.type" = Empty, outcome = Empty,
+            elapsed_ms = Empty);
         let started = Instant::now();
         let result = match self.engine.holds.released(&self.hold, self.watchdog) {
             None => {

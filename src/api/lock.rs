@@ -427,10 +427,14 @@ impl Lock {
         lease: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
         let (kind, masters) = (self.kind.label(), self.client.engine.masters.len());
+        // OpenTelemetry's database-client names beside ours (telemetry.rs); the server
+        // only when there is one.
+        let server = (masters == 1).then(|| self.client.engine.masters[0].addr());
         macro_rules! span {
             ($name:literal) => {
-                tracing::debug_span!(target: "redlatch", $name, lock = %self.name, kind, masters,
-                    outcome = Empty, elapsed_ms = Empty)
+                tracing::info_span!(target: "redlatch", $name, lock = %self.name, kind, masters,
+                    "db.system.name" = "redis", "server.address" = server,
+                    "error.type" = Empty, outcome = Empty, elapsed_ms = Empty)
             };
         }
         use tracing::field::Empty;

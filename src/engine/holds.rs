@@ -67,7 +67,10 @@ impl Hold {
     pub(crate) fn renewed(&self, at: Instant) {
         self.state.lock().last_renewed = at;
         *self.refused.lock() = None;
-        self.risk.send_if_modified(|r| r.take().is_some());
+        if self.risk.send_if_modified(|r| r.take().is_some()) {
+            tracing::info!(target: "redlatch", lock = %self.name, holder = %self.holder,
+                "lock no longer at risk: renewed by a majority");
+        }
     }
 
     /// When its validity ends (`validity` after the last renewal that counted).
@@ -85,11 +88,19 @@ impl Hold {
 
     /// Renewals failed on a majority: at risk until `until` unless a renewal counts.
     pub(crate) fn at_risk(&self, until: Instant) {
+        let mut began = false;
         self.risk.send_if_modified(|r| {
+            began = r.is_none();
             let changed = *r != Some(until);
             *r = Some(until);
             changed
         });
+        if began {
+            let left_ms = until.saturating_duration_since(Instant::now()).as_millis() as u64;
+            tracing::warn!(target: "redlatch", lock = %self.name, holder = %self.holder,
+                validity_left_ms = left_ms,
+                "lock at risk: renewals failed on a majority; its validity ends unless one succeeds");
+        }
     }
 
     /// A receiver of the risk state (invariant 4).
@@ -218,10 +229,12 @@ impl Holds {
                 return old.clone();
             }
             let old = holds.swap_remove(i);
+            telemetry::held(-1);
             Self::cancel(&old, LostReason::ExpiredOrDeleted);
         }
         let hold = Hold::first(name, holder, kind, false, (watchdog, at, lease));
         holds.push(hold.clone());
+        telemetry::held(1);
         hold
     }
 
@@ -238,6 +251,7 @@ impl Holds {
         let hold = Hold::first(name, id, Kind::Plain, true, (watchdog, at, lease));
         let mut map = self.map.lock();
         map.entry(name.clone()).or_default().push(hold.clone());
+        telemetry::held(1);
         hold
     }
 
@@ -265,7 +279,9 @@ impl Holds {
 
     fn remove(map: &mut HashMap<Arc<str>, Vec<Arc<Hold>>>, hold: &Arc<Hold>) {
         if let Some(holds) = map.get_mut(&hold.name) {
+            let before = holds.len();
             holds.retain(|h| !Arc::ptr_eq(h, hold));
+            telemetry::held(holds.len() as i64 - before as i64);
             if holds.is_empty() {
                 map.remove(&hold.name);
             }
@@ -288,6 +304,16 @@ impl Holds {
     /// loss is not counted again).
     fn cancel(hold: &Hold, reason: LostReason) {
         if !hold.lost.is_cancelled() {
+            // Said before the token fires, so the warning precedes what code does on it.
+            let held_ms = hold.since.elapsed().as_millis() as u64;
+            let (name, holder) = (&hold.name, &hold.holder);
+            match reason {
+                // The application closed the client with the guard alive: said, not warned.
+                LostReason::ClientClosed => tracing::info!(target: "redlatch", lock = %name,
+                    holder = %holder, reason = %reason, held_ms, "lock lost"),
+                _ => tracing::warn!(target: "redlatch", lock = %name, holder = %holder,
+                    reason = %reason, held_ms, "lock lost"),
+            }
             let _ = hold.reason.set(reason);
             hold.lost.cancel();
             telemetry::lost(hold.since.elapsed());
@@ -297,6 +323,7 @@ impl Holds {
     /// Declares every hold on `name` lost (after a force-unlock).
     pub(crate) fn lose_name(&self, name: &str) {
         for hold in self.map.lock().remove(name).unwrap_or_default() {
+            telemetry::held(-1);
             Self::cancel(&hold, LostReason::ForceUnlocked);
         }
     }
@@ -304,6 +331,7 @@ impl Holds {
     /// Declares every hold lost (the client shut down: nobody renews any more).
     pub(crate) fn lose_all(&self) {
         for hold in self.map.lock().drain().flat_map(|(_, v)| v) {
+            telemetry::held(-1);
             Self::cancel(&hold, LostReason::ClientClosed);
         }
     }

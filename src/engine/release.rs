@@ -113,7 +113,7 @@ async fn hand_over(
 ) -> Result<()> {
     let span = tracing::debug_span!(target: "redlatch", "hand_over", lock = %hold.name,
         kind = if fair { "fair" } else { "plain" }, masters = 1, offers = offers.len(),
-        outcome = Empty, elapsed_ms = Empty);
+        "db.system.name" = "redis", "error.type" = Empty, outcome = Empty, elapsed_ms = Empty);
     let started = std::time::Instant::now();
     let result = hand_over_in_span(engine, hold, lease_ms, fair, offers, started)
         .instrument(span.clone())

@@ -170,6 +170,8 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         queued: false,
         offer: None,
     };
+    telemetry::waiting(1);
+    let _counted = scopeguard::guard((), |()| telemetry::waiting(-1));
     // Boxed: keeps the future type shallow enough for callers' own async fns (rustc's
     // layout queries overflow on deeply nested futures).
     Box::pin(waiter.run()).await

@@ -140,7 +140,8 @@ pub(crate) async fn renew_all(engine: &Arc<Engine>) -> Option<Instant> {
     let started = Instant::now();
     let holds = due(engine.holds.watched(), started, young);
     let span = tracing::debug_span!(target: "redlatch", "renewal_round", holds = holds.len(),
-        masters = engine.masters.len(), renewed = Empty, outcome = Empty, elapsed_ms = Empty);
+        masters = engine.masters.len(), "db.system.name" = "redis", renewed = Empty,
+        outcome = Empty, elapsed_ms = Empty);
     let renewed = AtomicU64::new(0);
     futures_util::stream::iter(holds.chunks(CHUNK))
         .for_each_concurrent(IN_FLIGHT, |chunk| renew_chunk(engine, chunk, &renewed))
@@ -180,11 +181,8 @@ fn expire(engine: &Engine) -> Option<Instant> {
                 Some(e) => LostReason::PermissionDenied(e),
                 None => LostReason::NotRenewed,
             };
-            let why = reason.to_string();
-            if engine.lose(&hold, reason) {
-                tracing::warn!(lock = %hold.name, holder = %hold.holder, reason = %why,
-                    "lock lost: not renewed by a majority within its validity");
-            }
+            // lose() warns with the reason (holds.rs), before the guard's token fires.
+            engine.lose(&hold, reason);
         } else {
             due = Some(due.map_or(deadline, |d| d.min(deadline)));
         }
@@ -290,11 +288,8 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
                         LostReason::ExpiredOrDeleted
                     };
                     // Not a loss if the holder released it meanwhile (lose() says so).
-                    if renewed[i] < quorum
-                        && n - denied[i] == quorum - 1
-                        && engine.lose(hold, reason)
-                    {
-                        tracing::warn!(lock = %hold.name, holder = %hold.holder, "lock lost: gone on too many masters");
+                    if renewed[i] < quorum && n - denied[i] == quorum - 1 {
+                        engine.lose(hold, reason);
                     }
                 }
                 Err(e) => {

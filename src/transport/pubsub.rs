@@ -358,6 +358,7 @@ impl Actor {
             let addr = self.link.addr();
             tracing::warn!(master = addr, why, "pub/sub connection lost; reconnecting");
             let span = tracing::debug_span!(target: "redlatch", "pubsub_reconnect", master = addr,
+                "db.system.name" = "redis", "server.address" = addr,
                 why, attempts = Empty, outcome = Empty, elapsed_ms = Empty);
             self.reconnect = Some((span, std::time::Instant::now(), 0));
         }
@@ -459,6 +460,7 @@ impl Actor {
         }
         confirm.extend(subscribe);
         self.confirm(&confirm);
+        crate::telemetry::subscriptions(self.link.addr(), self.actual.len());
         Ok(())
     }
 
