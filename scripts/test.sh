@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite: installs redis-server if missing, then runs unit, integration
 # (each test starts its own redis-server processes on free loopback ports) and doc tests
-# of the whole workspace: the library and the CLI (redlatch-cli/).
+# of the whole workspace: the library, the CLI (redlatch-cli/) and the bench harness.
 # Extra arguments go to the test runner, e.g. `scripts/test.sh redlock`.
-# With the cargo features `tls` and `metrics`, so tests/tls.rs and tests/metrics.rs run too.
+# With the cargo features `tls`, `metrics` and `serde`, so their tests run too.
 # The Redisson JVM interop (tests/redisson_jvm*.rs, the real Java client from Maven Central)
 # runs when `java` and `mvn` are on the PATH and is skipped, said plainly, when not;
 # REDLATCH_REQUIRE_JAVA=1 (set by .ci/run) makes their absence an error.
+# Under cargo-nextest when it is installed (its own summary line ends the output), else
+# `cargo test`, whose result lines (one per test binary) are summed up in one line at
+# the end, with the failed tests. nextest is not installed here: a fresh clone runs the
+# suite with cargo alone (no download, no minutes spent building a test runner).
+# scripts/flakes.sh repeats the suite to find flaky tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/ensure-redis.sh
@@ -23,13 +28,34 @@ else
 fi
 features="redlatch/tls,redlatch/metrics,redlatch/serde,redlatch-cli/tls"
 cargo build --workspace --all-targets --features "$features" --quiet
-cargo test --workspace --doc --features "$features" --quiet
+
+matrix() {
+    if [ -d target/interop-matrix ] && command -v python3 >/dev/null 2>&1; then
+        echo "Redisson compatibility matrix of this run (scripts/interop_matrix.py):"
+        python3 scripts/interop_matrix.py || true
+    fi
+}
+
 if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run --workspace --features "$features" --no-fail-fast --hide-progress-bar "$@"
-else
-    cargo test --workspace --features "$features" --no-fail-fast "$@"
+    # nextest runs no doc tests.
+    cargo test --workspace --doc --features "$features" --quiet
+    status=0
+    cargo nextest run --workspace --features "$features" --no-fail-fast --hide-progress-bar "$@" || status=$?
+    matrix
+    exit "$status"
 fi
-if [ -d target/interop-matrix ] && command -v python3 >/dev/null 2>&1; then
-    echo "Redisson compatibility matrix of this run (scripts/interop_matrix.py):"
-    python3 scripts/interop_matrix.py || true
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+# Doc tests included (cargo test runs them after each package's other tests).
+cargo test --workspace --features "$features" --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+matrix
+sed -nE 's/^test (.*) \.\.\. FAILED$/redlatch: FAILED \1/p' "$log"
+if [ "$status" -ne 0 ] && ! grep -q '^test result: ' "$log"; then
+    echo "redlatch: cargo test failed before running tests (exit $status)"
 fi
+# "test result: ok. 31 passed; 0 failed; 2 ignored; 0 measured; ..." per test binary,
+# summed into the last line: "redlatch: N passed, N failed, N skipped".
+awk '/^test result: / { p += $4; f += $6; i += $8; n++ }
+     END { printf "(%d test binaries, cargo test)\nredlatch: %d passed, %d failed, %d skipped\n", n, p, f, i }' "$log"
+exit "$status"

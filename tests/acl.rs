@@ -70,7 +70,8 @@ fn user(server: &RedisServer, without: &[&str]) -> String {
 }
 
 async fn connect(url: String) -> Client {
-    let config = Config::single(url).watchdog_timeout(Duration::from_millis(900));
+    // Renewed every 0.5 s: a loaded machine may delay a renewal by a second.
+    let config = Config::single(url).watchdog_timeout(Duration::from_millis(1500));
     Client::connect(config).await.unwrap()
 }
 
@@ -85,7 +86,7 @@ async fn the_core_scenarios_run_under_the_minimal_acl() {
     let outer = lock.lock().await.unwrap();
     let inner = outer.scope(lock.lock()).await.unwrap();
     assert_eq!(outer.scope(lock.hold_count()).await.unwrap(), 2);
-    tokio::time::sleep(Duration::from_millis(2700)).await;
+    tokio::time::sleep(Duration::from_millis(4500)).await;
     assert!(!outer.lost().is_cancelled());
     assert_eq!(lock.status().await.unwrap()[0].holders.len(), 1);
 
@@ -156,13 +157,14 @@ async fn the_core_scenarios_run_under_the_minimal_acl() {
 /// unavailable timeout.
 async fn refused_at_once(result: impl std::future::Future<Output = redlatch::Result<()>>) -> Error {
     let started = Instant::now();
-    let err = tokio::time::timeout(Duration::from_secs(5), result)
+    let err = tokio::time::timeout(Duration::from_secs(10), result)
         .await
         .expect("an answer, not a retry loop")
         .unwrap_err();
     assert!(err.is_permanent(), "{err}");
+    // Retrying until the unavailable timeout took 30 s.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(5),
         "{:?}",
         started.elapsed()
     );

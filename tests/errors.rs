@@ -63,8 +63,9 @@ async fn a_stalled_redis_times_out_at_connect_instead_of_hanging() {
             .await
             .unwrap_err();
     server.resume();
+    // A stalled server never answers: without the connect timeout this hangs.
     assert!(
-        started.elapsed() < Duration::from_secs(3),
+        started.elapsed() < Duration::from_secs(5),
         "took {:?}",
         started.elapsed()
     );

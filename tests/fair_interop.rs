@@ -69,6 +69,20 @@ async fn rust_waiter(server: &RedisServer, lock: &Lock, log: &Log) -> (String, J
     (holder, task)
 }
 
+/// Sleeps until `margin` before `deadline` (ms on the system clock, as Redisson's
+/// queue deadlines) and returns true; false at once if that moment has passed (a
+/// loaded machine got there late: there is nothing left to check before it).
+async fn until_just_before(deadline: f64, margin: Duration) -> bool {
+    let at = (deadline as u64).saturating_sub(margin.as_millis() as u64);
+    let now = java_now_ms();
+    if now >= at {
+        eprintln!("{} ms past the moment to check: not checked", now - at);
+        return false;
+    }
+    tokio::time::sleep(Duration::from_millis(at - now)).await;
+    true
+}
+
 async fn join_all(tasks: Vec<JoinHandle<()>>, within: Duration) {
     let deadline = Instant::now() + within;
     for task in tasks {
@@ -81,7 +95,7 @@ async fn join_all(tasks: Vec<JoinHandle<()>>, within: Duration) {
 /// the Java driver, the queue keys by the last one to leave).
 async fn assert_clean(server: &RedisServer) {
     assert!(
-        eventually_async(2 * SEC, || dbsize(server) == 0).await,
+        eventually_async(5 * SEC, || dbsize(server) == 0).await,
         "left behind: {:?}",
         server.cmd::<Vec<String>>(&["KEYS", "*"])
     );
@@ -164,13 +178,13 @@ async fn a_java_unlock_wakes_the_redlatch_waiter_behind_and_a_redlatch_unlock_th
     let released = Instant::now();
     assert_eq!(holder.unlock().await, Some(1));
     let g = join(task, 10 * SEC).await;
-    assert!(released.elapsed() < 3 * SEC, "{:?}", released.elapsed());
+    assert!(released.elapsed() < 5 * SEC, "{:?}", released.elapsed());
     // The Java thread sleeps up to the 30 s it was told; our release wakes it.
     tokio::time::sleep(HOLD).await;
     let released = Instant::now();
     g.unlock().await.unwrap();
     join(java_task, 10 * SEC).await;
-    assert!(released.elapsed() < 3 * SEC, "{:?}", released.elapsed());
+    assert!(released.elapsed() < 5 * SEC, "{:?}", released.elapsed());
     assert_eq!(*log.lock(), [java]);
     assert_clean(&server).await;
 }
@@ -226,7 +240,7 @@ async fn redlatch_waiters_that_give_up_or_are_cancelled_strand_no_java_waiter() 
     assert!(join(timed, 10 * SEC).await, "the lock was held throughout");
     let left = || queue(&server, name) == [j1.clone(), j2.clone(), r2.clone(), j3.clone()];
     assert!(
-        eventually_async(2 * SEC, left).await,
+        eventually_async(5 * SEC, left).await,
         "{:?}",
         queue(&server, name)
     );
@@ -250,23 +264,24 @@ async fn a_dead_java_waiter_keeps_its_turn_until_its_redisson_deadline_and_no_lo
     let dead = JavaFairLock::with(&server, name, 2, 3 * SEC, 3 * SEC).await;
     let dead_id = dead.holder().to_string();
     dead.queue_and_die().await;
-    let queued_at = Instant::now();
     let deadline: f64 = server.cmd(&["ZSCORE", &timeout_key(name), &dead_id]);
     let (ours, task) = rust_waiter(&server, &lock, &log).await;
     let (java, java_task) = java_waiter(&server, name, 3, &log).await;
     // Not asserted: its lease may have run out on a slow machine.
     holder.unlock().await;
-    // Nobody takes the dead thread's turn before its deadline...
-    tokio::time::sleep(SEC).await;
-    assert!(log.lock().is_empty(), "{:?}", log.lock());
-    assert_eq!(queue(&server, name)[0], dead_id);
-    // ...and once it passed, the live waiters behind it go in order, soon.
+    // Nobody takes the dead thread's turn before its deadline (checked just before
+    // it, not a fixed time after the unlock: that could fall past it)...
+    if until_just_before(deadline, Duration::from_millis(300)).await {
+        assert!(log.lock().is_empty(), "{:?}", log.lock());
+        assert_eq!(queue(&server, name)[0], dead_id);
+    }
+    // ...and once it passed, the live waiters behind it go in order, soon: within a
+    // refresh period (5 s / 3) of the deadline, with a loaded machine's margin.
     join_all(vec![task, java_task], 15 * SEC).await;
-    let waited = queued_at.elapsed();
-    let due = Duration::from_millis((deadline as u64).saturating_sub(java_now_ms()));
+    let late = java_now_ms() as f64 - deadline;
     assert!(
-        waited < 6 * SEC + 5 * SEC / 3 + 3 * SEC,
-        "{waited:?} (deadline was {due:?} away at the end)"
+        late < (5_000 / 3 + 4_000) as f64,
+        "served {late} ms after the deadline"
     );
     assert_eq!(*log.lock(), [ours, java]);
     assert_clean(&server).await;
@@ -359,7 +374,7 @@ async fn a_dead_redlatch_waiter_is_passed_over_soon_and_the_java_waiter_behind_i
     let first_served = || !log.lock().is_empty();
     assert!(eventually_async(10 * SEC, first_served).await);
     let waited = released.elapsed();
-    assert!(waited < SEC + 5 * SEC / 3 + 2 * SEC, "{waited:?}");
+    assert!(waited < SEC + 5 * SEC / 3 + 4 * SEC, "{waited:?}");
     join_all(vec![t1, t2, t3], 20 * SEC).await;
     assert_eq!(*log.lock(), [j1, r1, j2]);
     assert_clean(&server).await;
@@ -386,7 +401,7 @@ async fn with_only_java_waiters_left_a_dead_redlatch_waiter_goes_at_its_redisson
     // evict it when its deadline passes, and the Java thread goes next.
     join(task, 20 * SEC).await;
     let waited = killed.elapsed();
-    assert!(waited < 3 * SEC + 5 * SEC + 3 * SEC, "{waited:?}");
+    assert!(waited < 3 * SEC + 5 * SEC + 5 * SEC, "{waited:?}");
     assert_eq!(*log.lock(), [java]);
     // Its liveness entry expires on its own.
     assert_clean(&server).await;
@@ -465,11 +480,11 @@ async fn on_three_masters_a_dead_redlatch_waiter_is_passed_over_and_order_kept()
     let first_served = || !log.lock().is_empty();
     assert!(eventually_async(10 * SEC, first_served).await);
     let waited = released.elapsed();
-    assert!(waited < SEC + 5 * SEC / 3 + 2 * SEC, "{waited:?}");
+    assert!(waited < SEC + 5 * SEC / 3 + 4 * SEC, "{waited:?}");
     join_all(tasks, 20 * SEC).await;
     assert_eq!(*log.lock(), expected);
     for m in &masters {
-        assert!(eventually_async(2 * SEC, || dbsize(m) == 0).await);
+        assert!(eventually_async(5 * SEC, || dbsize(m) == 0).await);
     }
 }
 
@@ -500,20 +515,24 @@ async fn on_three_masters_dead_java_entries_keep_their_turn_until_their_deadline
         assert_eq!(queue(m, name).len(), 2, "{:?}", queue(m, name));
     }
     held.unlock().await.unwrap();
-    tokio::time::sleep(SEC).await;
-    assert!(
-        log.lock().is_empty(),
-        "the dead thread's turn was taken early"
-    );
+    // Checked just before the first deadline, not a fixed time after the unlock
+    // (which could fall past it on a loaded machine).
+    let first = due.iter().cloned().fold(f64::MAX, f64::min);
+    if until_just_before(first, Duration::from_millis(300)).await {
+        assert!(
+            log.lock().is_empty(),
+            "the dead thread's turn was taken early"
+        );
+    }
     join(task, 15 * SEC).await;
     let late = java_now_ms() as f64 - due.iter().cloned().fold(f64::MIN, f64::max);
     // Served within a refresh period (5 s / 3) of the last deadline, with margin.
     assert!(
-        late < (5_000 / 3 + 2_000) as f64,
+        late < (5_000 / 3 + 4_000) as f64,
         "{late} ms after the deadlines"
     );
     assert_eq!(*log.lock(), [ours]);
     for m in &masters {
-        assert!(eventually_async(2 * SEC, || dbsize(m) == 0).await);
+        assert!(eventually_async(5 * SEC, || dbsize(m) == 0).await);
     }
 }

@@ -23,7 +23,7 @@ async fn connect(masters: &[RedisServer], stale: Duration) -> Client {
 /// Waits until every master is empty again; else fails, showing what is left.
 async fn assert_nothing_left(masters: &[RedisServer]) {
     let empty = || masters.iter().all(|m| m.cmd::<i64>(&["DBSIZE"]) == 0);
-    if eventually_async(2 * SEC, empty).await {
+    if eventually_async(5 * SEC, empty).await {
         return;
     }
     let mut left = Vec::new();
@@ -54,7 +54,7 @@ async fn a_waiter_granted_by_a_majority_leaves_the_queue_of_the_master_that_refu
     // It queued on the third master while trying; it must not stay there, or it would
     // block that master's queue for the stale timeout once the stranger is gone.
     assert!(
-        eventually_async(SEC, || queue(&masters[2], name).is_empty()).await,
+        eventually_async(5 * SEC, || queue(&masters[2], name).is_empty()).await,
         "{:?}",
         queue(&masters[2], name)
     );
@@ -81,7 +81,7 @@ async fn timed_out_and_cancelled_waiters_leave_the_queue_on_every_master() {
     assert!(eventually_async(5 * SEC, queued).await);
     task.abort();
     let gone = || masters.iter().all(|m| queue(m, name).is_empty());
-    assert!(eventually_async(SEC, gone).await);
+    assert!(eventually_async(5 * SEC, gone).await);
     held.unlock().await.unwrap();
     assert_nothing_left(&masters).await;
 }

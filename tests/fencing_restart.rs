@@ -89,9 +89,14 @@ fn reconnect(server: &RedisServer) {
 /// resumed. Releases of failed attempts go through group commit, which may send one up
 /// to 2 × master_timeout after it was submitted, after a later fenced acquire of the
 /// same holder (sent directly): it would take that acquisition's hold on the master
-/// away before its write-back, and the master would not become current.
-async fn drained() {
+/// away before its write-back, and the master would not become current. Then waits
+/// until no script call has reached any master for 500 ms (> 2 × master_timeout), as
+/// a loaded machine can send the last one later than the fixed delay.
+async fn drained(servers: &[RedisServer]) {
     tokio::time::sleep(4 * MASTER_TIMEOUT + Duration::from_millis(200)).await;
+    for s in servers {
+        common::settled_calls(s, &["evalsha", "eval"]).await;
+    }
 }
 
 /// Waits until no master of `idx` shows a holder of `name`: a failed attempt is undone.
@@ -159,7 +164,7 @@ async fn tokens_never_go_backwards_when_a_restart_and_a_partition_leave_no_curre
     // B and C are back: every later token is larger than every earlier one.
     servers[1].resume();
     servers[2].resume();
-    drained().await;
+    drained(&servers).await;
     let t = token(&lock).await;
     assert!(t > last, "token {t} after {tokens:?}");
     let after = token(&lock).await;
@@ -219,10 +224,13 @@ async fn a_new_name_needs_every_master_once_then_a_majority() {
     free_on(&servers, &[0, 1], name).await;
     assert!(servers[..2].iter().all(|s| epoch(s, name).is_none()));
     servers[2].resume();
-    drained().await;
+    drained(&servers).await;
 
     let first = token(&lock).await;
-    assert!(servers.iter().all(|s| is_current(s, name)));
+    // Granted by every master; the write-backs that make them current are answered
+    // by a majority before the call returns, by the last one eventually.
+    let all_current = || servers.iter().all(|s| is_current(s, name));
+    assert!(eventually_async(Duration::from_secs(5), all_current).await);
     servers[2].pause();
     let second = token(&lock).await;
     assert!(second > first, "{second} after {first}");

@@ -267,6 +267,16 @@ async fn load_hand_over_script(lock: &redlatch::Lock) {
     first.await.unwrap();
 }
 
+/// Waits until the waiter's attempt after subscribing has landed (no script call for
+/// 500 ms), then 200 ms more for it to post its offer: the offer lives in this process,
+/// Redis cannot show it (a local waiter is in no waiter registry), but the refused
+/// attempt comes first, so no fixed delay from the subscription has to cover an
+/// attempt that a loaded machine runs late.
+async fn refused_then_offered(server: &RedisServer) {
+    common::settled_calls(server, &["evalsha", "eval"]).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
 /// A hand-over whose script outlives the master timeout (Redis stalls while it is in
 /// flight): the releaser's unlock fails, the waiter learns the outcome from Redis once
 /// it answers, and takes the lock with exactly one hold (not a second, leaked one).
@@ -295,7 +305,7 @@ async fn a_hand_over_that_timed_out(fair: bool) {
         format!("redisson_lock__channel:{{{name}}}")
     };
     assert!(eventually_async(Duration::from_secs(5), || numsub(&server, &channel) == 1).await);
-    tokio::time::sleep(Duration::from_millis(200)).await; // the waiter posts its offer
+    refused_then_offered(&server).await;
     server.pause();
     let unlocked = held.unlock().await;
     assert!(
@@ -343,7 +353,7 @@ async fn a_hand_over_to_a_waiter_that_ran_out_of_time_is_settled_and_released() 
     let waiter = tokio::spawn(async move { l.try_lock(Duration::from_millis(700)).await });
     let channel = "redisson_lock__channel:{settle}";
     assert!(eventually_async(Duration::from_secs(5), || numsub(&server, channel) == 1).await);
-    tokio::time::sleep(Duration::from_millis(200)).await; // the waiter posts its offer
+    refused_then_offered(&server).await;
     server.pause();
     assert!(
         held.unlock().await.is_err(),

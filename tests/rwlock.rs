@@ -193,8 +193,8 @@ async fn a_write_unlock_wakes_every_waiting_reader_without_polling() {
         ) == 1)
         .await
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = calls(&server, "evalsha");
+    // Their attempts after subscribing have landed (quiet for 500 ms), however late.
+    let before = common::settled_calls(&server, &["evalsha"]).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
         calls(&server, "evalsha") - before,
@@ -236,8 +236,8 @@ async fn a_read_unlock_wakes_a_waiting_writer() {
         ) == 1)
         .await
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let before = calls(&server, "evalsha");
+    // Its attempt after subscribing has landed (quiet for 500 ms), however late.
+    let before = common::settled_calls(&server, &["evalsha"]).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(
         calls(&server, "evalsha") - before,
@@ -410,17 +410,18 @@ async fn a_dead_writer_is_freed_by_its_lease() {
 #[tokio::test]
 async fn the_watchdog_renews_read_and_write_holds() {
     let server = RedisServer::start();
-    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(600));
+    // Renewed every 0.5 s: a loaded machine may delay a renewal by a second.
+    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(1500));
     let client = Client::connect(config).await.unwrap();
     let rw = client.read_write_lock("kept");
     let w = rw.write().lock().await.unwrap();
     let r = w.scope(rw.read().lock()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    tokio::time::sleep(Duration::from_millis(3000)).await;
     assert!(!w.lost().is_cancelled() && !r.lost().is_cancelled());
     let key = format!("{{kept}}:{}:rwlock_timeout:1", r.holder());
     assert!(exists(&server, &key), "the read hold's key lapsed");
     w.unlock().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_millis(3000)).await;
     assert!(exists(&server, &key));
     assert!(!r.lost().is_cancelled());
     r.unlock().await.unwrap();

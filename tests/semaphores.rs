@@ -71,8 +71,8 @@ async fn semaphore_waiters_wake_on_release_without_polling() {
         ) == 1)
         .await
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let before = calls(&server, "evalsha") + calls(&server, "get");
+    // Its attempt after subscribing has landed (quiet for 500 ms), however late.
+    let before = common::settled_calls(&server, &["evalsha", "get"]).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
         calls(&server, "evalsha") + calls(&server, "get") - before,
@@ -250,12 +250,13 @@ async fn a_dead_holders_permit_expires_and_its_waiter_gets_it() {
 #[tokio::test]
 async fn watchdog_permits_are_renewed_and_reported_lost_when_gone() {
     let server = RedisServer::start();
-    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(600));
+    // Renewed every 0.5 s: a loaded machine may delay a renewal by a second.
+    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(1500));
     let client = Client::connect(config).await.unwrap();
     let s = client.permit_expirable_semaphore("kept");
     s.set_permits(1).await.unwrap();
     let p = s.acquire().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    tokio::time::sleep(Duration::from_millis(3000)).await;
     assert!(!p.lost().is_cancelled());
     assert_eq!(
         s.acquired().await.unwrap(),
@@ -296,8 +297,8 @@ async fn expirable_waiters_wake_without_polling_and_cancel_cleanly() {
         ) == 1)
         .await
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let before = calls(&server, "evalsha");
+    // Its attempt after subscribing has landed (quiet for 500 ms), however late.
+    let before = common::settled_calls(&server, &["evalsha"]).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(calls(&server, "evalsha") - before, 0, "the waiter polled");
     held.release().await.unwrap();
@@ -344,8 +345,8 @@ async fn a_latch_wakes_every_waiter_at_zero_without_polling() {
     }
     let channel = "redisson_countdownlatch__channel__{go}";
     assert!(eventually_async(Duration::from_secs(5), || numsub(&server, channel) == 1).await);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let before = calls(&server, "get") + calls(&server, "evalsha");
+    // Their attempts after subscribing have landed (quiet for 500 ms), however late.
+    let before = common::settled_calls(&server, &["get", "evalsha"]).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
         calls(&server, "get") + calls(&server, "evalsha") - before,

@@ -106,18 +106,22 @@ async fn lock_try_lock_unlock_and_hand_over_are_spans_with_outcome_and_elapsed()
     let lock = client.lock("spans:a");
 
     let guard = lock.lock().await.unwrap();
-    // Another task of the same client waits; the unlock hands the lock to it.
-    let waiter = tokio::spawn({
-        let lock = lock.clone();
-        async move { lock.lock().await.unwrap().unlock().await.unwrap() }
-    });
     let busy = tokio::spawn({
         let lock = lock.clone();
         async move { lock.try_lock(Duration::from_millis(30)).await.unwrap() }
     });
     assert!(busy.await.unwrap().is_none());
+    // Another task of the same client waits; the unlock hands the lock to it once its
+    // attempt after subscribing was refused (no script call for 500 ms) and it has
+    // had time to post its offer (in this process: Redis cannot show it). A fixed
+    // 50 ms from its subscription was too short for that attempt on a loaded machine.
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.lock().await.unwrap().unlock().await.unwrap() }
+    });
     assert!(eventually_async(Duration::from_secs(5), || client.subscriptions() > 0).await);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    common::settled_calls(&server, &["evalsha", "eval"]).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
     guard.unlock().await.unwrap();
     waiter.await.unwrap();
 
@@ -192,7 +196,13 @@ async fn renewal_rounds_and_pubsub_reconnects_are_spans() {
         let lock = client.lock("spans:renewed");
         async move { lock.try_lock(Duration::from_secs(20)).await }
     });
-    assert!(eventually_async(Duration::from_secs(5), || client.subscriptions() > 0).await);
+    // The server has the subscription (the client's own count comes before that).
+    let channel = "redisson_lock__channel:{spans:renewed}";
+    assert!(
+        eventually_async(Duration::from_secs(5), || common::numsub(&server, channel)
+            >= 1)
+        .await
+    );
     let killed: i64 = server.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]);
     assert!(killed >= 1);
     let reconnected = eventually_async(Duration::from_secs(10), || {

@@ -102,6 +102,29 @@ pub async fn eventually_async(within: Duration, mut cond: impl FnMut() -> bool) 
     }
 }
 
+/// Waits until the calls of `commands` on `server` (summed, from `INFO commandstats`)
+/// have not changed for 500 ms, at most 10 s, and returns that count: the moment a
+/// waiter's last attempt (after it subscribed) has landed and it sleeps. A fixed sleep
+/// after the subscription is not enough on a loaded machine, where the attempt that
+/// follows it can come later than any chosen delay; quiet for 500 ms means the waiter
+/// was scheduled and went to sleep.
+pub async fn settled_calls(server: &RedisServer, commands: &[&str]) -> u64 {
+    let count = || commands.iter().map(|c| calls(server, c)).sum::<u64>();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = count();
+    let mut quiet_since = Instant::now();
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = count();
+        if now != last {
+            (last, quiet_since) = (now, Instant::now());
+        } else if quiet_since.elapsed() >= Duration::from_millis(500) {
+            return last;
+        }
+    }
+    panic!("{commands:?} calls on {} never settled", server.addr());
+}
+
 /// A port the OS just considered free (bound on 127.0.0.1:0 and released); never 6379.
 fn free_port() -> u16 {
     loop {
