@@ -214,7 +214,7 @@ impl Error {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// lock.force_unlock().await?; // or the lease ran out
@@ -261,7 +261,7 @@ impl Error {
     /// use redlatch::{Client, Config};
     /// let mut admin = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
     /// redis::cmd("SET").arg("not-a-lock").arg("x").exec(&mut admin).unwrap();
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let err = client.lock("not-a-lock").lock().await.unwrap_err();
     /// assert!(err.is_permanent()); // WrongType: returned at once, not retried
     /// assert!(!err.is_unavailable());

@@ -11,7 +11,7 @@ use crate::error::Error;
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
 /// # fn main() { doc_redis::run(|url| async move {
 /// use redlatch::{Client, Config, LostReason};
-/// let client = Client::connect(Config::single(url)).await?;
+/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let lock = client.lock("orders:42");
 /// let guard = lock.lock().await?;
 /// assert!(guard.lost_reason().is_none()); // held

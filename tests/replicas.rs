@@ -18,6 +18,19 @@ fn pair() -> (RedisServer, RedisServer) {
         info.contains("master_link_status:up")
     });
     assert!(up, "the replica never synced");
+    // Eligible on the primary's side too (issue 21.2: online, acknowledging, caught
+    // up): only then does an acquisition wait for it. A loaded machine can take a
+    // while before the replica's first acknowledgement.
+    let eligible = eventually(Duration::from_secs(20), || {
+        let info: String = primary.cmd(&["INFO", "replication"]);
+        info.lines().any(|l| {
+            l.starts_with("slave0:")
+                && l.contains("state=online")
+                && !l.contains("offset=0,")
+                && (l.ends_with("lag=0") || l.ends_with("lag=1"))
+        })
+    });
+    assert!(eligible, "the replica never acknowledged the primary's stream");
     (primary, replica)
 }
 

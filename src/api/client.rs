@@ -63,7 +63,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// assert_eq!(client.quorum(), 1);
     /// # Ok(()) }) }
     /// ```
@@ -133,7 +133,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let owner = client.owner();
     /// let guard = client.lock("orders:42").owned_by(owner).lock().await?;
     /// assert_eq!(guard.holder(), format!("{}:{}", client.id(), owner.number()));
@@ -152,7 +152,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// guard
@@ -179,7 +179,7 @@ impl Client {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config, Kind};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.fair_lock("queue:payments");
     /// assert_eq!(lock.kind(), Kind::Fair);
     /// let guard = lock.try_lock(Duration::from_millis(100)).await?.expect("free");
@@ -198,7 +198,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.fenced_lock("ledger");
     /// let first = lock.lock().await?;
     /// let t1 = first.fencing_token().expect("a fenced lock's guard has a token");
@@ -219,7 +219,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let rw = client.read_write_lock("catalog");
     /// let reading = rw.read().lock().await?;
     /// assert!(rw.read().is_locked().await?);
@@ -239,7 +239,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let guard = client.multi_lock(["stock:1", "stock:2"]).lock().await?;
     /// assert_eq!(guard.names(), ["stock:1", "stock:2"]);
     /// guard.unlock().await?;
@@ -260,7 +260,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
     /// s.try_set_permits(1).await?;
     /// s.acquire(1).await?;
@@ -280,7 +280,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.try_set_permits(1).await?;
     /// let permit = s.acquire().await?;
@@ -299,7 +299,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let l = client.count_down_latch("ready");
     /// l.try_set_count(1).await?;
     /// l.count_down().await?;
@@ -317,7 +317,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let guard = client.lock("orders:42").lock().await?;
     /// assert!(guard.holder().starts_with(&format!("{}:", client.id())));
     /// assert_ne!(client.id(), Client::connect(client.config().clone()).await?.id());
@@ -369,7 +369,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// assert_eq!(client.quorum(), 1); // single mode: the one master decides
     /// assert_eq!(client.quorum(), client.config().quorum());
     /// # Ok(()) }) }
@@ -385,7 +385,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// assert_eq!(client.held_locks(), 0);
     /// let a = client.lock("orders:1").lock().await?;
     /// let a2 = a.scope(client.lock("orders:1").lock()).await?; // re-entered: one hold
@@ -408,7 +408,7 @@ impl Client {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// assert_eq!(client.subscriptions(), 0);

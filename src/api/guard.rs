@@ -60,7 +60,7 @@ impl LockGuard {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let guard = client.lock("orders:42").lock().await?;
     /// assert_eq!(guard.name(), "orders:42");
     /// # Ok(()) }) }
@@ -76,7 +76,7 @@ impl LockGuard {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// assert!(guard.holder().starts_with(&format!("{}:", client.id())));
@@ -104,7 +104,7 @@ impl LockGuard {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// // Outside the scope, another call is another holder: it waits.
@@ -144,7 +144,7 @@ impl LockGuard {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let first = client.fenced_lock("ledger").lock().await?;
     /// let t1 = first.fencing_token().expect("fenced");
     /// first.unlock().await?;
@@ -172,7 +172,7 @@ impl LockGuard {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// let lost = guard.lost();
@@ -204,7 +204,7 @@ impl LockGuard {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let guard = client.lock("orders:42").lock_with_lease(Duration::from_secs(2)).await?;
     /// // lease − elapsed − drift (2 s × 0.01 + 2 ms): at most 1978 ms.
     /// assert!(guard.validity() <= Duration::from_millis(1978));
@@ -233,7 +233,7 @@ impl LockGuard {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// guard.unlock().await?; // released; errors are reported, unlike a drop
@@ -331,7 +331,7 @@ impl LockGuard {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::{Duration, Instant};
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let guard = client.lock("orders:42").lock_with_lease(Duration::from_secs(2)).await?;
     /// assert!(guard.valid_until() <= Instant::now() + Duration::from_secs(2));
     /// # Ok(()) }) }
@@ -350,7 +350,7 @@ impl LockGuard {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config, LostReason};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// lock.force_unlock().await?;
@@ -379,7 +379,7 @@ impl LockGuard {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let guard = client.lock("orders:42").lock().await?;
     /// let mut risk = guard.at_risk();
     /// assert_eq!(*risk.borrow(), None); // renewals succeed

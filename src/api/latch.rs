@@ -23,7 +23,7 @@ use crate::keys;
 /// # fn main() { doc_redis::run(|url| async move {
 /// use std::time::Duration;
 /// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::single(url)).await?;
+/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let ready = client.count_down_latch("workers-ready");
 /// assert!(ready.try_set_count(2).await?);
 /// let waiting = { let r = ready.clone(); tokio::spawn(async move { r.wait(Duration::from_secs(10)).await }) };
@@ -58,7 +58,7 @@ impl CountDownLatch {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// assert_eq!(client.count_down_latch("ready").name(), "ready");
     /// # Ok(()) }) }
     /// ```
@@ -79,7 +79,7 @@ impl CountDownLatch {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let l = client.count_down_latch("ready");
     /// assert!(l.try_set_count(3).await?);
     /// assert!(!l.try_set_count(5).await?); // still counting
@@ -104,7 +104,7 @@ impl CountDownLatch {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let l = client.count_down_latch("ready");
     /// l.try_set_count(2).await?;
     /// assert_eq!(l.count_down().await?, 1);
@@ -127,7 +127,7 @@ impl CountDownLatch {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// assert_eq!(client.count_down_latch("ready").count().await?, 0);
     /// # Ok(()) }) }
     /// ```
@@ -150,7 +150,7 @@ impl CountDownLatch {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let l = client.count_down_latch("ready");
     /// l.try_set_count(1).await?;
     /// assert!(!l.wait(Duration::from_millis(50)).await?);

@@ -68,7 +68,7 @@ enum Holding {
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
 /// # fn main() { doc_redis::run(|url| async move {
 /// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::single(url)).await?;
+/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let job = client.owner();
 /// let lock = client.lock("orders:42").owned_by(job);
 /// let first = lock.lock().await?;
@@ -101,7 +101,7 @@ impl Owner {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let (a, b) = (client.owner(), client.owner());
     /// assert_ne!(a.number(), b.number());
     /// # Ok(()) }) }
@@ -140,7 +140,7 @@ impl Lock {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let (a, b) = (client.owner(), client.owner());
     /// let held = lock.owned_by(a).lock().await?;
@@ -206,7 +206,7 @@ impl Lock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// assert_eq!(lock.name(), "orders:42");
     /// # Ok(()) }) }
@@ -222,7 +222,7 @@ impl Lock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config, Lock};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// fn related(lock: &Lock) -> Lock {
     ///     lock.client().lock(format!("{}:audit", lock.name())) // another lock, same connections
     /// }
@@ -242,7 +242,7 @@ impl Lock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config, Kind};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// assert_eq!(client.lock("a").kind(), Kind::Plain);
     /// assert_eq!(client.fair_lock("b").kind(), Kind::Fair);
     /// assert_eq!(client.fenced_lock("c").kind(), Kind::Fenced);
@@ -267,7 +267,7 @@ impl Lock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// assert!(lock.is_held_by_current_task().await?);
@@ -297,7 +297,7 @@ impl Lock {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock_with_lease(Duration::from_secs(10)).await?;
     /// let ttl = lock.remaining_ttl().await?.expect("a lease");
@@ -328,7 +328,7 @@ impl Lock {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// // Another task gives up after 50 ms while the lock is held...
@@ -360,7 +360,7 @@ impl Lock {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock
     ///     .try_lock_with_lease(Duration::from_millis(100), Duration::from_secs(5))
@@ -396,7 +396,7 @@ impl Lock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config, Lock};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// async fn charge(lock: &Lock) -> redlatch::Result<u32> {
     ///     let guard = lock.lock().await?; // re-enters when called inside `with`
     ///     let count = lock.hold_count().await?;
@@ -552,7 +552,7 @@ impl Lock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// assert!(!lock.is_locked().await?);
     /// let guard = lock.lock().await?;
@@ -595,7 +595,7 @@ impl Lock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let _guard = lock.lock().await?;
     /// assert!(lock.is_held_by_current_task().await?);
@@ -620,7 +620,7 @@ impl Lock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// assert_eq!(lock.hold_count().await?, 0);
     /// let outer = lock.lock().await?;
@@ -660,7 +660,7 @@ impl Lock {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// assert_eq!(lock.remaining_ttl().await?, None); // free
     /// let guard = lock.lock_with_lease(Duration::from_secs(5)).await?;
@@ -688,7 +688,7 @@ impl Lock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// assert!(lock.force_unlock().await?); // deleted, whoever held it

@@ -37,7 +37,7 @@ use crate::error::{Error, Result};
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
 /// # fn main() { doc_redis::run(|url| async move {
 /// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::single(url)).await?;
+/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let transfer = client.multi_lock(["account:1", "account:2"]);
 /// let guard = transfer.lock().await?;
 /// assert!(client.lock("account:1").is_locked().await?);
@@ -60,7 +60,7 @@ impl MultiLock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config, MultiLock};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let both = MultiLock::new([
     ///     client.fair_lock("queue:a"),
     ///     client.read_write_lock("catalog").read(),
@@ -89,7 +89,7 @@ impl MultiLock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let m = client.multi_lock(["b", "a", "b"]);
     /// let names: Vec<&str> = m.locks().iter().map(|l| l.name()).collect();
     /// assert_eq!(names, ["a", "b"]);
@@ -114,7 +114,7 @@ impl MultiLock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let guard = client.multi_lock(["a", "b"]).lock().await?;
     /// assert_eq!(guard.guards().len(), 2);
     /// guard.unlock().await?;
@@ -139,7 +139,7 @@ impl MultiLock {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let guard = client.multi_lock(["a", "b"]).lock_with_lease(Duration::from_secs(5)).await?;
     /// assert!(client.lock("b").remaining_ttl().await?.unwrap() <= Duration::from_secs(5));
     /// guard.unlock().await?;
@@ -165,7 +165,7 @@ impl MultiLock {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let b = client.lock("b").lock().await?;
     /// let m = client.multi_lock(["a", "b"]);
     /// let other = m.clone();
@@ -193,7 +193,7 @@ impl MultiLock {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let m = client.multi_lock(["a", "b"]);
     /// let g = m.try_lock_with_lease(Duration::ZERO, Duration::from_secs(5)).await?;
     /// assert!(g.is_some());
@@ -312,7 +312,7 @@ impl MultiGuard {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let g = client.multi_lock(["a", "b"]).lock().await?;
     /// let a = client.lock("a");
     /// let count = g.scope(async { a.with(|| a.hold_count()).await }).await??;
@@ -331,7 +331,7 @@ impl MultiGuard {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let g = client.multi_lock(["b", "a"]).lock().await?;
     /// assert_eq!(g.names(), ["a", "b"]);
     /// # Ok(()) }) }
@@ -347,7 +347,7 @@ impl MultiGuard {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config, MultiLock};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let g = MultiLock::new([client.fenced_lock("ledger"), client.lock("audit")]).lock().await?;
     /// assert!(g.guards().iter().any(|p| p.fencing_token().is_some()));
     /// # Ok(()) }) }
@@ -364,7 +364,7 @@ impl MultiGuard {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let g = client.multi_lock(["a", "b"]).lock().await?;
     /// client.lock("b").force_unlock().await?;
     /// let lost = tokio::time::timeout(Duration::from_secs(5), g.lost().cancelled()).await;
@@ -383,7 +383,7 @@ impl MultiGuard {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let g = client.multi_lock(["a", "b"]).lock_with_lease(Duration::from_secs(2)).await?;
     /// assert!(g.validity() < Duration::from_secs(2));
     /// # Ok(()) }) }
@@ -405,7 +405,7 @@ impl MultiGuard {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let g = client.multi_lock(["a", "b"]).lock().await?;
     /// client.lock("a").force_unlock().await?;
     /// assert!(g.unlock().await.unwrap_err().is_not_held()); // "b" was still released

@@ -37,7 +37,7 @@ use crate::keys;
 /// # fn main() { doc_redis::run(|url| async move {
 /// use std::time::Duration;
 /// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::single(url)).await?;
+/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let builds = client.permit_expirable_semaphore("builds");
 /// builds.try_set_permits(1).await?;
 /// let permit = builds.acquire().await?; // watchdog-kept
@@ -76,7 +76,7 @@ impl PermitExpirableSemaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// assert_eq!(client.permit_expirable_semaphore("builds").name(), "builds");
     /// # Ok(()) }) }
     /// ```
@@ -99,7 +99,7 @@ impl PermitExpirableSemaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(2).await?;
     /// let p = s.acquire().await?;
@@ -125,7 +125,7 @@ impl PermitExpirableSemaphore {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(1).await?;
     /// let p = s.acquire_with_lease(Duration::from_secs(10)).await?;
@@ -151,7 +151,7 @@ impl PermitExpirableSemaphore {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// assert!(s.try_acquire(Duration::ZERO).await?.is_none()); // no permits set up
     /// # Ok(()) }) }
@@ -174,7 +174,7 @@ impl PermitExpirableSemaphore {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(1).await?;
     /// let p = s.try_acquire_with_lease(Duration::ZERO, Duration::from_secs(5)).await?;
@@ -250,7 +250,7 @@ impl PermitExpirableSemaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(1).await?;
     /// let id = s.acquire().await?.id().to_string(); // the guard's drop gives it back too
@@ -278,7 +278,7 @@ impl PermitExpirableSemaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(3).await?;
     /// let _p = s.acquire().await?;
@@ -302,7 +302,7 @@ impl PermitExpirableSemaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// assert_eq!(s.acquired().await?, 0);
     /// # Ok(()) }) }
@@ -323,7 +323,7 @@ impl PermitExpirableSemaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(4).await?;
     /// assert_eq!(s.available().await?, 4);
@@ -344,7 +344,7 @@ impl PermitExpirableSemaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// assert!(s.try_set_permits(2).await?);
     /// assert!(!s.try_set_permits(9).await?);
@@ -365,7 +365,7 @@ impl PermitExpirableSemaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.add_permits(2).await?;
     /// assert_eq!(s.available().await?, 2);
@@ -404,7 +404,7 @@ impl Permit {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(2).await?;
     /// let (a, b) = (s.acquire().await?, s.acquire().await?);
@@ -422,7 +422,7 @@ impl Permit {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(1).await?;
     /// assert_eq!(s.acquire().await?.name(), "builds");
@@ -441,7 +441,7 @@ impl Permit {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(1).await?;
     /// let p = s.acquire().await?;
@@ -462,7 +462,7 @@ impl Permit {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(1).await?;
     /// let p = s.acquire_with_lease(Duration::from_secs(2)).await?;
@@ -505,7 +505,7 @@ impl Permit {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(1).await?;
     /// let p = s.acquire().await?;

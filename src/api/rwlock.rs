@@ -33,7 +33,7 @@ use crate::api::lock::{Kind, Lock};
 /// # fn main() { doc_redis::run(|url| async move {
 /// use std::time::Duration;
 /// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::single(url)).await?;
+/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let rw = client.read_write_lock("catalog");
 /// let r1 = rw.read().lock().await?;
 /// let other = rw.clone();
@@ -73,7 +73,7 @@ impl ReadWriteLock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let rw = client.read_write_lock("catalog");
     /// assert_eq!(rw.name(), "catalog");
     /// assert_eq!(rw.read().name(), rw.write().name());
@@ -91,7 +91,7 @@ impl ReadWriteLock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let rw = client.read_write_lock("catalog");
     /// assert!(rw.prefers_writers());
     /// let redisson_like = rw.clone().prefer_writers(false);
@@ -110,7 +110,7 @@ impl ReadWriteLock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// assert!(client.read_write_lock("catalog").prefers_writers());
     /// # Ok(()) }) }
     /// ```
@@ -125,7 +125,7 @@ impl ReadWriteLock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config, Kind};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let read = client.read_write_lock("catalog").read();
     /// assert_eq!(read.kind(), Kind::Read);
     /// let outer = read.lock().await?;
@@ -148,7 +148,7 @@ impl ReadWriteLock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config, Error};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let rw = client.read_write_lock("catalog");
     /// // A downgrade: write, then read, then let the write go.
     /// let w = rw.write().lock().await?;

@@ -27,7 +27,7 @@ use crate::keys;
 /// # fn main() { doc_redis::run(|url| async move {
 /// use std::time::Duration;
 /// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::single(url)).await?;
+/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let slots = client.semaphore("gpu-slots");
 /// assert!(slots.try_set_permits(2).await?);
 /// slots.acquire(2).await?;
@@ -78,7 +78,7 @@ impl Semaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// assert_eq!(client.semaphore("slots").name(), "slots");
     /// # Ok(()) }) }
     /// ```
@@ -101,7 +101,7 @@ impl Semaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
     /// let waiting = { let s = s.clone(); tokio::spawn(async move { s.acquire(1).await }) };
     /// s.add_permits(1).await?; // wakes the waiter
@@ -127,7 +127,7 @@ impl Semaphore {
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
     /// s.set_permits(3).await?;
     /// assert!(s.try_acquire(3, Duration::ZERO).await?);
@@ -187,7 +187,7 @@ impl Semaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
     /// s.release(2).await?; // also creates the semaphore
     /// assert_eq!(s.available().await?, 2);
@@ -211,7 +211,7 @@ impl Semaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
     /// assert_eq!(s.available().await?, 0);
     /// s.set_permits(5).await?;
@@ -233,7 +233,7 @@ impl Semaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
     /// s.set_permits(4).await?;
     /// s.set_permits(1).await?;
@@ -258,7 +258,7 @@ impl Semaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
     /// assert!(s.try_set_permits(3).await?);
     /// assert!(!s.try_set_permits(10).await?); // already set up
@@ -281,7 +281,7 @@ impl Semaphore {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
     /// s.add_permits(3).await?;
     /// s.add_permits(-1).await?;

@@ -75,7 +75,7 @@ impl Lock {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url)).await?;
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
     /// let status = lock.status().await?;

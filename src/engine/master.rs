@@ -120,20 +120,7 @@ impl Master {
                 })
             }
         };
-        let Some((reply, acked, wanted, addr)) = crate::transport::synced_parts(v) else {
-            return Err(self.err(redis::RedisError::from((
-                redis::ErrorKind::Parse,
-                "unexpected synced reply",
-            ))));
-        };
-        crate::telemetry::replicas_waited(&addr, wanted, acked, false);
-        let short = (acked < wanted).then(|| Error::NotReplicated {
-            addr,
-            acked,
-            wanted,
-            timeout: link.sync_timeout(),
-        });
-        Ok((reply, short))
+        super::scripts::judge_synced(link, v, false)
     }
 
     /// Runs a command on `lane` within `timeout` and decodes its reply.

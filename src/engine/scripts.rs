@@ -375,13 +375,24 @@ pub(crate) async fn send_acquire(
         return Ok((v, None));
     }
     let v = link.send(Lane::Lock, timeout, Request::Synced(inv)).await?;
+    judge_synced(link, v, true)
+}
+
+/// A synced write's answer (`[reply, acked, wanted, node]`): the script's reply and,
+/// when fewer replicas than wanted acknowledged it, the error to report should the reply
+/// count (counted per primary: an acquisition's, or a renewal's).
+pub(crate) fn judge_synced(
+    link: &dyn Transport,
+    v: Value,
+    acquisition: bool,
+) -> Result<(Value, Option<Error>)> {
     let Some((reply, acked, wanted, addr)) = crate::transport::synced_parts(v) else {
         return Err(Error::Redis {
             addr: link.addr().to_string(),
             source: redis::RedisError::from((redis::ErrorKind::Parse, "unexpected synced reply")),
         });
     };
-    crate::telemetry::replicas_waited(&addr, wanted, acked, true);
+    crate::telemetry::replicas_waited(&addr, wanted, acked, acquisition);
     let short = (acked < wanted).then(|| Error::NotReplicated {
         addr,
         acked,

@@ -1,7 +1,8 @@
 // The doc-test helper: included by the examples in the library's documentation with
 //     # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
 //     # fn main() { doc_redis::run(|url| async move {
-//     ... the example, with `url` the server's redis:// URL ...
+//     ... the example, with `url` the server's redis:// URL, also in REDLATCH_REDIS
+//         (so an example can read it as an application would: Config::from_env()) ...
 //     # Ok(()) }) }
 // (or `doc_redis::run_blocking(|url| { ... })` for the blocking API), so each example runs against a real, private `redis-server` (on a free loopback
 // port, never 6379, stopped when the example ends). Not part of the library.
@@ -70,6 +71,8 @@ mod doc_redis {
         Fut: std::future::Future<Output = redlatch::Result<()>>,
     {
         let redis = start();
+        // Each doc test is a process of its own: the variable is this example's alone.
+        std::env::set_var("REDLATCH_REDIS", &redis.url);
         let rt = tokio::runtime::Runtime::new().expect("a runtime");
         rt.block_on(example(redis.url.clone())).expect("the example succeeds");
     }
@@ -77,6 +80,7 @@ mod doc_redis {
     /// Runs a blocking example against a fresh server.
     pub fn run_blocking(example: impl FnOnce(String) -> redlatch::Result<()>) {
         let redis = start();
+        std::env::set_var("REDLATCH_REDIS", &redis.url);
         example(redis.url.clone()).expect("the example succeeds");
     }
 }
