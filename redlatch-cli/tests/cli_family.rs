@@ -60,7 +60,8 @@ fn a_killed_runner_frees_its_permit_after_the_watchdog_lease() {
     let hold = run_args(
         "one",
         &[&server],
-        &["--permits", "1", "--watchdog", "1s"],
+        // Renewed every 2/3 s: held while `busy` runs, on a loaded machine too.
+        &["--permits", "1", "--watchdog", "2s"],
         &format!("touch \"$D/started\"; {}", until_file("stop", 60)),
     );
     let bg = Bg::start(&hold, &dir, "holder");

@@ -81,7 +81,8 @@ fn a_lost_lock_sends_sigterm_to_cmd_and_exits_76() {
     let server = RedisServer::start();
     let dir = TempDir::new();
     let trap = "trap 'echo terminated > \"$D/marker\"; exit 0' TERM;";
-    let opts = ["--watchdog", "600ms", "--kill-grace", "20s"];
+    // Renewed every 0.5 s: the lock is still there to delete on a loaded machine.
+    let opts = ["--watchdog", "1500ms", "--kill-grace", "20s"];
     let bg = Bg::start(
         &run_args("lost", &[&server], &opts, &idle(trap)),
         &dir,
@@ -111,14 +112,14 @@ fn a_cmd_ignoring_sigterm_gets_sigkill_after_the_grace() {
     let dir = TempDir::new();
     // exec keeps SIGTERM ignored in `sleep`, which then only dies by SIGKILL.
     let script = "trap '' TERM; echo $$ > \"$D/pid\"; touch \"$D/started\"; exec sleep 60";
-    let opts = ["--watchdog", "600ms", "--kill-grace", "500ms"];
+    let opts = ["--watchdog", "1500ms", "--kill-grace", "500ms"];
     let bg = Bg::start(
         &run_args("stubborn", &[&server], &opts, script),
         &dir,
         "run",
     );
     let pid = wait_started(&dir);
-    server.cmd::<i64>(&["DEL", "stubborn"]);
+    assert_eq!(server.cmd::<i64>(&["DEL", "stubborn"]), 1);
     let ended = bg.wait(Duration::from_secs(20));
     assert_eq!(ended.code(), Some(76), "{}", ended.stderr);
     assert!(ended.stderr.contains("SIGKILL"), "{}", ended.stderr);
