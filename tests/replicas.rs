@@ -30,7 +30,10 @@ fn pair() -> (RedisServer, RedisServer) {
                 && (l.ends_with("lag=0") || l.ends_with("lag=1"))
         })
     });
-    assert!(eligible, "the replica never acknowledged the primary's stream");
+    assert!(
+        eligible,
+        "the replica never acknowledged the primary's stream"
+    );
     (primary, replica)
 }
 

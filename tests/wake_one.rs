@@ -668,3 +668,35 @@ async fn cancelled_storms_on_one_master_leave_nothing_after_close() {
         common::assert_no_holds(&server, "storm:*", &id, &format!("storm {storm}"));
     }
 }
+
+/// With replica sync on by default (`SyncReplicas::Auto`) and no replica, a handed lock
+/// is taken from the message however long the waiter waited: a replica count that is
+/// merely older than its recount period is no reason to claim the lock again (it cost a
+/// round trip per hand-over for every wait over a second).
+#[tokio::test]
+async fn without_replicas_a_long_wait_is_still_handed_over_in_one_call() {
+    let server = RedisServer::start();
+    let auto = || Config::single(server.url()); // SyncReplicas::Auto, the default
+    let holder = Client::connect(auto()).await.unwrap();
+    let g = holder.lock("long").lock_with_lease(LEASE).await.unwrap();
+    let waiter = Client::connect(auto()).await.unwrap();
+    let lock = waiter.lock("long");
+    let task = tokio::spawn(async move { lock.lock_with_lease(LEASE).await.unwrap() });
+    wait_registered(&server, "long", &waiter).await;
+    // Past the replica recount period (1 s) of both clients.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = settled_calls(&server).await;
+    g.unlock().await.unwrap();
+    let handed = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the waiter was not handed the lock")
+        .unwrap();
+    // Let a claim, if any, land before counting.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        script_calls(&server) - before,
+        1,
+        "the release alone; a claim would add one"
+    );
+    handed.unlock().await.unwrap();
+}

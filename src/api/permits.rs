@@ -479,12 +479,40 @@ impl Permit {
 
     /// Why the permit was lost, once [`lost()`](Self::lost) has fired (as
     /// [`LockGuard::lost_reason`](crate::LockGuard::lost_reason)).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let sem = client.permit_expirable_semaphore("gpu");
+    /// sem.try_set_permits(1).await?;
+    /// let permit = sem.acquire().await?;
+    /// assert!(permit.lost_reason().is_none()); // held
+    /// permit.release().await?;
+    /// # Ok(()) }) }
+    /// ```
     pub fn lost_reason(&self) -> Option<crate::LostReason> {
         self.hold.reason()
     }
 
     /// Whether the permit is at risk: `Some(end of validity)` while renewals fail on a
     /// majority (as [`LockGuard::at_risk`](crate::LockGuard::at_risk)).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let sem = client.permit_expirable_semaphore("gpu");
+    /// sem.try_set_permits(1).await?;
+    /// let permit = sem.acquire().await?;
+    /// assert_eq!(*permit.at_risk().borrow(), None); // renewals succeed
+    /// permit.release().await?;
+    /// # Ok(()) }) }
+    /// ```
     pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<std::time::Instant>> {
         self.hold.risk()
     }

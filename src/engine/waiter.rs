@@ -455,7 +455,9 @@ impl Waiter<'_> {
             return None;
         }
         let validity = self.engine.validity_of(self.call.lease);
-        let synced = self.engine.masters[0].link().syncs();
+        // Replicas that must have the grant: only then is a handed lock claimed again
+        // (a master without replicas hands over without a round trip).
+        let synced = self.engine.masters[0].link().grants_need_replicas();
         let since = (ticket.since()).filter(|s| !synced && s.elapsed() <= validity / 3);
         let Some(since) = since else {
             self.claim = true;

@@ -127,6 +127,13 @@ pub(crate) trait Transport: Send + Sync + 'static {
         false
     }
 
+    /// Whether a grant written without a synced call (a hand-over in a release script)
+    /// must be claimed again to reach the replicas: [`syncs`](Self::syncs) unless the
+    /// transport knows no replica is waited for.
+    fn grants_need_replicas(&self) -> bool {
+        self.syncs()
+    }
+
     /// The longest a synced acquisition waits for replicas.
     fn sync_timeout(&self) -> Duration {
         Duration::ZERO

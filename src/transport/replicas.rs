@@ -228,6 +228,22 @@ impl Replicas {
         matches!(self.mode, SyncReplicas::Auto | SyncReplicas::Aof)
     }
 
+    /// Whether a write made without a synced call may have to reach replicas: false only
+    /// for an `Auto` master last seen with no replica listed at all (none attached,
+    /// syncing or behind; a count that is merely stale still says so, where
+    /// [`active`](Self::active) sends a synced call to count them again). Never
+    /// counted: assumed so.
+    pub(crate) fn known_to_wait(&self) -> bool {
+        match self.mode {
+            SyncReplicas::Off => false,
+            SyncReplicas::Count(n) => n > 0,
+            SyncReplicas::Aof => true,
+            SyncReplicas::Auto => {
+                (self.counted.lock().as_ref()).is_none_or(|c| c.connected > 0 || c.waited_for() > 0)
+            }
+        }
+    }
+
     /// True when the replicas must be counted (again) before the next wait.
     pub(crate) fn needs_count(&self) -> bool {
         matches!(self.mode, SyncReplicas::Auto | SyncReplicas::Aof)

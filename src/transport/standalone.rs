@@ -351,6 +351,10 @@ impl Transport for Standalone {
         self.replicas.active()
     }
 
+    fn grants_need_replicas(&self) -> bool {
+        self.replicas.known_to_wait()
+    }
+
     fn sync_timeout(&self) -> Duration {
         self.replicas.timeout()
     }
