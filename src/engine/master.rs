@@ -100,7 +100,7 @@ impl Master {
         inv: &Invocation,
     ) -> Result<(Value, Option<Error>)> {
         let link = &*self.link;
-        if !link.syncs() {
+        if !link.syncs_renewals() {
             return Ok((
                 link.send(Lane::Side, timeout, Request::Eval(inv)).await?,
                 None,

@@ -134,6 +134,13 @@ pub(crate) trait Transport: Send + Sync + 'static {
         self.syncs()
     }
 
+    /// Whether renewals should be sent as [`Request::Synced`]: some replica to wait
+    /// for per the last count (a renewal never recounts before it is sent: it stays
+    /// cheap, and a short `WAIT` recounts after it).
+    fn syncs_renewals(&self) -> bool {
+        self.syncs()
+    }
+
     /// The longest a synced acquisition waits for replicas.
     fn sync_timeout(&self) -> Duration {
         Duration::ZERO

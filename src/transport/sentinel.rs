@@ -326,6 +326,10 @@ impl Transport for Sentinel {
         self.inner.primary().replica_sync(key)
     }
 
+    fn syncs_renewals(&self) -> bool {
+        self.inner.primary().syncs_renewals()
+    }
+
     fn changed_at(&self, key: &[u8]) -> Option<std::time::Instant> {
         let switched = *self.inner.switched_at.lock();
         switched.max(self.inner.primary().changed_at(key))

@@ -255,7 +255,11 @@ impl Standalone {
             let mut conn = tokio::time::timeout_at(write_by, self.conn(self.slot(lane)))
                 .await
                 .map_err(|_| late())??;
-            if matches!(request, Request::Synced(_)) && self.replicas.needs_count() {
+            // (Not for renewals, on the side lane: see `syncs_renewals`.)
+            if lane == Lane::Lock
+                && matches!(request, Request::Synced(_))
+                && self.replicas.needs_count()
+            {
                 // A failed count keeps the old one; the write then fails or succeeds
                 // on its own.
                 let count = self.count_replicas(&mut conn);
@@ -353,6 +357,10 @@ impl Transport for Standalone {
 
     fn grants_need_replicas(&self) -> bool {
         self.replicas.known_to_wait()
+    }
+
+    fn syncs_renewals(&self) -> bool {
+        self.replicas.wanted() > 0
     }
 
     fn sync_timeout(&self) -> Duration {
