@@ -235,7 +235,7 @@ async fn a_paused_replica_stops_being_waited_for_once_its_lag_shows() {
             .find(|l| l.starts_with("slave0:"))
             .and_then(|l| l.split(',').find_map(|f| f.strip_prefix("lag=")))
             .and_then(|lag| lag.trim().parse::<u64>().ok())
-            .is_some_and(|lag| lag > 2)
+            .is_some_and(|lag| lag > 3)
     });
     assert!(lagging, "the paused replica's lag never grew");
     let mut result = Err(None);

@@ -11,8 +11,8 @@
 //!    primary's `master_repl_offset`. A replica that acknowledged nothing (`offset=0`)
 //!    of a stream that has begun is loading the snapshot of its full sync (it
 //!    acknowledges once loaded) if the previous count saw it syncing or it has not
-//!    acknowledged for two seconds; otherwise it was just put online. A replica
-//!    in its initial sync (`wait_bgsave`, `send_bulk`), loading, paused or far behind
+//!    acknowledged for more than [`MAX_LAG_S`] seconds; otherwise it was just put
+//!    online. A replica in its initial sync (`wait_bgsave`, `send_bulk`), loading, paused or far behind
 //!    is not waited for. The list is read on a connection's first synced write and
 //!    again when older than [`RECOUNT_EVERY`]; none eligible, nothing is waited for.
 //! 2. A replica that was eligible and is no longer listed at all (its link broke: a
@@ -38,7 +38,7 @@ use redis::Value;
 const RECOUNT_EVERY: Duration = Duration::from_secs(1);
 /// Largest `lag` (seconds since the replica's last acknowledgement) of an eligible
 /// replica. Replicas acknowledge every second, and at once when a `WAIT` asks.
-pub(crate) const MAX_LAG_S: u64 = 2;
+pub(crate) const MAX_LAG_S: u64 = 3;
 /// Largest distance (bytes of replication stream) between the primary's offset and a
 /// replica's acknowledged offset for the replica to count as caught up.
 pub(crate) const MAX_BEHIND: u64 = 16 << 20;
@@ -178,10 +178,10 @@ fn replica_line(
     // Nothing acknowledged of a stream that has begun: just put online (its first
     // acknowledgement is due within a second), or loading its snapshot (it does not
     // acknowledge until loaded): so if it was seen syncing before, or has not
-    // acknowledged for two seconds.
+    // acknowledged for longer than an eligible replica may.
     let silent = offset == 0 && master_offset > 0;
     let judged = match field("state") {
-        Some("online") if silent && (lag >= 2 || was_syncing(&addr)) => Judged::Syncing,
+        Some("online") if silent && (lag > MAX_LAG_S || was_syncing(&addr)) => Judged::Syncing,
         Some("online")
             if lag <= MAX_LAG_S && master_offset - offset.min(master_offset) <= MAX_BEHIND =>
         {
@@ -381,8 +381,8 @@ mod tests {
         let syncing = [
             "slave1:ip=127.0.0.1,port=7002,state=wait_bgsave,offset=0,lag=0",
             "slave2:ip=127.0.0.1,port=7003,state=send_bulk,offset=0,lag=0",
-            // Online but loading the snapshot: nothing acknowledged for two seconds.
-            "slave3:ip=127.0.0.1,port=7004,state=online,offset=0,lag=2",
+            // Online but loading the snapshot: nothing acknowledged for four seconds.
+            "slave3:ip=127.0.0.1,port=7004,state=online,offset=0,lag=4",
             // Paused or stuck: no acknowledgement for 9 s.
             "slave4:ip=127.0.0.1,port=7005,state=online,offset=5000,lag=9",
         ];
