@@ -39,10 +39,12 @@
 --    Nobody registered and nobody subscribed: nothing is published, the lock stays free.
 --
 -- Returns 1 if the lock was handed over, else 0.
-local function pass_on(lock, waiters, channel)
-    redis.call('del', waiters .. ':handed')
-    local n = redis.call('pubsub', NUMSUB, channel, channel .. ':redlatch-waiters')
-    if n[2] > n[4] then
+--
+-- pass_on_counted(lock, waiters, channel, shared, marker) is the same once the caller has
+-- deleted "<registry>:handed" and counted the subscribers of the shared channel and of
+-- the marker itself (batch.lua does both for all the locks one call frees at once).
+local function pass_on_counted(lock, waiters, channel, shared, marker)
+    if shared > marker then
         redis.call(PUBLISH, channel, '0')
         return 0
     end
@@ -65,4 +67,10 @@ local function pass_on(lock, waiters, channel)
         end
         skipped = true
     end
+end
+
+local function pass_on(lock, waiters, channel)
+    redis.call('del', waiters .. ':handed')
+    local n = redis.call('pubsub', NUMSUB, channel, channel .. ':redlatch-waiters')
+    return pass_on_counted(lock, waiters, channel, n[2], n[4])
 end
