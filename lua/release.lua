@@ -40,12 +40,15 @@ if tonumber(held) > 1 then
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[3]) then redis.call('pexpire', KEYS[1], ARGV[3]) end
     return 0
 end
-redis.call('del', KEYS[1])
-if ARGV[5] and redis.call('pubsub', NUMSUB, ARGV[1])[2] <= 1 then
+-- The lock and "<registry>:handed" go in one DEL (a hand-over that ended needs no claim),
+-- and one NUMSUB counts the listeners for both the local hand-over and pass_on.
+redis.call('del', KEYS[1], KEYS[2] .. ':handed')
+local n = redis.call('pubsub', NUMSUB, ARGV[1], ARGV[1] .. ':redlatch-waiters')
+if ARGV[5] and n[2] <= 1 then
     redis.call('hincrby', KEYS[1], ARGV[5], 1)
     redis.call('pexpire', KEYS[1], ARGV[6])
     if ARGV[7] then redis.call('zrem', KEYS[2], ARGV[7]) end
     return 2
 end
-pass_on(KEYS[1], KEYS[2], ARGV[1])
+pass_on_counted(KEYS[1], KEYS[2], ARGV[1], n[2], n[4])
 return 1
