@@ -1,6 +1,7 @@
 //! The workloads of BENCHMARKS.md against the masters given, one result per workload
 //! (one JSON line each with `--json`).
 
+mod batch_floor;
 mod ceiling;
 mod contended;
 mod deployment;
@@ -39,6 +40,14 @@ const RELEASE_LUA: &str = concat!(
     include_str!("../../lua/dialect_classic.lua"),
     include_str!("../../lua/pass_on.lua"),
     include_str!("../../lua/release.lua")
+);
+
+/// batch.lua after the prelude and lua/pass_on.lua, as the library's batcher sends it
+/// (the W2 floor, `batch_floor.rs`).
+const BATCH_LUA: &str = concat!(
+    include_str!("../../lua/dialect_classic.lua"),
+    include_str!("../../lua/pass_on.lua"),
+    include_str!("../../lua/batch.lua")
 );
 
 /// One result line.
@@ -88,8 +97,8 @@ pub enum Workload {
     #[value(name = "grouping")]
     Grouping,
     /// W1 and W2 beside the reference peer's protocol (rslock: SET NX PX and a
-    /// compare-and-delete script) in the same run: four lines, redlatch's with the
-    /// ratios (first master only).
+    /// compare-and-delete script) in the same run, and W2's floor (batch.lua sent by
+    /// bare redis-rs): five lines, redlatch's with the ratios (first master only).
     #[value(name = "peers")]
     Peers,
     /// W1–W7, R1, S1 and RW in turn.
@@ -329,14 +338,15 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
     result
 }
 
-/// W1 and W2 of redlatch and of the reference peer, interleaved in one run; redlatch's
-/// lines carry `p50_vs_rslock` (W1, lower is better) and `ops_per_s_vs_rslock` (W2,
-/// higher is better).
+/// W1 and W2 of redlatch and of the reference peer, interleaved in one run, then W2's
+/// floor (redlatch's wire without the library); redlatch's lines carry `p50_vs_rslock`
+/// (W1, lower is better) and `ops_per_s_vs_rslock` (W2, higher is better).
 async fn peers(ctx: &Ctx) -> Result<Vec<Report>, String> {
     let mut w1 = simple::w1(ctx).await.map_err(|e| e.to_string())?;
     let p1 = peer::w1(ctx).await?;
     let mut w2 = simple::w2(ctx).await.map_err(|e| e.to_string())?;
     let p2 = peer::w2(ctx).await?;
+    let floor2 = batch_floor::w2(ctx).await?;
     let ratio = |a: &Report, b: &Report, field: &str| {
         let (a, b) = (
             a[field].as_f64().unwrap_or(0.0),
@@ -352,7 +362,7 @@ async fn peers(ctx: &Ctx) -> Result<Vec<Report>, String> {
     w1.insert("p50_vs_rslock".into(), json!(r1));
     let r2 = ratio(&w2, &p2, "ops_per_s");
     w2.insert("ops_per_s_vs_rslock".into(), json!(r2));
-    Ok(vec![w1, p1, w2, p2])
+    Ok(vec![w1, p1, w2, p2, floor2])
 }
 
 /// `auto`, `off`, `aof` or the replica count, as `--sync-replicas` takes it.

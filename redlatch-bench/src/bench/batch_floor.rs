@@ -1,0 +1,99 @@
+//! The floor under W2: redlatch's own wire with none of the library — `batch.lua` (the
+//! group-commit script, after the classic prelude and `pass_on.lua`) sent with bare
+//! redis-rs over one multiplexed connection to the first master: a few callers, each
+//! acquiring 32 distinct names in one call and releasing them in the next, as the
+//! library's batcher does at best. Its server CPU per pair is what the wire itself
+//! costs Redis; W2's minus this is what the library's batching misses, this minus
+//! rslock's is what the Redisson hash layout and wake-one bookkeeping cost (issue 25).
+
+use std::time::Instant;
+
+use redis::Script;
+use serde_json::json;
+
+use super::peer::process_cpu;
+use super::server::{counters, deltas};
+use super::stats::Samples;
+use super::{Ctx, Report, BATCH_LUA};
+
+/// Operations per call: the batcher's largest batch (transport/batch.rs MAX_BATCH).
+const PER_CALL: usize = 32;
+/// Callers with a call in flight: the batcher's flights per master (MAX_FLIGHTS).
+const CALLERS: usize = 4;
+const LEASE_MS: u64 = 10_000;
+
+/// The floor of W2's wire: pairs per second and the server's CPU per pair.
+pub async fn w2(ctx: &Ctx) -> Result<Report, String> {
+    ctx.require_masters("the batch floor")?;
+    let url = &ctx.urls[0];
+    let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
+    let conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    let script = Script::new(BATCH_LUA);
+    let mut probes = ctx.probes().await.map_err(|e| e.to_string())?;
+    probes.truncate(1);
+    let before = counters(&mut probes).await;
+    let cpu = process_cpu();
+    let started = Instant::now();
+    let until = started + ctx.duration;
+    let callers: Vec<_> = (0..CALLERS)
+        .map(|c| {
+            let (mut conn, script) = (conn.clone(), script.clone());
+            let names: Vec<String> = (0..PER_CALL)
+                .map(|i| ctx.key(&format!("w2-floor:{c}:{i}")))
+                .collect();
+            let holder = format!("{}:1", uuid::Uuid::new_v4());
+            tokio::spawn(async move {
+                let mut samples = Samples::with_capacity(1 << 12);
+                while Instant::now() < until {
+                    let t = Instant::now();
+                    for op in ["a", "r"] {
+                        let mut call = script.prepare_invoke();
+                        for name in &names {
+                            call.key(name)
+                                .key(redlatch::wire::waiter_registry(name))
+                                .arg(op)
+                                .arg(LEASE_MS)
+                                .arg(&holder);
+                            match op {
+                                "a" => call.arg(""),
+                                _ => call.arg(redlatch::wire::lock_channel(name)),
+                            };
+                            call.arg("");
+                        }
+                        let answers: Vec<i64> = call
+                            .invoke_async(&mut conn)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        if answers.chunks(2).any(|a| a[0] != 1) {
+                            return Err(format!("batch floor: unexpected answers {answers:?}"));
+                        }
+                    }
+                    let took = t.elapsed();
+                    for _ in 0..PER_CALL {
+                        samples.push(took);
+                    }
+                }
+                Ok::<_, String>(samples)
+            })
+        })
+        .collect();
+    let mut all = Samples::default();
+    for c in callers {
+        all.extend(c.await.map_err(|e| e.to_string())??);
+    }
+    let took = started.elapsed();
+    let client_cpu = process_cpu() - cpu;
+    let used = deltas(&before, &counters(&mut probes).await);
+    let pairs = all.len().max(1) as f64;
+    let mut r = ctx.report("W2", all.len() as u64, took, &mut all);
+    r.insert("lib".into(), json!("batch-floor"));
+    r.insert("ops_per_script_call".into(), json!(PER_CALL));
+    let server_cpu = used.iter().map(|c| c.cpu_us).sum::<u64>() as f64 / pairs;
+    r.insert("server_cpu_us_per_pair".into(), json!(server_cpu));
+    let client_cpu = client_cpu.as_secs_f64() * 1e6 / pairs;
+    r.insert("client_cpu_us_per_pair".into(), json!(client_cpu));
+    Ok(r)
+}
