@@ -202,7 +202,8 @@ fn peers_measures_w1_and_w2_beside_the_reference_protocol() {
             ("redlatch", "W1"),
             ("rslock-protocol", "W1"),
             ("redlatch", "W2"),
-            ("rslock-protocol", "W2")
+            ("rslock-protocol", "W2"),
+            ("batch-floor", "W2")
         ],
         "{text}"
     );
