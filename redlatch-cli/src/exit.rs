@@ -89,7 +89,11 @@ pub fn finish(result: Result<(), Failure>) -> ExitCode {
 pub fn code_of(e: &redlatch::Error) -> u8 {
     use redlatch::Error as E;
     match e {
-        E::Config(_) | E::InvalidUrl { .. } | E::InvalidName(_) | E::InvalidLease(_) => USAGE,
+        E::Config(_)
+        | E::InvalidUrl { .. }
+        | E::InvalidName(_)
+        | E::InvalidLease(_)
+        | E::InvalidCount(_) => USAGE,
         E::WrongType { .. } | E::BadData { .. } => DATA,
         E::PermissionDenied { .. } => NO_PERMISSION,
         E::OutOfMemory { .. } => OUT_OF_MEMORY,
