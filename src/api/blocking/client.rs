@@ -21,7 +21,7 @@ impl Client {
     /// Starts the client's runtime and connects (see [`crate::Client::connect`]).
     ///
     /// # Errors
-    /// As [`crate::Client::connect`], plus [`Error::Runtime`] if the runtime's thread
+    /// As [`crate::Client::connect`], plus [`Error::Runtime`](crate::Error::Runtime) if the runtime's thread
     /// cannot be started.
     ///
     /// # Panics
