@@ -40,12 +40,12 @@ async fn main() -> redlatch::Result<()> {
         }));
     }
 
-    let early = ready.wait(Duration::from_millis(50)).await?;
+    let early = ready.wait_timeout(Duration::from_millis(50)).await?;
     println!(
         "coordinator: after 50 ms, all ready = {early} (count {})",
         ready.count().await?
     );
-    let done = ready.wait(Duration::from_secs(30)).await?;
+    let done = ready.wait_timeout(Duration::from_secs(30)).await?;
     println!(
         "{:>7.1?} coordinator: all 3 workers ready = {done}",
         started.elapsed()

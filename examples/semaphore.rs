@@ -34,7 +34,7 @@ async fn main() -> redlatch::Result<()> {
             let slots = clients[i % 2].semaphore(NAME);
             let (inside, most) = (inside.clone(), most.clone());
             tokio::spawn(async move {
-                slots.acquire(1).await?;
+                let permit = slots.acquire().await?; // given back if this task fails
                 let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(now, Ordering::SeqCst);
                 println!(
@@ -43,7 +43,7 @@ async fn main() -> redlatch::Result<()> {
                 );
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
-                slots.release(1).await
+                permit.release().await
             })
         })
         .collect();
@@ -57,13 +57,16 @@ async fn main() -> redlatch::Result<()> {
         slots.available().await?
     );
     // A bounded wait: with both permits taken, try_acquire gives up.
-    slots.acquire(2).await?;
+    let both = slots.acquire_many(2).await?;
     let got = clients[1]
         .semaphore(NAME)
-        .try_acquire(1, Duration::from_millis(200))
+        .try_acquire(Duration::from_millis(200))
         .await?;
-    println!("try_acquire while both permits are taken: {got}");
-    slots.release(2).await?;
+    println!(
+        "try_acquire while both permits are taken: {}",
+        got.is_some()
+    );
+    both.release().await?;
 
     for c in clients {
         c.close(Duration::from_secs(5)).await;

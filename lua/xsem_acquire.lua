@@ -1,22 +1,31 @@
--- xsem_acquire.lua: take one permit of an expirable semaphore under an id (Redisson
--- RPermitExpirableSemaphore tryAcquire). xsem_common.lua is prepended.
+-- xsem_acquire.lua: take permits of an expirable semaphore, one per id, all or none
+-- (Redisson RPermitExpirableSemaphore tryAcquire(permits, ..)). xsem_common.lua is
+-- prepended.
 --
 -- KEYS[1]  the counter of available permits
 -- KEYS[2]  the acquired permits "<tag>:timeout" (ZSET id -> expiry ms)
 -- KEYS[3]  channel "redisson_sc:{name}"
--- ARGV[1]  lease in milliseconds: the permit expires then unless renewed
--- ARGV[2]  the permit's id (16 raw bytes)
+-- ARGV[1]  lease in milliseconds: each permit expires then unless renewed
+-- ARGV[2..]  the permits' ids (16 raw bytes each, at least one, all distinct)
 --
--- Returns {1, 0} when the permit was taken; {0, ms} when none is available, ms = time
--- until the first acquired permit expires (-1: none will on its own).
+-- Returns {1, 0} when every permit was taken; {0, ms} when fewer are available (none is
+-- taken), ms = time until the first acquired permit expires (-1: none will on its own).
 -- Invariants: expired permits are reclaimed first; the counter never goes below 0 by
--- an acquisition.
+-- an acquisition; when the counter has a time to live, the acquired set gets the same
+-- one (as Redisson 4.7 does), so both go together.
 local now = xsem_now_ms()
 reclaim(KEYS[1], KEYS[2], KEYS[3], now)
+local wanted = #ARGV - 1
 local value = redis.call('get', KEYS[1])
-if value ~= false and tonumber(value) >= 1 then
-    redis.call('decrby', KEYS[1], 1)
-    redis.call('zadd', KEYS[2], now + tonumber(ARGV[1]), ARGV[2])
+if value ~= false and tonumber(value) >= wanted then
+    redis.call('decrby', KEYS[1], wanted)
+    for i = 2, #ARGV do
+        redis.call('zadd', KEYS[2], now + tonumber(ARGV[1]), ARGV[i])
+    end
+    local ttl = redis.call('pttl', KEYS[1])
+    if ttl > 0 then
+        redis.call('pexpire', KEYS[2], ttl)
+    end
     return {1, 0}
 end
 local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')

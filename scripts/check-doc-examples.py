@@ -4,7 +4,7 @@ section in its rustdoc with a code block that runs (not `no_run`, `ignore`,
 `compile_fail`, `should_panic` or a non-Rust language)."""
 import re, sys, glob
 
-files = sys.argv[1:] or sorted(glob.glob("src/api/*.rs")) + ["src/error.rs"]
+files = sys.argv[1:] or sorted(glob.glob("src/api/*.rs") + glob.glob("src/api/*/*.rs")) + ["src/error.rs"]
 sig = re.compile(r"^\s*pub (async )?fn (\w+)")
 ok, bad = [], []
 for path in files:

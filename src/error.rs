@@ -46,6 +46,12 @@ pub enum Error {
     #[error("invalid lease: {0}")]
     InvalidLease(String),
 
+    /// A count given to a semaphore or latch is out of range (a negative number of
+    /// permits, which Redisson refuses too), or a list of permit ids is empty or
+    /// repeats an id.
+    #[error("invalid count: {0}")]
+    InvalidCount(String),
+
     /// A master answered with an error or the connection to it failed.
     #[error("master {addr}: {source}")]
     Redis {
@@ -273,6 +279,7 @@ impl Error {
             | Error::InvalidUrl { .. }
             | Error::InvalidName(_)
             | Error::InvalidLease(_)
+            | Error::InvalidCount(_)
             | Error::WrongType { .. }
             | Error::PermissionDenied { .. }
             | Error::OutOfMemory { .. }

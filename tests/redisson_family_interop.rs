@@ -256,7 +256,7 @@ async fn semaphore_permits_flow_between_java_and_rust() {
     );
     let waiting = {
         let s = s.clone();
-        tokio::spawn(async move { s.try_acquire(1, Duration::from_secs(10)).await })
+        tokio::spawn(async move { s.try_acquire(Duration::from_secs(10)).await })
     };
     assert!(
         eventually_async(Duration::from_secs(5), || numsub(
@@ -271,8 +271,12 @@ async fn semaphore_permits_flow_between_java_and_rust() {
         "sem",
         "1",
     );
-    assert!(waiting.await.unwrap().unwrap(), "woken by the Java release");
-    s.release(1).await.unwrap();
+    let permit = waiting.await.unwrap().unwrap();
+    permit
+        .expect("woken by the Java release")
+        .release()
+        .await
+        .unwrap();
     assert_eq!(
         eval(
             &server,
@@ -352,7 +356,7 @@ async fn a_java_count_down_wakes_our_latch_waiter_and_back() {
     assert!(!latch.try_set_count(9).await.unwrap());
     let waiting = {
         let l = latch.clone();
-        tokio::spawn(async move { l.wait(Duration::from_secs(10)).await })
+        tokio::spawn(async move { l.wait_timeout(Duration::from_secs(10)).await })
     };
     assert!(eventually_async(Duration::from_secs(5), || numsub(&server, channel) == 1).await);
     latch.count_down().await.unwrap();

@@ -285,7 +285,7 @@ async fn the_family_wakes_across_the_two_on_a_cluster_4_7() {
     let sem = client.semaphore("sem");
     let ours = {
         let sem = client.semaphore("sem");
-        tokio::spawn(async move { sem.acquire(1).await.unwrap() })
+        tokio::spawn(async move { sem.acquire().await.unwrap().forget() })
     };
     until_subscribed(&cluster, "redisson_sc:{sem}").await;
     java.call("s", "sem sem release 1").await.ok();
@@ -295,7 +295,7 @@ async fn the_family_wakes_across_the_two_on_a_cluster_4_7() {
         .unwrap();
     let call = java.send("s", "sem sem acquire 1");
     until_subscribed(&cluster, "redisson_sc:{sem}").await;
-    sem.release(1).await.unwrap();
+    sem.release().await.unwrap();
     call.reply().await.ok();
     jvm::record(&id, "RSemaphore", version, "cluster", "pass");
 
@@ -303,7 +303,7 @@ async fn the_family_wakes_across_the_two_on_a_cluster_4_7() {
     assert!(java.call("l", "latch gate trysetcount 1").await.bool());
     let ours = {
         let latch = client.count_down_latch("gate");
-        tokio::spawn(async move { latch.wait(Duration::from_secs(30)).await.unwrap() })
+        tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(30)).await.unwrap() })
     };
     until_subscribed(&cluster, "redisson_countdownlatch__channel__{gate}").await;
     java.call("l", "latch gate countdown").await.ok();

@@ -190,14 +190,14 @@ async fn the_family_across_the_two_through_sentinel_4_7() {
     java.call("s", "sem sem acquire 1").await.ok();
     let ours = {
         let sem = client.semaphore("sem");
-        tokio::spawn(async move { sem.acquire(1).await.unwrap() })
+        tokio::spawn(async move { sem.acquire().await.unwrap().forget() })
     };
     subscribed("redisson_sc:{sem}").await;
     java.call("s", "sem sem release 1").await.ok();
     ours.await.unwrap();
     let call = java.send("s", "sem sem acquire 1");
     subscribed("redisson_sc:{sem}").await;
-    client.semaphore("sem").release(1).await.unwrap();
+    client.semaphore("sem").release().await.unwrap();
     call.reply().await.ok();
     jvm::record(&id, "RSemaphore", version, "sentinel", "pass");
 
@@ -232,7 +232,7 @@ async fn the_family_across_the_two_through_sentinel_4_7() {
     assert!(java.call("l", "latch gate trysetcount 1").await.bool());
     let ours = {
         let latch = client.count_down_latch("gate");
-        tokio::spawn(async move { latch.wait(Duration::from_secs(30)).await.unwrap() })
+        tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(30)).await.unwrap() })
     };
     subscribed("redisson_countdownlatch__channel__{gate}").await;
     java.call("l", "latch gate countdown").await.ok();

@@ -29,14 +29,14 @@ async fn a_semaphore_never_lets_more_than_its_permits_in() {
             let (inside, max) = (inside.clone(), max.clone());
             tasks.push(tokio::spawn(async move {
                 for _ in 0..10 {
-                    let n = 1 + t % 2;
-                    s.acquire(n).await.unwrap();
-                    let now = inside.fetch_add(n.into(), Ordering::SeqCst) + i64::from(n);
+                    let n = 1 + i64::from(t % 2);
+                    let permit = s.acquire_many(n).await.unwrap();
+                    let now = inside.fetch_add(n, Ordering::SeqCst) + n;
                     max.fetch_max(now, Ordering::SeqCst);
                     assert!(now <= 3, "{now} permits in use out of 3");
                     tokio::time::sleep(Duration::from_millis(2)).await;
-                    inside.fetch_sub(n.into(), Ordering::SeqCst);
-                    s.release(n).await.unwrap();
+                    inside.fetch_sub(n, Ordering::SeqCst);
+                    permit.release().await.unwrap();
                 }
             }));
         }
@@ -60,7 +60,7 @@ async fn semaphore_waiters_wake_on_release_without_polling() {
     let waiting = {
         let s = b.semaphore("wake");
         tokio::spawn(async move {
-            s.acquire(2).await.unwrap();
+            s.acquire_many(2).await.unwrap().forget();
             Instant::now()
         })
     };
@@ -79,11 +79,11 @@ async fn semaphore_waiters_wake_on_release_without_polling() {
         0,
         "the waiter polled"
     );
-    s.release(1).await.unwrap(); // not enough yet
+    s.release().await.unwrap(); // not enough yet
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!waiting.is_finished());
     let released = Instant::now();
-    s.release(1).await.unwrap();
+    s.release().await.unwrap();
     let at = waiting.await.unwrap();
     assert!(at.duration_since(released) < Duration::from_secs(5));
     assert_eq!(s.available().await.unwrap(), 0);
@@ -104,13 +104,13 @@ async fn a_cancelled_acquire_takes_no_permit() {
     s.set_permits(0).await.unwrap();
     for delay_us in [0u64, 50, 200, 1000, 5000, 50_000] {
         let s2 = s.clone();
-        let t = tokio::spawn(async move { s2.acquire(1).await });
+        let t = tokio::spawn(async move { s2.acquire().await.map(|p| p.forget()) });
         tokio::time::sleep(Duration::from_micros(delay_us)).await;
-        s.release(1).await.unwrap(); // races with the cancellation
+        s.release().await.unwrap(); // races with the cancellation
         t.abort();
         let taken = matches!(t.await, Ok(Ok(())));
         if taken {
-            s.release(1).await.unwrap(); // the task finished: give its permit back
+            s.release().await.unwrap(); // the task finished: give its permit back
         }
         assert!(
             eventually_async(Duration::from_secs(2), || server
@@ -119,7 +119,11 @@ async fn a_cancelled_acquire_takes_no_permit() {
             .await,
             "a permit was lost by a cancelled acquire"
         );
-        assert!(s.try_acquire(1, Duration::ZERO).await.unwrap());
+        s.try_acquire(Duration::ZERO)
+            .await
+            .unwrap()
+            .unwrap()
+            .forget();
     }
     assert!(
         eventually_async(Duration::from_secs(2), || numsub(
@@ -136,31 +140,37 @@ async fn semaphore_set_add_and_bad_input() {
     let client = client(&server).await;
     let s = client.semaphore("sem");
     assert_eq!(s.available().await.unwrap(), 0);
-    assert!(!s.try_acquire(1, Duration::ZERO).await.unwrap());
+    assert!(s.try_acquire(Duration::ZERO).await.unwrap().is_none());
     assert!(s.try_set_permits(2).await.unwrap());
     assert!(!s.try_set_permits(5).await.unwrap());
     s.add_permits(3).await.unwrap();
     s.add_permits(-1).await.unwrap();
     assert_eq!(s.available().await.unwrap(), 4);
-    assert!(!s.try_acquire(5, Duration::ZERO).await.unwrap());
-    assert!(s.try_acquire(4, Duration::ZERO).await.unwrap());
-    s.acquire(0).await.unwrap();
+    assert!(s
+        .try_acquire_many(5, Duration::ZERO)
+        .await
+        .unwrap()
+        .is_none());
+    let four = s.try_acquire_many(4, Duration::ZERO).await.unwrap();
+    four.unwrap().forget();
+    s.acquire_many(0).await.unwrap().release().await.unwrap();
+    assert_eq!(s.available().await.unwrap(), 0);
     s.set_permits(7).await.unwrap();
     assert_eq!(server.cmd::<String>(&["GET", "sem"]), "7");
 
-    let err = client.semaphore("").acquire(1).await.unwrap_err();
+    let err = client.semaphore("").acquire().await.unwrap_err();
     assert!(matches!(err, Error::InvalidName(_)), "{err:?}");
     let _: i64 = server.cmd(&["HSET", "hash", "f", "1"]);
     let err = client
         .semaphore("hash")
-        .try_acquire(1, Duration::ZERO)
+        .try_acquire(Duration::ZERO)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
     let _: () = server.cmd(&["SET", "text", "abc"]);
     let err = client
         .semaphore("text")
-        .try_acquire(1, Duration::ZERO)
+        .try_acquire(Duration::ZERO)
         .await
         .unwrap_err();
     assert!(err.is_permanent(), "{err:?}");
@@ -337,10 +347,15 @@ async fn a_latch_wakes_every_waiter_at_zero_without_polling() {
     assert!(l.try_set_count(3).await.unwrap());
     assert!(!l.try_set_count(1).await.unwrap());
     let mut waiters = Vec::new();
-    for _ in 0..3 {
+    for i in 0..3 {
         let l = b.count_down_latch("go");
         waiters.push(tokio::spawn(async move {
-            (l.wait(Duration::from_secs(30)).await, Instant::now())
+            // One unbounded wait (Redisson's await()) beside timed ones.
+            let done = match i {
+                0 => l.wait().await.map(|()| true),
+                _ => l.wait_timeout(Duration::from_secs(30)).await,
+            };
+            (done, Instant::now())
         }));
     }
     let channel = "redisson_countdownlatch__channel__{go}";
@@ -370,7 +385,7 @@ async fn a_latch_wakes_every_waiter_at_zero_without_polling() {
     );
     assert!(!b
         .count_down_latch("go")
-        .wait(Duration::from_millis(100))
+        .wait_timeout(Duration::from_millis(100))
         .await
         .unwrap());
 }
@@ -383,7 +398,7 @@ async fn counters_are_refused_under_redlock_with_a_typed_error() {
         .unwrap();
     let err = client
         .semaphore("s")
-        .try_acquire(1, Duration::ZERO)
+        .try_acquire(Duration::ZERO)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");

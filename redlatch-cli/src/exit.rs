@@ -49,7 +49,8 @@ Exit status of `redlatch run`:
            also when the lock was lost because its renewals were refused
   126      CMD is not executable
   127      CMD was not found
-`status` and `unlock` use 0 for success and the same codes for errors.";
+`status`, `unlock` and `latch` use 0 for success and the same codes for errors
+(`latch set` and `latch wait`: 75 when the latch is counting already / still counting).";
 
 /// A failure to report: one line on stderr, then exit with `code`.
 #[derive(Debug)]
@@ -89,7 +90,11 @@ pub fn finish(result: Result<(), Failure>) -> ExitCode {
 pub fn code_of(e: &redlatch::Error) -> u8 {
     use redlatch::Error as E;
     match e {
-        E::Config(_) | E::InvalidUrl { .. } | E::InvalidName(_) | E::InvalidLease(_) => USAGE,
+        E::Config(_)
+        | E::InvalidUrl { .. }
+        | E::InvalidName(_)
+        | E::InvalidLease(_)
+        | E::InvalidCount(_) => USAGE,
         E::WrongType { .. } | E::BadData { .. } => DATA,
         E::PermissionDenied { .. } => NO_PERMISSION,
         E::OutOfMemory { .. } => OUT_OF_MEMORY,

@@ -49,7 +49,7 @@ impl Wanted {
             }
             Wanted::Permit(sem, n) => {
                 // The first runner sets the semaphore up; later ones use what is there.
-                sem.try_set_permits(*n).await?;
+                let _set_up = sem.try_set_permits(i64::from(*n)).await?;
                 let permit = match (wait, lease) {
                     (None, None) => sem.acquire().await.map(Some),
                     (None, Some(l)) => sem.acquire_with_lease(l).await.map(Some),

@@ -1,7 +1,7 @@
 //! `redlatch`: Redisson-compatible distributed locks from the shell.
 //!
 //! A thin layer over the library's public API: `run` (flock(1) across machines),
-//! `status` and `unlock --force`. (The benchmarks are the repository's `redlatch-bench`.)
+//! `status`, `unlock --force` and `latch` (a count-down latch as a barrier). (The benchmarks are the repository's `redlatch-bench`.)
 
 // The one exception is `child::die_with_parent` (std's pre-exec hook is `unsafe`).
 #![deny(unsafe_code)]
@@ -9,6 +9,7 @@
 mod child;
 mod completions;
 mod held;
+mod latch;
 mod log;
 mod run;
 mod status;
@@ -33,6 +34,7 @@ Examples:
   redlatch run --permits 4 gpu -- ./train.sh      (at most 4 at once across machines)
   redlatch status nightly-backup --json
   redlatch unlock --force nightly-backup
+  redlatch latch set jobs-done 3 -E 0; redlatch latch wait jobs-done   (a barrier)
 
 Masters: --redis URL (repeat for Redlock), else $REDLATCH_REDIS (comma-separated), else
 redis://127.0.0.1:6379. TLS: rediss:// URLs, --tls-ca FILE (else the webpki roots),
@@ -75,6 +77,13 @@ enum Command {
     Status(status::StatusArgs),
     /// Delete a lock whoever holds it (needs --force) and wake its waiters.
     Unlock(unlock::UnlockArgs),
+    /// A count-down latch (Redisson RCountDownLatch): a barrier across machines.
+    ///
+    /// `set NAME COUNT` sets the count if the latch is not counting; `count-down NAME`
+    /// counts down by one and prints what is left; `count NAME` prints the count;
+    /// `wait NAME [--wait DUR]` blocks until the count is zero (a latch never set is
+    /// open). Exit status as `run`'s: 0 done, 75 set found it counting / wait ran out.
+    Latch(latch::LatchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),
     /// Print the manual page (roff): `redlatch man > redlatch.1`.
@@ -107,6 +116,7 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Status(args) => status::run(args).await,
             Command::Unlock(args) => unlock::run(args).await,
+            Command::Latch(args) => latch::run(args).await,
             Command::Completions(_) | Command::Man => unreachable!("answered above"),
         }
     })

@@ -263,9 +263,9 @@ impl Client {
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
     /// s.try_set_permits(1).await?;
-    /// s.acquire(1).await?;
+    /// let permit = s.acquire().await?;
     /// assert_eq!(s.available().await?, 0);
-    /// s.release(1).await?;
+    /// permit.release().await?;
     /// # Ok(()) }) }
     /// ```
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::api::client::Client;
 use crate::api::semaphore::single_master;
 use crate::engine::master::Master;
@@ -14,8 +16,8 @@ use crate::keys;
 
 /// A distributed count-down latch (Redisson `RCountDownLatch`, same key and channel):
 /// a count set once, counted down by anyone; waiters are woken by pub/sub when it
-/// reaches zero (the key is then deleted, so the latch can be set again).
-/// One master only ([`Error::Unsupported`](crate::Error::Unsupported) under Redlock).
+/// reaches zero (the key is then deleted, so the latch can be set again). Counts are
+/// `i64`, as in Redis (Redisson's `long`). One master only ([`Error::Unsupported`](crate::Error::Unsupported) under Redlock).
 ///
 /// # Examples
 /// ```
@@ -26,10 +28,11 @@ use crate::keys;
 /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let ready = client.count_down_latch("workers-ready");
 /// assert!(ready.try_set_count(2).await?);
-/// let waiting = { let r = ready.clone(); tokio::spawn(async move { r.wait(Duration::from_secs(10)).await }) };
+/// let waiting = { let r = ready.clone(); tokio::spawn(async move { r.wait().await }) };
 /// ready.count_down().await?;
+/// assert!(!ready.wait_timeout(Duration::from_millis(20)).await?); // 1 left
 /// ready.count_down().await?;
-/// assert!(waiting.await.unwrap()?);
+/// waiting.await.unwrap()?; // woken at zero
 /// assert_eq!(ready.count().await?, 0);
 /// # Ok(()) }) }
 /// ```
@@ -70,6 +73,7 @@ impl CountDownLatch {
     /// A count of 0 sets nothing.
     ///
     /// # Errors
+    /// [`Error::InvalidCount`](crate::Error::InvalidCount) for a negative count,
     /// [`Error::InvalidName`](crate::Error::InvalidName),
     /// [`Error::WrongType`](crate::Error::WrongType), `Unsupported` under Redlock, or
     /// the master's error.
@@ -86,8 +90,14 @@ impl CountDownLatch {
     /// assert_eq!(l.count().await?, 3);
     /// # Ok(()) }) }
     /// ```
-    pub async fn try_set_count(&self, count: u64) -> Result<bool> {
+    #[must_use = "false means the latch was set already and kept its count"]
+    pub async fn try_set_count(&self, count: i64) -> Result<bool> {
         let master = self.master()?;
+        if count < 0 {
+            return Err(crate::Error::InvalidCount(format!(
+                "latch count {count}: it cannot be negative"
+            )));
+        }
         if count == 0 {
             return Ok(false);
         }
@@ -112,7 +122,7 @@ impl CountDownLatch {
     /// assert_eq!(l.count_down().await?, 0); // stays at zero
     /// # Ok(()) }) }
     /// ```
-    pub async fn count_down(&self) -> Result<u64> {
+    pub async fn count_down(&self) -> Result<i64> {
         let master = self.master()?;
         permits::latch_count_down(&master, &self.name).await
     }
@@ -131,12 +141,43 @@ impl CountDownLatch {
     /// assert_eq!(client.count_down_latch("ready").count().await?, 0);
     /// # Ok(()) }) }
     /// ```
-    pub async fn count(&self) -> Result<u64> {
+    pub async fn count(&self) -> Result<i64> {
         permits::latch_count(&*self.master()?, &self.name).await
     }
 
-    /// Waits at most `timeout` for the count to reach zero; true if it did. Woken by
-    /// pub/sub: an idle waiter sends nothing.
+    /// Waits as long as it takes for the count to reach zero (Redisson `await()`);
+    /// returns at once if the latch is not set. Woken by pub/sub: an idle waiter sends
+    /// nothing. Wrap it in `tokio::time::timeout` or use
+    /// [`wait_timeout`](Self::wait_timeout) to bound it.
+    ///
+    /// # Errors
+    /// As [`try_set_count`](Self::try_set_count).
+    ///
+    /// # Cancel safety
+    /// Dropping the future leaves nothing behind (its subscription goes with it).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let done = client.count_down_latch("batch-done");
+    /// assert!(done.try_set_count(3).await?);
+    /// for _ in 0..3 {
+    ///     let d = done.clone();
+    ///     tokio::spawn(async move { /* ... a third of the batch ... */ d.count_down().await });
+    /// }
+    /// done.wait().await?; // every worker counted down
+    /// assert_eq!(done.count().await?, 0);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn wait(&self) -> Result<()> {
+        self.wait_until(None).await.map(drop)
+    }
+
+    /// Waits at most `timeout` for the count to reach zero; true if it did (Redisson
+    /// `await(timeout, unit)`). Woken by pub/sub: an idle waiter sends nothing.
     ///
     /// # Errors
     /// As [`try_set_count`](Self::try_set_count).
@@ -153,14 +194,18 @@ impl CountDownLatch {
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let l = client.count_down_latch("ready");
     /// l.try_set_count(1).await?;
-    /// assert!(!l.wait(Duration::from_millis(50)).await?);
+    /// assert!(!l.wait_timeout(Duration::from_millis(50)).await?);
     /// l.count_down().await?;
-    /// assert!(l.wait(Duration::from_millis(50)).await?);
+    /// assert!(l.wait_timeout(Duration::from_millis(50)).await?);
     /// # Ok(()) }) }
     /// ```
-    pub async fn wait(&self, timeout: Duration) -> Result<bool> {
+    #[must_use = "false means the wait ran out before the count reached zero"]
+    pub async fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
+        self.wait_until(deadline_after(timeout)).await
+    }
+
+    async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
         let master = self.master()?;
-        let deadline = deadline_after(timeout);
         let engine = &self.client.engine;
         let done = wait_for(
             engine,

@@ -50,8 +50,8 @@ use crate::keys;
 /// ```
 #[derive(Clone)]
 pub struct PermitExpirableSemaphore {
-    client: Client,
-    name: Arc<str>,
+    pub(crate) client: Client,
+    pub(crate) name: Arc<str>,
     /// The same counter and channel, for setting the permits up.
     counter: Semaphore,
 }
@@ -65,7 +65,7 @@ impl PermitExpirableSemaphore {
         }
     }
 
-    fn master(&self) -> Result<Arc<Master>> {
+    pub(crate) fn master(&self) -> Result<Arc<Master>> {
         single_master(&self.client, &self.name, "permit-expirable semaphore")
     }
 
@@ -209,7 +209,9 @@ impl PermitExpirableSemaphore {
                 let (undo_m, undo_name, undo_id) = (m.clone(), name.clone(), id.clone());
                 let r = completed(
                     engine,
-                    async move { permits::take_permit(&m, &name, &id, lease_ms).await },
+                    async move {
+                        permits::take_permits(&m, &name, std::slice::from_ref(&id), lease_ms).await
+                    },
                     move |r| async move {
                         if r.is_ok() {
                             let _ = permits::return_permit(&undo_m, &undo_name, &undo_id).await;
@@ -224,19 +226,7 @@ impl PermitExpirableSemaphore {
             }
         })
         .await?;
-        Ok(taken.map(|started| {
-            let hold = engine
-                .holds
-                .permit(&self.name, &id, watchdog, started, lease);
-            engine.watch_new(&hold);
-            Permit {
-                engine: engine.clone(),
-                hold,
-                watchdog,
-                runtime: tokio::runtime::Handle::current(),
-                armed: true,
-            }
-        }))
+        Ok(taken.map(|started| Permit::new(engine, &self.name, &id, watchdog, started, lease)))
     }
 
     /// Gives back the permit `id` (from [`Permit::id`], maybe of another process);
@@ -258,13 +248,10 @@ impl PermitExpirableSemaphore {
     /// assert!(!s.release(&id).await?);
     /// # Ok(()) }) }
     /// ```
+    #[must_use = "false means the permit was not held: released already or expired"]
     pub async fn release(&self, id: &str) -> Result<bool> {
         let master = self.master()?;
-        if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Error::InvalidName(format!(
-                "permit id {id:?} is not 32 hex digits"
-            )));
-        }
+        check_id(id)?;
         permits::return_permit(&master, &self.name, id).await
     }
 
@@ -313,10 +300,12 @@ impl PermitExpirableSemaphore {
             .1)
     }
 
-    /// Sets the available permits, whatever they were, and wakes the waiters.
+    /// Sets the permits in all, the acquired ones included (Redisson `setPermits`):
+    /// the available count moves by the difference, and may go below 0 while more are
+    /// acquired than `permits`. Wakes the waiters.
     ///
     /// # Errors
-    /// As [`acquire`](Self::acquire).
+    /// As [`acquire`](Self::acquire), plus [`Error::InvalidCount`] for a negative count.
     ///
     /// # Examples
     /// ```
@@ -326,12 +315,15 @@ impl PermitExpirableSemaphore {
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(4).await?;
-    /// assert_eq!(s.available().await?, 4);
+    /// let _p = s.acquire().await?;
+    /// s.set_permits(2).await?; // 2 in all: 1 acquired, 1 available
+    /// assert_eq!((s.available().await?, s.acquired().await?), (1, 1));
     /// # Ok(()) }) }
     /// ```
-    pub async fn set_permits(&self, permits: u32) -> Result<()> {
-        self.master()?;
-        self.counter.set_permits(permits).await
+    pub async fn set_permits(&self, permits: i64) -> Result<()> {
+        let master = self.master()?;
+        crate::api::semaphore::non_negative(permits, "setting")?;
+        permits::set_total(&master, &self.name, permits).await
     }
 
     /// Sets the permits only if the semaphore does not exist yet; true if it did.
@@ -350,7 +342,8 @@ impl PermitExpirableSemaphore {
     /// assert!(!s.try_set_permits(9).await?);
     /// # Ok(()) }) }
     /// ```
-    pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
+    #[must_use = "false means the semaphore existed and was left as it was"]
+    pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
         self.master()?;
         self.counter.try_set_permits(permits).await
     }
@@ -385,6 +378,17 @@ impl std::fmt::Debug for PermitExpirableSemaphore {
     }
 }
 
+/// A permit id as we make and Redisson stores them (16 bytes as 32 hex digits), else
+/// [`Error::InvalidName`].
+pub(crate) fn check_id(id: &str) -> Result<()> {
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::InvalidName(format!(
+            "permit id {id:?} is not 32 hex digits"
+        )));
+    }
+    Ok(())
+}
+
 /// One permit of a [`PermitExpirableSemaphore`]. Dropping it gives the permit back in
 /// a background task; [`release`](Permit::release) gives it back and reports errors.
 #[must_use = "dropping the permit gives it back at once"]
@@ -397,6 +401,26 @@ pub struct Permit {
 }
 
 impl Permit {
+    /// The guard of a permit just taken: registered in the hold table, watched.
+    pub(crate) fn new(
+        engine: &Arc<Engine>,
+        name: &Arc<str>,
+        id: &Arc<str>,
+        watchdog: bool,
+        started: Instant,
+        lease: Duration,
+    ) -> Permit {
+        let hold = engine.holds.permit(name, id, watchdog, started, lease);
+        engine.watch_new(&hold);
+        Permit {
+            engine: engine.clone(),
+            hold,
+            watchdog,
+            runtime: tokio::runtime::Handle::current(),
+            armed: true,
+        }
+    }
+
     /// The permit's id: 32 hex digits (Redisson's format).
     ///
     /// # Examples

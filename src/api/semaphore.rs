@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::client::Client;
+use crate::api::semaphore_permit::SemaphorePermit;
 use crate::engine::master::Master;
 use crate::engine::permits::{self, Set};
 use crate::engine::signal::{completed, wait_for, Attempt};
@@ -13,10 +14,15 @@ use crate::keys;
 
 /// A distributed semaphore (Redisson `RSemaphore`, same key and channel): a counter of
 /// available permits at the name. `acquire` takes permits when enough are there and
-/// otherwise waits for a `release` (woken by pub/sub, never polling); nothing records
-/// who took them, so a holder that dies keeps its permits forever. For a concurrency
-/// limit across machines whose permits come back when a holder dies, use
+/// otherwise waits for a `release` (woken by pub/sub, never polling), and hands back a
+/// [`SemaphorePermit`] that gives them back when dropped. Nothing in Redis records who
+/// took them, so a holder that dies keeps its permits forever. For a concurrency limit
+/// across machines whose permits come back when a holder dies, use
 /// [`Client::permit_expirable_semaphore`].
+///
+/// Every count is an `i64`, as Redis keeps it: `available()` may be negative after
+/// `add_permits(-n)`. A negative count where Redisson refuses one fails with
+/// [`Error::InvalidCount`].
 ///
 /// One master only: over several Redlock masters the operations fail with
 /// [`Error::Unsupported`] (a counter has no majority protocol; docs/deployments.md).
@@ -30,15 +36,16 @@ use crate::keys;
 /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let slots = client.semaphore("gpu-slots");
 /// assert!(slots.try_set_permits(2).await?);
-/// slots.acquire(2).await?;
-/// assert!(!slots.try_acquire(1, Duration::from_millis(50)).await?);
-/// slots.release(1).await?;
-/// assert!(slots.try_acquire(1, Duration::ZERO).await?);
+/// let both = slots.acquire_many(2).await?;
+/// assert!(slots.try_acquire(Duration::from_millis(50)).await?.is_none());
+/// drop(both); // given back in the background
+/// let one = slots.try_acquire(Duration::from_secs(5)).await?.expect("given back");
+/// one.release().await?; // given back now, errors reported
 /// # Ok(()) }) }
 /// ```
 #[derive(Clone)]
 pub struct Semaphore {
-    client: Client,
+    pub(crate) client: Client,
     name: Arc<str>,
 }
 
@@ -56,6 +63,26 @@ pub(crate) fn single_master(client: &Client, name: &str, what: &str) -> Result<A
                      missed a change would count it again); use one master for it"
                 .into(),
         }),
+    }
+}
+
+/// `n` if it is not negative, else [`Error::InvalidCount`] naming `what`.
+pub(crate) fn non_negative(n: i64, what: &str) -> Result<i64> {
+    if n < 0 {
+        return Err(Error::InvalidCount(format!(
+            "{what} {n}: a count of permits cannot be negative"
+        )));
+    }
+    Ok(n)
+}
+
+/// A time to live in whole milliseconds, at least one.
+fn ttl_millis(ttl: Duration) -> Result<u64> {
+    match u64::try_from(ttl.as_millis()) {
+        Ok(ms) if (1..=i64::MAX as u64).contains(&ms) => Ok(ms),
+        _ => Err(Error::InvalidLease(format!(
+            "time to live {ttl:?}: it must be at least 1ms and fit Redis' milliseconds"
+        ))),
     }
 }
 
@@ -86,7 +113,7 @@ impl Semaphore {
         &self.name
     }
 
-    /// Waits as long as it takes for `permits` permits and takes them (0: at once).
+    /// Waits as long as it takes for one permit and takes it (Redisson `acquire()`).
     ///
     /// # Errors
     /// [`Error::InvalidName`], [`Error::WrongType`] (the key is not a counter),
@@ -103,17 +130,47 @@ impl Semaphore {
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
-    /// let waiting = { let s = s.clone(); tokio::spawn(async move { s.acquire(1).await }) };
+    /// let waiting = { let s = s.clone(); tokio::spawn(async move { s.acquire().await }) };
     /// s.add_permits(1).await?; // wakes the waiter
-    /// waiting.await.unwrap()?;
+    /// let permit = waiting.await.unwrap()?;
+    /// assert_eq!(s.available().await?, 0);
+    /// permit.forget(); // keep it taken: nothing gives it back
     /// assert_eq!(s.available().await?, 0);
     /// # Ok(()) }) }
     /// ```
-    pub async fn acquire(&self, permits: u32) -> Result<()> {
-        self.take(permits, None).await.map(drop)
+    pub async fn acquire(&self) -> Result<SemaphorePermit> {
+        self.acquire_many(1).await
     }
 
-    /// Waits at most `wait` (`Duration::ZERO`: one try); true if the permits were taken.
+    /// Waits as long as it takes for `permits` permits and takes them all at once
+    /// (Redisson `acquire(permits)`; 0: at once).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire), plus [`Error::InvalidCount`] for a negative count.
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.semaphore("slots");
+    /// s.set_permits(5).await?;
+    /// let three = s.acquire_many(3).await?;
+    /// assert_eq!((three.permits(), s.available().await?), (3, 2));
+    /// assert!(s.acquire_many(-1).await.is_err()); // Error::InvalidCount
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn acquire_many(&self, permits: i64) -> Result<SemaphorePermit> {
+        let taken = self.take(permits, None).await?;
+        Ok(taken.expect("an unbounded wait ends with the permits"))
+    }
+
+    /// Waits at most `wait` for one permit (`Duration::ZERO`: one try, Redisson's
+    /// `tryAcquire()`); `Ok(None)` if none came.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -129,23 +186,55 @@ impl Semaphore {
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
-    /// s.set_permits(3).await?;
-    /// assert!(s.try_acquire(3, Duration::ZERO).await?);
-    /// assert!(!s.try_acquire(1, Duration::from_millis(20)).await?);
+    /// assert!(s.try_acquire(Duration::ZERO).await?.is_none()); // never set up
+    /// s.set_permits(1).await?;
+    /// assert!(s.try_acquire(Duration::from_millis(20)).await?.is_some());
     /// # Ok(()) }) }
     /// ```
-    pub async fn try_acquire(&self, permits: u32, wait: Duration) -> Result<bool> {
-        Ok(self.take(permits, Some(wait)).await?.is_some())
+    pub async fn try_acquire(&self, wait: Duration) -> Result<Option<SemaphorePermit>> {
+        self.take(1, Some(wait)).await
     }
 
-    async fn take(&self, permits: u32, wait: Option<Duration>) -> Result<Option<()>> {
+    /// Waits at most `wait` for `permits` permits, all or none; `Ok(None)` if they did
+    /// not come.
+    ///
+    /// # Errors
+    /// As [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.semaphore("slots");
+    /// s.set_permits(3).await?;
+    /// let all = s.try_acquire_many(3, Duration::ZERO).await?.expect("3 available");
+    /// assert!(s.try_acquire_many(1, Duration::from_millis(20)).await?.is_none());
+    /// all.release().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn try_acquire_many(
+        &self,
+        permits: i64,
+        wait: Duration,
+    ) -> Result<Option<SemaphorePermit>> {
+        self.take(permits, Some(wait)).await
+    }
+
+    async fn take(&self, permits: i64, wait: Option<Duration>) -> Result<Option<SemaphorePermit>> {
         let master = self.master()?;
+        non_negative(permits, "acquiring")?;
         if permits == 0 {
-            return Ok(Some(()));
+            return Ok(Some(SemaphorePermit::new(self.clone(), 0)));
         }
         let deadline = wait.and_then(deadline_after);
         let engine = &self.client.engine;
-        wait_for(
+        let taken = wait_for(
             engine,
             keys::sem_channel(&self.name),
             deadline,
@@ -160,7 +249,7 @@ impl Semaphore {
                         async move { permits::acquire(&m, &name, permits).await },
                         move |taken| async move {
                             if taken {
-                                let _ = permits::release(&undo_m, &undo_name, permits).await;
+                                let _ = permits::release(&undo_m, &undo_name, permits, false).await;
                             }
                         },
                     )
@@ -173,11 +262,12 @@ impl Semaphore {
                 }
             },
         )
-        .await
+        .await?;
+        Ok(taken.map(|()| SemaphorePermit::new(self.clone(), permits)))
     }
 
-    /// Gives `permits` back (any caller may: nothing records who took them) and wakes
-    /// the waiters.
+    /// Gives one permit back (any caller may: nothing records who took them) and wakes
+    /// the waiters; creates the semaphore if it does not exist (Redisson `release()`).
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -189,16 +279,97 @@ impl Semaphore {
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
-    /// s.release(2).await?; // also creates the semaphore
+    /// s.release().await?; // also creates the semaphore
+    /// assert_eq!(s.available().await?, 1);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn release(&self) -> Result<()> {
+        self.release_many(1).await
+    }
+
+    /// Gives `permits` back and wakes the waiters (Redisson `release(permits)`; 0:
+    /// nothing is sent).
+    ///
+    /// # Errors
+    /// As [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.semaphore("slots");
+    /// s.release_many(2).await?; // also creates the semaphore
+    /// s.acquire_many(2).await?.forget(); // taken here...
+    /// s.release_many(2).await?; // ...given back elsewhere, by count
     /// assert_eq!(s.available().await?, 2);
     /// # Ok(()) }) }
     /// ```
-    pub async fn release(&self, permits: u32) -> Result<()> {
+    pub async fn release_many(&self, permits: i64) -> Result<()> {
         let master = self.master()?;
+        non_negative(permits, "releasing")?;
         if permits > 0 {
-            permits::release(&master, &self.name, permits).await?;
+            permits::release(&master, &self.name, permits, false).await?;
         }
         Ok(())
+    }
+
+    /// Gives `permits` back only if the semaphore exists (Redisson 4.0
+    /// `releaseIfExists`): true if they were given back, false if there was no
+    /// semaphore (nothing is created) or `permits` is 0.
+    ///
+    /// # Errors
+    /// As [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.semaphore("slots");
+    /// assert!(!s.release_if_exists(1).await?); // deleted or never set up: left alone
+    /// assert_eq!(s.available().await?, 0);
+    /// s.set_permits(0).await?;
+    /// assert!(s.release_if_exists(2).await?);
+    /// assert_eq!(s.available().await?, 2);
+    /// # Ok(()) }) }
+    /// ```
+    #[must_use = "false means nothing was given back: the semaphore does not exist"]
+    pub async fn release_if_exists(&self, permits: i64) -> Result<bool> {
+        let master = self.master()?;
+        non_negative(permits, "releasing")?;
+        if permits == 0 {
+            return Ok(false);
+        }
+        Ok(permits::release(&master, &self.name, permits, true)
+            .await?
+            .is_some())
+    }
+
+    /// Takes every available permit at once and returns how many that was (0 when the
+    /// semaphore does not exist; negative if the count was) (Redisson `drainPermits`).
+    /// The count is 0 afterwards; nobody is woken.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.semaphore("slots");
+    /// s.set_permits(4).await?;
+    /// assert_eq!(s.drain_permits().await?, 4);
+    /// assert_eq!(s.available().await?, 0);
+    /// s.release_many(4).await?; // the caller owns them now: give them back this way
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn drain_permits(&self) -> Result<i64> {
+        permits::drain(&*self.master()?, &self.name).await
     }
 
     /// The permits available now (0 when the semaphore does not exist).
@@ -223,10 +394,11 @@ impl Semaphore {
     }
 
     /// Sets the available permits to `permits`, whatever they were, and wakes the
-    /// waiters.
+    /// waiters (Redisson 3's `setPermits`, gone from `RSemaphore` in 4; a plain SET,
+    /// which drops a time to live).
     ///
     /// # Errors
-    /// As [`acquire`](Self::acquire).
+    /// As [`acquire_many`](Self::acquire_many).
     ///
     /// # Examples
     /// ```
@@ -240,9 +412,10 @@ impl Semaphore {
     /// assert_eq!(s.available().await?, 1);
     /// # Ok(()) }) }
     /// ```
-    pub async fn set_permits(&self, permits: u32) -> Result<()> {
+    pub async fn set_permits(&self, permits: i64) -> Result<()> {
         let master = self.master()?;
-        permits::set(&master, &self.name, Set::Always, permits.into())
+        non_negative(permits, "setting")?;
+        permits::set(&master, &self.name, Set::Always, permits, None)
             .await
             .map(drop)
     }
@@ -251,7 +424,7 @@ impl Semaphore {
     /// The usual way to set one up from several processes.
     ///
     /// # Errors
-    /// As [`acquire`](Self::acquire).
+    /// As [`acquire_many`](Self::acquire_many).
     ///
     /// # Examples
     /// ```
@@ -265,9 +438,42 @@ impl Semaphore {
     /// assert_eq!(s.available().await?, 3);
     /// # Ok(()) }) }
     /// ```
-    pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
+    #[must_use = "false means the semaphore existed and was left as it was"]
+    pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
         let master = self.master()?;
-        permits::set(&master, &self.name, Set::IfAbsent, permits.into()).await
+        non_negative(permits, "setting")?;
+        permits::set(&master, &self.name, Set::IfAbsent, permits, None).await
+    }
+
+    /// As [`try_set_permits`](Self::try_set_permits), and the semaphore is deleted
+    /// `ttl` after it was set up (Redisson `trySetPermits(permits, timeToLive)`), unless
+    /// [`set_permits`](Self::set_permits) or [`add_permits`](Self::add_permits) rewrite
+    /// it first (they drop the time to live, as in Redisson).
+    ///
+    /// # Errors
+    /// As [`acquire_many`](Self::acquire_many), plus [`Error::InvalidLease`] for a
+    /// `ttl` under a millisecond (Redis counts it in whole milliseconds).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.semaphore("nightly-slots");
+    /// assert!(s.try_set_permits_with_ttl(2, Duration::from_millis(200)).await?);
+    /// tokio::time::sleep(Duration::from_millis(400)).await;
+    /// assert_eq!(s.available().await?, 0); // gone with its time to live
+    /// assert!(s.try_set_permits(2).await?); // so it can be set up again
+    /// # Ok(()) }) }
+    /// ```
+    #[must_use = "false means the semaphore existed and was left as it was"]
+    pub async fn try_set_permits_with_ttl(&self, permits: i64, ttl: Duration) -> Result<bool> {
+        let master = self.master()?;
+        non_negative(permits, "setting")?;
+        let ttl_ms = ttl_millis(ttl)?;
+        permits::set(&master, &self.name, Set::IfAbsent, permits, Some(ttl_ms)).await
     }
 
     /// Adds `delta` permits (negative: removes them; the count may go below 0, and
@@ -290,7 +496,7 @@ impl Semaphore {
     /// ```
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
         let master = self.master()?;
-        permits::set(&master, &self.name, Set::Add, delta)
+        permits::set(&master, &self.name, Set::Add, delta, None)
             .await
             .map(drop)
     }

@@ -40,7 +40,7 @@ pub async fn r1(ctx: &Ctx) -> redlatch::Result<Report> {
 /// S1: 64 tasks acquire and release one permit each of a 64-permit semaphore.
 pub async fn s1(ctx: &Ctx) -> redlatch::Result<Report> {
     let sem = ctx.client.semaphore(ctx.key("s1"));
-    if let Err(e) = sem.set_permits(TASKS as u32).await {
+    if let Err(e) = sem.set_permits(TASKS as i64).await {
         if matches!(e, redlatch::Error::Unsupported { .. }) {
             let mut r = ctx.report("S1", 0, Duration::ZERO, &mut Samples::default());
             r.insert("skipped".into(), json!(e.to_string()));
@@ -53,10 +53,7 @@ pub async fn s1(ctx: &Ctx) -> redlatch::Result<Report> {
         let sem = sem.clone();
         move || {
             let sem = sem.clone();
-            async move {
-                sem.acquire(1).await?;
-                sem.release(1).await
-            }
+            async move { sem.acquire().await?.release().await }
         }
     });
     let mut all = pairs(started + ctx.duration, ops.collect()).await?;

@@ -6,7 +6,9 @@ import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -348,11 +350,24 @@ public final class Driver {
             }
             case "available":
                 return "val " + sem.availablePermits();
+            case "drain":
+                return "val " + sem.drainPermits();
+            // Newer methods by reflection: the driver builds against Redisson 3.27 too.
+            case "releaseifexists": {
+                Method m = RSemaphore.class.getMethod("releaseIfExists", int.class);
+                long before = System.nanoTime();
+                return bool((Boolean) m.invoke(sem, (int) arg(cmd, 3, 1))) + " before=" + before;
+            }
+            case "trysetpermitsttl": {
+                Method m = RSemaphore.class.getMethod("trySetPermits", int.class, Duration.class);
+                return bool((Boolean) m.invoke(sem, (int) arg(cmd, 3, 1), Duration.ofMillis(arg(cmd, 4, 1))));
+            }
             default:
                 throw new IllegalArgumentException("unknown operation " + op);
         }
     }
 
+    @SuppressWarnings("unchecked")
     private static String expirable(String[] cmd) throws Exception {
         RPermitExpirableSemaphore sem = client.getPermitExpirableSemaphore(cmd[1]);
         String op = cmd[2];
@@ -382,9 +397,43 @@ public final class Driver {
             }
             case "available":
                 return "val " + sem.availablePermits();
+            case "acquired":
+                return "val " + call(sem, "acquiredPermits");
+            case "permits":
+                return "val " + call(sem, "getPermits");
+            case "setpermits":
+                RPermitExpirableSemaphore.class.getMethod("setPermits", int.class).invoke(sem, (int) arg(cmd, 3, 1));
+                return "ok";
+            // acquiren N [LEASE]: N permits at once; "val ID,ID,..."
+            case "acquiren": {
+                int n = (int) arg(cmd, 3, 1);
+                long lease = arg(cmd, 4, -1);
+                Object ids = lease < 0
+                        ? RPermitExpirableSemaphore.class.getMethod("acquire", int.class).invoke(sem, n)
+                        : RPermitExpirableSemaphore.class.getMethod("acquire", int.class, long.class, TimeUnit.class)
+                                .invoke(sem, n, lease, TimeUnit.MILLISECONDS);
+                return "val " + String.join(",", (List<String>) ids);
+            }
+            // tryreleaselist ID,ID,...: "val N" permits given back (all or none)
+            case "tryreleaselist": {
+                Method m = RPermitExpirableSemaphore.class.getMethod("tryRelease", List.class);
+                long before = System.nanoTime();
+                return "val " + m.invoke(sem, Arrays.asList(cmd[3].split(","))) + " before=" + before;
+            }
+            case "leasetime":
+                return "val " + RPermitExpirableSemaphore.class.getMethod("getLeaseTime", String.class).invoke(sem, cmd[3]);
+            case "updatelease": {
+                Method m = RPermitExpirableSemaphore.class.getMethod("updateLeaseTime", String.class, long.class,
+                        TimeUnit.class);
+                return bool((Boolean) m.invoke(sem, cmd[3], arg(cmd, 4, 1), TimeUnit.MILLISECONDS));
+            }
             default:
                 throw new IllegalArgumentException("unknown operation " + op);
         }
+    }
+
+    private static Object call(Object target, String method) throws Exception {
+        return target.getClass().getMethod(method).invoke(target);
     }
 
     private static String latch(String[] cmd) throws Exception {

@@ -1,318 +1,20 @@
-//! Synchronous locks for code that does not run on an async runtime, as
-//! `reqwest::blocking` is for HTTP: the same locks, on the same wire, with guards that
-//! release when dropped.
-//!
-//! A [`Client`] owns a small tokio runtime (one worker thread, named
-//! `redlatch-blocking`) that runs the watchdog and the pub/sub connection in the
-//! background; each call blocks the calling thread until it is done. The holder is the
-//! calling **thread**, as in Redisson's `RLock`: nested `lock()` calls on one thread
-//! re-enter, other threads wait.
-//!
-//! ```
-//! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-//! # fn main() { doc_redis::run_blocking(|url| {
-//! use redlatch::blocking::Client;
-//! use redlatch::Config;
-//!
-//! let client = Client::connect(Config::single(url))?;
-//! let lock = client.lock("billing-run");
-//! let guard = lock.lock()?;
-//! // ... critical section; the watchdog keeps the lease meanwhile ...
-//! drop(guard); // released here, before `drop` returns
-//! assert!(!lock.is_locked()?);
-//! # Ok(()) }) }
-//! ```
-//!
-//! # Panics
-//! Every blocking call panics when made from inside an async runtime (it would block
-//! one of the runtime's threads); use the async API there. Dropping a guard inside a
-//! runtime does not panic: the release then happens in the background, as with the
-//! async [`LockGuard`](crate::LockGuard).
+//! [`Lock`] and [`LockGuard`]: one named lock held per thread, and one hold of it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::api::config::Config;
+use super::{finish, Runtime};
 use crate::api::status::MasterStatus;
 use crate::engine::Kind;
-use crate::error::{Error, Result};
-
-/// The runtime shared by a blocking client, its locks and guards. Shut down in the
-/// background when the last of them goes, so that dropping one inside an async
-/// context does not panic.
-struct Runtime(Option<tokio::runtime::Runtime>);
-
-impl Runtime {
-    fn start() -> Result<Arc<Runtime>> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("redlatch-blocking")
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Runtime(e.to_string()))?;
-        Ok(Arc::new(Runtime(Some(rt))))
-    }
-
-    fn get(&self) -> &tokio::runtime::Runtime {
-        self.0.as_ref().expect("runtime lives until dropped")
-    }
-
-    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.get().block_on(f)
-    }
-
-    fn spawn<F: std::future::Future<Output = ()> + Send + 'static>(&self, f: F) {
-        self.get().spawn(f);
-    }
-}
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        if let Some(rt) = self.0.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
-/// A blocking [`crate::Client`]: one or more masters, a watchdog and a pub/sub
-/// connection, shared by every lock made from it. Cheap to clone.
-#[derive(Clone)]
-pub struct Client {
-    inner: crate::Client,
-    rt: Arc<Runtime>,
-}
-
-impl Client {
-    /// Starts the client's runtime and connects (see [`crate::Client::connect`]).
-    ///
-    /// # Errors
-    /// As [`crate::Client::connect`], plus [`Error::Runtime`] if the runtime's thread
-    /// cannot be started.
-    ///
-    /// # Panics
-    /// Inside an async runtime.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// assert_eq!(client.masters().len(), 1);
-    /// # Ok(()) }) }
-    /// ```
-    pub fn connect(config: Config) -> Result<Client> {
-        let rt = Runtime::start()?;
-        let inner = rt.block_on(crate::Client::connect(config))?;
-        Ok(Client { inner, rt })
-    }
-
-    /// A reentrant, non-fair lock (Redisson `RLock`).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// let lock = client.lock("billing-run");
-    /// let guard = lock.lock()?;
-    /// let nested = lock.lock()?; // the same thread re-enters
-    /// assert_eq!(lock.hold_count()?, 2);
-    /// nested.unlock()?;
-    /// guard.unlock()?;
-    /// assert!(!lock.is_locked()?);
-    /// # Ok(()) }) }
-    /// ```
-    pub fn lock(&self, name: impl Into<String>) -> Lock {
-        self.wrap(self.inner.lock(name))
-    }
-
-    /// A reentrant FIFO lock (Redisson `RFairLock`).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use std::time::Duration;
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// let lock = client.fair_lock("queue:payments");
-    /// assert_eq!(lock.kind(), redlatch::Kind::Fair);
-    /// let guard = lock.try_lock(Duration::from_millis(100))?.expect("free");
-    /// assert!(lock.is_held_by_current_thread()?);
-    /// guard.unlock()?;
-    /// # Ok(()) }) }
-    /// ```
-    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
-        self.wrap(self.inner.fair_lock(name))
-    }
-
-    /// A reentrant lock whose guards carry a fencing token (Redisson `RFencedLock`).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// let lock = client.fenced_lock("ledger");
-    /// let t1 = lock.lock()?.fencing_token().expect("a fenced lock's guard has a token");
-    /// let t2 = lock.lock()?.fencing_token().unwrap();
-    /// assert!(t2 > t1); // storage rejects writes tagged t1 now
-    /// # Ok(()) }) }
-    /// ```
-    pub fn fenced_lock(&self, name: impl Into<String>) -> Lock {
-        self.wrap(self.inner.fenced_lock(name))
-    }
-
-    fn wrap(&self, inner: crate::Lock) -> Lock {
-        Lock {
-            inner: inner.per_thread(),
-            rt: self.rt.clone(),
-        }
-    }
-
-    /// The async client underneath, to share its connections with async code.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// let _guard = client.lock("orders:42").lock()?;
-    /// // Async code of the same program shares the connections and the watchdog:
-    /// let async_client = client.as_async().clone();
-    /// let rt = tokio::runtime::Runtime::new().unwrap();
-    /// let locked = rt.block_on(async move { async_client.lock("orders:42").is_locked().await })?;
-    /// assert!(locked);
-    /// assert_eq!(client.as_async().id(), client.id());
-    /// # Ok(()) }) }
-    /// ```
-    pub fn as_async(&self) -> &crate::Client {
-        &self.inner
-    }
-
-    /// This client's UUID: the first half of every holder id it uses.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// let guard = client.lock("billing-run").lock()?;
-    /// assert!(guard.holder().starts_with(&format!("{}:", client.id())));
-    /// # Ok(()) }) }
-    /// ```
-    pub fn id(&self) -> uuid::Uuid {
-        self.inner.id()
-    }
-
-    /// The configuration the client was built with.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url.clone()).pool_size(4))?;
-    /// assert_eq!(client.config().urls(), [url]);
-    /// assert_eq!(client.config().connections_per_master(), 4);
-    /// # Ok(()) }) }
-    /// ```
-    pub fn config(&self) -> &Config {
-        self.inner.config()
-    }
-
-    /// Addresses (`host:port`) of the masters, in configuration order.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url.clone()))?;
-    /// assert_eq!(client.masters(), [url.trim_start_matches("redis://")]);
-    /// # Ok(()) }) }
-    /// ```
-    pub fn masters(&self) -> Vec<String> {
-        self.inner.masters()
-    }
-
-    /// Locks this client currently holds (distinct name and holder pairs).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// assert_eq!(client.held_locks(), 0);
-    /// let a = client.lock("billing:1").lock()?;
-    /// let _b = client.lock("billing:2").lock()?;
-    /// assert_eq!(client.held_locks(), 2);
-    /// drop(a); // released before drop returns
-    /// assert_eq!(client.held_locks(), 1);
-    /// # Ok(()) }) }
-    /// ```
-    pub fn held_locks(&self) -> usize {
-        self.inner.held_locks()
-    }
-
-    /// Waits (at most `timeout`) for background releases, then stops the watchdog and
-    /// the pub/sub connections (see [`crate::Client::close`]).
-    ///
-    /// # Panics
-    /// Inside an async runtime.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use std::time::Duration;
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url.clone()))?;
-    /// let guard = client.lock("nightly-job").lock()?;
-    /// // ... the job ...
-    /// drop(guard); // released before drop returns
-    /// client.close(Duration::from_secs(5)); // stops the watchdog and pub/sub of every clone
-    ///
-    /// let other = Client::connect(Config::single(url))?;
-    /// assert!(!other.lock("nightly-job").is_locked()?);
-    /// # Ok(()) }) }
-    /// ```
-    pub fn close(self, timeout: Duration) {
-        self.rt.block_on(self.inner.close(timeout));
-    }
-}
-
-impl std::fmt::Debug for Client {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("blocking::Client")
-            .field(&self.inner)
-            .finish()
-    }
-}
+use crate::error::Result;
 
 /// A blocking [`crate::Lock`]: one named lock, held per thread.
 #[derive(Clone)]
 pub struct Lock {
-    inner: crate::Lock,
-    rt: Arc<Runtime>,
+    pub(super) inner: crate::Lock,
+    pub(super) rt: Arc<Runtime>,
 }
 
 impl Lock {
@@ -803,7 +505,7 @@ impl Drop for LockGuard {
             return;
         };
         let lock = inner.name().to_string();
-        let release = async move {
+        finish(&self.rt, async move {
             match inner.unlock().await {
                 Ok(()) => {}
                 Err(e) if e.is_not_held() => {
@@ -811,14 +513,7 @@ impl Drop for LockGuard {
                 }
                 Err(e) => tracing::warn!(lock, error = %e, "release on drop failed"),
             }
-        };
-        // Inside a runtime, blocking would panic: release in the background on our own
-        // runtime instead (the caller's may end before the release ran).
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.rt.spawn(release);
-        } else {
-            self.rt.block_on(release);
-        }
+        });
     }
 }
 

@@ -1,0 +1,348 @@
+//! [`PermitExpirableSemaphore`]'s calls on several permits at once and on the lease of
+//! a permit by id (Redisson `acquire(permits, ..)`, `release(List)`, `updateLeaseTime`,
+//! `getLeaseTime`, `getPermits`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::api::config::check_lease;
+use crate::api::permits::{check_id, Permit, PermitExpirableSemaphore};
+use crate::api::semaphore::non_negative;
+use crate::engine::permits;
+use crate::engine::signal::{completed, wait_for, Attempt};
+use crate::engine::waiter::deadline_after;
+use crate::error::{Error, Result};
+use crate::keys;
+
+/// The most permits one call takes or gives back (their ids travel as script
+/// arguments).
+pub const MAX_PERMITS_PER_CALL: usize = 4096;
+
+/// The ids of `ids`, checked: 1 to [`MAX_PERMITS_PER_CALL`] of them, each 32 hex
+/// digits, no repeats.
+fn checked_ids<S: AsRef<str>>(ids: &[S]) -> Result<Vec<&str>> {
+    if ids.is_empty() || ids.len() > MAX_PERMITS_PER_CALL {
+        return Err(Error::InvalidCount(format!(
+            "{} permit ids: give 1 to {MAX_PERMITS_PER_CALL}",
+            ids.len()
+        )));
+    }
+    let mut seen = HashSet::with_capacity(ids.len());
+    for id in ids {
+        let id = id.as_ref();
+        check_id(id)?;
+        if !seen.insert(id.to_ascii_lowercase()) {
+            return Err(Error::InvalidCount(format!(
+                "permit id {id:?} is given twice"
+            )));
+        }
+    }
+    Ok(ids.iter().map(AsRef::as_ref).collect())
+}
+
+impl PermitExpirableSemaphore {
+    /// Waits as long as it takes for `permits` permits, all at once, each with its own
+    /// id and kept by the watchdog (Redisson `acquire(permits)`; 0: at once, none).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire), plus [`Error::InvalidCount`] for a negative count
+    /// or more than [`MAX_PERMITS_PER_CALL`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future takes no permit: permits whose acquisition had reached Redis
+    /// are given back in the background.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(3).await?;
+    /// let permits = s.acquire_many(2).await?;
+    /// assert_eq!(permits.len(), 2);
+    /// assert_ne!(permits[0].id(), permits[1].id());
+    /// assert_eq!(s.available().await?, 1);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn acquire_many(&self, permits: i64) -> Result<Vec<Permit>> {
+        let taken = self.take_many(permits, None, None).await?;
+        Ok(taken.expect("an unbounded wait ends with the permits"))
+    }
+
+    /// Waits as long as it takes for `permits` permits that expire after `lease`.
+    ///
+    /// # Errors
+    /// As [`acquire_many`](Self::acquire_many), plus [`Error::InvalidLease`].
+    ///
+    /// # Cancel safety
+    /// As [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(2).await?;
+    /// let permits = s.acquire_many_with_lease(2, Duration::from_secs(10)).await?;
+    /// assert!(permits.iter().all(|p| p.validity() < Duration::from_secs(10)));
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn acquire_many_with_lease(
+        &self,
+        permits: i64,
+        lease: Duration,
+    ) -> Result<Vec<Permit>> {
+        let taken = self.take_many(permits, None, Some(lease)).await?;
+        Ok(taken.expect("an unbounded wait ends with the permits"))
+    }
+
+    /// Waits at most `wait` for `permits` permits kept by the watchdog, all or none;
+    /// `Ok(None)` if they did not come.
+    ///
+    /// # Errors
+    /// As [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Cancel safety
+    /// As [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(2).await?;
+    /// assert!(s.try_acquire_many(3, Duration::from_millis(20)).await?.is_none());
+    /// assert_eq!(s.available().await?, 2); // none was taken
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn try_acquire_many(
+        &self,
+        permits: i64,
+        wait: Duration,
+    ) -> Result<Option<Vec<Permit>>> {
+        self.take_many(permits, Some(wait), None).await
+    }
+
+    /// Waits at most `wait` for `permits` permits that expire after `lease` (Redisson
+    /// `tryAcquire(permits, waitTime, leaseTime, unit)`).
+    ///
+    /// # Errors
+    /// As [`acquire_many_with_lease`](Self::acquire_many_with_lease).
+    ///
+    /// # Cancel safety
+    /// As [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(2).await?;
+    /// let p = s.try_acquire_many_with_lease(2, Duration::ZERO, Duration::from_secs(5)).await?;
+    /// assert_eq!(p.map(|p| p.len()), Some(2));
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn try_acquire_many_with_lease(
+        &self,
+        permits: i64,
+        wait: Duration,
+        lease: Duration,
+    ) -> Result<Option<Vec<Permit>>> {
+        self.take_many(permits, Some(wait), Some(lease)).await
+    }
+
+    async fn take_many(
+        &self,
+        n: i64,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<Vec<Permit>>> {
+        let master = self.master()?;
+        let n = non_negative(n, "acquiring")?;
+        if n as u64 > MAX_PERMITS_PER_CALL as u64 {
+            return Err(Error::InvalidCount(format!(
+                "acquiring {n} permits: at most {MAX_PERMITS_PER_CALL} per call"
+            )));
+        }
+        let engine = &self.client.engine;
+        let watchdog = lease.is_none();
+        let lease = lease.unwrap_or(engine.settings.watchdog_timeout);
+        let lease_ms = check_lease("lease", lease)?;
+        if n == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        let ids: Arc<[Arc<str>]> = (0..n)
+            .map(|_| uuid::Uuid::new_v4().simple().to_string().into())
+            .collect();
+        let deadline = wait.and_then(deadline_after);
+        let channel = keys::sem_channel(&self.name);
+        let taken = wait_for(engine, channel, deadline, "permit", || {
+            let (m, name, ids) = (master.clone(), self.name.clone(), ids.clone());
+            async move {
+                let started = Instant::now();
+                let (undo_m, undo_name, undo_ids) = (m.clone(), name.clone(), ids.clone());
+                let r = completed(
+                    engine,
+                    async move { permits::take_permits(&m, &name, &ids, lease_ms).await },
+                    move |r| async move {
+                        if r.is_ok() {
+                            let ids: Vec<&str> = undo_ids.iter().map(|i| &**i).collect();
+                            let _ = permits::return_permits(&undo_m, &undo_name, &ids).await;
+                        }
+                    },
+                )
+                .await?;
+                Ok(match r {
+                    Ok(()) => Attempt::Done(started),
+                    Err(expiring) => Attempt::Retry(expiring),
+                })
+            }
+        })
+        .await?;
+        Ok(taken.map(|started| {
+            ids.iter()
+                .map(|id| Permit::new(engine, &self.name, id, watchdog, started, lease))
+                .collect()
+        }))
+    }
+
+    /// Gives back every permit of `ids` (from [`Permit::id`], maybe of other processes)
+    /// or none (Redisson `tryRelease(List)`, all or nothing since 3.24): true if all
+    /// were held and are given back; false, and nothing is changed, if any was released
+    /// already, never acquired or expired. The guards of permits given back this way
+    /// find them gone ([`Permit::release`] fails with [`Error::NotHeld`]).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire), plus [`Error::InvalidCount`] for no ids, more than
+    /// [`MAX_PERMITS_PER_CALL`] or an id given twice, and [`Error::InvalidName`] for an
+    /// id that is not 32 hex digits.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(3).await?;
+    /// let ids: Vec<String> = s.acquire_many(2).await?.iter().map(|p| p.id().to_string()).collect();
+    /// // The guards were dropped: both given back already, so the pair is refused whole.
+    /// tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    /// assert!(!s.release_many(&ids).await?);
+    /// let held: Vec<_> = s.acquire_many(2).await?;
+    /// let ids: Vec<&str> = held.iter().map(|p| p.id()).collect();
+    /// assert!(s.release_many(&ids).await?);
+    /// assert_eq!(s.available().await?, 3);
+    /// # Ok(()) }) }
+    /// ```
+    #[must_use = "false means nothing was given back: some permit was not held"]
+    pub async fn release_many<S: AsRef<str>>(&self, ids: &[S]) -> Result<bool> {
+        let master = self.master()?;
+        let ids = checked_ids(ids)?;
+        let given = permits::return_permits(&master, &self.name, &ids).await?;
+        Ok(given == ids.len() as i64)
+    }
+
+    /// Makes the permit `id` expire `lease` from now (Redisson `updateLeaseTime`): true
+    /// if it was held, false if it was released or had expired. A permit kept by a
+    /// watchdog is still renewed by it, never shortened; and a [`Permit`] guard's
+    /// [`validity`](Permit::validity) does not see a lease changed this way.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire), plus [`Error::InvalidLease`] and
+    /// [`Error::InvalidName`] for an id that is not 32 hex digits.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(1).await?;
+    /// let p = s.acquire_with_lease(Duration::from_secs(5)).await?;
+    /// assert!(s.update_lease_time(p.id(), Duration::from_secs(60)).await?);
+    /// assert!(s.lease_time(p.id()).await?.unwrap() > Duration::from_secs(5));
+    /// # Ok(()) }) }
+    /// ```
+    #[must_use = "false means the permit was not held, so nothing was changed"]
+    pub async fn update_lease_time(&self, id: &str, lease: Duration) -> Result<bool> {
+        let master = self.master()?;
+        check_id(id)?;
+        let lease_ms = check_lease("lease", lease)?;
+        permits::set_permit_lease(&master, &self.name, id, lease_ms).await
+    }
+
+    /// How long the permit `id` stays taken unless renewed or released (Redisson
+    /// `getLeaseTime`): `Some(left)`, or `None` for a permit that never expires on its
+    /// own (a Redisson permit acquired without a lease).
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] if the permit was released, never acquired or has expired
+    /// (Redisson throws `IllegalArgumentException`); otherwise as
+    /// [`update_lease_time`](Self::update_lease_time).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(1).await?;
+    /// let p = s.acquire_with_lease(Duration::from_secs(5)).await?;
+    /// let left = s.lease_time(p.id()).await?.expect("it has a lease");
+    /// assert!(left <= Duration::from_secs(5));
+    /// let id = p.id().to_string();
+    /// p.release().await?;
+    /// assert!(s.lease_time(&id).await.unwrap_err().is_not_held());
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn lease_time(&self, id: &str) -> Result<Option<Duration>> {
+        let master = self.master()?;
+        check_id(id)?;
+        permits::permit_lease(&master, &self.name, id)
+            .await?
+            .ok_or_else(|| Error::NotHeld {
+                name: self.name.to_string(),
+                holder: id.to_string(),
+            })
+    }
+
+    /// All the permits: available plus acquired, after taking back the expired ones
+    /// (Redisson `getPermits`; 0 when the semaphore was never set up).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.set_permits(3).await?;
+    /// let _p = s.acquire().await?;
+    /// assert_eq!((s.available().await?, s.permits().await?), (2, 3));
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn permits(&self) -> Result<i64> {
+        let (available, acquired) = permits::permits_state(&*self.master()?, &self.name).await?;
+        Ok(available + acquired)
+    }
+}
