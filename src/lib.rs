@@ -18,6 +18,7 @@ pub use api::blocking;
 pub use api::client::Client;
 pub use api::config::{redact_url, Config, Topology, ENV_VAR, MAX_LEASE, MIN_LEASE};
 pub use api::config_sources::{ENV_MODE, ENV_SENTINEL_MASTER};
+pub use api::election::{Change, ChangeKind, Election, Leader, Leadership, Observer};
 pub use api::guard::LockGuard;
 pub use api::latch::CountDownLatch;
 pub use api::lock::{Kind, Lock, Owner};

@@ -7,6 +7,7 @@ pub(crate) mod config;
 #[cfg(feature = "serde")]
 mod config_serde;
 pub(crate) mod config_sources;
+pub(crate) mod election;
 pub(crate) mod guard;
 pub(crate) mod latch;
 pub(crate) mod lock;

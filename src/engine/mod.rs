@@ -15,6 +15,7 @@
 //! * [`tickets`]: waits that a release in another client may hand the lock to.
 
 pub(crate) mod attempt;
+pub(crate) mod election;
 pub(crate) mod gate;
 pub(crate) mod holder;
 pub(crate) mod holds;
