@@ -32,7 +32,10 @@ async fn one_leader_at_a_time_terms_grow_and_observers_see_each_change_once() {
     let server = RedisServer::start();
     let watcher = client(&server, Duration::from_secs(30)).await;
     let election = watcher.election("sched");
-    let mut observers = [election.observe().await.unwrap(), election.observe().await.unwrap()];
+    let mut observers = [
+        election.observe().await.unwrap(),
+        election.observe().await.unwrap(),
+    ];
     assert!(observers[0].leader().is_none());
 
     const CLIENTS: usize = 4;
@@ -54,7 +57,10 @@ async fn one_leader_at_a_time_terms_grow_and_observers_see_each_change_once() {
                 );
                 terms.lock().push((leadership.term(), me.clone()));
                 let now = election.leader().await.unwrap().expect("a leader");
-                assert_eq!((now.term, now.value.as_str()), (leadership.term(), me.as_str()));
+                assert_eq!(
+                    (now.term, now.value.as_str()),
+                    (leadership.term(), me.as_str())
+                );
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 leading.store(false, Ordering::SeqCst);
                 leadership.resign().await.unwrap();
@@ -129,7 +135,11 @@ async fn proclaim_changes_the_value_in_the_same_term_and_a_dropped_leadership_re
     // try_campaign while another leads gives up.
     let other = client(&server, Duration::from_secs(30)).await;
     let e2 = other.election("svc");
-    assert!(e2.try_campaign("x", Duration::ZERO).await.unwrap().is_none());
+    assert!(e2
+        .try_campaign("x", Duration::ZERO)
+        .await
+        .unwrap()
+        .is_none());
     next_leader.resign().await.unwrap();
 }
 
@@ -211,8 +221,14 @@ async fn redlock_is_refused_with_the_reason() {
         "{err:?}"
     );
     assert!(err.is_permanent());
-    assert!(matches!(election.leader().await, Err(Error::Unsupported { .. })));
-    assert!(matches!(election.observe().await, Err(Error::Unsupported { .. })));
+    assert!(matches!(
+        election.leader().await,
+        Err(Error::Unsupported { .. })
+    ));
+    assert!(matches!(
+        election.observe().await,
+        Err(Error::Unsupported { .. })
+    ));
     // Nothing was written anywhere.
     for s in &servers {
         assert_eq!(common::redlock::dbsize(s), 0);

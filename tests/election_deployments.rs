@@ -49,7 +49,10 @@ async fn an_election_on_a_cluster_keeps_its_keys_in_one_slot() {
     // Everything the election wrote lives in the name's slot.
     let lock = a.election(name.clone()).lock_name();
     let slot = key_slot(lock.as_bytes());
-    for key in [format!("redlatch_election_leader:{{{name}}}"), format!("redlatch_election_log:{{{name}}}")] {
+    for key in [
+        format!("redlatch_election_leader:{{{name}}}"),
+        format!("redlatch_election_log:{{{name}}}"),
+    ] {
         assert_eq!(key_slot(key.as_bytes()), slot);
         let node = cluster.node(cluster.primary_for_key(&key));
         assert_eq!(node.cmd::<i64>(&["EXISTS", &key]), 1, "{key}");
@@ -117,7 +120,10 @@ async fn on_sentinel_a_leader_survives_a_failover_and_terms_keep_growing() {
     }
     let leader = leader.expect("the leader is still recorded after the failover");
     assert_eq!((leader.term, leader.value.as_str()), (term_a, "a"));
-    assert!(!leading.lost().is_cancelled(), "the synced leadership was lost");
+    assert!(
+        !leading.lost().is_cancelled(),
+        "the synced leadership was lost"
+    );
     assert!(!waiting.is_finished(), "b was elected while a led");
 
     leading.resign().await.unwrap();
@@ -128,7 +134,10 @@ async fn on_sentinel_a_leader_survives_a_failover_and_terms_keep_growing() {
         .unwrap();
     assert!(leading_b.term() > term_a, "{} > {term_a}", leading_b.term());
     let resigned = next(&mut observer, Duration::from_secs(20)).await;
-    assert_eq!(summary(&resigned), (ChangeKind::Resigned, term_a, "a".into()));
+    assert_eq!(
+        summary(&resigned),
+        (ChangeKind::Resigned, term_a, "a".into())
+    );
     let elected = next(&mut observer, Duration::from_secs(20)).await;
     assert_eq!(
         summary(&elected),

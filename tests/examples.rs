@@ -220,6 +220,18 @@ fn fenced_lock() {
 }
 
 #[test]
+fn election() {
+    run_single(
+        "election",
+        &[
+            "alpha: leading in term",
+            "observer: 3 leaders, terms growing",
+            "leader now: None",
+        ],
+    );
+}
+
+#[test]
 fn read_write_lock() {
     run_single(
         "read_write_lock",

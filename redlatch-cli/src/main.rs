@@ -8,7 +8,9 @@
 
 mod child;
 mod completions;
+mod elect;
 mod held;
+mod leader;
 mod log;
 mod run;
 mod status;
@@ -31,6 +33,8 @@ Examples:
   redlatch run orders:42 --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- make deploy
   redlatch run --read catalog -- ./export.sh      (many readers; --write excludes them)
   redlatch run --permits 4 gpu -- ./train.sh      (at most 4 at once across machines)
+  redlatch elect scheduler --value $(hostname) -- ./scheduler   (one leader at a time)
+  redlatch leader scheduler --watch
   redlatch status nightly-backup --json
   redlatch unlock --force nightly-backup
 
@@ -71,6 +75,15 @@ enum Command {
     /// lease runs out.
     #[command(override_usage = "redlatch run NAME [OPTIONS] -- CMD [ARGS]...")]
     Run(run::RunArgs),
+    /// Run a command while this process leads an election (same rules as `run`).
+    ///
+    /// Campaigns in election NAME (waiting, without polling, until the current leader
+    /// resigns or its lease runs out), runs CMD while leading, resigns when CMD ends and
+    /// exits with CMD's status. Signals, a lost leadership and exit codes as `run`.
+    #[command(override_usage = "redlatch elect NAME [--value V] [OPTIONS] -- CMD [ARGS]...")]
+    Elect(elect::ElectArgs),
+    /// Print an election's leader (term and value); --watch prints every change.
+    Leader(leader::LeaderArgs),
     /// Show holders, hold counts, TTL, fair queue and fencing counter on every master.
     Status(status::StatusArgs),
     /// Delete a lock whoever holds it (needs --force) and wake its waiters.
@@ -105,6 +118,8 @@ fn main() -> ExitCode {
     runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => run::run(args).await,
+            Command::Elect(args) => elect::run(args).await,
+            Command::Leader(args) => leader::run(args).await,
             Command::Status(args) => status::run(args).await,
             Command::Unlock(args) => unlock::run(args).await,
             Command::Completions(_) | Command::Man => unreachable!("answered above"),
@@ -127,8 +142,8 @@ fn parse_failure(e: &clap::Error, argv: &[OsString]) -> ExitCode {
         _ => {}
     }
     let message = if missing_separator(e, argv) {
-        "run: missing `--` before the command (usage: redlatch run NAME [OPTIONS] -- CMD [ARGS]...)"
-            .to_string()
+        let sub = argv[1].to_string_lossy();
+        format!("{sub}: missing `--` before the command (usage: redlatch {sub} NAME [OPTIONS] -- CMD [ARGS]...)")
     } else {
         first_line(e)
     };
@@ -138,7 +153,7 @@ fn parse_failure(e: &clap::Error, argv: &[OsString]) -> ExitCode {
 /// `redlatch run NAME cmd` (no `--`): clap sees an unexpected positional argument or
 /// a missing CMD.
 fn missing_separator(e: &clap::Error, argv: &[OsString]) -> bool {
-    let is_run = argv.get(1).is_some_and(|a| a == "run");
+    let is_run = argv.get(1).is_some_and(|a| a == "run" || a == "elect");
     if !is_run || argv.iter().any(|a| a == "--") {
         return false;
     }

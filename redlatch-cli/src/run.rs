@@ -136,7 +136,7 @@ pub struct KindArgs {
 }
 
 /// How CMD's run under the lock ended.
-struct Ended {
+pub(crate) struct Ended {
     status: std::process::ExitStatus,
     /// Why the lock was lost while CMD ran, if it was, and the exit status that says so
     /// (76, or 77 when renewals were refused for lack of permission).
@@ -273,7 +273,7 @@ fn lost_message(reason: Option<redlatch::LostReason>) -> (String, u8) {
 }
 
 /// Waits for CMD to end, forwarding signals, and terminates it if the lock is lost.
-async fn supervise(
+pub(crate) async fn supervise(
     mut child: Child,
     guard: &Held,
     args: &RunArgs,
@@ -382,7 +382,7 @@ async fn sleep_until(at: Option<Instant>) {
 
 /// Releases the lock explicitly (a process exit would skip a background release) and
 /// decides the exit status.
-async fn release(guard: Held, ended: Ended, name: &str) -> u8 {
+pub(crate) async fn release(guard: Held, ended: Ended, name: &str) -> u8 {
     let code = child::status_code(ended.status);
     let result = tokio::time::timeout(RELEASE_TIMEOUT, guard.release()).await;
     if let Some((_, code)) = ended.lost {

@@ -310,7 +310,7 @@ impl Client {
         CountDownLatch::new(self.clone(), name.into())
     }
 
-    /// A leader election on `name` ([`Election`]: campaign, leader, observe; docs/election.md).
+    /// A leader election on `name` ([`Election`](crate::Election): campaign, leader, observe; docs/election.md).
     pub fn election(&self, name: impl Into<String>) -> crate::Election {
         crate::Election::new(self.clone(), name.into())
     }

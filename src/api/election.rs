@@ -112,7 +112,11 @@ impl Election {
         }
         if engine.masters.len() > 1 {
             return Err(Error::Unsupported {
-                what: format!("leader election {:?} over {} Redlock masters", self.name, engine.masters.len()),
+                what: format!(
+                    "leader election {:?} over {} Redlock masters",
+                    self.name,
+                    engine.masters.len()
+                ),
                 reason: "the leader record and its change log would be kept on independent \
                          masters with no order between them, so observers could see changes \
                          in different orders and a leader read from a minority; use one \
@@ -212,7 +216,9 @@ impl Election {
 
     /// Records the holder of `guard` as leader; `None` if it lost the lock first.
     async fn elected(&self, guard: LockGuard, value: &str) -> Result<Option<Leadership>> {
-        let term = guard.fencing_token().expect("a fenced lock's guard has a token");
+        let term = guard
+            .fencing_token()
+            .expect("a fenced lock's guard has a token");
         let engine = &self.client.engine;
         let recorded = engine_election::proclaim(
             &engine.masters[0],
@@ -318,7 +324,9 @@ fn leader_of(c: engine_election::Current) -> Leader {
 
 impl std::fmt::Debug for Election {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Election").field("name", &self.name).finish()
+        f.debug_struct("Election")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -478,7 +486,11 @@ impl Drop for Leadership {
             }
             drop(guard);
         };
-        self.election.client.engine.cleanups.spawn_on(resign, &runtime);
+        self.election
+            .client
+            .engine
+            .cleanups
+            .spawn_on(resign, &runtime);
     }
 }
 
