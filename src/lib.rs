@@ -20,6 +20,7 @@ pub use api::config::{redact_url, Config, Topology, ENV_VAR, MAX_LEASE, MIN_LEAS
 pub use api::config_sources::{ENV_MODE, ENV_SENTINEL_MASTER};
 pub use api::election::{Change, ChangeKind, Election, Leader, Leadership, Observer};
 pub use api::guard::LockGuard;
+pub use api::guarded::{Guarded, GuardedScript};
 pub use api::latch::CountDownLatch;
 pub use api::lock::{Kind, Lock, Owner};
 pub use api::multi::{MultiGuard, MultiLock};

@@ -1,6 +1,6 @@
 //! Leader election (issue 27.1) on a real server: one leader at a time across clients,
 //! terms that grow, observers that see every change once and in order, a stalled
-//! leader replaced within its lease, Redlock refused with its reason.
+//! leader replaced within its lease (its writes guarded by the leadership refused), Redlock refused with its reason.
 //! Cluster and Sentinel: tests/election_deployments.rs; processes and kill -9:
 //! redlatch-cli/tests/cli_elect.rs.
 
@@ -170,7 +170,9 @@ async fn a_stalled_leader_is_replaced_within_its_lease_and_its_term_is_older() {
                 .await
                 .is_ok();
             let proclaimed = leading.proclaim("A again").await;
-            (leading.term(), lost, proclaimed)
+            // A write guarded by the leadership is refused by Redis itself.
+            let wrote = leading.guard().guarded().set("{stall}:config", "A").await;
+            (leading.term(), lost, proclaimed, wrote)
         })
     });
     let (term_a, _) = tokio::task::spawn_blocking(move || elected_rx.recv().unwrap())
@@ -192,16 +194,25 @@ async fn a_stalled_leader_is_replaced_within_its_lease_and_its_term_is_older() {
     );
     assert!(leading_b.term() > term_a, "{} > {term_a}", leading_b.term());
     assert_eq!(election.leader().await.unwrap().unwrap().value, "B");
-    resume_tx.send(()).unwrap();
-    let (term, lost, proclaimed) = tokio::task::spawn_blocking(move || stalled.join().unwrap())
+    leading_b
+        .guard()
+        .guarded()
+        .set("{stall}:config", "B")
         .await
         .unwrap();
+    resume_tx.send(()).unwrap();
+    let (term, lost, proclaimed, wrote) =
+        tokio::task::spawn_blocking(move || stalled.join().unwrap())
+            .await
+            .unwrap();
     assert_eq!(term, term_a);
     assert!(lost, "the resumed leader must learn it lost");
     assert!(
         matches!(proclaimed, Err(Error::NotHeld { .. })),
         "{proclaimed:?}"
     );
+    assert!(matches!(wrote, Err(Error::NotHeld { .. })), "{wrote:?}");
+    assert_eq!(server.cmd::<String>(&["GET", "{stall}:config"]), "B");
     // B's record is untouched by A's attempt.
     let now = election.leader().await.unwrap().unwrap();
     assert_eq!((now.term, now.value.as_str()), (leading_b.term(), "B"));

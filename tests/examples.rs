@@ -232,6 +232,18 @@ fn election() {
 }
 
 #[test]
+fn guarded_write() {
+    run_single(
+        "guarded_write",
+        &[
+            "B: wrote with token",
+            "A: late write refused: the lock is not held",
+            "ledger owner is B",
+        ],
+    );
+}
+
+#[test]
 fn read_write_lock() {
     run_single(
         "read_write_lock",

@@ -9,6 +9,7 @@ mod config_serde;
 pub(crate) mod config_sources;
 pub(crate) mod election;
 pub(crate) mod guard;
+pub(crate) mod guarded;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;

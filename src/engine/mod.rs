@@ -17,6 +17,7 @@
 pub(crate) mod attempt;
 pub(crate) mod election;
 pub(crate) mod gate;
+pub(crate) mod guarded;
 pub(crate) mod holder;
 pub(crate) mod holds;
 pub(crate) mod master;
