@@ -25,6 +25,7 @@ pub use api::latch::CountDownLatch;
 pub use api::lock::{Kind, Lock, Owner};
 pub use api::multi::{MultiGuard, MultiLock};
 pub use api::permits::{Permit, PermitExpirableSemaphore};
+pub use api::revoke::ReleaseRequested;
 pub use api::rwlock::ReadWriteLock;
 pub use api::semaphore::Semaphore;
 pub use api::status::MasterStatus;

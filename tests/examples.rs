@@ -244,6 +244,18 @@ fn guarded_write() {
 }
 
 #[test]
+fn revoke() {
+    run_single(
+        "revoke",
+        &[
+            "operator: asked 1 holder(s)",
+            "worker: release requested, stopping after batch",
+            "operator: got the lock after the worker stopped",
+        ],
+    );
+}
+
+#[test]
 fn read_write_lock() {
     run_single(
         "read_write_lock",

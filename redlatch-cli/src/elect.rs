@@ -57,6 +57,12 @@ pub struct ElectArgs {
           env = "REDLATCH_WATCHDOG_TIMEOUT")]
     pub watchdog: Duration,
 
+    /// Signal sent to CMD when someone asks this leader to step down (`redlatch unlock
+    /// --ask` on the election's lock, `redlatch_election:{NAME}`); `none` to ignore.
+    #[arg(long, value_name = "SIG", default_value = "TERM",
+          value_parser = crate::revoke::parse_signal)]
+    pub revoke_signal: crate::revoke::RevokeSignal,
+
     #[command(flatten)]
     pub redis: RedisArgs,
 
@@ -94,6 +100,7 @@ fn as_run_args(args: ElectArgs) -> RunArgs {
         },
         kill_grace: args.kill_grace,
         watchdog: args.watchdog,
+        revoke_signal: args.revoke_signal,
         redis: args.redis,
         cmd: args.cmd,
     }

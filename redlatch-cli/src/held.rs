@@ -130,6 +130,15 @@ impl Held {
         }
     }
 
+    /// Cancelled when someone asks for the lock (`unlock --ask`); never for a permit.
+    pub fn revoke_requested(&self) -> CancellationToken {
+        match self {
+            Held::Lock(g) => g.revoke_requested(),
+            Held::Permit(_) => CancellationToken::new(),
+            Held::Leader(l) => l.guard().revoke_requested(),
+        }
+    }
+
     pub async fn release(self) -> redlatch::Result<()> {
         match self {
             Held::Lock(g) => g.unlock().await,

@@ -12,6 +12,7 @@ mod elect;
 mod held;
 mod leader;
 mod log;
+mod revoke;
 mod run;
 mod status;
 mod unlock;
@@ -37,6 +38,7 @@ Examples:
   redlatch leader scheduler --watch
   redlatch status nightly-backup --json
   redlatch unlock --force nightly-backup
+  redlatch unlock --ask nightly-backup            (ask its holder to finish and release)
 
 Masters: --redis URL (repeat for Redlock), else $REDLATCH_REDIS (comma-separated), else
 redis://127.0.0.1:6379. TLS: rediss:// URLs, --tls-ca FILE (else the webpki roots),
@@ -72,7 +74,8 @@ enum Command {
     /// lock is released once CMD has ended. If the lock is lost while CMD runs, CMD
     /// gets SIGTERM, then SIGKILL after --kill-grace, and redlatch exits 76. If
     /// redlatch itself is killed, CMD is killed too (Linux) and the lock frees when its
-    /// lease runs out.
+    /// lease runs out. A request to release the lock (`redlatch unlock --ask NAME`)
+    /// reaches CMD as --revoke-signal (default SIGTERM).
     #[command(override_usage = "redlatch run NAME [OPTIONS] -- CMD [ARGS]...")]
     Run(run::RunArgs),
     /// Run a command while this process leads an election (same rules as `run`).
@@ -86,7 +89,8 @@ enum Command {
     Leader(leader::LeaderArgs),
     /// Show holders, hold counts, TTL, fair queue and fencing counter on every master.
     Status(status::StatusArgs),
-    /// Delete a lock whoever holds it (needs --force) and wake its waiters.
+    /// Delete a lock whoever holds it (--force) and wake its waiters, or ask its holders
+    /// to release it (--ask).
     Unlock(unlock::UnlockArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),

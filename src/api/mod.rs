@@ -14,6 +14,7 @@ pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;
 pub(crate) mod permits;
+pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod status;

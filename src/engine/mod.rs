@@ -25,6 +25,7 @@ pub(crate) mod offers;
 pub(crate) mod permits;
 pub(crate) mod quorum;
 pub(crate) mod release;
+pub(crate) mod revoke;
 pub(crate) mod rw;
 pub(crate) mod scripts;
 pub(crate) mod signal;
