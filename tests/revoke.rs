@@ -155,3 +155,23 @@ async fn on_a_cluster_the_request_travels_by_sharded_pubsub() {
     assert!(fired(&revoke, Duration::from_secs(10)).await);
     guard.unlock().await.unwrap();
 }
+
+#[tokio::test]
+async fn under_redlock_the_request_reaches_every_master_and_the_holder() {
+    let servers = common::start_many(3);
+    let config = common::redlock::config(&servers);
+    let (holder, asker) = (
+        Client::connect(config.clone()).await.unwrap(),
+        Client::connect(config).await.unwrap(),
+    );
+    let guard = holder.lock("rl-job").lock().await.unwrap();
+    let revoke = guard.revoke_requested();
+    let asked = asker.lock("rl-job").request_release().await.unwrap();
+    assert_eq!(asked.holders, [guard.holder().to_string()]);
+    assert!(fired(&revoke, Duration::from_secs(10)).await);
+    for s in &servers {
+        let marked: i64 = s.cmd(&["HEXISTS", "redlatch_revoke:{rl-job}", guard.holder()]);
+        assert_eq!(marked, 1);
+    }
+    guard.unlock().await.unwrap();
+}

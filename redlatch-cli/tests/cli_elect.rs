@@ -152,6 +152,12 @@ fn a_leader_killed_with_sigkill_is_replaced_within_its_lease() {
         text.contains(&format!("election \"svc\": leader \"a\", term {term_a}")),
         "{text}"
     );
+    let mut json_args = vec!["status".to_string(), "svc".into(), "--json".into()];
+    json_args.extend(redis_args(&[&server]));
+    let json = output(&json_args, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["election"]["term"], term_a);
+    assert_eq!(doc["election"]["value"], "a");
 
     let b = Bg::start(
         &elect_args(

@@ -543,6 +543,35 @@ impl Observer {
     }
 }
 
+impl Observer {
+    /// The changes as a [`Stream`](futures_util::Stream) (each [`next`](Self::next) in
+    /// turn), for `StreamExt` combinators; it ends after the first error.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use futures_util::StreamExt;
+    /// use redlatch::{ChangeKind, Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("scheduler");
+    /// let changes = election.observe().await?.into_stream();
+    /// election.campaign("a").await?.resign().await?;
+    /// let kinds: Vec<ChangeKind> = changes.take(2).map(|c| c.unwrap().kind).collect().await;
+    /// assert_eq!(kinds, [ChangeKind::Elected, ChangeKind::Resigned]);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn into_stream(self) -> impl futures_util::Stream<Item = Result<Change>> + Send {
+        futures_util::stream::unfold(Some(self), |observer| async move {
+            let mut observer = observer?;
+            match observer.next().await {
+                Ok(change) => Some((Ok(change), Some(observer))),
+                Err(e) => Some((Err(e), None)),
+            }
+        })
+    }
+}
+
 impl std::fmt::Debug for Observer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Observer")
