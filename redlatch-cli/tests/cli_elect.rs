@@ -278,3 +278,22 @@ fn not_elected_within_wait_exits_75_and_redlock_is_refused_with_78() {
     let out = output(&args, 78);
     assert!(String::from_utf8_lossy(&out.stderr).contains("independent masters"));
 }
+
+#[test]
+fn sigterm_to_elect_is_forwarded_to_cmd_and_the_leader_resigns_after_it_ends() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    let script = format!(
+        "trap 'echo forwarded > \"$D/marker\"; exit 0' TERM; touch \"$D/started\"; {}",
+        until_file("stop", 60)
+    );
+    let bg = Bg::start(&elect_args("sig", "a", &server, &[], &script), &dir, "a");
+    assert!(eventually(Duration::from_secs(20), || dir
+        .file("started")
+        .exists()));
+    bg.signal(libc::SIGTERM);
+    let ended = bg.wait(Duration::from_secs(20));
+    assert_eq!(ended.code(), Some(0), "{}", ended.stderr);
+    assert_eq!(read(&dir.file("marker")).trim(), "forwarded");
+    assert_eq!(current(&server, "sig"), None, "not resigned");
+}
