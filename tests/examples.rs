@@ -220,6 +220,42 @@ fn fenced_lock() {
 }
 
 #[test]
+fn election() {
+    run_single(
+        "election",
+        &[
+            "alpha: leading in term",
+            "observer: 3 leaders, terms growing",
+            "leader now: None",
+        ],
+    );
+}
+
+#[test]
+fn guarded_write() {
+    run_single(
+        "guarded_write",
+        &[
+            "B: wrote with token",
+            "A: late write refused: the lock is not held",
+            "ledger owner is B",
+        ],
+    );
+}
+
+#[test]
+fn revoke() {
+    run_single(
+        "revoke",
+        &[
+            "operator: asked 1 holder(s)",
+            "worker: release requested, stopping after batch",
+            "operator: got the lock after the worker stopped",
+        ],
+    );
+}
+
+#[test]
 fn read_write_lock() {
     run_single(
         "read_write_lock",

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use redlatch::{Client, Lock, LockGuard, Permit, PermitExpirableSemaphore};
+use redlatch::{Client, Leadership, Lock, LockGuard, Permit, PermitExpirableSemaphore};
 use tokio_util::sync::CancellationToken;
 
 /// What `run` asks for.
@@ -74,6 +74,8 @@ impl Wanted {
 pub enum Held {
     Lock(LockGuard),
     Permit(Permit),
+    /// `redlatch elect`: the leadership of an election (its lock's guard).
+    Leader(Leadership),
 }
 
 impl Held {
@@ -82,6 +84,7 @@ impl Held {
         match self {
             Held::Lock(g) => g.holder(),
             Held::Permit(p) => p.id(),
+            Held::Leader(l) => l.holder(),
         }
     }
 
@@ -89,6 +92,7 @@ impl Held {
         match self {
             Held::Lock(g) => g.fencing_token(),
             Held::Permit(_) => None,
+            Held::Leader(l) => Some(l.term()),
         }
     }
 
@@ -96,6 +100,7 @@ impl Held {
         match self {
             Held::Lock(g) => g.lost(),
             Held::Permit(p) => p.lost(),
+            Held::Leader(l) => l.lost(),
         }
     }
 
@@ -104,6 +109,7 @@ impl Held {
         match self {
             Held::Lock(g) => g.lost_reason(),
             Held::Permit(p) => p.lost_reason(),
+            Held::Leader(l) => l.lost_reason(),
         }
     }
 
@@ -112,6 +118,7 @@ impl Held {
         match self {
             Held::Lock(g) => g.at_risk(),
             Held::Permit(p) => p.at_risk(),
+            Held::Leader(l) => l.at_risk(),
         }
     }
 
@@ -119,6 +126,16 @@ impl Held {
         match self {
             Held::Lock(g) => g.validity(),
             Held::Permit(p) => p.validity(),
+            Held::Leader(l) => l.guard().validity(),
+        }
+    }
+
+    /// Cancelled when someone asks for the lock (`unlock --ask`); never for a permit.
+    pub fn revoke_requested(&self) -> CancellationToken {
+        match self {
+            Held::Lock(g) => g.revoke_requested(),
+            Held::Permit(_) => CancellationToken::new(),
+            Held::Leader(l) => l.guard().revoke_requested(),
         }
     }
 
@@ -126,6 +143,7 @@ impl Held {
         match self {
             Held::Lock(g) => g.unlock().await,
             Held::Permit(p) => p.release().await,
+            Held::Leader(l) => l.resign().await,
         }
     }
 }

@@ -8,9 +8,12 @@
 
 mod child;
 mod completions;
+mod elect;
 mod held;
 mod latch;
+mod leader;
 mod log;
+mod revoke;
 mod run;
 mod status;
 mod unlock;
@@ -32,9 +35,12 @@ Examples:
   redlatch run orders:42 --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 -- make deploy
   redlatch run --read catalog -- ./export.sh      (many readers; --write excludes them)
   redlatch run --permits 4 gpu -- ./train.sh      (at most 4 at once across machines)
+  redlatch elect scheduler --value $(hostname) -- ./scheduler   (one leader at a time)
+  redlatch leader scheduler --watch
   redlatch status nightly-backup --json
   redlatch unlock --force nightly-backup
   redlatch latch set jobs-done 3 -E 0; redlatch latch wait jobs-done   (a barrier)
+  redlatch unlock --ask nightly-backup            (ask its holder to finish and release)
 
 Masters: --redis URL (repeat for Redlock), else $REDLATCH_REDIS (comma-separated), else
 redis://127.0.0.1:6379. TLS: rediss:// URLs, --tls-ca FILE (else the webpki roots),
@@ -70,12 +76,23 @@ enum Command {
     /// lock is released once CMD has ended. If the lock is lost while CMD runs, CMD
     /// gets SIGTERM, then SIGKILL after --kill-grace, and redlatch exits 76. If
     /// redlatch itself is killed, CMD is killed too (Linux) and the lock frees when its
-    /// lease runs out.
+    /// lease runs out. A request to release the lock (`redlatch unlock --ask NAME`)
+    /// reaches CMD as --revoke-signal (default SIGTERM).
     #[command(override_usage = "redlatch run NAME [OPTIONS] -- CMD [ARGS]...")]
     Run(run::RunArgs),
+    /// Run a command while this process leads an election (same rules as `run`).
+    ///
+    /// Campaigns in election NAME (waiting, without polling, until the current leader
+    /// resigns or its lease runs out), runs CMD while leading, resigns when CMD ends and
+    /// exits with CMD's status. Signals, a lost leadership and exit codes as `run`.
+    #[command(override_usage = "redlatch elect NAME [--value V] [OPTIONS] -- CMD [ARGS]...")]
+    Elect(elect::ElectArgs),
+    /// Print an election's leader (term and value); --watch prints every change.
+    Leader(leader::LeaderArgs),
     /// Show holders, hold counts, TTL, fair queue and fencing counter on every master.
     Status(status::StatusArgs),
-    /// Delete a lock whoever holds it (needs --force) and wake its waiters.
+    /// Delete a lock whoever holds it (--force) and wake its waiters, or ask its holders
+    /// to release it (--ask).
     Unlock(unlock::UnlockArgs),
     /// A count-down latch (Redisson RCountDownLatch): a barrier across machines.
     ///
@@ -114,6 +131,8 @@ fn main() -> ExitCode {
     runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => run::run(args).await,
+            Command::Elect(args) => elect::run(args).await,
+            Command::Leader(args) => leader::run(args).await,
             Command::Status(args) => status::run(args).await,
             Command::Unlock(args) => unlock::run(args).await,
             Command::Latch(args) => latch::run(args).await,
@@ -137,8 +156,8 @@ fn parse_failure(e: &clap::Error, argv: &[OsString]) -> ExitCode {
         _ => {}
     }
     let message = if missing_separator(e, argv) {
-        "run: missing `--` before the command (usage: redlatch run NAME [OPTIONS] -- CMD [ARGS]...)"
-            .to_string()
+        let sub = argv[1].to_string_lossy();
+        format!("{sub}: missing `--` before the command (usage: redlatch {sub} NAME [OPTIONS] -- CMD [ARGS]...)")
     } else {
         first_line(e)
     };
@@ -148,7 +167,7 @@ fn parse_failure(e: &clap::Error, argv: &[OsString]) -> ExitCode {
 /// `redlatch run NAME cmd` (no `--`): clap sees an unexpected positional argument or
 /// a missing CMD.
 fn missing_separator(e: &clap::Error, argv: &[OsString]) -> bool {
-    let is_run = argv.get(1).is_some_and(|a| a == "run");
+    let is_run = argv.get(1).is_some_and(|a| a == "run" || a == "elect");
     if !is_run || argv.iter().any(|a| a == "--") {
         return false;
     }

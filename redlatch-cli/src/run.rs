@@ -76,6 +76,13 @@ pub struct RunArgs {
           env = "REDLATCH_WATCHDOG_TIMEOUT")]
     pub watchdog: Duration,
 
+    /// Signal sent to CMD when someone asks for the lock (`redlatch unlock --ask
+    /// NAME`, `Lock::request_release`): a name (TERM, INT, USR1...), a number, or
+    /// `none` to ignore requests. The lock is released when CMD ends, as always.
+    #[arg(long, value_name = "SIG", default_value = "TERM",
+          value_parser = crate::revoke::parse_signal)]
+    pub revoke_signal: crate::revoke::RevokeSignal,
+
     #[command(flatten)]
     pub redis: RedisArgs,
 
@@ -136,7 +143,7 @@ pub struct KindArgs {
 }
 
 /// How CMD's run under the lock ended.
-struct Ended {
+pub(crate) struct Ended {
     status: std::process::ExitStatus,
     /// Why the lock was lost while CMD ran, if it was, and the exit status that says so
     /// (76, or 77 when renewals were refused for lack of permission).
@@ -250,6 +257,8 @@ enum Event {
     Lost(String, u8, Option<Instant>),
     /// Renewals started or stopped failing on a majority (`Some(end of validity)`).
     Risk(Option<Instant>),
+    /// Someone asked for the lock (`unlock --ask`): CMD gets --revoke-signal.
+    Revoke,
 }
 
 /// The next change of the at-risk state; pending forever once the guard is gone.
@@ -273,7 +282,7 @@ fn lost_message(reason: Option<redlatch::LostReason>) -> (String, u8) {
 }
 
 /// Waits for CMD to end, forwarding signals, and terminates it if the lock is lost.
-async fn supervise(
+pub(crate) async fn supervise(
     mut child: Child,
     guard: &Held,
     args: &RunArgs,
@@ -288,6 +297,12 @@ async fn supervise(
     // ends and killed when it ends, unless a renewal succeeds first.
     let mut risk = guard.at_risk();
     let mut risk_end: Option<Instant> = None;
+    // Listening for release requests only when they are forwarded (revoke.rs).
+    let revoke = match args.revoke_signal.0 {
+        Some(_) => guard.revoke_requested(),
+        None => tokio_util::sync::CancellationToken::new(),
+    };
+    let mut revoked = false;
     loop {
         let term_at = risk_end.map(|end| end.checked_sub(args.kill_grace).unwrap_or(end));
         let event = tokio::select! {
@@ -303,6 +318,7 @@ async fn supervise(
                 human(args.lease.unwrap_or_default())
             ), exit::LOST, None),
             end = risk_changed(&mut risk), if lost.is_none() => Event::Risk(end),
+            _ = revoke.cancelled(), if !revoked => Event::Revoke,
             _ = sleep_until(term_at), if lost.is_none() => Event::Lost(
                 "renewals failed on a majority and its validity is about to end".into(),
                 exit::LOST,
@@ -333,6 +349,16 @@ async fn supervise(
                 return Err(Failure::new(exit::INTERNAL, why));
             }
             Event::Signal(sig) => child::send(&child, sig),
+            Event::Revoke => {
+                revoked = true;
+                if let Some(sig) = args.revoke_signal.0 {
+                    eprintln!(
+                        "redlatch: release of lock {:?} requested; sending {sig} to CMD",
+                        args.name
+                    );
+                    child::send(&child, sig);
+                }
+            }
             Event::GraceOver => {
                 eprintln!(
                     "redlatch: CMD still running {} after SIGTERM; sending SIGKILL",
@@ -382,7 +408,7 @@ async fn sleep_until(at: Option<Instant>) {
 
 /// Releases the lock explicitly (a process exit would skip a background release) and
 /// decides the exit status.
-async fn release(guard: Held, ended: Ended, name: &str) -> u8 {
+pub(crate) async fn release(guard: Held, ended: Ended, name: &str) -> u8 {
     let code = child::status_code(ended.status);
     let result = tokio::time::timeout(RELEASE_TIMEOUT, guard.release()).await;
     if let Some((_, code)) = ended.lost {

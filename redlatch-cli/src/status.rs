@@ -31,7 +31,9 @@ serde serializes it, plus deadline_in_ms in the queue):
                    \"permits\": [ { \"holder\": \"permit id\", \"deadline_ms\": ... } ],
                    \"writers_waiting\": [ { \"holder\": \"uuid:n:write\", \"deadline_ms\": ... } ],
                    \"replicas\": { \"connected\": 2, \"eligible\": 1,  // of the primary serving NAME
-                                  \"waited\": 1 | null } | null } ] }  // null: --sync-replicas off
+                                  \"waited\": 1 | null } | null } ],  // null: --sync-replicas off
+    \"election\": null | { \"term\": 7, \"value\": \"V\", \"holder\": \"uuid:n\",
+                          \"lease_left_ms\": 29000 | null } }  // the leader of election NAME
 NAME may be a lock, a read-write lock, a semaphore (its counter and, for an expirable one,
 its permits) or a count-down latch.
 Exit status: 0 when a majority of masters answered, 69 otherwise, 65 if NAME is none of these.";
@@ -61,10 +63,14 @@ pub async fn run(args: StatusArgs) -> ExitCode {
 async fn execute(args: &StatusArgs) -> Result<(), Failure> {
     let client = conn::connect(args.redis.config()?).await?;
     let masters = read(&client, &args.name, args.fair).await?;
+    let leader = crate::leader::of_status(&client, &args.name).await;
     if args.json {
-        out(&format!("{}\n", to_json(&args.name, &client, &masters)?));
+        let mut doc = to_json(&args.name, &client, &masters)?;
+        doc["election"] = crate::leader::json(leader.as_ref());
+        out(&format!("{doc}\n"));
     } else {
         out(&table(&args.name, &client, &masters, args.fair));
+        out(&crate::leader::line(&args.name, leader.as_ref()));
     }
     check_type(&args.name, &masters)?;
     check_quorum(&client, &masters)

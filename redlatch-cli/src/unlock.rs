@@ -8,22 +8,31 @@ use crate::conn::{self, RedisArgs};
 use crate::exit::{self, Failure};
 use crate::status;
 
-const WHY_FORCE: &str = "refusing to unlock without --force: this deletes the lock \
+const WHY_FORCE: &str = "refusing to unlock without --force (or --ask to ask the holder \
+to release it): this deletes the lock \
 whoever holds it, and its holder keeps running until its watchdog notices (up to a third \
 of its watchdog timeout) or, with a fixed lease, not at all. To release your own lock, \
 let `redlatch run` end";
 
 #[derive(Args, Debug)]
 #[command(after_help = "Prints the lock's state before, then what was removed. \
-Exit status: 0 (also when there was nothing to remove), 64 without --force, \
-65 if NAME is not a lock, 69 if no majority of masters answered.")]
+Exit status: 0 (also when there was nothing to remove), 64 without --force or --ask, \
+65 if NAME is not a lock, 69 if no majority of masters answered. With --ask: 0 when a \
+listening holder was told, 1 when the lock is free or no holder listens.")]
 pub struct UnlockArgs {
     /// Lock name.
     pub name: String,
 
-    /// Required: delete the lock on every master whoever holds it.
+    /// Delete the lock on every master whoever holds it.
     #[arg(long)]
     pub force: bool,
+
+    /// Instead of deleting it, ask its holders to release it (cooperative revocation):
+    /// a redlatch holder listening for requests (`redlatch run` forwards it to CMD as
+    /// --revoke-signal) finishes and releases. Exit 0 when a listening holder was told,
+    /// 1 when the lock is free or nobody listens (Redisson holders never do).
+    #[arg(long, conflicts_with = "force")]
+    pub ask: bool,
 
     /// The lock is a fair lock: wake the head of its queue. Implied when a master
     /// shows a non-empty queue.
@@ -35,7 +44,25 @@ pub struct UnlockArgs {
 }
 
 pub async fn run(args: UnlockArgs) -> ExitCode {
+    if args.ask {
+        return match ask(&args).await {
+            Ok(code) => ExitCode::from(code),
+            Err(failure) => failure.report(),
+        };
+    }
     exit::finish(execute(&args).await)
+}
+
+async fn ask(args: &UnlockArgs) -> Result<u8, Failure> {
+    let client = conn::connect(args.redis.config()?).await?;
+    let lock = if args.fair {
+        client.fair_lock(args.name.clone())
+    } else {
+        client.lock(args.name.clone())
+    };
+    let code = crate::revoke::ask(&lock).await;
+    client.close(std::time::Duration::from_secs(5)).await;
+    code
 }
 
 async fn execute(args: &UnlockArgs) -> Result<(), Failure> {

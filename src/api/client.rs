@@ -310,6 +310,11 @@ impl Client {
         CountDownLatch::new(self.clone(), name.into())
     }
 
+    /// A leader election on `name` ([`Election`](crate::Election): campaign, leader, observe; docs/election.md).
+    pub fn election(&self, name: impl Into<String>) -> crate::Election {
+        crate::Election::new(self.clone(), name.into())
+    }
+
     /// This client's UUID: the first half of every holder id it uses.
     ///
     /// # Examples

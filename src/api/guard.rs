@@ -22,7 +22,7 @@ use crate::telemetry;
 /// with. While it lives and no explicit lease was given, the watchdog keeps the lease.
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
-    engine: Arc<Engine>,
+    pub(crate) engine: Arc<Engine>,
     hold: Arc<Hold>,
     lease_ms: u64,
     watchdog: bool,

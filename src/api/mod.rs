@@ -7,12 +7,15 @@ pub(crate) mod config;
 #[cfg(feature = "serde")]
 mod config_serde;
 pub(crate) mod config_sources;
+pub(crate) mod election;
 pub(crate) mod guard;
+pub(crate) mod guarded;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;
 pub(crate) mod permits;
 pub(crate) mod permits_many;
+pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_permit;

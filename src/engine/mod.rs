@@ -15,7 +15,9 @@
 //! * [`tickets`]: waits that a release in another client may hand the lock to.
 
 pub(crate) mod attempt;
+pub(crate) mod election;
 pub(crate) mod gate;
+pub(crate) mod guarded;
 pub(crate) mod holder;
 pub(crate) mod holds;
 pub(crate) mod master;
@@ -23,6 +25,7 @@ pub(crate) mod offers;
 pub(crate) mod permits;
 pub(crate) mod quorum;
 pub(crate) mod release;
+pub(crate) mod revoke;
 pub(crate) mod rw;
 pub(crate) mod scripts;
 pub(crate) mod signal;

@@ -1,0 +1,581 @@
+//! Leader election ([`Election`], [`Leadership`], [`Observer`]) on top of the fenced
+//! lock: the lock's holder leads, its fencing token is the term (docs/election.md).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::api::client::Client;
+use crate::api::guard::LockGuard;
+use crate::api::lock::Lock;
+use crate::engine::election::{self as engine_election, Event, Watch};
+use crate::engine::Kind;
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::lost::LostReason;
+
+/// A leader election on one name: at most one [`Leadership`] at a time across all
+/// processes that campaign on it, each with a **term** greater than every earlier
+/// leader's. Made by [`Client::election`]; cheap to clone.
+///
+/// The election is the fenced lock `redlatch_election:{name}` (kept by the watchdog
+/// while a leadership lives) with a leader record and a change log beside it, in the
+/// same hash slot: it works on a single server, Sentinel and Redis Cluster. Under
+/// Redlock (several independent masters) the calls fail with [`Error::Unsupported`].
+///
+/// # Examples
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+/// # fn main() { doc_redis::run(|url| async move {
+/// use redlatch::{Client, Config};
+/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+/// let election = client.election("scheduler");
+/// let leading = election.campaign("host-a:8080").await?; // waits until it leads
+/// let now = election.leader().await?.expect("someone leads");
+/// assert_eq!((now.value.as_str(), now.term), ("host-a:8080", leading.term()));
+/// leading.resign().await?;
+/// assert!(election.leader().await?.is_none());
+/// # Ok(()) }) }
+/// ```
+#[derive(Clone)]
+pub struct Election {
+    client: Client,
+    name: Arc<str>,
+}
+
+/// The leader of an election as [`Election::leader`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Leader {
+    /// Its term: the fencing token it was elected with.
+    pub term: u64,
+    /// The value it advertises (its address, say).
+    pub value: String,
+    /// Its holder id (`"{client_uuid}:{n}"`).
+    pub holder: String,
+    /// How long its lease still runs unless renewed (`None`: no expiry).
+    pub lease_left: Option<Duration>,
+}
+
+/// What happened in an election, as an [`Observer`] sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// A new leader was elected (a new term).
+    Elected,
+    /// The leader advertises a new value ([`Leadership::proclaim`]), same term.
+    Proclaimed,
+    /// The leader stepped down ([`Leadership::resign`], or its leadership was dropped).
+    Resigned,
+}
+
+/// One change of an election: seen once by each [`Observer`], in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Change {
+    /// What happened.
+    pub kind: ChangeKind,
+    /// The term it happened in.
+    pub term: u64,
+    /// The leader's value (for `Resigned`, the value it had).
+    pub value: String,
+    /// The change's id in the election's log (a Redis stream id): ids grow.
+    pub id: String,
+}
+
+impl Election {
+    pub(crate) fn new(client: Client, name: String) -> Self {
+        Election {
+            client,
+            name: name.into(),
+        }
+    }
+
+    /// The election's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name of the fenced lock whose holder leads: `redlatch_election:{name}`
+    /// (`redlatch_election:name` when the name has a hash tag already). `redlatch
+    /// status` on it shows the holder and its lease.
+    pub fn lock_name(&self) -> String {
+        engine_election::lock_name(&self.name)
+    }
+
+    fn check(&self) -> Result<()> {
+        keys::validate(&self.name)?;
+        let engine = &self.client.engine;
+        if engine.settings.cluster {
+            keys::validate_cluster(&self.name)?;
+        }
+        if engine.masters.len() > 1 {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "leader election {:?} over {} Redlock masters",
+                    self.name,
+                    engine.masters.len()
+                ),
+                reason: "the leader record and its change log would be kept on independent \
+                         masters with no order between them, so observers could see changes \
+                         in different orders and a leader read from a minority; use one \
+                         deployment (a server, Sentinel or Redis Cluster)"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> Lock {
+        Lock::new(self.client.clone(), self.lock_name(), Kind::Fenced)
+    }
+
+    /// Waits (with pub/sub, no polling) until this caller leads, then records `value`
+    /// as the leader's and returns the [`Leadership`]. Its term is greater than every
+    /// earlier leader's. The leadership is kept by the watchdog until it is resigned or
+    /// dropped, or lost ([`Leadership::lost`]).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] under Redlock; the lock's errors (an unreachable master,
+    /// [`Error::InvalidName`], ...).
+    ///
+    /// # Cancel safety
+    /// As [`Lock::lock`]: a campaign dropped while waiting leaves nothing behind.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("scheduler");
+    /// let first = election.campaign("a").await?;
+    /// // A second campaign waits until the first leader steps down.
+    /// let second = tokio::spawn({
+    ///     let election = election.clone();
+    ///     async move { election.campaign("b").await }
+    /// });
+    /// tokio::time::sleep(Duration::from_millis(50)).await;
+    /// assert!(!second.is_finished());
+    /// let t1 = first.term();
+    /// first.resign().await?;
+    /// let second = second.await.unwrap()?;
+    /// assert!(second.term() > t1);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn campaign(&self, value: impl Into<String>) -> Result<Leadership> {
+        self.check()?;
+        let value = value.into();
+        loop {
+            let guard = self.lock().lock().await?;
+            if let Some(l) = self.elected(guard, &value).await? {
+                return Ok(l);
+            }
+        }
+    }
+
+    /// As [`campaign`](Self::campaign), but gives up after `wait`: `Ok(None)` if another
+    /// still leads then (`Duration::ZERO`: try once).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("scheduler");
+    /// let leading = election.try_campaign("a", Duration::ZERO).await?.expect("nobody led");
+    /// assert!(election.try_campaign("b", Duration::from_millis(100)).await?.is_none());
+    /// leading.resign().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn try_campaign(
+        &self,
+        value: impl Into<String>,
+        wait: Duration,
+    ) -> Result<Option<Leadership>> {
+        self.check()?;
+        let value = value.into();
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Some(guard) = self.lock().try_lock(left).await? else {
+                return Ok(None);
+            };
+            if let Some(l) = self.elected(guard, &value).await? {
+                return Ok(Some(l));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Records the holder of `guard` as leader; `None` if it lost the lock first.
+    async fn elected(&self, guard: LockGuard, value: &str) -> Result<Option<Leadership>> {
+        let term = guard
+            .fencing_token()
+            .expect("a fenced lock's guard has a token");
+        let engine = &self.client.engine;
+        let recorded = engine_election::proclaim(
+            &engine.masters[0],
+            &self.name,
+            guard.holder(),
+            term,
+            value,
+            Event::Elected,
+        )
+        .await;
+        match recorded {
+            Ok(true) => Ok(Some(Leadership {
+                election: self.clone(),
+                guard: Some(guard),
+                term,
+                value: value.to_string(),
+            })),
+            // Lost between the grant and the record (a lease that ran out): campaign on.
+            Ok(false) => Ok(None),
+            Err(e) => {
+                let _ = guard.unlock().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The current leader, or `None` when nobody leads (nobody campaigned, the leader
+    /// resigned, or its lease ran out: a crashed leader stops being reported when its
+    /// lease ends).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("scheduler");
+    /// assert!(election.leader().await?.is_none());
+    /// let mut leading = election.campaign("a").await?;
+    /// leading.proclaim("a, now on port 9090").await?;
+    /// let leader = election.leader().await?.unwrap();
+    /// assert_eq!(leader.value, "a, now on port 9090");
+    /// assert_eq!(leader.holder, leading.holder());
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn leader(&self) -> Result<Option<Leader>> {
+        self.check()?;
+        let engine = &self.client.engine;
+        let snap = engine_election::read(&engine.masters[0], &self.name, None).await?;
+        Ok(snap.leader.map(leader_of))
+    }
+
+    /// Watches the election: the [`Observer`] returns every change made after this call
+    /// returns, each once and in order (see [`Observer::next`]), and
+    /// [`Observer::leader`] tells who led when it started. It waits for changes with
+    /// pub/sub, without polling.
+    ///
+    /// A leader whose lease runs out (its process died) logs nothing: the next
+    /// leader's [`ChangeKind::Elected`] follows, with a greater term.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{ChangeKind, Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("scheduler");
+    /// let mut observer = election.observe().await?;
+    /// assert!(observer.leader().is_none());
+    /// let mut leading = election.campaign("a").await?;
+    /// leading.proclaim("b").await?;
+    /// let term = leading.term();
+    /// leading.resign().await?;
+    /// let seen: Vec<_> = [
+    ///     observer.next().await?, observer.next().await?, observer.next().await?,
+    /// ].into_iter().map(|c| (c.kind, c.term, c.value)).collect();
+    /// assert_eq!(seen, [
+    ///     (ChangeKind::Elected, term, "a".to_string()),
+    ///     (ChangeKind::Proclaimed, term, "b".to_string()),
+    ///     (ChangeKind::Resigned, term, "b".to_string()),
+    /// ]);
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn observe(&self) -> Result<Observer> {
+        self.check()?;
+        let (watch, leader) = Watch::start(&self.client.engine, &self.name).await?;
+        Ok(Observer {
+            election: self.clone(),
+            watch,
+            leader: leader.map(leader_of),
+        })
+    }
+}
+
+fn leader_of(c: engine_election::Current) -> Leader {
+    Leader {
+        term: c.term,
+        value: c.value,
+        holder: c.holder,
+        lease_left: u64::try_from(c.pttl_ms).ok().map(Duration::from_millis),
+    }
+}
+
+impl std::fmt::Debug for Election {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Election")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// This process leads an election, in one term. Dropping it resigns (in the
+/// background); [`resign`](Self::resign) does it now and reports errors.
+///
+/// The term is a fencing token: pass it with every write the leader makes, and let the
+/// storage refuse terms older than the newest it saw, so a leader that was paused
+/// past its lease (and replaced) cannot overwrite its successor's work. Data in the
+/// same Redis can be guarded without that: see [`guard`](Self::guard).
+#[must_use = "dropping the leadership resigns at once"]
+pub struct Leadership {
+    election: Election,
+    guard: Option<LockGuard>,
+    term: u64,
+    value: String,
+}
+
+impl Leadership {
+    fn guard_ref(&self) -> &LockGuard {
+        self.guard.as_ref().expect("present until resigned")
+    }
+
+    /// The term: the fencing token of this leader's lock, greater than every earlier
+    /// leader's term of this election.
+    pub fn term(&self) -> u64 {
+        self.term
+    }
+
+    /// The value this leader advertises now.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// The election's name.
+    pub fn name(&self) -> &str {
+        &self.election.name
+    }
+
+    /// The holder id this leader's lock is held with.
+    pub fn holder(&self) -> &str {
+        self.guard_ref().holder()
+    }
+
+    /// The guard of the election's lock: for writes guarded by the leadership, and for
+    /// [`LockGuard::valid_until`].
+    pub fn guard(&self) -> &LockGuard {
+        self.guard_ref()
+    }
+
+    /// Cancelled when the leadership is known lost (the lock's
+    /// [`lost`](LockGuard::lost)): stop acting as leader.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("scheduler");
+    /// let leading = election.campaign("a").await?;
+    /// client.lock(election.lock_name()).force_unlock().await?; // an operator steps in
+    /// leading.lost().cancelled().await;
+    /// assert!(leading.lost_reason().is_some());
+    /// # Ok(()) }) }
+    /// ```
+    pub fn lost(&self) -> CancellationToken {
+        self.guard_ref().lost()
+    }
+
+    /// Why the leadership was lost, once [`lost`](Self::lost) fired.
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        self.guard_ref().lost_reason()
+    }
+
+    /// `Some(end)` while the lock's renewals fail on a majority
+    /// ([`LockGuard::at_risk`]): stop leading before `end`.
+    pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<Instant>> {
+        self.guard_ref().at_risk()
+    }
+
+    /// Advertises a new value, in the same term (no new election); observers see a
+    /// [`ChangeKind::Proclaimed`].
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] when this process no longer leads (its lease ran out or the
+    /// lock was broken); a master's error.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("scheduler");
+    /// let mut leading = election.campaign("10.0.0.1:80").await?;
+    /// leading.proclaim("10.0.0.1:81").await?;
+    /// assert_eq!(leading.value(), "10.0.0.1:81");
+    /// assert_eq!(election.leader().await?.unwrap().term, leading.term()); // same term
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn proclaim(&mut self, value: impl Into<String>) -> Result<()> {
+        let value = value.into();
+        let guard = self.guard_ref();
+        let engine = &self.election.client.engine;
+        let done = engine_election::proclaim(
+            &engine.masters[0],
+            &self.election.name,
+            guard.holder(),
+            self.term,
+            &value,
+            Event::Proclaimed,
+        )
+        .await?;
+        if !done {
+            return Err(Error::NotHeld {
+                name: self.election.lock_name(),
+                holder: guard.holder().to_string(),
+            });
+        }
+        self.value = value;
+        Ok(())
+    }
+
+    /// Steps down: the record goes, observers see [`ChangeKind::Resigned`], the lock is
+    /// released and the next campaigner is elected.
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] when the leadership was lost before; a master's error.
+    pub async fn resign(mut self) -> Result<()> {
+        let guard = self.guard.take().expect("present until resigned");
+        let engine = self.election.client.engine.clone();
+        let name = self.election.name.clone();
+        let resigned =
+            engine_election::resign(&engine.masters[0], &name, guard.holder(), self.term).await;
+        let released = guard.unlock().await;
+        resigned?;
+        released
+    }
+}
+
+impl Drop for Leadership {
+    fn drop(&mut self) {
+        let Some(guard) = self.guard.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return; // the guard's own drop releases the lock
+        };
+        let engine = self.election.client.engine.clone();
+        let (name, term) = (self.election.name.clone(), self.term);
+        let resign = async move {
+            let holder = guard.holder().to_string();
+            let master = &engine.masters[0];
+            if let Err(e) = engine_election::resign(master, &name, &holder, term).await {
+                tracing::debug!(election = %name, error = %e, "resigning on drop failed");
+            }
+            drop(guard);
+        };
+        self.election
+            .client
+            .engine
+            .cleanups
+            .spawn_on(resign, &runtime);
+    }
+}
+
+impl std::fmt::Debug for Leadership {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leadership")
+            .field("name", &self.election.name)
+            .field("term", &self.term)
+            .field("value", &self.value)
+            .finish()
+    }
+}
+
+/// Watches an election ([`Election::observe`]): each change once, in order.
+pub struct Observer {
+    election: Election,
+    watch: Watch,
+    leader: Option<Leader>,
+}
+
+impl Observer {
+    /// Who led when the observer started (`None`: nobody).
+    pub fn leader(&self) -> Option<&Leader> {
+        self.leader.as_ref()
+    }
+
+    /// The next change, waiting for it as long as it takes (without polling: a message
+    /// on the election's channel wakes it). Changes come in the order they were made,
+    /// each once; only the newest ~1000 are kept in Redis, so an observer that stops
+    /// calling `next` for longer than that many changes misses the oldest.
+    ///
+    /// # Errors
+    /// A master's error (unreachable, timed out): call again to go on from the same
+    /// place.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a change is consumed only when returned.
+    pub async fn next(&mut self) -> Result<Change> {
+        let e = self.watch.next(&self.election.client.engine).await?;
+        Ok(Change {
+            kind: match e.event {
+                Event::Elected => ChangeKind::Elected,
+                Event::Proclaimed => ChangeKind::Proclaimed,
+                Event::Resigned => ChangeKind::Resigned,
+            },
+            term: e.term,
+            value: e.value,
+            id: e.id,
+        })
+    }
+}
+
+impl Observer {
+    /// The changes as a [`Stream`](futures_util::Stream) (each [`next`](Self::next) in
+    /// turn), for `StreamExt` combinators; it ends after the first error.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use futures_util::StreamExt;
+    /// use redlatch::{ChangeKind, Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("scheduler");
+    /// let changes = election.observe().await?.into_stream();
+    /// election.campaign("a").await?.resign().await?;
+    /// let kinds: Vec<ChangeKind> = changes.take(2).map(|c| c.unwrap().kind).collect().await;
+    /// assert_eq!(kinds, [ChangeKind::Elected, ChangeKind::Resigned]);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn into_stream(self) -> impl futures_util::Stream<Item = Result<Change>> + Send {
+        futures_util::stream::unfold(Some(self), |observer| async move {
+            let mut observer = observer?;
+            match observer.next().await {
+                Ok(change) => Some((Ok(change), Some(observer))),
+                Err(e) => Some((Err(e), None)),
+            }
+        })
+    }
+}
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observer")
+            .field("name", &self.election.name)
+            .finish()
+    }
+}

@@ -1,0 +1,116 @@
+//! Cooperative revocation (Curator's `makeRevocable`): [`Lock::request_release`] asks
+//! the holders of a lock to let it go; a holder learns it from
+//! [`LockGuard::revoke_requested`] and can finish and release. Nothing is forced: a
+//! holder that does not listen (a Redisson client, or a guard that never asked) keeps
+//! the lock. Its own `impl` blocks, beside `lock.rs` and `guard.rs`.
+
+use tokio_util::sync::CancellationToken;
+
+use crate::api::guard::LockGuard;
+use crate::api::lock::Lock;
+use crate::engine::quorum::{answers, fan_out};
+use crate::engine::revoke;
+use crate::error::Result;
+
+/// What [`Lock::request_release`] reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReleaseRequested {
+    /// The holders asked (holder ids, `"{client_uuid}:{n}"`); empty when the lock was
+    /// free.
+    pub holders: Vec<String>,
+    /// How many listening redlatch clients the request woke (summed over the masters);
+    /// 0 when no holder listens: Redisson holders, and redlatch guards that never called
+    /// [`LockGuard::revoke_requested`], do not receive requests.
+    pub listeners: u64,
+}
+
+impl Lock {
+    /// Asks the lock's current holders to release it (cooperative revocation): each
+    /// holder's client is told on its own channel, and the holder's
+    /// [`revoke_requested`](LockGuard::revoke_requested) token fires. The request stays
+    /// in Redis while the lock's lease runs, so a holder that starts listening later
+    /// still sees it. Nothing is released by this call.
+    ///
+    /// # Errors
+    /// [`Error::WrongType`](crate::Error::WrongType) if the key is not a lock; a
+    /// master's error or [`Error::NoQuorum`](crate::Error::NoQuorum).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let lock = client.lock("reports:nightly");
+    /// let guard = lock.lock().await?;
+    /// let revoke = guard.revoke_requested(); // listen for requests
+    ///
+    /// let other = Client::connect(Config::from_env()?).await?; // another process
+    /// let asked = other.lock("reports:nightly").request_release().await?;
+    /// assert_eq!(asked.holders, [guard.holder()]);
+    ///
+    /// revoke.cancelled().await; // the holder hears it, finishes and releases
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn request_release(&self) -> Result<ReleaseRequested> {
+        self.check_name()?;
+        let engine = &self.client().engine;
+        let name = self.name();
+        let lease = engine.settings.watchdog_timeout;
+        let replies = fan_out(&engine.masters, |m| revoke::request(m, name, lease)).await;
+        let replies = answers(replies, engine.quorum)?;
+        let (listeners, holders) = revoke::merge(replies);
+        Ok(ReleaseRequested { holders, listeners })
+    }
+}
+
+impl LockGuard {
+    /// A token cancelled when someone asks this holder to release the lock
+    /// ([`Lock::request_release`], `redlatch unlock --ask`): finish what you are doing
+    /// and release. Calling it starts listening (one subscription per client and lock,
+    /// shared); listening ends when the hold is released or lost. A request made before
+    /// the call, while this hold was held, is seen too.
+    ///
+    /// Outside a tokio runtime the token never fires.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let lock = client.lock("reports:nightly");
+    /// let guard = lock.lock().await?;
+    /// let revoke = guard.revoke_requested();
+    /// let work = async {
+    ///     for _batch in 0..1000 {
+    ///         if revoke.is_cancelled() { return "stopped early: asked to release"; }
+    ///         tokio::time::sleep(Duration::from_millis(10)).await;
+    ///     }
+    ///     "finished"
+    /// };
+    /// let (outcome, _) = tokio::join!(work, async { lock.request_release().await.unwrap() });
+    /// assert_eq!(outcome, "stopped early: asked to release");
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn revoke_requested(&self) -> CancellationToken {
+        let fired = CancellationToken::new();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return fired;
+        };
+        let watch = revoke::watch(
+            self.engine.clone(),
+            self.name().to_string(),
+            self.holder().to_string(),
+            self.at_risk(),
+            self.lost(),
+            fired.clone(),
+        );
+        runtime.spawn(watch);
+        fired
+    }
+}

@@ -1,0 +1,177 @@
+//! Cooperative revocation (issue 27.3) on real servers: a request reaches the holder's
+//! client and fires its guard's `revoke_requested()`; one made before it listened is
+//! seen too; a pub/sub reconnect is not taken for a request; a later holder is not
+//! asked by an earlier request; a Redisson-style holder is asked but nobody hears it;
+//! listening ends with the hold; it works on a cluster (sharded pub/sub).
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::shared_cluster;
+use common::{eventually_async, RedisServer};
+use redlatch::{Client, Config};
+
+async fn client(url: String) -> Client {
+    Client::connect(Config::single(url)).await.unwrap()
+}
+
+async fn fired(token: &tokio_util::sync::CancellationToken, within: Duration) -> bool {
+    tokio::time::timeout(within, token.cancelled())
+        .await
+        .is_ok()
+}
+
+#[tokio::test]
+async fn a_request_reaches_the_holder_and_listening_ends_with_the_hold() {
+    let server = RedisServer::start();
+    let (holder, asker) = (client(server.url()).await, client(server.url()).await);
+    let lock = holder.lock("job");
+    let guard = lock.lock().await.unwrap();
+    let revoke = guard.revoke_requested();
+    // Listening: the holder's client subscribes its revoke channel for this lock.
+    let channel = format!("redlatch_revoke__channel:{{job}}:{}", holder.id());
+    assert!(
+        eventually_async(Duration::from_secs(10), || {
+            common::numsub(&server, &channel) == 1
+        })
+        .await
+    );
+    assert!(!revoke.is_cancelled());
+    let asked = asker.lock("job").request_release().await.unwrap();
+    assert_eq!(asked.holders, [guard.holder().to_string()]);
+    assert_eq!(asked.listeners, 1);
+    assert!(
+        fired(&revoke, Duration::from_secs(10)).await,
+        "the request was not heard"
+    );
+    guard.unlock().await.unwrap();
+    // The watch ended with the hold: its subscription is gone.
+    assert!(
+        eventually_async(Duration::from_secs(10), || { holder.subscriptions() == 0 }).await,
+        "still listening after the release"
+    );
+    // A free lock: nobody to ask.
+    let asked = asker.lock("job").request_release().await.unwrap();
+    assert!(asked.holders.is_empty() && asked.listeners == 0);
+}
+
+#[tokio::test]
+async fn a_request_made_before_listening_is_seen_and_a_reconnect_is_not_a_request() {
+    let server = RedisServer::start();
+    let (holder, asker) = (client(server.url()).await, client(server.url()).await);
+    // A request before the holder listens: kept in Redis, seen when it starts.
+    let early = holder.lock("early").lock().await.unwrap();
+    let asked = asker.lock("early").request_release().await.unwrap();
+    assert_eq!((asked.holders.len(), asked.listeners), (1, 0));
+    assert!(fired(&early.revoke_requested(), Duration::from_secs(10)).await);
+    early.unlock().await.unwrap();
+
+    // A reconnect wakes every subscription; it must not look like a request.
+    let guard = holder.lock("quiet").lock().await.unwrap();
+    let revoke = guard.revoke_requested();
+    let channel = format!("redlatch_revoke__channel:{{quiet}}:{}", holder.id());
+    assert!(
+        eventually_async(Duration::from_secs(10), || {
+            common::numsub(&server, &channel) == 1
+        })
+        .await
+    );
+    let killed: i64 = server.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    assert!(killed >= 1);
+    assert!(
+        eventually_async(Duration::from_secs(10), || {
+            common::numsub(&server, &channel) == 1
+        })
+        .await,
+        "not resubscribed"
+    );
+    assert!(
+        !fired(&revoke, Duration::from_millis(500)).await,
+        "a reconnect fired it"
+    );
+    // A later holder is not asked by a request made to an earlier one.
+    asker.lock("quiet").request_release().await.unwrap();
+    assert!(fired(&revoke, Duration::from_secs(10)).await);
+    guard.unlock().await.unwrap();
+    let next = holder.lock("quiet").lock().await.unwrap();
+    assert!(!fired(&next.revoke_requested(), Duration::from_millis(500)).await);
+    next.unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_redisson_holder_is_asked_but_does_not_hear_it_and_a_lost_hold_stops_listening() {
+    let server = RedisServer::start();
+    let c = client(server.url()).await;
+    // A Java client's hold, as Redisson writes it.
+    let java = "6b1c2c54-5b0e-4a53-9b3a-1d2c3e4f5a6b:1";
+    let _: i64 = server.cmd(&["HSET", "java-job", java, "1"]);
+    let _: i64 = server.cmd(&["PEXPIRE", "java-job", "30000"]);
+    let asked = c.lock("java-job").request_release().await.unwrap();
+    assert_eq!(asked.holders, [java]);
+    assert_eq!(asked.listeners, 0, "nobody listens for a Redisson holder");
+    assert!(
+        c.lock("java-job").is_locked().await.unwrap(),
+        "a request releases nothing"
+    );
+
+    let lock = c.lock("ours");
+    let guard = lock.lock().await.unwrap();
+    let revoke = guard.revoke_requested();
+    assert!(eventually_async(Duration::from_secs(10), || { c.subscriptions() == 1 }).await);
+    lock.force_unlock().await.unwrap();
+    guard.lost().cancelled().await;
+    assert!(
+        eventually_async(Duration::from_secs(10), || { c.subscriptions() == 0 }).await,
+        "still listening after the hold was lost"
+    );
+    assert!(!revoke.is_cancelled());
+}
+
+#[tokio::test]
+async fn on_a_cluster_the_request_travels_by_sharded_pubsub() {
+    let cluster = shared_cluster();
+    let config = || Config::cluster(cluster.urls());
+    let (holder, asker) = (
+        Client::connect(config()).await.unwrap(),
+        Client::connect(config()).await.unwrap(),
+    );
+    let name = format!("revoke-{}", std::process::id());
+    let guard = holder.fenced_lock(name.clone()).lock().await.unwrap();
+    let revoke = guard.revoke_requested();
+    // Listening: SSUBSCRIBEd on the primary serving the lock's slot.
+    let channel = format!("redlatch_revoke__channel:{{{name}}}:{}", holder.id());
+    let node = cluster.node(cluster.primary_for_key(&channel));
+    assert!(
+        eventually_async(Duration::from_secs(10), || {
+            let (_, n): (String, i64) = node.cmd(&["PUBSUB", "SHARDNUMSUB", &channel]);
+            n == 1
+        })
+        .await
+    );
+    let asked = asker.lock(name).request_release().await.unwrap();
+    assert_eq!(asked.holders, [guard.holder().to_string()]);
+    assert_eq!(asked.listeners, 1, "{asked:?}");
+    assert!(fired(&revoke, Duration::from_secs(10)).await);
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn under_redlock_the_request_reaches_every_master_and_the_holder() {
+    let servers = common::start_many(3);
+    let config = common::redlock::config(&servers);
+    let (holder, asker) = (
+        Client::connect(config.clone()).await.unwrap(),
+        Client::connect(config).await.unwrap(),
+    );
+    let guard = holder.lock("rl-job").lock().await.unwrap();
+    let revoke = guard.revoke_requested();
+    let asked = asker.lock("rl-job").request_release().await.unwrap();
+    assert_eq!(asked.holders, [guard.holder().to_string()]);
+    assert!(fired(&revoke, Duration::from_secs(10)).await);
+    for s in &servers {
+        let marked: i64 = s.cmd(&["HEXISTS", "redlatch_revoke:{rl-job}", guard.holder()]);
+        assert_eq!(marked, 1);
+    }
+    guard.unlock().await.unwrap();
+}
