@@ -166,11 +166,11 @@ async fn a_restarted_master_takes_part_again_after_one_failed_command() {
         .unwrap();
     assert!(!lock.is_locked().await.unwrap());
     servers[0].restart();
-    let status = lock.status().await.unwrap();
-    assert!(
-        status[0].error.is_some(),
-        "the connection to the old process broke"
-    );
+    // The first command to the restarted master fails if it went out on the
+    // connection to the old process; one sent after the client saw that connection
+    // close (a slower or busier machine) already reaches the new process. Either way
+    // the master takes part again at once: the next acquisition lands on all three.
+    lock.status().await.unwrap();
     let g = lock.try_lock(Duration::ZERO).await.unwrap().unwrap();
     let me = g.holder().to_string();
     settle_holders(&servers, "back", |_| vec![me.clone()]).await;

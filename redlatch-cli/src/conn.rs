@@ -18,6 +18,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Per-master command timeouts the library uses by default (single / Redlock).
 const SINGLE_MASTER_TIMEOUT: Duration = Duration::from_secs(1);
 const REDLOCK_MASTER_TIMEOUT: Duration = Duration::from_millis(50);
+/// How long an inspection (`status`) waits for each master at least: no lease is at
+/// stake, and an operator wants a busy master's answer rather than a timeout after the
+/// 50 ms a Redlock acquisition allows (a master that is down still fails at once).
+pub const QUERY_MASTER_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The `--redis` option shared by every subcommand.
 #[derive(Args, Debug, Clone, Default)]
@@ -124,6 +128,14 @@ fn parse_sync(s: &str) -> Result<redlatch::SyncReplicas, String> {
             .map(redlatch::SyncReplicas::Count)
             .map_err(|_| format!("{s:?}: expected auto, off or a number of replicas")),
     }
+}
+
+/// `config` for an inspection, which holds no lock: its master timeout raised to at
+/// least [`QUERY_MASTER_TIMEOUT`], under a watchdog timeout long enough for it (the
+/// library wants the master timeout below a third of it; nothing is renewed here).
+pub fn for_queries(config: Config) -> Config {
+    let master = config.effective_master_timeout().max(QUERY_MASTER_TIMEOUT);
+    config.watchdog_timeout(master * 30).master_timeout(master)
 }
 
 /// Sets the watchdog timeout, keeping the per-master timeout well below it (the

@@ -61,7 +61,7 @@ pub async fn run(args: StatusArgs) -> ExitCode {
 }
 
 async fn execute(args: &StatusArgs) -> Result<(), Failure> {
-    let client = conn::connect(args.redis.config()?).await?;
+    let client = conn::connect(conn::for_queries(args.redis.config()?)).await?;
     let masters = read(&client, &args.name, args.fair).await?;
     let leader = crate::leader::of_status(&client, &args.name).await;
     if args.json {
