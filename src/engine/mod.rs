@@ -3,7 +3,10 @@
 //! ([`crate::transport::Transport`]) and knows nothing of the public API above it.
 //!
 //! * [`master`]: one deployment as the engine uses it (its transport and group commit).
-//! * [`scripts`]: one typed call per Lua script in `lua/`.
+//! * [`catalogue`]: every script in `lua/`; [`scripts`]: the plain, fair and fenced
+//!   locks' typed calls; [`plain_ops`]: how group commit sends plain operations;
+//!   [`renew`]: renewal calls; [`shards`]: grouping a batch by slot or node;
+//!   [`wire`]: script replies and the rules every call shares.
 //! * [`quorum`]: fan-out to every master and the majority rules.
 //! * [`attempt`]: one acquisition attempt over all masters (Redlock steps 1–5).
 //! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry).
@@ -15,20 +18,25 @@
 //! * [`tickets`]: waits that a release in another client may hand the lock to.
 
 pub(crate) mod attempt;
+pub(crate) mod catalogue;
 pub(crate) mod gate;
 pub(crate) mod holder;
 pub(crate) mod holds;
 pub(crate) mod master;
 pub(crate) mod offers;
 pub(crate) mod permits;
+pub(crate) mod plain_ops;
 pub(crate) mod quorum;
 pub(crate) mod release;
+pub(crate) mod renew;
 pub(crate) mod rw;
 pub(crate) mod scripts;
+pub(crate) mod shards;
 pub(crate) mod signal;
 pub(crate) mod tickets;
 pub(crate) mod waiter;
 pub(crate) mod watchdog;
+pub(crate) mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,7 +9,8 @@ use std::time::Duration;
 use redis::Value;
 
 use super::master::Master;
-use super::scripts::{renew_pairs, typed};
+use super::renew::renew_pairs;
+use super::wire::typed;
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -25,7 +26,7 @@ static XSEM_AVAILABLE: LazyLock<Script> = lua!("xsem_common.lua", "xsem_availabl
 static LATCH_SET: LazyLock<Script> = lua!("latch_set.lua");
 static LATCH_COUNT_DOWN: LazyLock<Script> = lua!("latch_count_down.lua");
 
-/// These scripts, for [`super::scripts::all`].
+/// These scripts, for the catalogue (catalogue.rs).
 pub(crate) fn all() -> [&'static LazyLock<Script>; 9] {
     [
         &SEM_ACQUIRE,
@@ -135,7 +136,7 @@ pub(crate) async fn return_permit(m: &Master, name: &str, id: &str) -> Result<bo
 }
 
 /// Renews `(semaphore, permit id)` pairs to `lease_ms`; one result per pair (true =
-/// still held), one script call per hash slot on a cluster (scripts::renew_pairs).
+/// still held), one script call per hash slot on a cluster ([`renew_pairs`]).
 pub(crate) async fn renew_permits(
     m: &Master,
     pairs: &[(&str, &str)],

@@ -16,7 +16,8 @@ use std::time::Duration;
 use redis::Value;
 
 use super::master::Master;
-use super::scripts::{renew_pairs, typed, Release};
+use super::renew::renew_pairs;
+use super::wire::{typed, Release};
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -36,7 +37,7 @@ const UNLOCK: &str = "0";
 /// Redisson's `READ_UNLOCK_MESSAGE`, published when a writer leaves: every waiter retries.
 const READ_UNLOCK: &str = "1";
 
-/// The read-write lock's scripts, for [`super::scripts::all`].
+/// The read-write lock's scripts, for the catalogue (catalogue.rs).
 pub(crate) fn all() -> [&'static LazyLock<Script>; 8] {
     [
         &READ_ACQUIRE,
@@ -61,7 +62,7 @@ pub(crate) fn is_writer(holder: &str) -> bool {
 }
 
 /// The acquire call of a reader (`write` false) or writer, with its KEYS and the ARGV
-/// that follow lease and holder; the caller adds those two first (scripts::acquire).
+/// that follow lease and holder; the caller adds those two first (scripts.rs `acquire`).
 pub(crate) fn acquire_call(name: &str, holder: &str, write: bool) -> (Invocation, Vec<String>) {
     if write {
         let mut inv = WRITE_ACQUIRE.call();
@@ -111,7 +112,7 @@ pub(crate) async fn release(
 }
 
 /// Renews read holds `(name, reader id)` to `lease_ms`; one result per pair (true =
-/// still held), one script call per hash slot on a cluster (scripts::renew_pairs).
+/// still held), one script call per hash slot on a cluster ([`renew_pairs`]).
 pub(crate) async fn renew_reads(
     m: &Master,
     pairs: &[(&str, &str)],

@@ -1,0 +1,23 @@
+//! The script catalogue: [`all`], every script of every lock kind, which the transport
+//! loads on each new connection. Each kind declares its scripts beside its typed calls
+//! (plain_ops.rs, renew.rs, scripts.rs, rw.rs, permits.rs); this file only lists them,
+//! and no engine file imports it (it would close a circle through the kinds).
+
+use crate::transport::Script;
+
+/// Every script, for the transport to load on each new connection before its first
+/// call (transport/script.rs): a call never meets NOSCRIPT on a fresh connection, so
+/// its reload cannot reorder it behind later calls (issue 11.7).
+pub(crate) fn all() -> Vec<&'static Script> {
+    use super::{plain_ops, renew, scripts};
+    let mut all: Vec<&'static Script> = vec![
+        &plain_ops::BATCH,
+        &plain_ops::ACQUIRE,
+        &plain_ops::RELEASE,
+        &renew::RENEW,
+    ];
+    all.extend(scripts::all().map(|s| &**s));
+    all.extend(super::rw::all().map(|s| &**s));
+    all.extend(super::permits::all().map(|s| &**s));
+    all
+}
