@@ -19,6 +19,8 @@
 
 pub(crate) mod attempt;
 pub(crate) mod catalogue;
+#[cfg(test)]
+mod fake;
 pub(crate) mod gate;
 pub(crate) mod holder;
 pub(crate) mod holds;
@@ -37,6 +39,9 @@ pub(crate) mod tickets;
 pub(crate) mod waiter;
 pub(crate) mod watchdog;
 pub(crate) mod wire;
+
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;

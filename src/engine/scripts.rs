@@ -19,15 +19,15 @@ use crate::transport::{Invocation, Lane, Script};
 pub(crate) use super::renew::renew;
 pub(crate) use super::wire::{typed, Acquire, HandOver, Release};
 
-static UNWAIT: LazyLock<Script> = lua!("pass_on.lua", "unwait.lua");
-static FORCE: LazyLock<Script> = lua!("force_release.lua");
+pub(crate) static UNWAIT: LazyLock<Script> = lua!("pass_on.lua", "unwait.lua");
+pub(crate) static FORCE: LazyLock<Script> = lua!("force_release.lua");
 static FENCED_ACQUIRE: LazyLock<Script> = lua!("fenced_acquire.lua");
 static FENCED_SYNC: LazyLock<Script> = lua!("fenced_sync.lua");
 static FAIR_ACQUIRE: LazyLock<Script> = lua!("fair_evict.lua", "fair_acquire.lua");
 static FAIR_RELEASE: LazyLock<Script> = lua!("fair_evict.lua", "fair_release.lua");
 static FAIR_CANCEL: LazyLock<Script> = lua!("fair_evict.lua", "fair_cancel.lua");
 static FAIR_FORCE: LazyLock<Script> = lua!("fair_evict.lua", "fair_force_release.lua");
-static DROP: LazyLock<Script> = lua!("fair_evict.lua", "drop.lua");
+pub(crate) static DROP: LazyLock<Script> = lua!("fair_evict.lua", "drop.lua");
 
 /// These scripts, for the catalogue (catalogue.rs).
 pub(crate) fn all() -> [&'static LazyLock<Script>; 9] {

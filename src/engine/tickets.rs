@@ -69,6 +69,12 @@ impl Tickets {
         }
     }
 
+    /// How many tickets are live.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.map.lock().len()
+    }
+
     /// Delivers a hand-over to the live ticket `id`; false if there is none.
     fn deliver(&self, id: &str) -> bool {
         self.map

@@ -62,11 +62,14 @@ pub(crate) fn typed(name: &str, e: Error) -> Error {
 
 /// A reply no script of ours gives: a protocol error naming the master at `addr`.
 pub(crate) fn protocol(addr: &str, what: &str, v: &Value) -> Error {
-    crate::error::from_master(addr, redis::RedisError::from((
-        redis::ErrorKind::Parse,
-        "unexpected script reply",
-        format!("{what}: {v:?}"),
-    )))
+    crate::error::from_master(
+        addr,
+        redis::RedisError::from((
+            redis::ErrorKind::Parse,
+            "unexpected script reply",
+            format!("{what}: {v:?}"),
+        )),
+    )
 }
 
 /// An integer reply, else `None`.
