@@ -293,7 +293,7 @@ async fn a_hand_over_to_a_cancelled_waiter_is_passed_on_to_the_next() {
         })
     };
     let first = wait(&b, &mb);
-    while server.registry(&keys::waiters("n")).len() < 1 {
+    while server.registry(&keys::waiters("n")).is_empty() {
         settle(Duration::from_millis(1)).await;
     }
     let second = wait(&c, &mc);
