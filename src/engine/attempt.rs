@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::kinds::{self, fair_offers, Ask};
 use super::quorum::{count, fan_out, fan_out_until, no_quorum};
 use super::release::{release_on, release_until_answered};
-use super::scripts::{self, Acquire, AcquireMode};
+use super::wire::Acquire;
 use super::{Engine, Kind};
 use crate::error::{Error, Result};
 
@@ -57,7 +58,9 @@ pub(crate) struct Request {
     pub(crate) name: Arc<str>,
     pub(crate) holder: Arc<str>,
     pub(crate) lease: Duration,
-    pub(crate) mode: AcquireMode,
+    pub(crate) kind: Kind,
+    /// What the acquire asks for beyond name, lease and holder.
+    pub(crate) ask: Ask,
     /// The holder already holds the lock: on failure, release only where granted.
     pub(crate) reentrant: std::sync::atomic::AtomicBool,
     /// A plain waiter that may be handed the lock by another client's release: its
@@ -74,7 +77,7 @@ pub(crate) struct Request {
 pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcome> {
     let started = Instant::now();
     let lease_ms = req.lease.as_millis() as u64;
-    let kind = req.mode.release_kind();
+    let kind = req.kind;
     let reentrant = req.reentrant.load(std::sync::atomic::Ordering::Relaxed);
     let undo = arm_undo(inner, req, kind, !reentrant);
     let (name, holder) = (&req.name, &req.holder);
@@ -83,14 +86,17 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
     // land in the background. Fair and fenced attempts need every answer (queues to
     // leave, the largest token), and so does a re-entry: should it fail after all (no
     // validity left), it is undone only where granted, which must be known.
-    let plain = matches!(req.mode, AcquireMode::Plain) && !reentrant;
+    let plain = kind.protocol().majority_suffices() && !reentrant;
     let results = fan_out_until(
         &inner.masters,
         &inner.cleanups,
         |m| {
-            let (name, holder, mode) = (name.clone(), holder.clone(), req.mode);
+            let (name, holder, ask) = (name.clone(), holder.clone(), req.ask);
             let waiting = req.waiting.clone();
-            async move { scripts::acquire(&m, &name, lease_ms, &holder, mode, waiting).await }
+            async move {
+                let call = (&*name, lease_ms, &*holder);
+                kinds::acquire(&m, kind.protocol(), call, &ask, waiting).await
+            }
         },
         |rs| plain && count(rs, |a| matches!(a, Acquire::Granted { .. })) >= quorum,
     )
@@ -178,7 +184,7 @@ fn arm_undo<'a>(
             let (inner, name, holder) = (inner.clone(), req.name.clone(), req.holder.clone());
             // The holder's next acquisition of the lock waits for the undo, so a retried
             // release cannot remove that newer grant (offers.rs invariant 4).
-            let settling = inner.offers(kind == Kind::Fair).settling(&name, &holder);
+            let settling = inner.offers(fair_offers(kind)).settling(&name, &holder);
             inner.clone().cleanups.spawn(async move {
                 let _settling = settling;
                 undo_cancelled(&inner, &name, &holder, lease_ms, kind).await;
@@ -307,7 +313,7 @@ fn confirm<T>(grants: &[Granted], results: &[Option<Result<T>>], quorum: usize) 
 /// `holder` holds the lock become current.
 async fn write_back(inner: &Engine, name: &str, holder: &str, token: u64) -> Result<Option<u64>> {
     let results = fan_out(&inner.masters, |m| {
-        scripts::fenced_sync(m, name, holder, token)
+        kinds::fenced::sync(m, name, holder, token)
     })
     .await;
     let ok = results.iter().filter(|r| r.is_ok()).count();

@@ -1,6 +1,6 @@
 //! The script catalogue: [`all`], every script of every lock kind, which the transport
 //! loads on each new connection. Each kind declares its scripts beside its typed calls
-//! (plain_ops.rs, renew.rs, scripts.rs, rw.rs, permits.rs); this file only lists them,
+//! (plain_ops.rs, renew.rs, kinds/, rw.rs, permits.rs); this file only lists them,
 //! and no engine file imports it (it would close a circle through the kinds).
 
 use crate::transport::Script;
@@ -9,14 +9,16 @@ use crate::transport::Script;
 /// call (transport/script.rs): a call never meets NOSCRIPT on a fresh connection, so
 /// its reload cannot reorder it behind later calls (issue 11.7).
 pub(crate) fn all() -> Vec<&'static Script> {
-    use super::{plain_ops, renew, scripts};
+    use super::{kinds, plain_ops, renew};
     let mut all: Vec<&'static Script> = vec![
         &plain_ops::BATCH,
         &plain_ops::ACQUIRE,
         &plain_ops::RELEASE,
         &renew::RENEW,
     ];
-    all.extend(scripts::all().map(|s| &**s));
+    all.extend(kinds::plain::scripts().map(|s| &**s));
+    all.extend(kinds::fenced::scripts().map(|s| &**s));
+    all.extend(kinds::fair::scripts().map(|s| &**s));
     all.extend(super::rw::all().map(|s| &**s));
     all.extend(super::permits::all().map(|s| &**s));
     all

@@ -24,6 +24,7 @@ mod fake;
 pub(crate) mod gate;
 pub(crate) mod holder;
 pub(crate) mod holds;
+pub(crate) mod kinds;
 pub(crate) mod master;
 pub(crate) mod offers;
 pub(crate) mod permits;
@@ -113,25 +114,15 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// `plain`, `fair` or `fenced`: the `kind` of spans and metrics.
+    /// `plain`, `fair`, `fenced`, `read` or `write`: the `kind` of spans and metrics.
     pub(crate) fn label(self) -> &'static str {
-        match self {
-            Kind::Plain => "plain",
-            Kind::Fair => "fair",
-            Kind::Fenced => "fenced",
-            Kind::Read => "read",
-            Kind::Write => "write",
-        }
+        self.protocol().label()
     }
 
     /// The channel a release of this kind of lock publishes on (a fair lock's waiters
     /// listen on their own channels besides).
     pub(crate) fn channel(self, name: &str) -> String {
-        if self.is_rw() {
-            crate::keys::rw_channel(name)
-        } else {
-            crate::keys::channel(name)
-        }
+        self.protocol().channel(name)
     }
 
     /// A side of a read-write lock.
@@ -260,17 +251,15 @@ impl Engine {
         let (name, holder) = (hold.name.clone(), hold.holder.clone());
         let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
         let masters = self.masters.clone();
-        let (rw, permit) = (hold.kind.is_rw(), hold.permit);
+        let (kind, permit) = (hold.kind, hold.permit);
         self.cleanups.spawn(async move {
             let _settling = settling;
             let (n, h) = (&*name, &*holder);
             let dropped = quorum::fan_out(&masters, |m| async move {
                 if permit {
                     permits::return_permit(m, n, h).await
-                } else if rw {
-                    rw::drop_lost(m, n, h).await
                 } else {
-                    scripts::drop_lost(m, n, h).await
+                    kinds::drop_lost(m, kind, n, h).await
                 }
             })
             .await;

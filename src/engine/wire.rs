@@ -151,3 +151,36 @@ pub(crate) fn unreplicated(held: bool, short: &Option<Error>) -> Result<bool> {
         (held, _) => Ok(held),
     }
 }
+
+/// An acquire script's `{status, value}` reply (acquire.lua, batch.lua's, the fair and
+/// read-write acquires).
+pub(crate) fn read_acquire(addr: &str, name: &str, v: Value) -> Result<Acquire> {
+    read_acquire_as(addr, name, v, false)
+}
+
+/// fenced_acquire.lua's `{status, value, token, current}` reply.
+pub(crate) fn read_fenced(addr: &str, name: &str, v: Value) -> Result<Acquire> {
+    read_acquire_as(addr, name, v, true)
+}
+
+fn read_acquire_as(addr: &str, name: &str, v: Value, fenced: bool) -> Result<Acquire> {
+    let Value::Array(items) = &v else {
+        return Err(protocol(addr, "acquire", &v));
+    };
+    let (status, value) = match (items.first().and_then(int), items.get(1).and_then(int)) {
+        (Some(s), Some(x)) => (s, x),
+        _ => return Err(protocol(addr, "acquire", &v)),
+    };
+    let token = items.get(2).and_then(int).map(|t| t as u64);
+    let current = items.get(3).and_then(int) == Some(1);
+    Ok(match status {
+        0 => Acquire::Busy { pttl_ms: value },
+        1 | 2 => Acquire::Granted {
+            fresh: status == 1,
+            token: token.filter(|_| fenced),
+            current: current && fenced,
+        },
+        WRONG_TYPE => return Err(wrong_type(addr, name)),
+        _ => return Err(protocol(addr, "acquire", &Value::Int(status))),
+    })
+}

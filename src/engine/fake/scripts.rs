@@ -4,7 +4,8 @@
 use redis::Value;
 
 use super::State;
-use crate::engine::{plain_ops, renew, scripts};
+use crate::engine::kinds::plain as scripts;
+use crate::engine::{plain_ops, renew};
 use crate::error::Result;
 use crate::transport::Invocation;
 

@@ -11,10 +11,11 @@ use tokio::time::Instant;
 
 use super::{later, Call, Trace, Waiter};
 use crate::engine::attempt::{jitter, Grant};
+use crate::engine::kinds::{self, fair_offers};
 use crate::engine::offers::Answer;
 use crate::engine::quorum::fan_out;
 use crate::engine::release::release_on;
-use crate::engine::{rw, scripts, Engine, Kind};
+use crate::engine::{Engine, Kind};
 use crate::error::Result;
 use crate::telemetry;
 use crate::transport::Lane;
@@ -122,7 +123,7 @@ pub(super) enum Unsettled {
 /// the releaser's answer, asks Redis if it is unknown, and releases the lock if it was
 /// handed over. The holder's next acquisition of the lock waits until this is done.
 pub(super) fn settle_in_background(engine: &Arc<Engine>, call: &Call, unsettled: Unsettled) {
-    let (kind, fair) = (call.kind, call.kind == Kind::Fair);
+    let (kind, fair) = (call.kind, fair_offers(call.kind));
     let settling = engine.offers(fair).settling(&call.name, &call.holder);
     let (engine, name, holder) = (engine.clone(), call.name.clone(), call.holder.clone());
     let lease_ms = call.lease.as_millis() as u64;
@@ -184,13 +185,9 @@ async fn holds_it(
 /// master (best effort: on a master that misses it, a fair entry's liveness lapses after
 /// the stale timeout and the next fair script evicts it; an intent lapses likewise).
 pub(crate) async fn leave_queue(engine: &Engine, name: &str, holder: &str, kind: Kind) {
-    let wait_ms = engine.settings.fair_wait_time.as_millis() as u64;
+    let ask = super::ask(engine, false, true);
     let results = fan_out(&engine.masters, |m| async move {
-        if kind == Kind::Write {
-            rw::leave(m, name, holder).await
-        } else {
-            scripts::fair_cancel(m, name, holder, wait_ms).await
-        }
+        kinds::leave(m, kind, (name, holder), &ask).await
     })
     .await;
     for e in results.into_iter().filter_map(Result::err) {

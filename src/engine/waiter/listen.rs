@@ -7,9 +7,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{later, State, Waiter};
+use crate::engine::kinds::Protocol;
 use crate::engine::offers::Offer;
 use crate::engine::tickets::Ticket;
-use crate::engine::Kind;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::telemetry;
@@ -40,11 +40,7 @@ impl Waiter<'_> {
     /// The attempt that follows happens at once.
     pub(super) async fn subscribe(&mut self) -> Result<State> {
         let engine = self.engine;
-        let channel = if self.plan.fair {
-            keys::waiter_channel(&self.call.name, &self.call.holder)
-        } else {
-            self.call.kind.channel(&self.call.name)
-        };
+        let channel = (self.plan.kind).wake_channel(&self.call.name, &self.call.holder);
         let now = Instant::now();
         let until = (self.deadline)
             .or_else(|| {
@@ -52,7 +48,7 @@ impl Waiter<'_> {
                     .and_then(|t| t.checked_add(engine.settings.unavailable_after))
             })
             .unwrap_or(now + engine.settings.connect_timeout);
-        telemetry::contended(self.call.kind.label());
+        telemetry::contended(self.plan.kind.label());
         let mut sub = engine.pubsub.subscribe(channel);
         let mut direct = self.direct_subscriptions();
         let bound = until.saturating_duration_since(now);
@@ -91,7 +87,7 @@ impl Waiter<'_> {
     /// Invariant 10: when all three channels are confirmed already (an earlier wait's
     /// linger), subscribes before the first attempt, which then needs no second one.
     pub(super) fn subscribe_if_ready(&mut self) {
-        if self.req.waiting.is_none() || self.plan.once {
+        if self.req.waiting.is_none() || self.plan.ask.once {
             return;
         }
         let (name, pubsub) = (&self.call.name, &self.engine.pubsub);
@@ -106,7 +102,7 @@ impl Waiter<'_> {
             .is_some_and(|(m, w)| m.is_confirmed() && w.is_confirmed());
         // Unsubscribed meanwhile: the ordinary way (subscribe, then attempt again).
         if confirmed && sub.is_confirmed() {
-            telemetry::contended(self.call.kind.label());
+            telemetry::contended(self.plan.kind.label());
             self.listening = Some(Listening {
                 _direct: direct,
                 sub,
@@ -126,7 +122,7 @@ impl Waiter<'_> {
         let offering = self.plan.can_offer && (self.plan.fair || local);
         if !offering {
             let w = self.wait_message(max).await;
-            return Ok(woken(self.call.kind, w));
+            return Ok(woken(self.plan.kind, w));
         }
         let until = later(max);
         loop {
@@ -142,7 +138,7 @@ impl Waiter<'_> {
             let left = until.saturating_duration_since(Instant::now());
             let sub = self.listening.as_mut().map(|l| &mut l.sub);
             let answer = tokio::select! {
-                w = wait_any(sub, self.ticket.as_mut(), left) => return Ok(woken(self.call.kind, w)),
+                w = wait_any(sub, self.ticket.as_mut(), left) => return Ok(woken(self.plan.kind, w)),
                 r = rx => r.ok(),
             };
             // Read: from here on `accept` settles it, not the drop.
@@ -167,7 +163,7 @@ impl Waiter<'_> {
 }
 
 /// The next attempt, counting a wake-up.
-fn woken(kind: Kind, woken: bool) -> State {
+fn woken(kind: &dyn Protocol, woken: bool) -> State {
     if woken {
         telemetry::woken(kind.label());
     }

@@ -67,8 +67,8 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::attempt::{attempt, jitter, Grant, Outcome, Request};
+use super::kinds::{Ask, Book, Protocol};
 use super::offers::Answer;
-use super::scripts::AcquireMode;
 use super::tickets::{unwait, Ticket};
 use super::{Engine, Kind};
 use crate::error::{Error, Result};
@@ -103,66 +103,46 @@ pub(crate) fn later(d: Duration) -> Instant {
     Instant::now() + d.min(FAR)
 }
 
-/// What the call's kind and the deployment make of the wait, fixed for the call.
+/// What the call's kind (its protocol, kinds/) and the deployment make of the wait,
+/// fixed for the call.
 #[derive(Clone, Copy)]
 struct Plan {
-    /// `try_lock(ZERO)`: one attempt, never queued.
-    once: bool,
+    kind: &'static dyn Protocol,
+    ask: Ask,
+    /// Its waiters post fair offers (one per task; the queue head is handed the lock).
     fair: bool,
     /// Attempts queue us (a fair waiter, or a writer's intent): refresh while waiting,
     /// leave when done (invariants 4, 5, 9).
     queues: bool,
-    /// Invariant 7: a local releaser may hand us the lock (single master, plain or fair).
+    /// Invariant 7: a local releaser may hand us the lock (single master).
     can_offer: bool,
-    /// Invariant 8, 9: the waiter passes the local gate (unless re-entrant or once).
+    /// Invariants 8, 9: the waiter passes the local gate (unless re-entrant or once).
     gated: bool,
 }
 
 impl Plan {
     fn of(engine: &Engine, call: &Call) -> Plan {
-        let once = call.wait == Some(Duration::ZERO);
-        let redlock = engine.masters.len() > 1;
-        let kind = call.kind;
+        let kind = call.kind.protocol();
+        let ask = ask(engine, call.wait == Some(Duration::ZERO), call.intent);
         Plan {
-            once,
-            fair: kind == Kind::Fair,
-            queues: !once && (kind == Kind::Fair || (kind == Kind::Write && call.intent)),
-            can_offer: matches!(kind, Kind::Plain | Kind::Fair) && !redlock,
-            // A fair lock on one master needs no gate (its Redis queue orders every
-            // waiter); under Redlock it has one, so only one waiter per client queues
-            // on the masters at a time: many waiters of one client queued in different
-            // orders on different masters would split the votes round after round
-            // (invariant 8). Readers share: no gate (invariant 9).
-            gated: match kind {
-                Kind::Fair => redlock,
-                Kind::Read => false,
-                _ => true,
-            },
+            kind,
+            ask,
+            fair: kind.offers() == Some(Book::Fair),
+            queues: kind.queues(&ask),
+            can_offer: kind.offers().is_some() && !ask.redlock,
+            gated: kind.gated(ask.redlock),
         }
     }
+}
 
-    /// The acquire script's mode for `call`.
-    fn mode(self, engine: &Engine, call: &Call) -> AcquireMode {
-        let stale_ms = engine.settings.fair_stale_timeout.as_millis() as u64;
-        match call.kind {
-            Kind::Plain => AcquireMode::Plain,
-            Kind::Fenced => AcquireMode::Fenced {
-                redlock: engine.masters.len() > 1,
-            },
-            Kind::Fair => AcquireMode::Fair {
-                join: !self.once,
-                stale_ms,
-                wait_ms: engine.settings.fair_wait_time.as_millis() as u64,
-            },
-            Kind::Read => AcquireMode::Read,
-            Kind::Write => AcquireMode::Write {
-                intent_ms: if call.intent && !self.once {
-                    stale_ms
-                } else {
-                    0
-                },
-            },
-        }
+/// What an acquisition of this engine asks for (kinds::Ask).
+pub(crate) fn ask(engine: &Engine, once: bool, intent: bool) -> Ask {
+    Ask {
+        once,
+        intent,
+        redlock: engine.masters.len() > 1,
+        stale_ms: engine.settings.fair_stale_timeout.as_millis() as u64,
+        wait_ms: engine.settings.fair_wait_time.as_millis() as u64,
     }
 }
 
@@ -178,7 +158,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         return Ok(None);
     }
     // Local waiters line up in the gate (see gate.rs).
-    let _pass = if reentrant || plan.once || !plan.gated {
+    let _pass = if reentrant || plan.ask.once || !plan.gated {
         None
     } else {
         match until(deadline, engine.gates.enter(&call.name)).await {
@@ -186,14 +166,15 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
             None => return Ok(None),
         }
     };
-    // Invariant 10: only a gated plain waiter on a single master registers.
-    let ticket = (call.kind == Kind::Plain && engine.masters.len() == 1 && _pass.is_some())
+    // Invariant 10: only a gated waiter of a registering kind on one master registers.
+    let ticket = (plan.kind.registers() && !plan.ask.redlock && _pass.is_some())
         .then(|| engine.tickets.issue(&call.holder, call.lease));
     let req = Request {
         name: call.name.clone(),
         holder: call.holder.clone(),
         lease: call.lease,
-        mode: plan.mode(engine, call),
+        kind: call.kind,
+        ask: plan.ask,
         reentrant: reentrant.into(),
         waiting: ticket.as_ref().map(|t| t.id().clone()),
     };
@@ -373,7 +354,7 @@ impl Waiter<'_> {
         };
         let now = Instant::now();
         Ok(
-            if self.plan.once || self.deadline.is_some_and(|d| now >= d) {
+            if self.plan.ask.once || self.deadline.is_some_and(|d| now >= d) {
                 State::GivingUp(refused.error)
             } else if self.listening.is_none() {
                 State::Subscribing
@@ -408,7 +389,7 @@ impl Waiter<'_> {
     /// asks Redis instead.
     fn local_hold(&self, reentrant: bool, woken: bool) -> Option<Duration> {
         let claiming = self.trace == Trace::Claiming;
-        if self.plan.fair || self.call.kind.is_rw() || reentrant || woken || claiming {
+        if !self.plan.kind.local_shortcut() || reentrant || woken || claiming {
             return None;
         }
         (self.engine.holds)
