@@ -20,6 +20,8 @@ pub(crate) fn all() -> Vec<&'static Script> {
     all.extend(kinds::fenced::scripts().map(|s| &**s));
     all.extend(kinds::fair::scripts().map(|s| &**s));
     all.extend(super::rw::all().map(|s| &**s));
-    all.extend(super::permits::all().map(|s| &**s));
+    all.extend(kinds::semaphore::scripts().map(|s| &**s));
+    all.extend(kinds::permit::scripts().map(|s| &**s));
+    all.extend(kinds::latch::scripts().map(|s| &**s));
     all
 }

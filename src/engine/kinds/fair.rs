@@ -8,7 +8,7 @@ use std::sync::{Arc, LazyLock};
 
 use redis::Value;
 
-use super::{plain, Ask, Book, Protocol, Sending};
+use super::{Ask, Book, Protocol, Sending};
 use crate::engine::master::Master;
 use crate::engine::wire::{protocol, read_acquire, typed, Acquire, HandOver, Release};
 use crate::error::Result;
@@ -20,10 +20,19 @@ static FAIR_ACQUIRE: LazyLock<Script> = lua!("fair_evict.lua", "fair_acquire.lua
 static FAIR_RELEASE: LazyLock<Script> = lua!("fair_evict.lua", "fair_release.lua");
 static FAIR_CANCEL: LazyLock<Script> = lua!("fair_evict.lua", "fair_cancel.lua");
 static FAIR_FORCE: LazyLock<Script> = lua!("fair_evict.lua", "fair_force_release.lua");
+/// Shared by every kind but the read-write lock's (over the fair layout's keys):
+/// drops a lost hold, fair queues evicted on the way.
+pub(crate) static DROP: LazyLock<Script> = lua!("fair_evict.lua", "drop.lua");
 
 /// These scripts, for the catalogue (catalogue.rs).
-pub(crate) fn scripts() -> [&'static LazyLock<Script>; 4] {
-    [&FAIR_ACQUIRE, &FAIR_RELEASE, &FAIR_CANCEL, &FAIR_FORCE]
+pub(crate) fn scripts() -> [&'static LazyLock<Script>; 5] {
+    [
+        &FAIR_ACQUIRE,
+        &FAIR_RELEASE,
+        &FAIR_CANCEL,
+        &FAIR_FORCE,
+        &DROP,
+    ]
 }
 
 /// Redisson `RFairLock`.
@@ -69,7 +78,7 @@ impl Protocol for Fair {
     }
 
     fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
-        plain::drop_lost(name, holder)
+        drop_lost(name, holder)
     }
 
     /// Removes `holder` from the queue, taking its wait off the deadlines behind it as
@@ -98,6 +107,13 @@ impl Protocol for Fair {
     fn wakes_locally(&self) -> bool {
         false
     }
+}
+
+/// drop.lua for `holder`'s lost hold of `name` (every kind but read-write).
+pub(crate) fn drop_lost(name: &str, holder: &str) -> Invocation {
+    let mut inv = call(&DROP, name);
+    inv.arg(holder).arg("0");
+    inv
 }
 
 /// A call of a script over the fair lock's keys: the lock, its queue, its deadlines,

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::{plain, Ask, Protocol, Sending};
+use super::{fair, plain, Ask, Protocol, Sending};
 use crate::engine::master::Master;
 use crate::engine::wire::{read_fenced, Acquire, Release};
 use crate::error::Result;
@@ -51,7 +51,7 @@ impl Protocol for Fenced {
     }
 
     fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
-        plain::drop_lost(name, holder)
+        fair::drop_lost(name, holder)
     }
 
     fn local_shortcut(&self) -> bool {

@@ -8,6 +8,9 @@
 //! * [`plain`]: Redisson `RLock`; [`fenced`]: `RFencedLock` (the plain release);
 //!   [`fair`]: `RFairLock`; [`read`], [`write`]: the sides of `RReadWriteLock`
 //!   (their shared layout in rw.rs).
+//! * The counters, with no holder and no majority protocol: [`semaphore`]
+//!   (`RSemaphore`), [`permit`] (`RPermitExpirableSemaphore`, renewed as holds) and
+//!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
 //!
 //! Adding a kind: its Lua in `lua/`, one file here implementing [`Protocol`] (its
 //! scripts declared beside their calls and listed in catalogue.rs), its arm in
@@ -15,8 +18,11 @@
 
 pub(crate) mod fair;
 pub(crate) mod fenced;
+pub(crate) mod latch;
+pub(crate) mod permit;
 pub(crate) mod plain;
 pub(crate) mod read;
+pub(crate) mod semaphore;
 pub(crate) mod write;
 
 use std::sync::Arc;

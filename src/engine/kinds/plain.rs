@@ -17,13 +17,10 @@ use crate::transport::{Invocation, Lane, Script};
 
 pub(crate) static UNWAIT: LazyLock<Script> = lua!("pass_on.lua", "unwait.lua");
 pub(crate) static FORCE: LazyLock<Script> = lua!("force_release.lua");
-/// Shared by every kind but the read-write lock's: drops a lost hold (fair queues
-/// evicted on the way).
-pub(crate) static DROP: LazyLock<Script> = lua!("fair_evict.lua", "drop.lua");
 
 /// These scripts, for the catalogue (catalogue.rs).
-pub(crate) fn scripts() -> [&'static LazyLock<Script>; 3] {
-    [&UNWAIT, &FORCE, &DROP]
+pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
+    [&UNWAIT, &FORCE]
 }
 
 /// Redisson `RLock`.
@@ -62,7 +59,7 @@ impl Protocol for Plain {
     }
 
     fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
-        drop_lost(name, holder)
+        fair::drop_lost(name, holder)
     }
 
     fn majority_suffices(&self) -> bool {
@@ -80,13 +77,6 @@ impl Protocol for Plain {
     fn registers(&self) -> bool {
         true
     }
-}
-
-/// drop.lua for `holder`'s lost hold of `name` (every kind but read-write).
-pub(crate) fn drop_lost(name: &str, holder: &str) -> Invocation {
-    let mut inv = fair::call(&DROP, name);
-    inv.arg(holder).arg("0");
-    inv
 }
 
 /// Releases `from`'s last hold of `name` and, unless another client waits, gives the

@@ -1,102 +1,15 @@
-//! Unit tests of the engine's core (waiter, attempt, release, hand-over) over the fake
-//! server (fake/), in paused tokio time: fast and deterministic. The scripts themselves
-//! and every deployment are tested against real servers in tests/.
+//! The wait and the hand-over over the fake server: acquisition, contention, the
+//! hand-over races, and cancellation at every await point.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use super::attempt::Grant;
-use super::fake::Server;
-use super::holds::Hold;
-use super::release::release;
-use super::waiter::{acquire, Call};
-use super::{Engine, Kind, Settings};
+use super::*;
+use crate::engine::fake::Server;
+use crate::engine::waiter::acquire;
+use crate::engine::Engine;
 use crate::keys;
-
-const LEASE: Duration = Duration::from_secs(30);
-
-fn settings() -> Settings {
-    Settings {
-        watchdog_timeout: LEASE,
-        drift_factor: 0.01,
-        retry_jitter: Duration::from_millis(20),
-        connect_timeout: Duration::from_secs(1),
-        fair_stale_timeout: Duration::from_secs(5),
-        fair_wait_time: Duration::from_secs(5),
-        unavailable_after: Duration::from_secs(2),
-        cluster: false,
-    }
-}
-
-/// A client of `server`.
-fn client(server: &Arc<Server>) -> Arc<Engine> {
-    Engine::start(vec![server.link()], settings())
-}
-
-fn call(name: &str, holder: &Arc<str>, wait: Option<Duration>) -> Call {
-    Call {
-        name: name.into(),
-        holder: holder.clone(),
-        kind: Kind::Plain,
-        lease: LEASE,
-        wait,
-        intent: false,
-    }
-}
-
-/// A fresh holder id of `engine` (as one async call of a task gets).
-fn holder(engine: &Engine, n: u64) -> Arc<str> {
-    engine.owner_holder(n)
-}
-
-/// Records a grant as the API does (the hold the release gives back).
-fn hold(engine: &Engine, call: &Call, grant: &Grant) -> Arc<Hold> {
-    let (name, holder) = (&call.name, &call.holder);
-    let at = grant.started;
-    (engine.holds).acquired(name, holder, call.kind, grant.fresh, false, at, call.lease)
-}
-
-/// Takes `name` for `holder`, waiting as long as it takes.
-async fn take(engine: &Arc<Engine>, name: &str, holder: &Arc<str>) -> Arc<Hold> {
-    let call = call(name, holder, None);
-    let grant = acquire(engine, &call)
-        .await
-        .expect("no error")
-        .expect("granted");
-    hold(engine, &call, &grant)
-}
-
-/// Gives one hold back as a guard's unlock does.
-async fn give_back(engine: &Arc<Engine>, hold: &Arc<Hold>) {
-    let left = engine.holds.released(hold, false).expect("not lost");
-    release(engine, hold, LEASE.as_millis() as u64, left == 0)
-        .await
-        .expect("released");
-}
-
-/// Lets background work (clean-ups, pub/sub) run for `d` of paused time.
-async fn settle(d: Duration) {
-    tokio::time::sleep(d).await;
-}
-
-/// Polls `fut` once.
-async fn poll_once<F: Future>(fut: &mut Pin<Box<F>>) -> Poll<F::Output> {
-    std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await
-}
-
-/// Nothing of `engine`'s waits is left locally: no gate, offer, ticket or wanted
-/// channel.
-fn nothing_left_locally(engine: &Engine) {
-    assert_eq!(engine.gates.len(), 0, "a gate is left entered");
-    for fair in [false, true] {
-        assert_eq!(engine.offers(fair).len(), 0, "an offer is left posted");
-    }
-    assert_eq!(engine.tickets.len(), 0, "a ticket is left issued");
-    assert_eq!(engine.pubsub.channel_count(), 0, "a channel is left wanted");
-}
 
 #[tokio::test(start_paused = true)]
 async fn a_free_lock_is_granted_in_one_script_and_released_in_one() {
@@ -364,47 +277,4 @@ async fn a_local_hand_over_to_a_waiter_dropped_meanwhile_is_released() {
     // The same holder can take it again at once (the settling is over).
     let again = take(&a, "n", &second).await;
     give_back(&a, &again).await;
-}
-
-/// B's `lock()` of a free lock whose first acquire reply is late (`late`: it landed,
-/// its answer came after the master timeout) or lost with its request: B ends holding
-/// it once, never twice (the landed attempt is undone before the next one).
-async fn first_attempt_unanswered(late: bool) {
-    let server = Server::new();
-    let b = client(&server);
-    let mb = holder(&b, 1);
-    if late {
-        server.set_latency(Duration::from_secs(2));
-    } else {
-        server.lose_next(1);
-    }
-    let (b2, mb2) = (b.clone(), mb.clone());
-    let waiting = tokio::spawn(async move {
-        let call = call("n", &mb2, Some(Duration::from_secs(5)));
-        let grant = acquire(&b2, &call)
-            .await
-            .expect("no error")
-            .expect("granted");
-        hold(&b2, &call, &grant)
-    });
-    settle(Duration::from_millis(1)).await;
-    server.set_latency(Duration::from_millis(1));
-    let held = waiting.await.expect("no panic");
-    assert_eq!(
-        server.holders("n"),
-        vec![(mb.to_string(), 1)],
-        "late: {late}"
-    );
-    give_back(&b, &held).await;
-    assert!(server.holders("n").is_empty());
-}
-
-#[tokio::test(start_paused = true)]
-async fn an_attempt_answered_too_late_is_undone_before_the_next() {
-    first_attempt_unanswered(true).await;
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_lost_attempt_is_retried() {
-    first_attempt_unanswered(false).await;
 }
