@@ -173,6 +173,18 @@ fn read_acquire_as(addr: &str, name: &str, v: Value, fenced: bool) -> Result<Acq
     };
     let token = items.get(2).and_then(int).map(|t| t as u64);
     let current = items.get(3).and_then(int) == Some(1);
+    acquire_status(addr, name, (status, value), (token, current), fenced)
+}
+
+/// An acquire's status and value (and, fenced, its token and whether the master is
+/// current) as an [`Acquire`]; status 3 is a key of another type.
+pub(crate) fn acquire_status(
+    addr: &str,
+    name: &str,
+    (status, value): (i64, i64),
+    (token, current): (Option<u64>, bool),
+    fenced: bool,
+) -> Result<Acquire> {
     Ok(match status {
         0 => Acquire::Busy { pttl_ms: value },
         1 | 2 => Acquire::Granted {

@@ -31,7 +31,7 @@ use redis::Value;
 
 use super::master::Master;
 use super::plain_ops::PlainOp;
-use super::wire::{protocol, read_acquire, typed, wrong_type, Acquire, Release, WRONG_TYPE};
+use super::wire::{acquire_status, protocol, typed, wrong_type, Acquire, Release, WRONG_TYPE};
 use super::Kind;
 use crate::error::Result;
 use crate::keys;
@@ -183,9 +183,8 @@ pub(crate) async fn acquire(
 ) -> Result<Acquire> {
     match kind.acquire(name, lease_ms, holder, ask, waiting) {
         Sending::Batched(op) => {
-            let (status, value) = m.plain.submit(op).await?;
-            let reply = Value::Array(vec![Value::Int(status), Value::Int(value)]);
-            read_acquire(m.addr(), name, reply)
+            let reply = m.plain.submit(op).await?;
+            acquire_status(m.addr(), name, reply, (None, false), false)
         }
         Sending::Script(inv, read) => {
             let (v, short) = m.eval_acquire(&inv).await.map_err(|e| typed(name, e))?;
