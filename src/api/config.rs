@@ -651,7 +651,7 @@ impl Config {
             pool_size: self.pool_size,
             timeout: self.effective_master_timeout(),
             connect_timeout: self.connect_timeout,
-            scripts: crate::engine::scripts::all(),
+            scripts: crate::engine::catalogue::all(),
             sync: self.sync,
         }
     }

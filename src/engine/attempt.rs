@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::kinds::{self, fair_offers, Ask};
 use super::quorum::{count, fan_out, fan_out_until, no_quorum};
 use super::release::{release_on, release_until_answered};
-use super::scripts::{self, Acquire, AcquireMode};
+use super::wire::Acquire;
 use super::{Engine, Kind};
 use crate::error::{Error, Result};
 
@@ -57,7 +58,9 @@ pub(crate) struct Request {
     pub(crate) name: Arc<str>,
     pub(crate) holder: Arc<str>,
     pub(crate) lease: Duration,
-    pub(crate) mode: AcquireMode,
+    pub(crate) kind: Kind,
+    /// What the acquire asks for beyond name, lease and holder.
+    pub(crate) ask: Ask,
     /// The holder already holds the lock: on failure, release only where granted.
     pub(crate) reentrant: std::sync::atomic::AtomicBool,
     /// A plain waiter that may be handed the lock by another client's release: its
@@ -74,66 +77,36 @@ pub(crate) struct Request {
 pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcome> {
     let started = Instant::now();
     let lease_ms = req.lease.as_millis() as u64;
-    let kind = req.mode.release_kind();
+    let kind = req.kind;
     let reentrant = req.reentrant.load(std::sync::atomic::Ordering::Relaxed);
-    let undo = scopeguard::guard(!reentrant, |armed| {
-        if armed {
-            let (inner, name, holder) = (inner.clone(), req.name.clone(), req.holder.clone());
-            // The holder's next acquisition of the lock waits for the undo, so a retried
-            // release cannot remove that newer grant (offers.rs invariant 4).
-            let settling = inner.offers(kind == Kind::Fair).settling(&name, &holder);
-            inner.clone().cleanups.spawn(async move {
-                let _settling = settling;
-                undo_cancelled(&inner, &name, &holder, lease_ms, kind).await;
-            });
-        }
-    });
+    let undo = arm_undo(inner, req, kind, !reentrant);
     let (name, holder) = (&req.name, &req.holder);
     let quorum = inner.quorum;
     // A plain lock is ours once a majority granted it; the other masters' answers
     // land in the background. Fair and fenced attempts need every answer (queues to
     // leave, the largest token), and so does a re-entry: should it fail after all (no
     // validity left), it is undone only where granted, which must be known.
-    let plain = matches!(req.mode, AcquireMode::Plain) && !reentrant;
+    let plain = kind.protocol().majority_suffices() && !reentrant;
     let results = fan_out_until(
         &inner.masters,
         &inner.cleanups,
         |m| {
-            let (name, holder, mode) = (name.clone(), holder.clone(), req.mode);
+            let (name, holder, ask) = (name.clone(), holder.clone(), req.ask);
             let waiting = req.waiting.clone();
-            async move { scripts::acquire(&m, &name, lease_ms, &holder, mode, waiting).await }
+            async move {
+                let call = (&*name, lease_ms, &*holder);
+                kinds::acquire(&m, kind.protocol(), call, &ask, waiting).await
+            }
         },
         |rs| plain && count(rs, |a| matches!(a, Acquire::Granted { .. })) >= quorum,
     )
     .await;
-    // A permanent error (a key that is not a lock or holds bad data, a missing
-    // permission, a master out of memory) fails the call at once: retrying cannot cure
-    // it, and an outage's retries would hide it.
-    let (mut grants, mut pttls, mut permanent) = (Vec::new(), Vec::new(), None);
-    let mut unsynced = Vec::new();
-    for (i, r) in results.iter().enumerate() {
-        match r {
-            Some(Ok(Acquire::Granted {
-                fresh,
-                token,
-                current,
-            })) => grants.push(Granted {
-                at: i,
-                fresh: *fresh,
-                token: *token,
-                current: *current,
-            }),
-            Some(Ok(Acquire::Busy { pttl_ms })) => pttls.push(*pttl_ms),
-            // Granted, but not on enough replicas: undone below like a grant, and
-            // reported at once (retrying would wait on the same replicas again).
-            Some(Err(e @ Error::NotReplicated { .. })) => {
-                unsynced.push(i);
-                permanent = Some(e.clone());
-            }
-            Some(Err(e)) if e.is_permanent() => permanent = Some(e.clone()),
-            _ => {}
-        }
-    }
+    let Tally {
+        grants,
+        pttls,
+        unsynced,
+        permanent,
+    } = tally(&results);
     // Set when a fenced attempt under Redlock cannot vouch for its token: it fails safe.
     let mut unconfirmed = None;
     if grants.len() >= quorum && permanent.is_none() {
@@ -176,19 +149,94 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
     if let Some(e) = unconfirmed {
         return Ok(Outcome::Unavailable(e));
     }
-    let answered = grants.len() + pttls.len();
-    if answered < quorum {
+    Ok(refused(inner, grants.len(), &pttls, results))
+}
+
+/// A refused attempt: busy (a split vote if some master granted), or unavailable when
+/// fewer than a majority answered.
+fn refused(
+    inner: &Engine,
+    granted: usize,
+    pttls: &[i64],
+    results: Vec<Option<Result<Acquire>>>,
+) -> Outcome {
+    if granted + pttls.len() < inner.quorum {
         let answers = results.into_iter().flatten().collect();
-        return Ok(Outcome::Unavailable(no_quorum(
-            grants.len(),
-            quorum,
-            answers,
-        )));
+        return Outcome::Unavailable(no_quorum(granted, inner.quorum, answers));
     }
-    Ok(Outcome::Busy {
-        retry_in: retry_hint(inner, &pttls),
-        split: !grants.is_empty(),
+    Outcome::Busy {
+        retry_in: retry_hint(inner, pttls),
+        split: granted > 0,
+    }
+}
+
+/// Arms the undo of a cancelled attempt (when `armed`: not a re-entry): dropped
+/// armed, it releases on every master in the background ([`undo_cancelled`]).
+fn arm_undo<'a>(
+    inner: &'a Arc<Engine>,
+    req: &'a Request,
+    kind: Kind,
+    armed: bool,
+) -> scopeguard::ScopeGuard<bool, impl FnOnce(bool) + 'a> {
+    let lease_ms = req.lease.as_millis() as u64;
+    scopeguard::guard(armed, move |armed| {
+        if armed {
+            let (inner, name, holder) = (inner.clone(), req.name.clone(), req.holder.clone());
+            // The holder's next acquisition of the lock waits for the undo, so a retried
+            // release cannot remove that newer grant (offers.rs invariant 4).
+            let settling = inner.offers(fair_offers(kind)).settling(&name, &holder);
+            inner.clone().cleanups.spawn(async move {
+                let _settling = settling;
+                undo_cancelled(&inner, &name, &holder, lease_ms, kind).await;
+            });
+        }
     })
+}
+
+/// One attempt's answers, sorted.
+struct Tally {
+    grants: Vec<Granted>,
+    pttls: Vec<i64>,
+    /// Masters that granted without enough replicas acknowledging it.
+    unsynced: Vec<usize>,
+    /// A permanent error (a key that is not a lock or holds bad data, a missing
+    /// permission, a master out of memory, a grant not replicated) fails the call at
+    /// once: retrying cannot cure it, and an outage's retries would hide it.
+    permanent: Option<Error>,
+}
+
+fn tally(results: &[Option<Result<Acquire>>]) -> Tally {
+    let (mut grants, mut pttls, mut permanent) = (Vec::new(), Vec::new(), None);
+    let mut unsynced = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        match r {
+            Some(Ok(Acquire::Granted {
+                fresh,
+                token,
+                current,
+            })) => grants.push(Granted {
+                at: i,
+                fresh: *fresh,
+                token: *token,
+                current: *current,
+            }),
+            Some(Ok(Acquire::Busy { pttl_ms })) => pttls.push(*pttl_ms),
+            // Granted, but not on enough replicas: undone like a grant, and reported
+            // at once (retrying would wait on the same replicas again).
+            Some(Err(e @ Error::NotReplicated { .. })) => {
+                unsynced.push(i);
+                permanent = Some(e.clone());
+            }
+            Some(Err(e)) if e.is_permanent() => permanent = Some(e.clone()),
+            _ => {}
+        }
+    }
+    Tally {
+        grants,
+        pttls,
+        unsynced,
+        permanent,
+    }
 }
 
 /// How long a waiter may sleep without a message: until the earliest lease on a
@@ -265,7 +313,7 @@ fn confirm<T>(grants: &[Granted], results: &[Option<Result<T>>], quorum: usize) 
 /// `holder` holds the lock become current.
 async fn write_back(inner: &Engine, name: &str, holder: &str, token: u64) -> Result<Option<u64>> {
     let results = fan_out(&inner.masters, |m| {
-        scripts::fenced_sync(m, name, holder, token)
+        kinds::fenced::sync(m, name, holder, token)
     })
     .await;
     let ok = results.iter().filter(|r| r.is_ok()).count();

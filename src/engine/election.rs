@@ -42,6 +42,11 @@ static PROCLAIM: LazyLock<Script> = lua!("election_proclaim.lua");
 static RESIGN: LazyLock<Script> = lua!("election_resign.lua");
 static READ: LazyLock<Script> = lua!("election_read.lua");
 
+/// These scripts, for the catalogue (catalogue.rs).
+pub(crate) fn scripts() -> [&'static LazyLock<Script>; 3] {
+    [&PROCLAIM, &RESIGN, &READ]
+}
+
 /// Log entries kept per election (approximately: `XADD MAXLEN ~`).
 const LOG_LEN: u64 = 1000;
 /// Entries read per round trip by an observer.

@@ -57,7 +57,7 @@ impl Gates {
     }
 
     #[cfg(test)]
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.lock().len()
     }
 }

@@ -26,6 +26,12 @@ use crate::transport::{Lane, Script};
 
 static WRITE: LazyLock<Script> = lua!("guarded_check.lua", "guarded_write.lua");
 
+/// This file's fixed script, for the catalogue (catalogue.rs); a user's guarded script
+/// is loaded on its first call.
+pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
+    [&WRITE]
+}
+
 const CHECK: &str = include_str!("../../lua/guarded_check.lua");
 const HEAD: &str = include_str!("../../lua/guarded_script_head.lua");
 const TAIL: &str = include_str!("../../lua/guarded_script_tail.lua");

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, Value};
 
-use super::scripts::PlainFlight;
+use super::plain_ops::PlainFlight;
+use super::wire::{judge_synced, send_acquire};
 use crate::error::{Error, Result};
 use crate::transport::batch::Batcher;
 use crate::transport::{Invocation, Lane, Request, Transport};
@@ -72,7 +73,7 @@ impl Master {
 
     /// Runs an acquisition script on the lock lane after the batcher's earlier
     /// operations, synced to replicas when the deployment asks for it
-    /// ([`scripts::send_acquire`](super::scripts::send_acquire)).
+    /// ([`send_acquire`]).
     pub(crate) async fn eval_acquire(&self, inv: &Invocation) -> Result<(Value, Option<Error>)> {
         let timeout = self.link.timeout();
         let started = std::time::Instant::now();
@@ -86,7 +87,7 @@ impl Master {
             });
         }
         let left = timeout.saturating_sub(started.elapsed());
-        super::scripts::send_acquire(&*self.link, left, inv).await
+        send_acquire(&*self.link, left, inv).await
     }
 
     /// Runs a renewal script on a side connection within `timeout`, synced to the
@@ -120,7 +121,7 @@ impl Master {
                 })
             }
         };
-        super::scripts::judge_synced(link, v, false)
+        judge_synced(link, v, false)
     }
 
     /// Runs a command on `lane` within `timeout` and decodes its reply.

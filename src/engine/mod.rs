@@ -3,7 +3,10 @@
 //! ([`crate::transport::Transport`]) and knows nothing of the public API above it.
 //!
 //! * [`master`]: one deployment as the engine uses it (its transport and group commit).
-//! * [`scripts`]: one typed call per Lua script in `lua/`.
+//! * [`catalogue`]: every script in `lua/`; [`scripts`]: the plain, fair and fenced
+//!   locks' typed calls; [`plain_ops`]: how group commit sends plain operations;
+//!   [`renew`]: renewal calls; [`shards`]: grouping a batch by slot or node;
+//!   [`wire`]: script replies and the rules every call shares.
 //! * [`quorum`]: fan-out to every master and the majority rules.
 //! * [`attempt`]: one acquisition attempt over all masters (Redlock steps 1–5).
 //! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry).
@@ -15,23 +18,34 @@
 //! * [`tickets`]: waits that a release in another client may hand the lock to.
 
 pub(crate) mod attempt;
+pub(crate) mod catalogue;
 pub(crate) mod election;
+#[cfg(test)]
+mod fake;
 pub(crate) mod gate;
 pub(crate) mod guarded;
 pub(crate) mod holder;
 pub(crate) mod holds;
+pub(crate) mod kinds;
 pub(crate) mod master;
 pub(crate) mod offers;
 pub(crate) mod permits;
+pub(crate) mod plain_ops;
 pub(crate) mod quorum;
 pub(crate) mod release;
+pub(crate) mod renew;
 pub(crate) mod revoke;
 pub(crate) mod rw;
 pub(crate) mod scripts;
+pub(crate) mod shards;
 pub(crate) mod signal;
 pub(crate) mod tickets;
 pub(crate) mod waiter;
 pub(crate) mod watchdog;
+pub(crate) mod wire;
+
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -103,25 +117,15 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// `plain`, `fair` or `fenced`: the `kind` of spans and metrics.
+    /// `plain`, `fair`, `fenced`, `read` or `write`: the `kind` of spans and metrics.
     pub(crate) fn label(self) -> &'static str {
-        match self {
-            Kind::Plain => "plain",
-            Kind::Fair => "fair",
-            Kind::Fenced => "fenced",
-            Kind::Read => "read",
-            Kind::Write => "write",
-        }
+        self.protocol().label()
     }
 
     /// The channel a release of this kind of lock publishes on (a fair lock's waiters
     /// listen on their own channels besides).
     pub(crate) fn channel(self, name: &str) -> String {
-        if self.is_rw() {
-            crate::keys::rw_channel(name)
-        } else {
-            crate::keys::channel(name)
-        }
+        self.protocol().channel(name)
     }
 
     /// A side of a read-write lock.
@@ -250,17 +254,15 @@ impl Engine {
         let (name, holder) = (hold.name.clone(), hold.holder.clone());
         let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
         let masters = self.masters.clone();
-        let (rw, permit) = (hold.kind.is_rw(), hold.permit);
+        let (kind, permit) = (hold.kind, hold.permit);
         self.cleanups.spawn(async move {
             let _settling = settling;
             let (n, h) = (&*name, &*holder);
             let dropped = quorum::fan_out(&masters, |m| async move {
                 if permit {
                     permits::return_permit(m, n, h).await
-                } else if rw {
-                    rw::drop_lost(m, n, h).await
                 } else {
-                    scripts::drop_lost(m, n, h).await
+                    kinds::drop_lost(m, kind, n, h).await
                 }
             })
             .await;

@@ -190,7 +190,7 @@ impl Offers {
     }
 
     #[cfg(test)]
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.lock().len()
     }
 }

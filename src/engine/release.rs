@@ -8,10 +8,11 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::holds::Hold;
+use super::kinds::{self, fair, plain, Book};
 use super::master::Master;
 use super::offers::{Answer, Offer, Taken};
 use super::quorum::{count, fan_out_until, no_quorum};
-use super::scripts::{self, HandOver, Release};
+use super::wire::{HandOver, Release};
 use super::{Engine, Kind};
 use crate::error::{Error, Result};
 use crate::telemetry;
@@ -32,10 +33,10 @@ pub(crate) async fn release(
     last: bool,
 ) -> Result<()> {
     let kind = hold.kind;
-    let fair = kind == Kind::Fair;
-    // Read and write locks are never handed over: their waiters are not gated and
-    // post no offers.
-    if last && engine.masters.len() == 1 && !kind.is_rw() {
+    let book = kind.protocol().offers();
+    let fair = book == Some(Book::Fair);
+    // Kinds whose waiters post no offers (read and write locks) are never handed over.
+    if last && engine.masters.len() == 1 && book.is_some() {
         let offers = engine
             .offers(fair)
             .take(&hold.name, if fair { MAX_FAIR_OFFERS } else { 1 });
@@ -143,11 +144,11 @@ async fn hand_over_in_span(
             .map(|o| (&*o.holder, o.lease_ms))
             .collect();
         let wait_ms = engine.settings.fair_wait_time.as_millis() as u64;
-        scripts::fair_hand_over(master, &hold.name, from, wait_ms, &offered).await?
+        fair::hand_over(master, &hold.name, from, wait_ms, &offered).await?
     } else {
         let offer = &taken.offers[0];
         let to = (&*offer.holder, offer.lease_ms, offer.ticket.as_deref());
-        scripts::hand_over(master, &hold.name, from, to).await?
+        plain::hand_over(master, &hold.name, from, to).await?
     };
     let granted = match outcome {
         HandOver::To(i) => Some(taken.remove(i)),
@@ -222,7 +223,7 @@ async fn release_results(
         &engine.cleanups,
         |m| {
             let (name, holder) = (name.clone(), holder.clone());
-            async move { scripts::release(&m, &name, lease_ms, &holder, kind).await }
+            async move { kinds::release(&m, kind.protocol(), &name, lease_ms, &holder).await }
         },
         |rs| count(rs, done) >= engine.quorum,
     )
@@ -246,7 +247,7 @@ fn judge(
         count(results, |r| *r == Release::NotHeld),
     );
     let results: Vec<Result<Release>> = results.iter().flatten().cloned().collect();
-    if released > 0 && kind != Kind::Fair && wake_local {
+    if released > 0 && kind.protocol().wakes_locally() && wake_local {
         engine.pubsub.notify_local(&kind.channel(name));
     }
     if released + still >= quorum {

@@ -30,6 +30,11 @@ use crate::transport::{Lane, Script};
 
 static REQUEST: LazyLock<Script> = lua!("revoke_request.lua");
 
+/// These scripts, for the catalogue (catalogue.rs).
+pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
+    [&REQUEST]
+}
+
 /// The marker of requests to release lock `name`.
 pub(crate) fn marker_key(name: &str) -> String {
     keys::derived("redlatch_revoke", name)

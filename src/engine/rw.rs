@@ -1,5 +1,6 @@
-//! The read-write lock's scripts (`lua/rw_*.lua`, Redisson's `RReadWriteLock` layout):
-//! one typed call each. The engine runs a read or write lock like any other lock (the
+//! The read-write lock's layout and scripts (`lua/rw_*.lua`, Redisson's
+//! `RReadWriteLock`), shared by its two sides, whose protocols are kinds/read.rs and
+//! kinds/write.rs. The engine runs a read or write lock like any other lock (the
 //! waiter, attempts, holds, watchdog); this file is what differs on the wire.
 //!
 //! * Readers hold with their task's holder id `<uuid>:<n>`, writers with
@@ -16,7 +17,8 @@ use std::time::Duration;
 use redis::Value;
 
 use super::master::Master;
-use super::scripts::{renew_pairs, typed, Release};
+use super::renew::renew_pairs;
+use super::wire::typed;
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -36,7 +38,7 @@ const UNLOCK: &str = "0";
 /// Redisson's `READ_UNLOCK_MESSAGE`, published when a writer leaves: every waiter retries.
 const READ_UNLOCK: &str = "1";
 
-/// The read-write lock's scripts, for [`super::scripts::all`].
+/// The read-write lock's scripts, for the catalogue (catalogue.rs).
 pub(crate) fn all() -> [&'static LazyLock<Script>; 8] {
     [
         &READ_ACQUIRE,
@@ -60,30 +62,39 @@ pub(crate) fn is_writer(holder: &str) -> bool {
     holder.ends_with(":write")
 }
 
-/// The acquire call of a reader (`write` false) or writer, with its KEYS and the ARGV
-/// that follow lease and holder; the caller adds those two first (scripts::acquire).
-pub(crate) fn acquire_call(name: &str, holder: &str, write: bool) -> (Invocation, Vec<String>) {
+/// The acquire call of a reader (`write` false) or writer, with its KEYS and ARGV;
+/// `intent_ms`: a refused writer records an intent that keeps new readers out this
+/// long (0: none).
+pub(crate) fn acquire_call(
+    name: &str,
+    lease_ms: u64,
+    holder: &str,
+    write: bool,
+    intent_ms: u64,
+) -> Invocation {
     if write {
         let mut inv = WRITE_ACQUIRE.call();
-        inv.key(name).key(keys::rw_writers(name));
-        (inv, Vec::new())
+        inv.key(name)
+            .key(keys::rw_writers(name))
+            .arg(lease_ms)
+            .arg(holder)
+            .arg(intent_ms);
+        inv
     } else {
         let mut inv = READ_ACQUIRE.call();
         inv.key(name)
             .key(keys::rw_timeout_prefix(name, holder))
-            .key(keys::rw_writers(name));
-        (inv, vec![writer(holder).to_string()])
+            .key(keys::rw_writers(name))
+            .arg(lease_ms)
+            .arg(holder)
+            .arg(&*writer(holder));
+        inv
     }
 }
 
-/// Drops one read or write hold of `holder` (a writer id for the write lock).
-pub(crate) async fn release(
-    m: &Master,
-    name: &str,
-    lease_ms: u64,
-    holder: &str,
-) -> Result<Release> {
-    let inv = if is_writer(holder) {
+/// The release of one read or write hold of `holder` (a writer id for the write lock).
+pub(crate) fn release_call(name: &str, lease_ms: u64, holder: &str) -> Invocation {
+    if is_writer(holder) {
         let mut inv = WRITE_RELEASE.call();
         inv.key(name)
             .key(keys::rw_channel(name))
@@ -101,17 +112,11 @@ pub(crate) async fn release(
             .arg(UNLOCK)
             .arg(holder);
         inv
-    };
-    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
-    Ok(match m.decode::<Option<i64>>(v)? {
-        None => Release::NotHeld,
-        Some(0) => Release::StillHeld,
-        Some(_) => Release::Released,
-    })
+    }
 }
 
 /// Renews read holds `(name, reader id)` to `lease_ms`; one result per pair (true =
-/// still held), one script call per hash slot on a cluster (scripts::renew_pairs).
+/// still held), one script call per hash slot on a cluster ([`renew_pairs`]).
 pub(crate) async fn renew_reads(
     m: &Master,
     pairs: &[(&str, &str)],
@@ -134,8 +139,8 @@ pub(crate) async fn renew_reads(
 }
 
 /// Removes a lost hold of `holder` (reader or writer id), waking the waiters if that
-/// frees the lock; true if there was one.
-pub(crate) async fn drop_lost(m: &Master, name: &str, holder: &str) -> Result<bool> {
+/// frees the lock; answers 1 if there was one.
+pub(crate) fn drop_call(name: &str, holder: &str) -> Invocation {
     let mut inv = DROP.call();
     inv.key(name)
         .key(keys::rw_channel(name))
@@ -143,8 +148,7 @@ pub(crate) async fn drop_lost(m: &Master, name: &str, holder: &str) -> Result<bo
         .key(keys::rw_tag(name))
         .arg(holder)
         .arg(READ_UNLOCK);
-    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
-    Ok(m.decode::<i64>(v)? == 1)
+    inv
 }
 
 /// Deletes the lock if it is in write mode (`write`) or read mode, whoever holds it,
@@ -161,15 +165,15 @@ pub(crate) async fn force_release(m: &Master, name: &str, write: bool) -> Result
     Ok(m.decode::<i64>(v)? == 1)
 }
 
-/// A waiting writer gives up: removes its intent and wakes the readers it kept out.
-pub(crate) async fn leave(m: &Master, name: &str, writer: &str) -> Result<bool> {
+/// A waiting writer gives up: removes its intent and wakes the readers it kept out;
+/// answers 1 if there was one.
+pub(crate) fn leave_call(name: &str, writer: &str) -> Invocation {
     let mut inv = LEAVE.call();
     inv.key(keys::rw_writers(name))
         .key(keys::rw_channel(name))
         .arg(writer)
         .arg(READ_UNLOCK);
-    let v = m.eval(Lane::Lock, &inv).await?;
-    Ok(m.decode::<i64>(v)? == 1)
+    inv
 }
 
 /// What a read-write lock's hash says: its mode (`None` when free) and holder fields.

@@ -34,7 +34,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use super::{scripts, Engine};
+use super::kinds::plain;
+use super::Engine;
 
 /// The live tickets of one client.
 #[derive(Default)]
@@ -67,6 +68,12 @@ impl Tickets {
             since: None,
             handed: false,
         }
+    }
+
+    /// How many tickets are live.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.map.lock().len()
     }
 
     /// Delivers a hand-over to the live ticket `id`; false if there is none.
@@ -154,7 +161,7 @@ pub(crate) fn received(engine: &Arc<Engine>, payload: &[u8]) {
 /// left behind is removed by the first release that finds nobody listening for it,
 /// and a lock handed to it by its lease.
 pub(crate) async fn unwait(engine: &Engine, name: &str, ticket: &str) {
-    if let Err(e) = scripts::unwait(&engine.masters[0], name, ticket).await {
+    if let Err(e) = plain::unwait(&engine.masters[0], name, ticket).await {
         tracing::debug!(lock = name, error = %e, "leaving the waiter registry failed");
     }
 }

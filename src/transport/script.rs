@@ -246,6 +246,14 @@ impl Invocation {
     }
 }
 
+#[cfg(test)]
+impl Invocation {
+    /// The script, keys and arguments (the engine's fake server reads them).
+    pub(crate) fn parts(&self) -> (&'static Script, &[Vec<u8>], &[Vec<u8>]) {
+        (self.script, &self.keys, &self.args)
+    }
+}
+
 impl Invocation {
     /// Runs the call and then `then` in one round trip (a pipeline), as EVALSHA, or as
     /// EVAL after NOSCRIPT; the replies of both.

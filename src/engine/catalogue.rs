@@ -1,0 +1,30 @@
+//! The script catalogue: [`all`], every script of every lock kind, which the transport
+//! loads on each new connection. Each kind declares its scripts beside its typed calls
+//! (plain_ops.rs, renew.rs, kinds/, rw.rs, election.rs, guarded.rs, revoke.rs); this file only lists them,
+//! and no engine file imports it (it would close a circle through the kinds).
+
+use crate::transport::Script;
+
+/// Every script, for the transport to load on each new connection before its first
+/// call (transport/script.rs): a call never meets NOSCRIPT on a fresh connection, so
+/// its reload cannot reorder it behind later calls (issue 11.7).
+pub(crate) fn all() -> Vec<&'static Script> {
+    use super::{kinds, plain_ops, renew};
+    let mut all: Vec<&'static Script> = vec![
+        &plain_ops::BATCH,
+        &plain_ops::ACQUIRE,
+        &plain_ops::RELEASE,
+        &renew::RENEW,
+    ];
+    all.extend(kinds::plain::scripts().map(|s| &**s));
+    all.extend(kinds::fenced::scripts().map(|s| &**s));
+    all.extend(kinds::fair::scripts().map(|s| &**s));
+    all.extend(super::rw::all().map(|s| &**s));
+    all.extend(kinds::semaphore::scripts().map(|s| &**s));
+    all.extend(kinds::permit::scripts().map(|s| &**s));
+    all.extend(kinds::latch::scripts().map(|s| &**s));
+    all.extend(super::election::scripts().map(|s| &**s));
+    all.extend(super::guarded::scripts().map(|s| &**s));
+    all.extend(super::revoke::scripts().map(|s| &**s));
+    all
+}

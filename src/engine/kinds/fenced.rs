@@ -1,0 +1,74 @@
+//! The fenced lock (Redisson `RFencedLock`): a plain lock whose grants carry a token
+//! from a counter (`fenced_acquire.lua`); under Redlock the largest token is written
+//! back to a majority first (`fenced_sync.lua`, attempt.rs `confirm`). Released,
+//! dropped and waited for as a plain lock.
+
+use std::sync::{Arc, LazyLock};
+
+use super::{fair, plain, Ask, Protocol, Sending};
+use crate::engine::master::Master;
+use crate::engine::wire::{read_fenced, Acquire, Release};
+use crate::error::Result;
+use crate::keys;
+use crate::transport::script::lua;
+use crate::transport::{Invocation, Lane, Script};
+
+static FENCED_ACQUIRE: LazyLock<Script> = lua!("fenced_acquire.lua");
+static FENCED_SYNC: LazyLock<Script> = lua!("fenced_sync.lua");
+
+/// These scripts, for the catalogue (catalogue.rs).
+pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
+    [&FENCED_ACQUIRE, &FENCED_SYNC]
+}
+
+/// Redisson `RFencedLock`.
+pub(crate) struct Fenced;
+
+impl Protocol for Fenced {
+    fn label(&self) -> &'static str {
+        "fenced"
+    }
+
+    fn acquire(
+        &self,
+        name: &str,
+        lease_ms: u64,
+        holder: &str,
+        ask: &Ask,
+        _waiting: Option<Arc<str>>,
+    ) -> Sending<Acquire> {
+        let mut inv = FENCED_ACQUIRE.call();
+        inv.key(name).key(keys::token(name));
+        if ask.redlock {
+            inv.key(keys::token_epoch(name));
+        }
+        inv.arg(lease_ms).arg(holder);
+        Sending::Script(inv, read_fenced)
+    }
+
+    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+        plain::Plain.release(name, lease_ms, holder)
+    }
+
+    fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
+        fair::drop_lost(name, holder)
+    }
+
+    fn local_shortcut(&self) -> bool {
+        true
+    }
+}
+
+/// Raises the fencing counter of `name` to at least `token` and, if `holder` holds the
+/// lock there, marks the master current (its epoch := its run_id); returns the counter.
+/// Redlock only.
+pub(crate) async fn sync(m: &Master, name: &str, holder: &str, token: u64) -> Result<u64> {
+    let mut inv = FENCED_SYNC.call();
+    inv.key(keys::token(name))
+        .key(keys::token_epoch(name))
+        .key(name)
+        .arg(token)
+        .arg(holder);
+    let v = m.eval(Lane::Lock, &inv).await?;
+    m.decode(v)
+}

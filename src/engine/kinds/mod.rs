@@ -1,0 +1,255 @@
+//! One protocol type per lock kind (Redisson gives each kind a class that overrides
+//! acquire, release and subscribe): what a kind sends to acquire, release, drop a lost
+//! hold, force-release and leave a wait, which channel wakes its waiters, and how its
+//! waiters behave locally (gate, offers, the local-hold shortcut, the waiter
+//! registry). The engine's generic parts (waiter/, attempt.rs, release.rs, the
+//! watchdog) ask [`Kind::protocol`] instead of matching on the kind.
+//!
+//! * [`plain`]: Redisson `RLock`; [`fenced`]: `RFencedLock` (the plain release);
+//!   [`fair`]: `RFairLock`; [`read`], [`write`]: the sides of `RReadWriteLock`
+//!   (their shared layout in rw.rs).
+//! * The counters, with no holder and no majority protocol: [`semaphore`]
+//!   (`RSemaphore`), [`permit`] (`RPermitExpirableSemaphore`, renewed as holds) and
+//!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
+//!
+//! Adding a kind: its Lua in `lua/`, one file here implementing [`Protocol`] (its
+//! scripts declared beside their calls and listed in catalogue.rs), its arm in
+//! [`Kind::protocol`], and its API file (ARCHITECTURE.md, "How a kind is added").
+
+pub(crate) mod fair;
+pub(crate) mod fenced;
+pub(crate) mod latch;
+pub(crate) mod permit;
+pub(crate) mod plain;
+pub(crate) mod read;
+pub(crate) mod semaphore;
+pub(crate) mod write;
+
+use std::sync::Arc;
+
+use redis::Value;
+
+use super::master::Master;
+use super::plain_ops::PlainOp;
+use super::wire::{acquire_status, protocol, typed, wrong_type, Acquire, Release, WRONG_TYPE};
+use super::Kind;
+use crate::error::Result;
+use crate::keys;
+use crate::transport::{Invocation, Lane};
+
+/// What an acquisition asks for beyond name, lease and holder, fixed for one call.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ask {
+    /// `try_lock(ZERO)`: one attempt, never queued.
+    pub(crate) once: bool,
+    /// A writer records its intent while it waits (writer preference).
+    pub(crate) intent: bool,
+    /// More than one master (Redlock).
+    pub(crate) redlock: bool,
+    /// A fair waiter's liveness, also the margin behind another entry; a writer's
+    /// intent lasts as long (`lua/fair_evict.lua`, `lua/rw_write_acquire.lua`).
+    pub(crate) stale_ms: u64,
+    /// A fair waiter's wait time on Redisson's wire (its threadWaitTime).
+    pub(crate) wait_ms: u64,
+}
+
+/// How one operation travels.
+pub(crate) enum Sending<T> {
+    /// Through the master's group commit (plain acquires and releases, plain_ops.rs).
+    Batched(PlainOp),
+    /// A script on the lock lane, its reply read by the function (address, lock name,
+    /// reply).
+    Script(Invocation, fn(&str, &str, Value) -> Result<T>),
+}
+
+/// Which offers a kind's waiters post for a local releaser (offers.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Book {
+    /// One per name: the gate holder's (release.lua hands over).
+    Plain,
+    /// One per waiting task: the queue head is handed the lock (fair_release.lua).
+    Fair,
+}
+
+/// A lock kind's protocol. The defaults are the plain lock's behaviour.
+pub(crate) trait Protocol: Sync + 'static {
+    /// The `kind` of spans and metrics.
+    fn label(&self) -> &'static str;
+
+    /// The channel its releases publish on.
+    fn channel(&self, name: &str) -> String {
+        keys::channel(name)
+    }
+
+    /// The channel a waiter of `holder` listens on (a fair waiter: its own).
+    fn wake_channel(&self, name: &str, _holder: &str) -> String {
+        self.channel(name)
+    }
+
+    /// The acquire call. `waiting`: the ticket of a registering waiter (plain only).
+    fn acquire(
+        &self,
+        name: &str,
+        lease_ms: u64,
+        holder: &str,
+        ask: &Ask,
+        waiting: Option<Arc<str>>,
+    ) -> Sending<Acquire>;
+
+    /// The release of one hold of `holder`.
+    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release>;
+
+    /// Deletes `name` if `holder` still holds it (a hold declared lost) and wakes the
+    /// next waiter; answers 1 if it was deleted.
+    fn drop_lost(&self, name: &str, holder: &str) -> Invocation;
+
+    /// What a wait that ends leaves behind on each master (a fair queue entry, a
+    /// writer's intent); answers 1 if there was one. `None`: nothing to leave.
+    fn leave(&self, _name: &str, _holder: &str, _ask: &Ask) -> Option<Invocation> {
+        None
+    }
+
+    /// A lock is ours once a majority granted it: the other masters' answers land in
+    /// the background. Otherwise every answer is awaited (queues to leave, the largest
+    /// token).
+    fn majority_suffices(&self) -> bool {
+        false
+    }
+
+    /// Waiters of one client line up in the local gate (gate.rs; waiter.rs
+    /// invariants 8, 9).
+    fn gated(&self, _redlock: bool) -> bool {
+        true
+    }
+
+    /// A refused attempt queues the waiter (to be refreshed while it waits and left
+    /// however the wait ends: waiter.rs invariants 4, 5, 9).
+    fn queues(&self, _ask: &Ask) -> bool {
+        false
+    }
+
+    /// Local releasers may hand it to waiting tasks of this client, on one master
+    /// (waiter.rs invariant 7): the offers its waiters post.
+    fn offers(&self) -> Option<Book> {
+        None
+    }
+
+    /// Waiters skip Redis while another task of this client holds it (waiter.rs
+    /// invariant 6).
+    fn local_shortcut(&self) -> bool {
+        false
+    }
+
+    /// Waiters register for a cross-process hand-over (waiter.rs invariant 10).
+    fn registers(&self) -> bool {
+        false
+    }
+
+    /// A release wakes this client's waiters at once (they listen on [`channel`]).
+    ///
+    /// [`channel`]: Protocol::channel
+    fn wakes_locally(&self) -> bool {
+        true
+    }
+}
+
+impl Kind {
+    /// This kind's protocol: the one place the engine matches on a lock kind.
+    pub(crate) fn protocol(self) -> &'static dyn Protocol {
+        match self {
+            Kind::Plain => &plain::Plain,
+            Kind::Fair => &fair::Fair,
+            Kind::Fenced => &fenced::Fenced,
+            Kind::Read => &read::Read,
+            Kind::Write => &write::Write,
+        }
+    }
+}
+
+/// Whether `kind`'s waiters post fair offers (else plain ones, or none): which offers
+/// table holds its hand-overs and their settling (offers.rs).
+pub(crate) fn fair_offers(kind: Kind) -> bool {
+    kind.protocol().offers() == Some(Book::Fair)
+}
+
+/// Acquires on one master, as `kind` does it; a grant the replicas did not
+/// acknowledge in time is [`Error::NotReplicated`](crate::error::Error::NotReplicated).
+pub(crate) async fn acquire(
+    m: &Master,
+    kind: &dyn Protocol,
+    (name, lease_ms, holder): (&str, u64, &str),
+    ask: &Ask,
+    waiting: Option<Arc<str>>,
+) -> Result<Acquire> {
+    match kind.acquire(name, lease_ms, holder, ask, waiting) {
+        Sending::Batched(op) => {
+            let reply = m.plain.submit(op).await?;
+            acquire_status(m.addr(), name, reply, (None, false), false)
+        }
+        Sending::Script(inv, read) => {
+            let (v, short) = m.eval_acquire(&inv).await.map_err(|e| typed(name, e))?;
+            match (read(m.addr(), name, v)?, short) {
+                (Acquire::Granted { .. }, Some(e)) => Err(e),
+                (reply, _) => Ok(reply),
+            }
+        }
+    }
+}
+
+/// Releases one hold on one master, as `kind` does it.
+pub(crate) async fn release(
+    m: &Master,
+    kind: &dyn Protocol,
+    name: &str,
+    lease_ms: u64,
+    holder: &str,
+) -> Result<Release> {
+    match kind.release(name, lease_ms, holder) {
+        Sending::Batched(op) => match m.plain.submit(op).await?.0 {
+            -1 => Ok(Release::NotHeld),
+            0 => Ok(Release::StillHeld),
+            1 => Ok(Release::Released),
+            WRONG_TYPE => Err(wrong_type(m.addr(), name)),
+            other => Err(protocol(m.addr(), "release", &Value::Int(other))),
+        },
+        Sending::Script(inv, read) => {
+            let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+            read(m.addr(), name, v)
+        }
+    }
+}
+
+/// Runs a script answering 1 or 0 on the lock lane: true for 1.
+pub(crate) async fn yes(m: &Master, name: &str, inv: &Invocation) -> Result<bool> {
+    let v = m.eval(Lane::Lock, inv).await.map_err(|e| typed(name, e))?;
+    Ok(m.decode::<i64>(v)? == 1)
+}
+
+/// Drops a lost hold of `holder` on one master; true if there was one.
+pub(crate) async fn drop_lost(m: &Master, kind: Kind, name: &str, holder: &str) -> Result<bool> {
+    yes(m, name, &kind.protocol().drop_lost(name, holder)).await
+}
+
+/// Leaves what a wait of `holder` left on one master; true if there was something.
+pub(crate) async fn leave(
+    m: &Master,
+    kind: Kind,
+    (name, holder): (&str, &str),
+    ask: &Ask,
+) -> Result<bool> {
+    match kind.protocol().leave(name, holder, ask) {
+        None => Ok(false),
+        Some(inv) => yes(m, name, &inv).await,
+    }
+}
+
+/// A release script's `nil` / 0 / anything else: not held / still held / released.
+pub(crate) fn read_release(addr: &str, _name: &str, v: Value) -> Result<Release> {
+    let n: Option<i64> =
+        redis::from_redis_value(v).map_err(|e| crate::error::from_master(addr, e.into()))?;
+    Ok(match n {
+        None => Release::NotHeld,
+        Some(0) => Release::StillHeld,
+        Some(_) => Release::Released,
+    })
+}

@@ -1,0 +1,134 @@
+//! The plain lock (Redisson `RLock`): acquires and releases go through the master's
+//! group commit (plain_ops.rs: `acquire.lua`, `release.lua`, `batch.lua`); a release
+//! may hand the lock to a waiting task of this client (`release.lua`'s receiver) or to
+//! another client's registered waiter (`lua/pass_on.lua`); a waiter that stops waiting
+//! leaves the registry (`unwait.lua`).
+
+use std::sync::{Arc, LazyLock};
+
+use super::{fair, Ask, Book, Protocol, Sending};
+use crate::engine::master::Master;
+use crate::engine::plain_ops::{PlainOp, RELEASE};
+use crate::engine::wire::{typed, Acquire, HandOver, Release};
+use crate::error::Result;
+use crate::keys;
+use crate::transport::script::lua;
+use crate::transport::{Invocation, Lane, Script};
+
+pub(crate) static UNWAIT: LazyLock<Script> = lua!("pass_on.lua", "unwait.lua");
+pub(crate) static FORCE: LazyLock<Script> = lua!("force_release.lua");
+
+/// These scripts, for the catalogue (catalogue.rs).
+pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
+    [&UNWAIT, &FORCE]
+}
+
+/// Redisson `RLock`.
+pub(crate) struct Plain;
+
+impl Protocol for Plain {
+    fn label(&self) -> &'static str {
+        "plain"
+    }
+
+    fn acquire(
+        &self,
+        name: &str,
+        lease_ms: u64,
+        holder: &str,
+        _ask: &Ask,
+        waiting: Option<Arc<str>>,
+    ) -> Sending<Acquire> {
+        Sending::Batched(PlainOp {
+            release: false,
+            name: name.into(),
+            holder: holder.into(),
+            lease_ms,
+            waiting,
+        })
+    }
+
+    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+        Sending::Batched(PlainOp {
+            release: true,
+            name: name.into(),
+            holder: holder.into(),
+            lease_ms,
+            waiting: None,
+        })
+    }
+
+    fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
+        fair::drop_lost(name, holder)
+    }
+
+    fn majority_suffices(&self) -> bool {
+        true
+    }
+
+    fn offers(&self) -> Option<Book> {
+        Some(Book::Plain)
+    }
+
+    fn local_shortcut(&self) -> bool {
+        true
+    }
+
+    fn registers(&self) -> bool {
+        true
+    }
+}
+
+/// Releases `from`'s last hold of `name` and, unless another client waits, gives the
+/// lock to `to` in the same script (lock lane, so in order with our other scripts);
+/// `to`'s ticket, if it registered one, leaves the waiter registry with it.
+pub(crate) async fn hand_over(
+    m: &Master,
+    name: &str,
+    (from, from_lease_ms): (&str, u64),
+    (to, to_lease_ms, ticket): (&str, u64, Option<&str>),
+) -> Result<HandOver> {
+    let mut inv = RELEASE.call();
+    inv.key(name)
+        .key(keys::waiters(name))
+        .arg(keys::channel(name))
+        .arg("0")
+        .arg(from_lease_ms)
+        .arg(from)
+        .arg(to)
+        .arg(to_lease_ms);
+    if let Some(ticket) = ticket {
+        inv.arg(ticket);
+    }
+    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+    Ok(match m.decode::<Option<i64>>(v)? {
+        None => HandOver::NotHeld,
+        Some(0) => HandOver::StillHeld,
+        Some(1) => HandOver::Released,
+        Some(_) => HandOver::To(0),
+    })
+}
+
+/// `ticket` stops waiting for the plain lock `name` (lua/unwait.lua): it leaves the
+/// waiter registry, a hand-over to it nobody claimed is released, and a free lock is
+/// passed on to the next waiter.
+pub(crate) async fn unwait(m: &Master, name: &str, ticket: &str) -> Result<()> {
+    let mut inv = UNWAIT.call();
+    inv.key(name)
+        .key(keys::waiters(name))
+        .arg(keys::channel(name))
+        .arg(ticket);
+    m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+    Ok(())
+}
+
+/// The force-release of a plain (or fenced) lock: deletes it whoever holds it and
+/// passes it on.
+pub(crate) fn force_release(name: &str) -> Invocation {
+    let mut inv = FORCE.call();
+    inv.key(name)
+        .key(keys::waiters(name))
+        .arg(keys::channel(name))
+        .arg("0");
+    inv
+}

@@ -1,0 +1,56 @@
+//! The write side of a read-write lock (Redisson `RReadWriteLock.writeLock()`; layout
+//! and scripts in rw.rs). Held under the writer id `<holder>:write`; a writer that
+//! prefers writers records an intent while it waits, which keeps new readers out, is
+//! refreshed like a fair queue entry and removed however the wait ends (waiter.rs
+//! invariant 9). Never handed over locally (its waiters post no offers).
+
+use std::sync::Arc;
+
+use super::{read_release, Ask, Protocol, Sending};
+use crate::engine::rw;
+use crate::engine::wire::{read_acquire, Acquire, Release};
+use crate::keys;
+use crate::transport::Invocation;
+
+/// Redisson `RReadWriteLock.writeLock()`.
+pub(crate) struct Write;
+
+impl Protocol for Write {
+    fn label(&self) -> &'static str {
+        "write"
+    }
+
+    fn channel(&self, name: &str) -> String {
+        keys::rw_channel(name)
+    }
+
+    fn acquire(
+        &self,
+        name: &str,
+        lease_ms: u64,
+        holder: &str,
+        ask: &Ask,
+        _waiting: Option<Arc<str>>,
+    ) -> Sending<Acquire> {
+        let intent_ms = if self.queues(ask) { ask.stale_ms } else { 0 };
+        let inv = rw::acquire_call(name, lease_ms, holder, true, intent_ms);
+        Sending::Script(inv, read_acquire)
+    }
+
+    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+        Sending::Script(rw::release_call(name, lease_ms, holder), read_release)
+    }
+
+    fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
+        rw::drop_call(name, holder)
+    }
+
+    /// Removes the writer's intent.
+    fn leave(&self, name: &str, holder: &str, _ask: &Ask) -> Option<Invocation> {
+        Some(rw::leave_call(name, holder))
+    }
+
+    fn queues(&self, ask: &Ask) -> bool {
+        ask.intent && !ask.once
+    }
+}

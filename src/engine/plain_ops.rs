@@ -1,0 +1,174 @@
+//! The wire path of plain lock operations: how the master's group commit
+//! (transport/batch.rs) sends the acquires and releases queued on it, alone with
+//! `acquire.lua` / `release.lua`, several with `batch.lua`, grouped by hash slot.
+
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use redis::Value;
+
+use super::shards::by_shard;
+use super::wire::{int, send_acquire, typed, WRONG_TYPE};
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::transport::batch::Flight;
+use crate::transport::script::lua;
+use crate::transport::{BoxFuture, Lane, Request, Script, Transport};
+
+pub(crate) static BATCH: LazyLock<Script> = lua!("pass_on.lua", "batch.lua");
+pub(crate) static ACQUIRE: LazyLock<Script> = lua!("acquire.lua");
+pub(crate) static RELEASE: LazyLock<Script> = lua!("pass_on.lua", "release.lua");
+
+/// One plain acquire or release, as group commit queues it.
+pub(crate) struct PlainOp {
+    pub(crate) release: bool,
+    pub(crate) name: String,
+    pub(crate) holder: String,
+    pub(crate) lease_ms: u64,
+    /// An acquire of a registering waiter: its ticket (tickets.rs), registered in the
+    /// waiter registry when refused, removed when granted, a hand-over to it claimed
+    /// (lua/acquire.lua).
+    pub(crate) waiting: Option<Arc<str>>,
+}
+
+/// A plain operation's answer, as `batch.lua` gives it: (status, value).
+pub(crate) type PlainReply = (i64, i64);
+
+/// How group commit sends plain operations: alone with `acquire.lua` / `release.lua`,
+/// several with `batch.lua`, on the lock lane.
+pub(crate) struct PlainFlight(pub(crate) Arc<dyn Transport>);
+
+impl Flight for PlainFlight {
+    type Op = PlainOp;
+    type Reply = PlainReply;
+
+    fn one<'a>(&'a self, op: &'a PlainOp) -> BoxFuture<'a, Result<PlainReply>> {
+        Box::pin(single(&*self.0, op))
+    }
+
+    fn many<'a>(&'a self, ops: &'a [&'a PlainOp]) -> BoxFuture<'a, Vec<Result<PlainReply>>> {
+        Box::pin(by_shard(
+            &*self.0,
+            ops,
+            |op| &op.name,
+            |link, ops| {
+                Box::pin(async move {
+                    // A failed group fails its operations: re-sending them one by one
+                    // later could put them behind requests sent meanwhile (an undoing
+                    // release would then run before the acquire it undoes).
+                    match batch(link, &ops).await {
+                        Err(e) => ops.iter().map(|_| Err(e.clone())).collect(),
+                        Ok(replies) => replies,
+                    }
+                })
+            },
+        ))
+    }
+
+    fn addr(&self) -> &str {
+        self.0.addr()
+    }
+
+    fn timeout(&self) -> Duration {
+        self.0.timeout()
+    }
+}
+
+/// One plain operation with its own script (acquire.lua / release.lua), answered in
+/// `batch.lua`'s terms.
+async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
+    let name = &*op.name;
+    let inv = if op.release {
+        let mut inv = RELEASE.call();
+        inv.key(name)
+            .key(keys::waiters(name))
+            .arg(keys::channel(name))
+            .arg("0")
+            .arg(op.lease_ms)
+            .arg(&*op.holder);
+        inv
+    } else {
+        let mut inv = ACQUIRE.call();
+        inv.key(name).arg(op.lease_ms).arg(&*op.holder);
+        if let Some(ticket) = &op.waiting {
+            inv.key(keys::waiters(name)).arg(&**ticket);
+        }
+        inv
+    };
+    let mut short = None;
+    let reply = if op.release {
+        link.send(Lane::Lock, link.timeout(), Request::Eval(&inv))
+            .await
+    } else {
+        send_acquire(link, link.timeout(), &inv)
+            .await
+            .map(|(v, s)| {
+                short = s;
+                v
+            })
+    };
+    let reply = reply.and_then(|v| {
+        let decoded = if op.release {
+            redis::from_redis_value::<Option<i64>>(v).map(|v| (v.map_or(-1, |x| x.min(1)), 0))
+        } else {
+            redis::from_redis_value::<(i64, i64)>(v)
+        };
+        decoded.map_err(|e| Error::Redis {
+            addr: link.addr().to_string(),
+            source: e.into(),
+        })
+    });
+    match reply.map_err(|e| typed(name, e)) {
+        Err(Error::WrongType { .. }) => Ok((WRONG_TYPE, 0)),
+        Ok((1 | 2, _)) if short.is_some() => Err(short.expect("checked")),
+        other => other,
+    }
+}
+
+/// Many plain operations in one `batch.lua` call. A grant the replicas did not
+/// acknowledge in time is that operation's [`Error::NotReplicated`].
+async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<PlainReply>>> {
+    let mut inv = BATCH.call();
+    for op in ops {
+        inv.key(&*op.name)
+            .key(keys::waiters(&op.name))
+            .arg(if op.release { "r" } else { "a" })
+            .arg(op.lease_ms)
+            .arg(&*op.holder);
+        match op.release {
+            true => inv.arg(keys::channel(&op.name)),
+            false => inv.arg(""),
+        };
+        inv.arg(op.waiting.as_deref().unwrap_or(""));
+    }
+    let (v, short) = match ops.iter().any(|op| !op.release) {
+        true => send_acquire(link, link.timeout(), &inv).await?,
+        false => (
+            link.send(Lane::Lock, link.timeout(), Request::Eval(&inv))
+                .await?,
+            None,
+        ),
+    };
+    let ints: Option<Vec<i64>> = match &v {
+        Value::Array(items) => items.iter().map(int).collect(),
+        _ => None,
+    };
+    match ints {
+        Some(ints) if ints.len() == 2 * ops.len() => Ok(ints
+            .chunks(2)
+            .zip(ops)
+            .map(|(c, op)| match (&short, op.release, c[0]) {
+                (Some(e), false, 1 | 2) => Err(e.clone()),
+                _ => Ok((c[0], c[1])),
+            })
+            .collect()),
+        _ => Err(Error::Redis {
+            addr: link.addr().to_string(),
+            source: redis::RedisError::from((
+                redis::ErrorKind::Parse,
+                "unexpected batch reply",
+                format!("{v:?}"),
+            )),
+        }),
+    }
+}

@@ -1,0 +1,145 @@
+//! Faults over the fake server: late and lost replies of attempts and releases, group
+//! commit under a burst, and Redlock's majority with masters down.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::engine::fake::Server;
+use crate::engine::waiter::acquire;
+use crate::engine::Engine;
+
+/// B's `lock()` of a free lock whose first acquire reply is late (`late`: it landed,
+/// its answer came after the master timeout) or lost with its request: B ends holding
+/// it once, never twice (the landed attempt is undone before the next one).
+async fn first_attempt_unanswered(late: bool) {
+    let server = Server::new();
+    let b = client(&server);
+    let mb = holder(&b, 1);
+    if late {
+        server.set_latency(Duration::from_secs(2));
+    } else {
+        server.lose_next(1);
+    }
+    let (b2, mb2) = (b.clone(), mb.clone());
+    let waiting = tokio::spawn(async move {
+        let call = call("n", &mb2, Some(Duration::from_secs(5)));
+        let grant = acquire(&b2, &call)
+            .await
+            .expect("no error")
+            .expect("granted");
+        hold(&b2, &call, &grant)
+    });
+    settle(Duration::from_millis(1)).await;
+    server.set_latency(Duration::from_millis(1));
+    let held = waiting.await.expect("no panic");
+    assert_eq!(
+        server.holders("n"),
+        vec![(mb.to_string(), 1)],
+        "late: {late}"
+    );
+    give_back(&b, &held).await;
+    assert!(server.holders("n").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_answered_too_late_is_undone_before_the_next() {
+    first_attempt_unanswered(true).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_attempt_is_retried() {
+    first_attempt_unanswered(false).await;
+}
+
+/// A release whose request is lost, or whose reply comes after the master timeout, is
+/// asked again until answered: the unlock succeeds and the lock is free.
+async fn release_unanswered(late: bool) {
+    let server = Server::new();
+    let a = client(&server);
+    let me = holder(&a, 1);
+    let held = take(&a, "n", &me).await;
+    if late {
+        server.set_latency(Duration::from_secs(2));
+    } else {
+        server.lose_next(1);
+    }
+    let releasing = tokio::spawn({
+        let a = a.clone();
+        async move { give_back(&a, &held).await }
+    });
+    settle(Duration::from_millis(1)).await;
+    server.set_latency(Duration::from_millis(1));
+    releasing.await.expect("released, no panic");
+    assert!(server.holders("n").is_empty(), "late: {late}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_answered_too_late_is_asked_again_and_counts() {
+    release_unanswered(true).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_release_is_sent_again() {
+    release_unanswered(false).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_plain_acquisitions_shares_batched_calls() {
+    let server = Server::new();
+    let a = client(&server);
+    let burst: Vec<_> = (0..32)
+        .map(|i| {
+            let (a, me) = (a.clone(), holder(&a, i));
+            tokio::spawn(async move { take(&a, &format!("n{i}"), &me).await })
+        })
+        .collect();
+    for t in burst {
+        t.await.expect("granted");
+    }
+    let log = server.log();
+    assert!(log.contains(&"batch.lua"), "{log:?}");
+    assert!(
+        log.len() < 32,
+        "group commit: {} calls for 32 acquisitions",
+        log.len()
+    );
+    for i in 0..32 {
+        assert_eq!(server.holders(&format!("n{i}")).len(), 1);
+    }
+}
+
+/// A client of three independent masters (Redlock).
+fn redlock_client(servers: &[Arc<Server>]) -> Arc<Engine> {
+    Engine::start(servers.iter().map(|s| s.link()).collect(), settings())
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_redlock_a_majority_grants_and_a_minority_cannot() {
+    let servers: Vec<Arc<Server>> = (0..3).map(|_| Server::new()).collect();
+    let a = redlock_client(&servers);
+    let me = holder(&a, 1);
+    // One master down: a majority grants.
+    servers[2].lose_next(usize::MAX);
+    let held = take(&a, "n", &me).await;
+    for s in &servers[..2] {
+        assert_eq!(s.holders("n"), vec![(me.to_string(), 1)]);
+    }
+    give_back(&a, &held).await;
+    for s in &servers {
+        assert!(s.holders("n").is_empty());
+    }
+    // Two down: no majority within the wait, an error naming the quorum, and the
+    // grant of the one master that answered is undone.
+    servers[1].lose_next(usize::MAX);
+    let c = call("n", &me, Some(Duration::from_secs(3)));
+    let refused = acquire(&a, &c).await;
+    assert!(
+        matches!(refused, Err(crate::Error::NoQuorum { needed: 2, .. })),
+        "{:?}",
+        refused.map(|g| g.is_some())
+    );
+    settle(Duration::from_secs(1)).await;
+    assert!(servers[0].holders("n").is_empty(), "undone where granted");
+    nothing_left_locally(&a);
+}
