@@ -11,15 +11,8 @@ use crate::api::multi::MultiLock;
 use crate::api::permits::PermitExpirableSemaphore;
 use crate::api::rwlock::ReadWriteLock;
 use crate::api::semaphore::Semaphore;
-use crate::engine::quorum::{answers, fan_out};
 use crate::engine::{Engine, Kind};
-use crate::error::{Error, Result};
-use crate::transport::cluster::Cluster;
-use crate::transport::replicas::SyncReplicas;
-use crate::transport::sentinel::{Sentinel, SentinelSetup};
-use crate::transport::standalone::Standalone;
-use crate::transport::{Dialect, Lane, Request, Transport};
-use redis::Value;
+use crate::error::Result;
 use uuid::Uuid;
 
 /// A connection to one Redis master (single mode) or N independent masters (Redlock).
@@ -69,55 +62,11 @@ impl Client {
     /// ```
     pub async fn connect(mut config: Config) -> Result<Client> {
         crate::telemetry::describe();
-        let clients = config.redis_clients()?;
-        let links: Vec<Arc<dyn Transport>> = match config.topology.clone() {
-            Topology::Sentinel { master_name } => {
-                vec![Arc::new(
-                    connect_sentinel(&config, master_name, clients).await?,
-                )]
-            }
-            topology => {
-                let links = clients
-                    .into_iter()
-                    .map(|client| config.link_settings().open(client, Dialect::Classic))
-                    .collect::<Result<Vec<_>>>()?;
-                let ping = redis::cmd("PING");
-                let pings = fan_out(&links, |link| {
-                    link.send(Lane::Side, link.connect_timeout(), Request::Cmd(&ping))
-                })
-                .await;
-                // Only a seed that answered is asked whether it is a cluster node.
-                let single = topology == Topology::Masters
-                    && links.len() == 1
-                    && pings.first().is_some_and(Result::is_ok);
-                if topology == Topology::Cluster || (single && is_cluster_node(&links[0]).await) {
-                    config.topology = Topology::Cluster;
-                    vec![Arc::new(connect_cluster(&config, links, pings).await?)]
-                } else {
-                    answers(pings, config.quorum())?;
-                    let links: Vec<Arc<dyn Transport>> = links
-                        .into_iter()
-                        .map(|l| Arc::new(l) as Arc<dyn Transport>)
-                        .collect();
-                    if links.len() > 1 {
-                        refuse_duplicates(&links).await?;
-                    }
-                    links
-                }
-            }
-        };
-        if config.sync.0 == SyncReplicas::Aof {
-            for link in &links {
-                require_waitaof(&**link).await?;
-            }
+        let engine = Engine::connect(config.deployment()?, config.settings()).await?;
+        if engine.is_cluster() {
+            // A lone seed that turned out to be a cluster node.
+            config.topology = Topology::Cluster;
         }
-        if links.len() > 1 && links.len().is_multiple_of(2) {
-            tracing::warn!(
-                n = links.len(),
-                "an even number of masters tolerates no more failures than one fewer"
-            );
-        }
-        let engine = Engine::start(links, config.settings());
         Ok(Client {
             _alive: Arc::new(Alive(engine.clone())),
             engine,
@@ -492,115 +441,6 @@ impl Client {
     pub async fn renew_now(&self) {
         crate::engine::watchdog::renew_all(&self.engine).await;
     }
-}
-
-/// Refuses [`SyncReplicas::Aof`] on a server without `WAITAOF` (Redis < 7.2) at
-/// connect, rather than failing every acquisition later.
-async fn require_waitaof(link: &dyn Transport) -> Result<()> {
-    let mut cmd = redis::cmd("COMMAND");
-    cmd.arg("INFO").arg("WAITAOF");
-    let reply = link
-        .send(Lane::Side, link.connect_timeout(), Request::Cmd(&cmd))
-        .await?;
-    match reply {
-        Value::Array(items) if items.first().is_some_and(|i| *i != Value::Nil) => Ok(()),
-        _ => Err(Error::Config(format!(
-            "SyncReplicas::Aof needs WAITAOF (Redis >= 7.2), which {} lacks; use \
-             SyncReplicas::Auto or Count",
-            link.addr()
-        ))),
-    }
-}
-
-/// Finds the primary of `master_name` through the sentinels (`clients`).
-async fn connect_sentinel(
-    config: &Config,
-    master_name: String,
-    sentinels: Vec<redis::Client>,
-) -> Result<Sentinel> {
-    let mut master = sentinels[0].get_connection_info().clone();
-    if let Some((username, password)) = &config.master_auth {
-        let mut settings = master.redis_settings().clone().set_password(password);
-        if let Some(username) = username {
-            settings = settings.set_username(username);
-        }
-        master = master.set_redis_settings(settings);
-    }
-    Sentinel::connect(SentinelSetup {
-        master_name,
-        sentinels,
-        master,
-        link: config.link_settings(),
-    })
-    .await
-}
-
-/// Connects to a cluster through the first seed that answered the PING.
-async fn connect_cluster(
-    config: &Config,
-    seeds: Vec<Standalone>,
-    pings: Vec<Result<Value>>,
-) -> Result<Cluster> {
-    let mut last = None;
-    for (seed, ping) in seeds.into_iter().zip(pings) {
-        if let Err(e) = ping {
-            last = Some(e);
-            continue;
-        }
-        match Cluster::connect(seed, config.link_settings()).await {
-            Ok(cluster) => return Ok(cluster),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| Error::Config("no cluster seed given".into())))
-}
-
-/// True if `link` is a node of a Redis Cluster (`cluster_enabled:1`). A server that
-/// does not answer, or may not run INFO, is taken as not one.
-async fn is_cluster_node(link: &dyn Transport) -> bool {
-    let mut info = redis::cmd("INFO");
-    info.arg("cluster");
-    let reply = link
-        .send(Lane::Side, link.connect_timeout(), Request::Cmd(&info))
-        .await;
-    let text: Option<String> = reply.ok().and_then(|v| redis::from_redis_value(v).ok());
-    text.is_some_and(|t| t.lines().any(|l| l.trim() == "cluster_enabled:1"))
-}
-
-/// Refuses two masters that are one server (issue 11.8): `localhost:P` and
-/// `127.0.0.1:P` look different but would cast two votes. Compared by `run_id` (from
-/// `INFO server`), which differs for every server process. A master that does not
-/// answer, or whose ACL user may not run INFO, is not compared.
-async fn refuse_duplicates(links: &[Arc<dyn Transport>]) -> Result<()> {
-    let mut info = redis::cmd("INFO");
-    info.arg("server");
-    let info = &info;
-    let ids = fan_out(links, |link| async move {
-        let timeout = link.connect_timeout();
-        let reply = link.send(Lane::Side, timeout, Request::Cmd(info)).await?;
-        let text: String = redis::from_redis_value(reply).map_err(|e| Error::Redis {
-            addr: link.addr().to_string(),
-            source: e.into(),
-        })?;
-        Ok(text
-            .lines()
-            .find_map(|l| l.strip_prefix("run_id:"))
-            .map(|id| id.trim().to_string()))
-    })
-    .await;
-    let mut seen: Vec<(&str, String)> = Vec::new();
-    for (link, id) in links.iter().zip(ids) {
-        let Ok(Some(id)) = id else { continue };
-        if let Some((first, _)) = seen.iter().find(|(_, other)| *other == id) {
-            return Err(Error::Config(format!(
-                "masters {first} and {} are the same server (run_id {id}); Redlock needs \
-                 independent masters",
-                link.addr()
-            )));
-        }
-        seen.push((link.addr(), id));
-    }
-    Ok(())
 }
 
 impl std::fmt::Debug for Client {

@@ -7,7 +7,7 @@ use redis::Value;
 use tracing::Instrument;
 
 use crate::api::client::Client;
-use crate::api::config::check_lease;
+use crate::api::config_check::check_lease;
 use crate::api::guard::LockGuard;
 use crate::engine::quorum::{answers, fan_out, majority_floor, majority_true};
 use crate::engine::waiter::{acquire, Call};

@@ -4,9 +4,12 @@
 pub mod blocking;
 pub(crate) mod client;
 pub(crate) mod config;
+pub(crate) mod config_check;
 #[cfg(feature = "serde")]
 mod config_serde;
 pub(crate) mod config_sources;
+#[cfg(feature = "tls")]
+mod config_tls;
 pub(crate) mod guard;
 pub(crate) mod latch;
 pub(crate) mod lock;
@@ -15,4 +18,5 @@ pub(crate) mod permits;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod status;
+pub(crate) mod urls;
 pub mod wire;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::client::Client;
-use crate::api::config::check_lease;
+use crate::api::config_check::check_lease;
 use crate::api::semaphore::{single_master, Semaphore};
 use crate::engine::holds::Hold;
 use crate::engine::master::Master;

@@ -15,6 +15,7 @@
 //! * [`tickets`]: waits that a release in another client may hand the lock to.
 
 pub(crate) mod attempt;
+mod facade;
 pub(crate) mod gate;
 pub(crate) mod holder;
 pub(crate) mod holds;
@@ -39,6 +40,13 @@ use uuid::Uuid;
 
 use crate::transport::pubsub::PubSub;
 use crate::transport::Transport;
+
+// What the API needs of the layer below, passed through the façade: the plain
+// settings of a deployment, and the public types of replica sync.
+pub(crate) use crate::transport::connect::{Deployment, Shape};
+pub(crate) use crate::transport::replicas::SyncReplicas;
+#[cfg(feature = "tls")]
+pub(crate) use crate::transport::tls::{Pem, TlsOptions};
 use gate::Gates;
 use holds::{Hold, Holds};
 use master::Master;
