@@ -273,7 +273,7 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub fn id(&self) -> Uuid {
-        self.engine.id
+        self.engine.id()
     }
 
     /// The configuration the client was built with.
@@ -304,11 +304,7 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub fn masters(&self) -> Vec<String> {
-        self.engine
-            .masters
-            .iter()
-            .map(|m| m.addr().to_string())
-            .collect()
+        self.engine.addrs()
     }
 
     /// Masters needed for a majority (N/2+1).
@@ -324,7 +320,7 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub fn quorum(&self) -> usize {
-        self.engine.quorum
+        self.engine.quorum()
     }
 
     /// Locks this client currently holds (distinct name and holder pairs).
@@ -346,7 +342,7 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub fn held_locks(&self) -> usize {
-        self.engine.holds.len()
+        self.engine.held_count()
     }
 
     /// Pub/sub channels this client is currently subscribed to for its waiters.
@@ -382,7 +378,7 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub fn subscriptions(&self) -> usize {
-        self.engine.pubsub.channel_count()
+        self.engine.subscriptions()
     }
 
     /// Shuts the client down cleanly: waits (at most `timeout`) for background work —
@@ -439,14 +435,14 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub async fn renew_now(&self) {
-        crate::engine::watchdog::renew_all(&self.engine).await;
+        self.engine.renew_now().await;
     }
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("id", &self.engine.id)
+            .field("id", &self.engine.id())
             .field("masters", &self.masters())
             .finish()
     }

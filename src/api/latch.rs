@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::client::Client;
-use crate::api::semaphore::single_master;
 use crate::engine::master::Master;
 use crate::engine::permits;
 use crate::engine::signal::{wait_for, Attempt};
@@ -48,7 +47,9 @@ impl CountDownLatch {
     }
 
     fn master(&self) -> Result<Arc<Master>> {
-        single_master(&self.client, &self.name, "count-down latch")
+        self.client
+            .engine
+            .single_master(&self.name, "count-down latch")
     }
 
     /// The latch's name (its Redis key).

@@ -8,7 +8,9 @@ use crate::engine::master::Master;
 use crate::engine::permits::{self, Set};
 use crate::engine::signal::{completed, wait_for, Attempt};
 use crate::engine::waiter::deadline_after;
-use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::keys;
 
 /// A distributed semaphore (Redisson `RSemaphore`, same key and channel): a counter of
@@ -42,23 +44,6 @@ pub struct Semaphore {
     name: Arc<str>,
 }
 
-/// The master a counter primitive runs on, after checking `name`; refused under Redlock.
-pub(crate) fn single_master(client: &Client, name: &str, what: &str) -> Result<Arc<Master>> {
-    keys::validate(name)?;
-    match client.engine.masters.as_slice() {
-        [only] => Ok(only.clone()),
-        _ => Err(Error::Unsupported {
-            what: format!(
-                "{what} {name:?} over {} Redlock masters",
-                client.engine.masters.len()
-            ),
-            reason: "a counter cannot be kept by majority the way a lock is (a minority that \
-                     missed a change would count it again); use one master for it"
-                .into(),
-        }),
-    }
-}
-
 impl Semaphore {
     pub(crate) fn new(client: Client, name: String) -> Self {
         Semaphore {
@@ -68,7 +53,7 @@ impl Semaphore {
     }
 
     fn master(&self) -> Result<Arc<Master>> {
-        single_master(&self.client, &self.name, "semaphore")
+        self.client.engine.single_master(&self.name, "semaphore")
     }
 
     /// The semaphore's name (its Redis key).

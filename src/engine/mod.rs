@@ -13,15 +13,23 @@
 //! * [`watchdog`]: renewing the leases of held locks.
 //! * [`holds`], [`holder`], [`gate`], [`offers`]: the client's local bookkeeping.
 //! * [`tickets`]: waits that a release in another client may hand the lock to.
+//!
+//! The API layer uses only the façade: [`Engine`]'s methods in `facade.rs` (connect,
+//! acquire, counters) and `queries.rs` (the read side, `force_unlock`), the handle of
+//! an acquisition (`held.rs`), and the types re-exported here. `Engine`'s fields are
+//! private to this module.
 
 pub(crate) mod attempt;
+pub(crate) mod call;
 mod facade;
 pub(crate) mod gate;
+mod held;
 pub(crate) mod holder;
 pub(crate) mod holds;
 pub(crate) mod master;
 pub(crate) mod offers;
 pub(crate) mod permits;
+mod queries;
 pub(crate) mod quorum;
 pub(crate) mod release;
 pub(crate) mod rw;
@@ -44,14 +52,21 @@ use crate::transport::Transport;
 // What the API needs of the layer below, passed through the façade: the plain
 // settings of a deployment, and the public types of replica sync.
 pub(crate) use crate::transport::connect::{Deployment, Shape};
-pub(crate) use crate::transport::replicas::SyncReplicas;
+pub(crate) use crate::transport::replicas::{ReplicaSync, SyncReplicas};
 #[cfg(feature = "tls")]
 pub(crate) use crate::transport::tls::{Pem, TlsOptions};
+
+// The façade (ARCHITECTURE.md): what the API layer may name.
+pub(crate) use facade::{Holding, LockSpec};
 use gate::Gates;
+pub(crate) use held::Held;
+pub(crate) use holder::{fresh_number, Scope};
 use holds::{Hold, Holds};
 use master::Master;
 use offers::Offers;
+pub(crate) use queries::Inspected;
 use tickets::Tickets;
+pub(crate) use waiter::deadline_after;
 
 /// The timing the engine works with (the API's `Config`, validated).
 #[derive(Clone, Debug)]
@@ -138,23 +153,23 @@ impl Kind {
 /// The state one client's locks share: the masters, the pub/sub hub, the hold table,
 /// the local gates and offers, and the background clean-ups.
 pub(crate) struct Engine {
-    pub(crate) id: Uuid,
+    id: Uuid,
     /// `"{id}:"`, shared by every holder id of this client.
-    pub(crate) holder_prefix: String,
-    pub(crate) masters: Vec<Arc<Master>>,
-    pub(crate) quorum: usize,
-    pub(crate) settings: Settings,
-    pub(crate) pubsub: PubSub,
-    pub(crate) holds: Holds,
-    pub(crate) gates: Gates,
+    holder_prefix: String,
+    masters: Vec<Arc<Master>>,
+    quorum: usize,
+    settings: Settings,
+    pubsub: PubSub,
+    holds: Holds,
+    gates: Gates,
     /// Waits registered for a cross-process hand-over (tickets.rs).
-    pub(crate) tickets: Tickets,
+    tickets: Tickets,
     /// Hand-over offers of waiting tasks: plain locks, then fair locks (offers.rs).
     offers: [Offers; 2],
     /// Background clean-ups (releases on drop, undoing cancelled attempts, leaving fair
     /// queues, the answers of masters slower than the majority), so a shutdown can
     /// wait for them.
-    pub(crate) cleanups: TaskTracker,
+    cleanups: TaskTracker,
     /// Holds acquired too late for the next renewal round (watchdog::Urgent).
     urgent: Arc<watchdog::Urgent>,
     shutdown: CancellationToken,
@@ -164,7 +179,7 @@ impl Engine {
     /// Starts an engine over `links` (already checked to answer), with its watchdog and
     /// pub/sub tasks; they stop when [`shut_down`](Self::shut_down) is called or the
     /// engine is dropped.
-    pub(crate) fn start(links: Vec<Arc<dyn Transport>>, settings: Settings) -> Arc<Engine> {
+    fn start(links: Vec<Arc<dyn Transport>>, settings: Settings) -> Arc<Engine> {
         let quorum = links.len() / 2 + 1;
         let shutdown = CancellationToken::new();
         let period = settings.watchdog_timeout / 3;
@@ -205,29 +220,14 @@ impl Engine {
     }
 
     /// The hand-over offers of plain (`fair` false) or fair locks.
-    pub(crate) fn offers(&self, fair: bool) -> &Offers {
+    fn offers(&self, fair: bool) -> &Offers {
         &self.offers[usize::from(fair)]
-    }
-
-    /// The holder id of one async acquisition of `name` (holder.rs invariants 1, 2).
-    pub(crate) fn holder_for(&self, name: &str) -> Arc<str> {
-        holder::for_call(&self.holder_prefix, name)
-    }
-
-    /// The calling thread's holder id (the blocking API: holder.rs invariant 4).
-    pub(crate) fn thread_holder(&self) -> Arc<str> {
-        holder::thread(&self.holder_prefix)
-    }
-
-    /// The holder id of explicit owner `n` (holder.rs invariant 3).
-    pub(crate) fn owner_holder(&self, n: u64) -> Arc<str> {
-        holder::owner(&self.holder_prefix, n)
     }
 
     /// Hands a hold just acquired (or re-entered) to the watchdog's urgent renewal
     /// when the watchdog renews it and its reply came so late that the next round
     /// could miss its validity (watchdog::Urgent); nothing otherwise.
-    pub(crate) fn watch_new(&self, hold: &Arc<Hold>) {
+    fn watch_new(&self, hold: &Arc<Hold>) {
         let validity = self.validity_of(self.settings.watchdog_timeout);
         self.urgent
             .offer(hold, validity, self.settings.watchdog_timeout / 3);
@@ -245,7 +245,7 @@ impl Engine {
     ///
     /// False, and nothing done, when the hold is no longer in the table: released
     /// meanwhile (a renewal sent before the release finds it gone) or lost already.
-    pub(crate) fn lose(&self, hold: &Arc<Hold>, reason: crate::lost::LostReason) -> bool {
+    fn lose(&self, hold: &Arc<Hold>, reason: crate::lost::LostReason) -> bool {
         if !self.holds.lose(hold, reason) {
             return false;
         }
@@ -283,7 +283,7 @@ impl Engine {
     }
 
     /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).
-    pub(crate) fn validity_of(&self, lease: Duration) -> Duration {
+    fn validity_of(&self, lease: Duration) -> Duration {
         let drift = lease.mul_f64(self.settings.drift_factor) + Duration::from_millis(2);
         lease.saturating_sub(drift)
     }

@@ -63,18 +63,8 @@ use crate::telemetry;
 use crate::transport::pubsub::Subscription;
 use crate::transport::Lane;
 
-/// Parameters of one `lock`/`try_lock` call.
-pub(crate) struct Call {
-    pub(crate) name: Arc<str>,
-    pub(crate) holder: Arc<str>,
-    pub(crate) kind: Kind,
-    pub(crate) lease: Duration,
-    /// None: wait as long as it takes.
-    pub(crate) wait: Option<Duration>,
-    /// A writer of a read-write lock records its intent while it waits, keeping new
-    /// readers out (writer preference).
-    pub(crate) intent: bool,
-}
+/// Parameters of one `lock`/`try_lock` call (call.rs).
+pub(crate) use super::call::Call;
 
 /// `now + d`, or `None` (no deadline) when that is beyond what an `Instant` can hold.
 pub(crate) fn deadline_after(d: Duration) -> Option<Instant> {

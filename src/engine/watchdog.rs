@@ -316,7 +316,6 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
 mod tests {
     use super::*;
     use crate::engine::holds::Holds;
-    use crate::engine::Kind;
 
     #[test]
     fn a_round_renews_the_oldest_first_and_skips_the_young() {
@@ -326,7 +325,7 @@ mod tests {
         let lease = Duration::from_secs(3);
         for (name, age_ms) in [("b", 900), ("young", 100), ("a", 2000), ("c", 600)] {
             let at = now - Duration::from_millis(age_ms);
-            holds.acquired(&name.into(), &holder, Kind::Plain, true, true, at, lease);
+            holds.fresh(name, &holder, true, at, lease);
         }
         let order: Vec<String> = due(holds.watched(), now, lease / 6)
             .iter()
@@ -353,7 +352,7 @@ mod tests {
         ] {
             let holder: Arc<str> = format!("c:{name}").into();
             let at = now - Duration::from_millis(age_ms);
-            let h = holds.acquired(&name.into(), &holder, Kind::Plain, true, watched, at, lease);
+            let h = holds.fresh(name, &holder, watched, at, lease);
             urgent.offer(&h, validity, period);
         }
         let queued: Vec<String> = (urgent.queue.lock().iter())
