@@ -3,6 +3,8 @@
 
 use crate::api::config::Config;
 use crate::engine::Pem;
+#[cfg(doc)]
+use crate::error::Error;
 
 /// TLS (`rediss://` masters), with the cargo feature `tls`.
 ///

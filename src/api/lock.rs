@@ -10,6 +10,8 @@ use crate::api::config_check::check_lease;
 use crate::api::guard::LockGuard;
 pub use crate::engine::Kind;
 use crate::engine::{fresh_number, Holding, LockSpec};
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::Result;
 use crate::telemetry;
 

@@ -11,6 +11,7 @@ pub(crate) mod config_sources;
 #[cfg(feature = "tls")]
 mod config_tls;
 pub(crate) mod guard;
+mod handles;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;

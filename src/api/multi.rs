@@ -16,7 +16,6 @@ use std::time::Duration;
 use futures_util::future::{join_all, select_all};
 use tokio_util::sync::CancellationToken;
 
-use crate::api::client::Client;
 use crate::api::guard::LockGuard;
 use crate::api::lock::Lock;
 use crate::engine::{deadline_after, Scope};
@@ -75,10 +74,6 @@ impl MultiLock {
         locks.sort_by(|a, b| (a.name(), a.kind().label()).cmp(&(b.name(), b.kind().label())));
         locks.dedup_by(|a, b| a.name() == b.name() && a.kind() == b.kind());
         MultiLock { locks }
-    }
-
-    pub(crate) fn plain(client: &Client, names: Vec<String>) -> Self {
-        MultiLock::new(names.into_iter().map(|n| client.lock(n)))
     }
 
     /// The parts, in the order they are taken (by name).
