@@ -40,8 +40,10 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::holds::Hold;
+use super::master::Master;
 use super::{permits, rw, scripts};
 use super::{Engine, Kind};
+use crate::error::Result;
 use crate::lost::LostReason;
 use crate::telemetry;
 
@@ -218,96 +220,139 @@ impl Renewal {
     }
 }
 
-async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &AtomicU64) {
-    let started = Instant::now();
-    let lease_ms = engine.settings.watchdog_timeout.as_millis() as u64;
-    // A renewal is not latency-critical (the deadline is the validity, three periods
-    // away): give a loaded master a whole period, but no more, so a master that does
-    // not answer never holds up the next round (invariant 1).
-    let period = engine.settings.watchdog_timeout / 3;
-    // Read holds renew their own timeout keys (rw.rs), permits their expiry
-    // (permits.rs); every other hold its field.
-    let group = |want: Renewal| -> (Vec<usize>, Vec<(&str, &str)>) {
+/// The holds of a chunk grouped by the script that renews them: their places in the
+/// chunk and their (name, holder) pairs. Read holds renew their own timeout keys
+/// (rw.rs), permits their expiry (permits.rs); every other hold its field.
+type Groups<'a> = [(Renewal, (Vec<usize>, Vec<(&'a str, &'a str)>)); 3];
+
+fn groups(chunk: &[Arc<Hold>]) -> Groups<'_> {
+    [Renewal::Field, Renewal::Read, Renewal::Permit].map(|want| {
         let idx: Vec<usize> = (0..chunk.len())
             .filter(|&i| Renewal::of(&chunk[i]) == want)
             .collect();
         let pairs = (idx.iter())
             .map(|&i| (&*chunk[i].name, &*chunk[i].holder))
             .collect();
-        (idx, pairs)
-    };
-    let groups = [Renewal::Field, Renewal::Read, Renewal::Permit].map(|r| (r, group(r)));
-    let groups = &groups;
+        (want, (idx, pairs))
+    })
+}
+
+/// Renews one chunk on every master and judges the answers as they arrive (a hold
+/// renewed by a majority counts at once, without waiting for the slowest master: the
+/// validity deadline may fire meanwhile).
+async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &AtomicU64) {
+    let started = Instant::now();
+    let groups = &groups(chunk);
     let mut answers: FuturesUnordered<_> = (engine.masters.iter().enumerate())
-        .map(|(at, m)| async move {
-            let timeout = period;
-            let mut held: Vec<crate::error::Result<bool>> = vec![Ok(false); chunk.len()];
-            for (how, (idx, pairs)) in groups.iter().filter(|g| !g.1 .0.is_empty()) {
-                let r = match how {
-                    Renewal::Field => scripts::renew(m, pairs, lease_ms, timeout).await,
-                    Renewal::Read => rw::renew_reads(m, pairs, lease_ms, timeout).await,
-                    Renewal::Permit => permits::renew_permits(m, pairs, lease_ms, timeout).await,
-                };
-                idx.iter().zip(r).for_each(|(&i, h)| held[i] = h);
-            }
-            (at, held)
-        })
+        .map(|(at, m)| async move { (at, renew_on(engine, m, chunk.len(), groups).await) })
         .collect();
-    let (n, quorum) = (engine.masters.len(), engine.quorum);
-    let (mut renewed, mut denied) = (vec![0; chunk.len()], vec![0; chunk.len()]);
-    let mut failed = vec![0; chunk.len()];
-    // Whether a master that said "not held" changed server since the grant.
-    let mut replaced = vec![false; chunk.len()];
-    let validity = engine.validity_of(engine.settings.watchdog_timeout);
-    // Judged as answers arrive: a hold renewed by a majority counts at once, without
-    // waiting for the slowest master (the validity deadline may fire meanwhile).
+    let mut tally = Tally::new(engine, chunk, started);
     while let Some((at, answer)) = answers.next().await {
+        tally.count(at, &answer, renewed_total);
+    }
+    for (i, hold) in chunk.iter().enumerate() {
+        if tally.renewed[i] < tally.quorum && tally.n - tally.denied[i] >= tally.quorum {
+            tracing::debug!(lock = %hold.name, renewed = tally.renewed[i], "renewal incomplete; retrying next tick");
+        }
+    }
+}
+
+/// One master's answers for a chunk of `n` holds: held (renewed) or not, per hold.
+async fn renew_on(engine: &Engine, m: &Master, n: usize, groups: &Groups<'_>) -> Vec<Result<bool>> {
+    let lease_ms = engine.settings.watchdog_timeout.as_millis() as u64;
+    // A renewal is not latency-critical (the deadline is the validity, three periods
+    // away): give a loaded master a whole period, but no more, so a master that does
+    // not answer never holds up the next round (invariant 1).
+    let timeout = engine.settings.watchdog_timeout / 3;
+    let mut held: Vec<Result<bool>> = vec![Ok(false); n];
+    for (how, (idx, pairs)) in groups.iter().filter(|g| !g.1 .0.is_empty()) {
+        let r = match how {
+            Renewal::Field => scripts::renew(m, pairs, lease_ms, timeout).await,
+            Renewal::Read => rw::renew_reads(m, pairs, lease_ms, timeout).await,
+            Renewal::Permit => permits::renew_permits(m, pairs, lease_ms, timeout).await,
+        };
+        idx.iter().zip(r).for_each(|(&i, h)| held[i] = h);
+    }
+    held
+}
+
+/// The answers about one chunk so far, per hold.
+struct Tally<'a> {
+    engine: &'a Engine,
+    chunk: &'a [Arc<Hold>],
+    /// When the round's renewals were sent: what a renewal that counts dates from.
+    started: Instant,
+    n: usize,
+    quorum: usize,
+    validity: Duration,
+    renewed: Vec<usize>,
+    denied: Vec<usize>,
+    failed: Vec<usize>,
+    /// Whether a master that said "not held" changed server since the grant.
+    replaced: Vec<bool>,
+}
+
+impl<'a> Tally<'a> {
+    fn new(engine: &'a Engine, chunk: &'a [Arc<Hold>], started: Instant) -> Self {
+        let zeros = vec![0; chunk.len()];
+        Tally {
+            engine,
+            chunk,
+            started,
+            n: engine.masters.len(),
+            quorum: engine.quorum,
+            validity: engine.validity_of(engine.settings.watchdog_timeout),
+            renewed: zeros.clone(),
+            denied: zeros.clone(),
+            failed: zeros,
+            replaced: vec![false; chunk.len()],
+        }
+    }
+
+    /// Counts the answer of master `at` (invariants 1, 2, 7, 8).
+    fn count(&mut self, at: usize, answer: &[Result<bool>], renewed_total: &AtomicU64) {
         // Not an outage: nothing will renew these locks until it is fixed.
         let refused = answer.iter().filter_map(|r| r.as_ref().err());
         if let Some(e) = refused.clone().find(|e| e.is_permanent()) {
             tracing::error!(error = %e, locks = refused.count(),
                 "renewal refused; the locks will be lost when their validity ends");
         }
-        let link = engine.masters[at].link();
-        for (i, hold) in chunk.iter().enumerate() {
+        let (n, quorum) = (self.n, self.quorum);
+        let link = self.engine.masters[at].link();
+        for (i, hold) in self.chunk.iter().enumerate() {
             match &answer[i] {
                 Ok(true) => {
-                    renewed[i] += 1;
-                    if renewed[i] == quorum {
-                        hold.renewed(started);
+                    self.renewed[i] += 1;
+                    if self.renewed[i] == quorum {
+                        hold.renewed(self.started);
                         renewed_total.fetch_add(1, Ordering::Relaxed);
                     }
                 }
                 Ok(false) => {
-                    denied[i] += 1;
+                    self.denied[i] += 1;
                     let changed = link.changed_at(hold.name.as_bytes());
-                    replaced[i] |= changed.is_some_and(|c| c > hold.since);
-                    let reason = if replaced[i] {
+                    self.replaced[i] |= changed.is_some_and(|c| c > hold.since);
+                    let reason = if self.replaced[i] {
                         LostReason::MasterDataLost
                     } else {
                         LostReason::ExpiredOrDeleted
                     };
                     // Not a loss if the holder released it meanwhile (lose() says so).
-                    if renewed[i] < quorum && n - denied[i] == quorum - 1 {
-                        engine.lose(hold, reason);
+                    if self.renewed[i] < quorum && n - self.denied[i] == quorum - 1 {
+                        self.engine.lose(hold, reason);
                     }
                 }
                 Err(e) => {
-                    failed[i] += 1;
+                    self.failed[i] += 1;
                     if e.is_permanent() {
                         hold.refused(e);
                     }
                 }
             }
             // Invariant 7: no majority can renew it in this round.
-            if renewed[i] < quorum && n - failed[i] - denied[i] < quorum {
-                hold.at_risk(hold.valid_until(validity));
+            if self.renewed[i] < quorum && n - self.failed[i] - self.denied[i] < quorum {
+                hold.at_risk(hold.valid_until(self.validity));
             }
-        }
-    }
-    for (i, hold) in chunk.iter().enumerate() {
-        if renewed[i] < quorum && n - denied[i] >= quorum {
-            tracing::debug!(lock = %hold.name, renewed = renewed[i], "renewal incomplete; retrying next tick");
         }
     }
 }
