@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use crate::api::urls::redact_url;
 #[cfg(feature = "tls")]
-use crate::engine::TlsOptions;
-use crate::engine::{Deployment, Settings, Shape, SyncReplicas};
+use crate::engine::facade::TlsOptions;
+use crate::engine::facade::{Deployment, Shape, SyncReplicas};
+use crate::engine::Settings;
 use crate::error::{Error, Result};
 
 /// The longest lease (and watchdog timeout) accepted: 30 days.

@@ -2,7 +2,7 @@
 //! certificates of `rediss://` masters.
 
 use crate::api::config::Config;
-use crate::engine::Pem;
+use crate::engine::facade::Pem;
 #[cfg(doc)]
 use crate::error::Error;
 

@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use crate::engine::{Held, Scope};
+use crate::engine::facade::{Held, Scope};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;

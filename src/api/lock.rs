@@ -8,8 +8,8 @@ use tracing::Instrument;
 use crate::api::client::Client;
 use crate::api::config_check::check_lease;
 use crate::api::guard::LockGuard;
+use crate::engine::facade::{fresh_number, Holding, LockSpec};
 pub use crate::engine::Kind;
-use crate::engine::{fresh_number, Holding, LockSpec};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;

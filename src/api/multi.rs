@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::guard::LockGuard;
 use crate::api::lock::Lock;
-use crate::engine::{deadline_after, Scope};
+use crate::engine::facade::{deadline_after, Scope};
 use crate::error::{Error, Result};
 
 /// Several locks held together: all of them or none (Redisson `RedissonMultiLock`).

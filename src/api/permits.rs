@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::api::client::Client;
 use crate::api::config_check::check_lease;
 use crate::api::semaphore::Semaphore;
-use crate::engine::Held;
+use crate::engine::facade::Held;
 use crate::error::{Error, Result};
 
 /// A semaphore whose permits expire (Redisson `RPermitExpirableSemaphore`, same keys):

@@ -5,7 +5,7 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::api::lock::Lock;
-use crate::engine::Inspected;
+use crate::engine::facade::Inspected;
 use crate::error::Result;
 use crate::keys;
 

@@ -11,48 +11,27 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use super::call::Call;
-use super::held::Held;
+use super::kind::Kind;
 use super::master::Master;
 use super::signal::{completed, wait_for, Attempt};
-use super::waiter::{self, deadline_after};
-use super::{attempt, holder, permits, rw, scripts, watchdog};
-use super::{Deployment, Engine, Kind, Settings};
+use super::{attempt, holder, permits, rw, scripts, waiter, watchdog};
+use super::{Engine, Settings};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::transport::connect;
 
-/// Who holds what a lock handle acquires (holder.rs invariants 1-4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Holding {
-    /// Each call is its own holder, re-entering only in a guard's scope.
-    PerCall,
-    /// The calling OS thread (the blocking API).
-    PerThread,
-    /// One explicit owner for every call (the API's `Owner`).
-    Owner(u64),
-}
-
-/// One lock as an API handle names it: what every call on it describes.
-#[derive(Clone, Debug)]
-pub(crate) struct LockSpec {
-    pub(crate) name: Arc<str>,
-    pub(crate) kind: Kind,
-    pub(crate) holding: Holding,
-    /// A writer of a read-write lock keeps new readers out while it waits.
-    pub(crate) intent: bool,
-}
-
-impl LockSpec {
-    /// A lock of `kind` on `name`, each call its own holder.
-    pub(crate) fn new(name: Arc<str>, kind: Kind) -> LockSpec {
-        LockSpec {
-            name,
-            kind,
-            holding: Holding::PerCall,
-            intent: false,
-        }
-    }
-}
+// What the API may name besides `Engine`, `Kind` and `Settings` (engine/mod.rs): the
+// call description, the handle of an acquisition, a guard's scope, the answers of an
+// inspection, and what it needs of the transport (plain settings, public types).
+pub(crate) use super::call::{Holding, LockSpec};
+pub(crate) use super::held::Held;
+pub(crate) use super::holder::{fresh_number, Scope};
+pub(crate) use super::queries::Inspected;
+pub(crate) use super::waiter::deadline_after;
+pub(crate) use crate::transport::connect::{Deployment, Shape};
+pub(crate) use crate::transport::replicas::SyncReplicas;
+#[cfg(feature = "tls")]
+pub(crate) use crate::transport::tls::{Pem, TlsOptions};
 
 impl Engine {
     /// Connects to `deployment` (transport/connect.rs: PING, topology discovery,

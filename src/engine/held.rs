@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::holder::{self, ScopeEntry};
 use super::holds::Hold;
-use super::{permits, release, Engine, Kind};
+use super::kind::Kind;
+use super::{permits, release, Engine};
 use crate::error::{Error, Result};
 use crate::lost::LostReason;
 

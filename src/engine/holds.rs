@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::Call;
 use super::holder::{self, Context};
-use super::Kind;
+use super::kind::Kind;
 use crate::error::Error;
 use crate::lost::LostReason;
 use crate::telemetry;

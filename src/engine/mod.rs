@@ -14,22 +14,24 @@
 //! * [`holds`], [`holder`], [`gate`], [`offers`]: the client's local bookkeeping.
 //! * [`tickets`]: waits that a release in another client may hand the lock to.
 //!
-//! The API layer uses only the façade: [`Engine`]'s methods in `facade.rs` (connect,
-//! acquire, counters) and `queries.rs` (the read side, `force_unlock`), the handle of
-//! an acquisition (`held.rs`), and the types re-exported here. `Engine`'s fields are
-//! private to this module.
+//! The API layer uses only the façade: [`Engine`]'s methods in [`facade`] (connect,
+//! acquire, counters) and [`queries`] (the read side, `force_unlock`), [`Kind`],
+//! [`Settings`], and the types [`facade`] names (the call description, the handle of
+//! an acquisition, what the API needs of the transport). `Engine`'s fields are private
+//! to this module.
 
 pub(crate) mod attempt;
 pub(crate) mod call;
-mod facade;
+pub(crate) mod facade;
 pub(crate) mod gate;
-mod held;
+pub(crate) mod held;
 pub(crate) mod holder;
 pub(crate) mod holds;
+mod kind;
 pub(crate) mod master;
 pub(crate) mod offers;
 pub(crate) mod permits;
-mod queries;
+pub(crate) mod queries;
 pub(crate) mod quorum;
 pub(crate) mod release;
 pub(crate) mod rw;
@@ -49,24 +51,12 @@ use uuid::Uuid;
 use crate::transport::pubsub::PubSub;
 use crate::transport::Transport;
 
-// What the API needs of the layer below, passed through the façade: the plain
-// settings of a deployment, and the public types of replica sync.
-pub(crate) use crate::transport::connect::{Deployment, Shape};
-pub(crate) use crate::transport::replicas::{ReplicaSync, SyncReplicas};
-#[cfg(feature = "tls")]
-pub(crate) use crate::transport::tls::{Pem, TlsOptions};
-
-// The façade (ARCHITECTURE.md): what the API layer may name.
-pub(crate) use facade::{Holding, LockSpec};
 use gate::Gates;
-pub(crate) use held::Held;
-pub(crate) use holder::{fresh_number, Scope};
 use holds::{Hold, Holds};
+pub use kind::Kind;
 use master::Master;
 use offers::Offers;
-pub(crate) use queries::Inspected;
 use tickets::Tickets;
-pub(crate) use waiter::deadline_after;
 
 /// The timing the engine works with (the API's `Config`, validated).
 #[derive(Clone, Debug)]
@@ -88,66 +78,6 @@ pub(crate) struct Settings {
     pub(crate) unavailable_after: Duration,
     /// The deployment is a Redis Cluster (lock names must keep their keys in one slot).
     pub(crate) cluster: bool,
-}
-
-/// Which flavour of lock an operation is for.
-///
-/// # Examples
-/// ```
-/// use redlatch::Kind;
-/// /// The Redisson class a lock of this kind interoperates with.
-/// fn redisson_class(kind: Kind) -> &'static str {
-///     match kind {
-///         Kind::Plain => "RLock",
-///         Kind::Fair => "RFairLock",
-///         Kind::Fenced => "RFencedLock",
-///         Kind::Read => "RReadWriteLock.readLock()",
-///         Kind::Write => "RReadWriteLock.writeLock()",
-///     }
-/// }
-/// assert_eq!(redisson_class(Kind::Fair), "RFairLock");
-/// assert_ne!(Kind::Plain, Kind::Fenced);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// Reentrant, non-fair (Redisson `RLock`).
-    Plain,
-    /// Reentrant, FIFO (Redisson `RFairLock`).
-    Fair,
-    /// Reentrant with fencing tokens (Redisson `RFencedLock`).
-    Fenced,
-    /// The shared side of a read-write lock (Redisson `RReadWriteLock.readLock()`).
-    Read,
-    /// The exclusive side of a read-write lock (Redisson `RReadWriteLock.writeLock()`).
-    Write,
-}
-
-impl Kind {
-    /// `plain`, `fair` or `fenced`: the `kind` of spans and metrics.
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Kind::Plain => "plain",
-            Kind::Fair => "fair",
-            Kind::Fenced => "fenced",
-            Kind::Read => "read",
-            Kind::Write => "write",
-        }
-    }
-
-    /// The channel a release of this kind of lock publishes on (a fair lock's waiters
-    /// listen on their own channels besides).
-    pub(crate) fn channel(self, name: &str) -> String {
-        if self.is_rw() {
-            crate::keys::rw_channel(name)
-        } else {
-            crate::keys::channel(name)
-        }
-    }
-
-    /// A side of a read-write lock.
-    pub(crate) fn is_rw(self) -> bool {
-        matches!(self, Kind::Read | Kind::Write)
-    }
 }
 
 /// The state one client's locks share: the masters, the pub/sub hub, the hold table,

@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::facade::LockSpec;
+use super::call::LockSpec;
+use super::kind::Kind;
 use super::quorum::{answers, fan_out, majority_floor, majority_true};
-use super::{rw, scripts, Engine, Kind, ReplicaSync};
+use super::{rw, scripts, Engine};
 use crate::error::{Error, Result};
+use crate::transport::replicas::ReplicaSync;
 
 /// One master's answer to an inspection ([`Engine::inspect`]).
 pub(crate) struct Inspected {

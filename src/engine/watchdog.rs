@@ -40,9 +40,10 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::holds::Hold;
+use super::kind::Kind;
 use super::master::Master;
+use super::Engine;
 use super::{permits, rw, scripts};
-use super::{Engine, Kind};
 use crate::error::Result;
 use crate::lost::LostReason;
 use crate::telemetry;
