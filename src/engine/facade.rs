@@ -8,17 +8,24 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use super::call::Call;
+use super::gate::Gates;
+use super::holds::Holds;
 use super::kind::Kind;
 use super::master::Master;
 use super::signal::{completed, wait_for, Attempt};
+use super::tickets::{self, Tickets};
 use super::{attempt, holder, permits, rw, scripts, waiter, watchdog};
 use super::{Engine, Settings};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::transport::connect;
+use crate::transport::pubsub::PubSub;
+use crate::transport::Transport;
 
 // What the API may name besides `Engine`, `Kind` and `Settings` (engine/mod.rs): the
 // call description, the handle of an acquisition, a guard's scope, the answers of an
@@ -43,6 +50,49 @@ impl Engine {
             ..settings
         };
         Ok(Engine::start(connected.links, settings))
+    }
+
+    /// Starts an engine over `links` (already checked to answer), with its watchdog and
+    /// pub/sub tasks; they stop when [`shut_down`](Self::shut_down) is called or the
+    /// engine is dropped.
+    fn start(links: Vec<Arc<dyn Transport>>, settings: Settings) -> Arc<Engine> {
+        let quorum = links.len() / 2 + 1;
+        let shutdown = CancellationToken::new();
+        let period = settings.watchdog_timeout / 3;
+        let id = Uuid::new_v4();
+        let engine = Arc::new_cyclic(|engine: &std::sync::Weak<Engine>| {
+            // Hand-overs from other clients' releases arrive as messages (tickets.rs).
+            let engine = engine.clone();
+            let on_payload = Box::new(move |payload: &[u8]| {
+                if let Some(engine) = engine.upgrade() {
+                    tickets::received(&engine, payload);
+                }
+            });
+            let timeout = settings.connect_timeout;
+            Engine {
+                id,
+                holder_prefix: holder::prefix(&id),
+                masters: links.iter().cloned().map(Master::new).collect(),
+                quorum,
+                pubsub: PubSub::start(links, quorum, timeout, &shutdown, on_payload),
+                settings,
+                holds: Holds::default(),
+                gates: Gates::default(),
+                tickets: Tickets::default(),
+                offers: Default::default(),
+                cleanups: TaskTracker::new(),
+                urgent: Arc::default(),
+                shutdown: shutdown.clone(),
+            }
+        });
+        let urgent = engine.urgent.clone();
+        tokio::spawn(watchdog::run_urgent(
+            Arc::downgrade(&engine),
+            urgent,
+            shutdown.clone(),
+        ));
+        tokio::spawn(watchdog::run(Arc::downgrade(&engine), shutdown, period));
+        engine
     }
 
     /// The deployment is a Redis Cluster (configured, or found by asking a lone seed).

@@ -38,6 +38,7 @@ pub(crate) mod rw;
 pub(crate) mod scripts;
 pub(crate) mod signal;
 pub(crate) mod tickets;
+mod urgent;
 pub(crate) mod waiter;
 pub(crate) mod watchdog;
 
@@ -49,7 +50,6 @@ use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use crate::transport::pubsub::PubSub;
-use crate::transport::Transport;
 
 use gate::Gates;
 use holds::{Hold, Holds};
@@ -57,6 +57,7 @@ pub use kind::Kind;
 use master::Master;
 use offers::Offers;
 use tickets::Tickets;
+use urgent::Urgent;
 
 /// The timing the engine works with (the API's `Config`, validated).
 #[derive(Clone, Debug)]
@@ -100,55 +101,12 @@ pub(crate) struct Engine {
     /// queues, the answers of masters slower than the majority), so a shutdown can
     /// wait for them.
     cleanups: TaskTracker,
-    /// Holds acquired too late for the next renewal round (watchdog::Urgent).
-    urgent: Arc<watchdog::Urgent>,
+    /// Holds acquired too late for the next renewal round (urgent.rs).
+    urgent: Arc<Urgent>,
     shutdown: CancellationToken,
 }
 
 impl Engine {
-    /// Starts an engine over `links` (already checked to answer), with its watchdog and
-    /// pub/sub tasks; they stop when [`shut_down`](Self::shut_down) is called or the
-    /// engine is dropped.
-    fn start(links: Vec<Arc<dyn Transport>>, settings: Settings) -> Arc<Engine> {
-        let quorum = links.len() / 2 + 1;
-        let shutdown = CancellationToken::new();
-        let period = settings.watchdog_timeout / 3;
-        let id = Uuid::new_v4();
-        let engine = Arc::new_cyclic(|engine: &std::sync::Weak<Engine>| {
-            // Hand-overs from other clients' releases arrive as messages (tickets.rs).
-            let engine = engine.clone();
-            let on_payload = Box::new(move |payload: &[u8]| {
-                if let Some(engine) = engine.upgrade() {
-                    tickets::received(&engine, payload);
-                }
-            });
-            let timeout = settings.connect_timeout;
-            Engine {
-                id,
-                holder_prefix: holder::prefix(&id),
-                masters: links.iter().cloned().map(Master::new).collect(),
-                quorum,
-                pubsub: PubSub::start(links, quorum, timeout, &shutdown, on_payload),
-                settings,
-                holds: Holds::default(),
-                gates: Gates::default(),
-                tickets: Tickets::default(),
-                offers: Default::default(),
-                cleanups: TaskTracker::new(),
-                urgent: Arc::default(),
-                shutdown: shutdown.clone(),
-            }
-        });
-        let urgent = engine.urgent.clone();
-        tokio::spawn(watchdog::run_urgent(
-            Arc::downgrade(&engine),
-            urgent,
-            shutdown.clone(),
-        ));
-        tokio::spawn(watchdog::run(Arc::downgrade(&engine), shutdown, period));
-        engine
-    }
-
     /// The hand-over offers of plain (`fair` false) or fair locks.
     fn offers(&self, fair: bool) -> &Offers {
         &self.offers[usize::from(fair)]
@@ -156,60 +114,11 @@ impl Engine {
 
     /// Hands a hold just acquired (or re-entered) to the watchdog's urgent renewal
     /// when the watchdog renews it and its reply came so late that the next round
-    /// could miss its validity (watchdog::Urgent); nothing otherwise.
+    /// could miss its validity (urgent.rs); nothing otherwise.
     fn watch_new(&self, hold: &Arc<Hold>) {
         let validity = self.validity_of(self.settings.watchdog_timeout);
         self.urgent
             .offer(hold, validity, self.settings.watchdog_timeout / 3);
-    }
-
-    /// Declares a hold lost for `reason` and wakes this client's local waiters of its lock, which
-    /// may have been waiting for that holder's release (waiter.rs invariant 6).
-    ///
-    /// Then drops what is left of it on every master, in the background: renewals
-    /// queued on a paused master may have extended it after we gave up on it, and
-    /// nobody would release it (its guards no longer send a release, holds.rs
-    /// invariant 2). The holder's next acquisition of the name waits for this, so the
-    /// drop cannot remove a newer grant; sent on the lock lane, it also runs before
-    /// that acquisition on every master that answers late.
-    ///
-    /// False, and nothing done, when the hold is no longer in the table: released
-    /// meanwhile (a renewal sent before the release finds it gone) or lost already.
-    fn lose(&self, hold: &Arc<Hold>, reason: crate::lost::LostReason) -> bool {
-        if !self.holds.lose(hold, reason) {
-            return false;
-        }
-        if !hold.permit {
-            self.pubsub.notify_local(&hold.kind.channel(&hold.name));
-        }
-        let (name, holder) = (hold.name.clone(), hold.holder.clone());
-        let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
-        let masters = self.masters.clone();
-        let (rw, permit) = (hold.kind.is_rw(), hold.permit);
-        self.cleanups.spawn(async move {
-            let _settling = settling;
-            let (n, h) = (&*name, &*holder);
-            let dropped = quorum::fan_out(&masters, |m| async move {
-                if permit {
-                    permits::return_permit(m, n, h).await
-                } else if rw {
-                    rw::drop_lost(m, n, h).await
-                } else {
-                    scripts::drop_lost(m, n, h).await
-                }
-            })
-            .await;
-            for (m, r) in masters.iter().zip(dropped) {
-                match r {
-                    Ok(true) => tracing::info!(lock = %name, %holder, master = m.addr(),
-                        "deleted a lost lock that a late renewal had kept"),
-                    Ok(false) => {}
-                    Err(e) => tracing::debug!(lock = %name, master = m.addr(), error = %e,
-                        "could not drop a lost lock; its lease ends it"),
-                }
-            }
-        });
-        true
     }
 
     /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).

@@ -42,8 +42,9 @@ use tracing::Instrument;
 use super::holds::Hold;
 use super::kind::Kind;
 use super::master::Master;
+use super::urgent::Urgent;
 use super::Engine;
-use super::{permits, rw, scripts};
+use super::{permits, quorum, rw, scripts};
 use crate::error::Result;
 use crate::lost::LostReason;
 use crate::telemetry;
@@ -52,28 +53,6 @@ use crate::telemetry;
 const CHUNK: usize = 5000;
 /// Renewal calls in flight per master during a round.
 const IN_FLIGHT: usize = 2;
-
-/// Holds acquired with less than two periods of validity left: the next round
-/// starts up to a period later and may take another, so they are renewed at once
-/// (invariant 4), batched like a round's chunks. Empty unless masters answer late.
-#[derive(Default)]
-pub(crate) struct Urgent {
-    queue: parking_lot::Mutex<Vec<Arc<Hold>>>,
-    wake: tokio::sync::Notify,
-}
-
-impl Urgent {
-    /// Queues `hold` if it is watched and has less than two `period`s of `validity`
-    /// left since a majority last confirmed its lease.
-    pub(crate) fn offer(&self, hold: &Arc<Hold>, validity: Duration, period: Duration) {
-        let (watched, confirmed) = hold.watchdog_state();
-        let left = (confirmed + validity).saturating_duration_since(Instant::now());
-        if watched > 0 && left < 2 * period {
-            self.queue.lock().push(hold.clone());
-            self.wake.notify_one();
-        }
-    }
-}
 
 /// Renews the [`Urgent`] holds as they come, until `shutdown` or the client is gone.
 pub(crate) async fn run_urgent(
@@ -84,17 +63,68 @@ pub(crate) async fn run_urgent(
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = urgent.wake.notified() => {}
+            _ = urgent.notified() => {}
         }
         let Some(engine) = engine.upgrade() else {
             break;
         };
-        let holds = std::mem::take(&mut *urgent.queue.lock());
+        let holds = urgent.take();
         let renewed = AtomicU64::new(0);
         for chunk in holds.chunks(CHUNK) {
             renew_chunk(&engine, chunk, &renewed).await;
         }
         telemetry::renewed(renewed.into_inner());
+    }
+}
+
+impl Engine {
+    /// Declares a hold lost for `reason` and wakes this client's local waiters of its lock, which
+    /// may have been waiting for that holder's release (waiter.rs invariant 6).
+    ///
+    /// Then drops what is left of it on every master, in the background: renewals
+    /// queued on a paused master may have extended it after we gave up on it, and
+    /// nobody would release it (its guards no longer send a release, holds.rs
+    /// invariant 2). The holder's next acquisition of the name waits for this, so the
+    /// drop cannot remove a newer grant; sent on the lock lane, it also runs before
+    /// that acquisition on every master that answers late.
+    ///
+    /// False, and nothing done, when the hold is no longer in the table: released
+    /// meanwhile (a renewal sent before the release finds it gone) or lost already.
+    pub(super) fn lose(&self, hold: &Arc<Hold>, reason: crate::lost::LostReason) -> bool {
+        if !self.holds.lose(hold, reason) {
+            return false;
+        }
+        if !hold.permit {
+            self.pubsub.notify_local(&hold.kind.channel(&hold.name));
+        }
+        let (name, holder) = (hold.name.clone(), hold.holder.clone());
+        let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
+        let masters = self.masters.clone();
+        let (rw, permit) = (hold.kind.is_rw(), hold.permit);
+        self.cleanups.spawn(async move {
+            let _settling = settling;
+            let (n, h) = (&*name, &*holder);
+            let dropped = quorum::fan_out(&masters, |m| async move {
+                if permit {
+                    permits::return_permit(m, n, h).await
+                } else if rw {
+                    rw::drop_lost(m, n, h).await
+                } else {
+                    scripts::drop_lost(m, n, h).await
+                }
+            })
+            .await;
+            for (m, r) in masters.iter().zip(dropped) {
+                match r {
+                    Ok(true) => tracing::info!(lock = %name, %holder, master = m.addr(),
+                        "deleted a lost lock that a late renewal had kept"),
+                    Ok(false) => {}
+                    Err(e) => tracing::debug!(lock = %name, master = m.addr(), error = %e,
+                        "could not drop a lost lock; its lease ends it"),
+                }
+            }
+        });
+        true
     }
 }
 
@@ -378,32 +408,5 @@ mod tests {
             .map(|h| h.name.to_string())
             .collect();
         assert_eq!(order, ["a", "b", "c"]);
-    }
-
-    #[test]
-    fn only_a_watched_hold_with_under_two_periods_left_is_urgent() {
-        let holds = Holds::default();
-        let now = Instant::now();
-        let (lease, validity, period) = (
-            Duration::from_secs(3),
-            Duration::from_millis(2968),
-            Duration::from_secs(1),
-        );
-        let urgent = Urgent::default();
-        for (name, age_ms, watched) in [
-            ("fresh", 0, true),
-            ("late", 1200, true),
-            ("very-late", 2900, true),
-            ("leased", 2900, false),
-        ] {
-            let holder: Arc<str> = format!("c:{name}").into();
-            let at = now - Duration::from_millis(age_ms);
-            let h = holds.fresh(name, &holder, watched, at, lease);
-            urgent.offer(&h, validity, period);
-        }
-        let queued: Vec<String> = (urgent.queue.lock().iter())
-            .map(|h| h.name.to_string())
-            .collect();
-        assert_eq!(queued, ["late", "very-late"]);
     }
 }
