@@ -16,7 +16,8 @@ mod transport;
 
 pub use api::blocking;
 pub use api::client::Client;
-pub use api::config::{redact_url, Config, Topology, ENV_VAR, MAX_LEASE, MIN_LEASE};
+pub use api::config::{Config, Topology, ENV_VAR, MAX_LEASE};
+pub use api::config_check::MIN_LEASE;
 pub use api::config_sources::{ENV_MODE, ENV_SENTINEL_MASTER};
 pub use api::election::{Change, ChangeKind, Election, Leader, Leadership, Observer};
 pub use api::guard::LockGuard;
@@ -31,6 +32,7 @@ pub use api::rwlock::ReadWriteLock;
 pub use api::semaphore::Semaphore;
 pub use api::semaphore_permit::SemaphorePermit;
 pub use api::status::MasterStatus;
+pub use api::urls::redact_url;
 pub use api::wire;
 pub use error::{Error, Result};
 pub use keys::MAX_NAME_LEN;

@@ -5,28 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::config::{Config, Topology};
-use crate::api::latch::CountDownLatch;
-use crate::api::lock::{Lock, Owner};
-use crate::api::multi::MultiLock;
-use crate::api::permits::PermitExpirableSemaphore;
-use crate::api::rwlock::ReadWriteLock;
-use crate::api::semaphore::Semaphore;
-use crate::engine::quorum::{answers, fan_out};
-use crate::engine::{Engine, Kind};
-use crate::error::{Error, Result};
-use crate::transport::cluster::Cluster;
-use crate::transport::replicas::SyncReplicas;
-use crate::transport::sentinel::{Sentinel, SentinelSetup};
-use crate::transport::standalone::Standalone;
-use crate::transport::{Dialect, Lane, Request, Transport};
-use redis::Value;
+use crate::engine::Engine;
+use crate::error::Result;
 use uuid::Uuid;
 
 /// A connection to one Redis master (single mode) or N independent masters (Redlock).
 ///
 /// `Client` is `Clone + Send + Sync` and cheap to clone: clones share one connection
 /// pool and **one pub/sub connection per master** among all their locks and waiters,
-/// one hold table and one watchdog task. When the last clone (and every [`Lock`]
+/// one hold table and one watchdog task. When the last clone (and every [`Lock`](crate::Lock)
 /// made from it) is dropped, the watchdog and the pub/sub connections stop; guards
 /// still alive then report their lock [lost](crate::LockGuard::lost) and their leases
 /// run out on their own.
@@ -69,250 +56,16 @@ impl Client {
     /// ```
     pub async fn connect(mut config: Config) -> Result<Client> {
         crate::telemetry::describe();
-        let clients = config.redis_clients()?;
-        let links: Vec<Arc<dyn Transport>> = match config.topology.clone() {
-            Topology::Sentinel { master_name } => {
-                vec![Arc::new(
-                    connect_sentinel(&config, master_name, clients).await?,
-                )]
-            }
-            topology => {
-                let links = clients
-                    .into_iter()
-                    .map(|client| config.link_settings().open(client, Dialect::Classic))
-                    .collect::<Result<Vec<_>>>()?;
-                let ping = redis::cmd("PING");
-                let pings = fan_out(&links, |link| {
-                    link.send(Lane::Side, link.connect_timeout(), Request::Cmd(&ping))
-                })
-                .await;
-                // Only a seed that answered is asked whether it is a cluster node.
-                let single = topology == Topology::Masters
-                    && links.len() == 1
-                    && pings.first().is_some_and(Result::is_ok);
-                if topology == Topology::Cluster || (single && is_cluster_node(&links[0]).await) {
-                    config.topology = Topology::Cluster;
-                    vec![Arc::new(connect_cluster(&config, links, pings).await?)]
-                } else {
-                    answers(pings, config.quorum())?;
-                    let links: Vec<Arc<dyn Transport>> = links
-                        .into_iter()
-                        .map(|l| Arc::new(l) as Arc<dyn Transport>)
-                        .collect();
-                    if links.len() > 1 {
-                        refuse_duplicates(&links).await?;
-                    }
-                    links
-                }
-            }
-        };
-        if config.sync.0 == SyncReplicas::Aof {
-            for link in &links {
-                require_waitaof(&**link).await?;
-            }
+        let engine = Engine::connect(config.deployment()?, config.settings()).await?;
+        if engine.is_cluster() {
+            // A lone seed that turned out to be a cluster node.
+            config.topology = Topology::Cluster;
         }
-        if links.len() > 1 && links.len().is_multiple_of(2) {
-            tracing::warn!(
-                n = links.len(),
-                "an even number of masters tolerates no more failures than one fewer"
-            );
-        }
-        let engine = Engine::start(links, config.settings());
         Ok(Client {
             _alive: Arc::new(Alive(engine.clone())),
             engine,
             config: Arc::new(config),
         })
-    }
-
-    /// A new explicit lock owner ([`Owner`]): the holder of every call made through
-    /// [`Lock::owned_by`] with it.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let owner = client.owner();
-    /// let guard = client.lock("orders:42").owned_by(owner).lock().await?;
-    /// assert_eq!(guard.holder(), format!("{}:{}", client.id(), owner.number()));
-    /// # Ok(()) }) }
-    /// ```
-    pub fn owner(&self) -> Owner {
-        Owner::new()
-    }
-
-    /// A reentrant, non-fair lock (Redisson `RLock`). Nothing is sent to Redis yet; the
-    /// name is checked by each operation. Each acquisition is its own holder; nested
-    /// calls re-enter inside the guard's [scope](crate::LockGuard::scope).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let guard = lock.lock().await?;
-    /// guard
-    ///     .scope(async {
-    ///         let nested = lock.lock().await?; // in the guard's scope: re-enters
-    ///         assert_eq!(lock.hold_count().await?, 2);
-    ///         nested.unlock().await
-    ///     })
-    ///     .await?;
-    /// guard.unlock().await?;
-    /// assert!(!lock.is_locked().await?);
-    /// # Ok(()) }) }
-    /// ```
-    pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), name.into(), Kind::Plain)
-    }
-
-    /// A reentrant FIFO lock (Redisson `RFairLock`): waiters queue in Redis and a release
-    /// wakes only the next one.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config, Kind};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.fair_lock("queue:payments");
-    /// assert_eq!(lock.kind(), Kind::Fair);
-    /// let guard = lock.try_lock(Duration::from_millis(100)).await?.expect("free");
-    /// assert!(lock.is_held_by_current_task().await?);
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
-    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), name.into(), Kind::Fair)
-    }
-
-    /// A reentrant lock whose guards carry a fencing token (Redisson `RFencedLock`).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.fenced_lock("ledger");
-    /// let first = lock.lock().await?;
-    /// let t1 = first.fencing_token().expect("a fenced lock's guard has a token");
-    /// first.unlock().await?;
-    /// let second = lock.lock().await?;
-    /// assert!(second.fencing_token().unwrap() > t1); // storage rejects writes tagged t1 now
-    /// # Ok(()) }) }
-    /// ```
-    pub fn fenced_lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), name.into(), Kind::Fenced)
-    }
-
-    /// A read-write lock (Redisson `RReadWriteLock`): [`read`](ReadWriteLock::read)
-    /// and [`write`](ReadWriteLock::write) give its two [`Lock`]s.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let rw = client.read_write_lock("catalog");
-    /// let reading = rw.read().lock().await?;
-    /// assert!(rw.read().is_locked().await?);
-    /// assert!(!rw.write().is_locked().await?);
-    /// reading.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
-    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
-        ReadWriteLock::new(self.clone(), name.into())
-    }
-
-    /// Several plain locks taken together, all or none (Redisson `RedissonMultiLock`);
-    /// [`MultiLock::new`] takes locks of any kind.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.multi_lock(["stock:1", "stock:2"]).lock().await?;
-    /// assert_eq!(guard.names(), ["stock:1", "stock:2"]);
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
-    pub fn multi_lock<I, S>(&self, names: I) -> MultiLock
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        MultiLock::plain(self, names.into_iter().map(Into::into).collect())
-    }
-
-    /// A semaphore (Redisson `RSemaphore`): a counter of permits at `name`.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// s.try_set_permits(1).await?;
-    /// let permit = s.acquire().await?;
-    /// assert_eq!(s.available().await?, 0);
-    /// permit.release().await?;
-    /// # Ok(()) }) }
-    /// ```
-    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
-        Semaphore::new(self.clone(), name.into())
-    }
-
-    /// A semaphore whose permits expire when their holder stops renewing them (Redisson
-    /// `RPermitExpirableSemaphore`).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.try_set_permits(1).await?;
-    /// let permit = s.acquire().await?;
-    /// assert_eq!(s.acquired().await?, 1);
-    /// permit.release().await?;
-    /// # Ok(()) }) }
-    /// ```
-    pub fn permit_expirable_semaphore(&self, name: impl Into<String>) -> PermitExpirableSemaphore {
-        PermitExpirableSemaphore::new(self.clone(), name.into())
-    }
-
-    /// A count-down latch (Redisson `RCountDownLatch`).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let l = client.count_down_latch("ready");
-    /// l.try_set_count(1).await?;
-    /// l.count_down().await?;
-    /// assert_eq!(l.count().await?, 0);
-    /// # Ok(()) }) }
-    /// ```
-    pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
-        CountDownLatch::new(self.clone(), name.into())
-    }
-
-    /// A leader election on `name` ([`Election`](crate::Election): campaign, leader, observe; docs/election.md).
-    pub fn election(&self, name: impl Into<String>) -> crate::Election {
-        crate::Election::new(self.clone(), name.into())
     }
 
     /// This client's UUID: the first half of every holder id it uses.
@@ -329,7 +82,7 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub fn id(&self) -> Uuid {
-        self.engine.id
+        self.engine.id()
     }
 
     /// The configuration the client was built with.
@@ -360,11 +113,7 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub fn masters(&self) -> Vec<String> {
-        self.engine
-            .masters
-            .iter()
-            .map(|m| m.addr().to_string())
-            .collect()
+        self.engine.addrs()
     }
 
     /// Masters needed for a majority (N/2+1).
@@ -380,7 +129,7 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub fn quorum(&self) -> usize {
-        self.engine.quorum
+        self.engine.quorum()
     }
 
     /// Locks this client currently holds (distinct name and holder pairs).
@@ -402,7 +151,7 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub fn held_locks(&self) -> usize {
-        self.engine.holds.len()
+        self.engine.held_count()
     }
 
     /// Pub/sub channels this client is currently subscribed to for its waiters.
@@ -438,7 +187,7 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub fn subscriptions(&self) -> usize {
-        self.engine.pubsub.channel_count()
+        self.engine.subscriptions()
     }
 
     /// Shuts the client down cleanly: waits (at most `timeout`) for background work —
@@ -495,123 +244,14 @@ impl Client {
     /// # Ok(()) }) }
     /// ```
     pub async fn renew_now(&self) {
-        crate::engine::watchdog::renew_all(&self.engine).await;
+        self.engine.renew_now().await;
     }
-}
-
-/// Refuses [`SyncReplicas::Aof`] on a server without `WAITAOF` (Redis < 7.2) at
-/// connect, rather than failing every acquisition later.
-async fn require_waitaof(link: &dyn Transport) -> Result<()> {
-    let mut cmd = redis::cmd("COMMAND");
-    cmd.arg("INFO").arg("WAITAOF");
-    let reply = link
-        .send(Lane::Side, link.connect_timeout(), Request::Cmd(&cmd))
-        .await?;
-    match reply {
-        Value::Array(items) if items.first().is_some_and(|i| *i != Value::Nil) => Ok(()),
-        _ => Err(Error::Config(format!(
-            "SyncReplicas::Aof needs WAITAOF (Redis >= 7.2), which {} lacks; use \
-             SyncReplicas::Auto or Count",
-            link.addr()
-        ))),
-    }
-}
-
-/// Finds the primary of `master_name` through the sentinels (`clients`).
-async fn connect_sentinel(
-    config: &Config,
-    master_name: String,
-    sentinels: Vec<redis::Client>,
-) -> Result<Sentinel> {
-    let mut master = sentinels[0].get_connection_info().clone();
-    if let Some((username, password)) = &config.master_auth {
-        let mut settings = master.redis_settings().clone().set_password(password);
-        if let Some(username) = username {
-            settings = settings.set_username(username);
-        }
-        master = master.set_redis_settings(settings);
-    }
-    Sentinel::connect(SentinelSetup {
-        master_name,
-        sentinels,
-        master,
-        link: config.link_settings(),
-    })
-    .await
-}
-
-/// Connects to a cluster through the first seed that answered the PING.
-async fn connect_cluster(
-    config: &Config,
-    seeds: Vec<Standalone>,
-    pings: Vec<Result<Value>>,
-) -> Result<Cluster> {
-    let mut last = None;
-    for (seed, ping) in seeds.into_iter().zip(pings) {
-        if let Err(e) = ping {
-            last = Some(e);
-            continue;
-        }
-        match Cluster::connect(seed, config.link_settings()).await {
-            Ok(cluster) => return Ok(cluster),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| Error::Config("no cluster seed given".into())))
-}
-
-/// True if `link` is a node of a Redis Cluster (`cluster_enabled:1`). A server that
-/// does not answer, or may not run INFO, is taken as not one.
-async fn is_cluster_node(link: &dyn Transport) -> bool {
-    let mut info = redis::cmd("INFO");
-    info.arg("cluster");
-    let reply = link
-        .send(Lane::Side, link.connect_timeout(), Request::Cmd(&info))
-        .await;
-    let text: Option<String> = reply.ok().and_then(|v| redis::from_redis_value(v).ok());
-    text.is_some_and(|t| t.lines().any(|l| l.trim() == "cluster_enabled:1"))
-}
-
-/// Refuses two masters that are one server (issue 11.8): `localhost:P` and
-/// `127.0.0.1:P` look different but would cast two votes. Compared by `run_id` (from
-/// `INFO server`), which differs for every server process. A master that does not
-/// answer, or whose ACL user may not run INFO, is not compared.
-async fn refuse_duplicates(links: &[Arc<dyn Transport>]) -> Result<()> {
-    let mut info = redis::cmd("INFO");
-    info.arg("server");
-    let info = &info;
-    let ids = fan_out(links, |link| async move {
-        let timeout = link.connect_timeout();
-        let reply = link.send(Lane::Side, timeout, Request::Cmd(info)).await?;
-        let text: String = redis::from_redis_value(reply).map_err(|e| Error::Redis {
-            addr: link.addr().to_string(),
-            source: e.into(),
-        })?;
-        Ok(text
-            .lines()
-            .find_map(|l| l.strip_prefix("run_id:"))
-            .map(|id| id.trim().to_string()))
-    })
-    .await;
-    let mut seen: Vec<(&str, String)> = Vec::new();
-    for (link, id) in links.iter().zip(ids) {
-        let Ok(Some(id)) = id else { continue };
-        if let Some((first, _)) = seen.iter().find(|(_, other)| *other == id) {
-            return Err(Error::Config(format!(
-                "masters {first} and {} are the same server (run_id {id}); Redlock needs \
-                 independent masters",
-                link.addr()
-            )));
-        }
-        seen.push((link.addr(), id));
-    }
-    Ok(())
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("id", &self.engine.id)
+            .field("id", &self.engine.id())
             .field("masters", &self.masters())
             .finish()
     }

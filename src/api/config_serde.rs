@@ -10,7 +10,7 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use crate::api::config::Config;
-use crate::transport::replicas::SyncReplicas;
+use crate::engine::facade::SyncReplicas;
 
 /// The file form of a [`Config`]; every field but the servers is optional.
 #[derive(Deserialize)]

@@ -107,15 +107,15 @@ impl Election {
     fn check(&self) -> Result<()> {
         keys::validate(&self.name)?;
         let engine = &self.client.engine;
-        if engine.settings.cluster {
+        if engine.settings().cluster {
             keys::validate_cluster(&self.name)?;
         }
-        if engine.masters.len() > 1 {
+        if engine.masters().len() > 1 {
             return Err(Error::Unsupported {
                 what: format!(
                     "leader election {:?} over {} Redlock masters",
                     self.name,
-                    engine.masters.len()
+                    engine.masters().len()
                 ),
                 reason: "the leader record and its change log would be kept on independent \
                          masters with no order between them, so observers could see changes \
@@ -221,7 +221,7 @@ impl Election {
             .expect("a fenced lock's guard has a token");
         let engine = &self.client.engine;
         let recorded = engine_election::proclaim(
-            &engine.masters[0],
+            &engine.masters()[0],
             &self.name,
             guard.holder(),
             term,
@@ -267,7 +267,7 @@ impl Election {
     pub async fn leader(&self) -> Result<Option<Leader>> {
         self.check()?;
         let engine = &self.client.engine;
-        let snap = engine_election::read(&engine.masters[0], &self.name, None).await?;
+        let snap = engine_election::read(&engine.masters()[0], &self.name, None).await?;
         Ok(snap.leader.map(leader_of))
     }
 
@@ -433,7 +433,7 @@ impl Leadership {
         let guard = self.guard_ref();
         let engine = &self.election.client.engine;
         let done = engine_election::proclaim(
-            &engine.masters[0],
+            &engine.masters()[0],
             &self.election.name,
             guard.holder(),
             self.term,
@@ -461,7 +461,7 @@ impl Leadership {
         let engine = self.election.client.engine.clone();
         let name = self.election.name.clone();
         let resigned =
-            engine_election::resign(&engine.masters[0], &name, guard.holder(), self.term).await;
+            engine_election::resign(&engine.masters()[0], &name, guard.holder(), self.term).await;
         let released = guard.unlock().await;
         resigned?;
         released
@@ -480,17 +480,13 @@ impl Drop for Leadership {
         let (name, term) = (self.election.name.clone(), self.term);
         let resign = async move {
             let holder = guard.holder().to_string();
-            let master = &engine.masters[0];
+            let master = &engine.masters()[0];
             if let Err(e) = engine_election::resign(master, &name, &holder, term).await {
                 tracing::debug!(election = %name, error = %e, "resigning on drop failed");
             }
             drop(guard);
         };
-        self.election
-            .client
-            .engine
-            .cleanups
-            .spawn_on(resign, &runtime);
+        self.election.client.engine.spawn_cleanup(resign, &runtime);
     }
 }
 

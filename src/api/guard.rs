@@ -1,17 +1,15 @@
 //! [`LockGuard`]: proof of one hold; releases it on `unlock` or drop.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use crate::engine::holder;
-use crate::engine::holds::Hold;
-use crate::engine::release::release;
-use crate::engine::Engine;
-use crate::error::{Error, Result};
+use crate::engine::facade::{Held, Scope};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::lost::LostReason;
 use crate::telemetry;
 
@@ -22,35 +20,13 @@ use crate::telemetry;
 /// with. While it lives and no explicit lease was given, the watchdog keeps the lease.
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
-    pub(crate) engine: Arc<Engine>,
-    hold: Arc<Hold>,
-    lease_ms: u64,
-    watchdog: bool,
-    token: Option<u64>,
-    validity: Duration,
-    runtime: tokio::runtime::Handle,
-    armed: bool,
+    /// The hold, released by `unlock` or on drop (engine/held.rs).
+    held: Held,
 }
 
 impl LockGuard {
-    pub(crate) fn new(
-        engine: Arc<Engine>,
-        hold: Arc<Hold>,
-        lease_ms: u64,
-        watchdog: bool,
-        token: Option<u64>,
-        validity: Duration,
-    ) -> Self {
-        LockGuard {
-            engine,
-            hold,
-            lease_ms,
-            watchdog,
-            token,
-            validity,
-            runtime: tokio::runtime::Handle::current(),
-            armed: true,
-        }
+    pub(crate) fn new(held: Held) -> Self {
+        LockGuard { held }
     }
 
     /// The lock's name.
@@ -66,7 +42,7 @@ impl LockGuard {
     /// # Ok(()) }) }
     /// ```
     pub fn name(&self) -> &str {
-        &self.hold.name
+        self.held.name()
     }
 
     /// The holder id (`"{client_uuid}:{n}"`) this hold was taken with.
@@ -86,7 +62,7 @@ impl LockGuard {
     /// # Ok(()) }) }
     /// ```
     pub fn holder(&self) -> &str {
-        &self.hold.holder
+        self.held.holder()
     }
 
     /// Runs `fut` so that acquisitions of this lock made inside it re-enter this
@@ -122,17 +98,12 @@ impl LockGuard {
     /// # Ok(()) }) }
     /// ```
     pub async fn scope<F: std::future::Future>(&self, fut: F) -> F::Output {
-        holder::Scope::enter([self.scope_entry()], fut).await
+        Scope::enter([self.held.scope_entry()], fut).await
     }
 
-    /// What [`scope`](Self::scope) adds: this client, this name, this holder.
-    pub(crate) fn scope_entry(&self) -> holder::ScopeEntry {
-        let holder = holder::base(&self.hold.holder);
-        (
-            self.engine.holder_prefix.as_str().into(),
-            self.hold.name.clone(),
-            holder.into(),
-        )
+    /// The hold, for a [`MultiGuard`](crate::MultiGuard)'s scope.
+    pub(crate) fn held(&self) -> &Held {
+        &self.held
     }
 
     /// The fencing token of a fenced lock (strictly greater than every token handed out
@@ -155,7 +126,7 @@ impl LockGuard {
     /// # Ok(()) }) }
     /// ```
     pub fn fencing_token(&self) -> Option<u64> {
-        self.token
+        self.held.token()
     }
 
     /// Cancelled when the lock is known to be lost: the watchdog found it gone or could
@@ -188,7 +159,7 @@ impl LockGuard {
     /// # Ok(()) }) }
     /// ```
     pub fn lost(&self) -> CancellationToken {
-        self.hold.lost.clone()
+        self.held.lost()
     }
 
     /// How long the lock is still valid: lease − drift counted from the acquisition's
@@ -245,36 +216,19 @@ impl LockGuard {
     /// assert!(err.is_not_held());
     /// # Ok(()) }) }
     /// ```
-    pub async fn unlock(mut self) -> Result<()> {
-        self.armed = false;
-        let span = tracing::info_span!(target: "redlatch", "unlock", lock = %self.hold.name,
-            holder = %self.hold.holder, masters = self.engine.masters.len(),
+    pub async fn unlock(self) -> Result<()> {
+        let held = self.held;
+        let span = tracing::info_span!(target: "redlatch", "unlock", lock = %held.name(),
+            holder = %held.holder(), masters = held.masters(),
             "db.system.name" = "redis", "error.type" = Empty, outcome = Empty,
             elapsed_ms = Empty);
         let started = Instant::now();
-        let result = match self.engine.holds.released(&self.hold, self.watchdog) {
-            None => {
-                // A lost hold is being dropped on the masters (Engine::lose): report
-                // once that is done, so nothing of it is left when unlock returns.
-                let (name, holder) = (&self.hold.name, &self.hold.holder);
-                let fair = self.hold.kind == crate::Kind::Fair;
-                let dropped = self.engine.offers(fair).settled(name, holder);
-                dropped.instrument(span.clone()).await;
-                Err(Error::NotHeld {
-                    name: name.to_string(),
-                    holder: holder.to_string(),
-                })
-            }
-            Some(left) => {
-                let last = left == 0;
-                let released = release(&self.engine, &self.hold, self.lease_ms, last);
-                // Instrumented only when someone listens (the wrapper costs W1).
-                if span.is_disabled() {
-                    Box::pin(released).await
-                } else {
-                    Box::pin(released).instrument(span.clone()).await
-                }
-            }
+        let released = held.release();
+        // Instrumented only when someone listens (the wrapper costs W1).
+        let result = if span.is_disabled() {
+            Box::pin(released).await
+        } else {
+            Box::pin(released).instrument(span.clone()).await
         };
         match &result {
             Ok(()) => telemetry::finish(&span, started, "released", None),
@@ -285,35 +239,14 @@ impl LockGuard {
     }
 }
 
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let Some(left) = self.engine.holds.released(&self.hold, self.watchdog) else {
-            return;
-        };
-        let (engine, hold) = (self.engine.clone(), self.hold.clone());
-        let lease_ms = self.lease_ms;
-        let runtime =
-            tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
-        let release = async move {
-            if let Err(e) = release(&engine, &hold, lease_ms, left == 0).await {
-                tracing::warn!(lock = %hold.name, error = %e, "release on drop failed");
-            }
-        };
-        self.engine.cleanups.spawn_on(release, &runtime);
-    }
-}
-
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
-            .field("name", &self.hold.name)
-            .field("holder", &self.hold.holder)
-            .field("watchdog", &self.watchdog)
-            .field("token", &self.token)
-            .field("validity", &self.validity)
+            .field("name", &self.held.name())
+            .field("holder", &self.held.holder())
+            .field("watchdog", &self.held.watchdog())
+            .field("token", &self.held.token())
+            .field("validity", &self.held.granted_validity())
             .finish()
     }
 }
@@ -337,9 +270,7 @@ impl LockGuard {
     /// # Ok(()) }) }
     /// ```
     pub fn valid_until(&self) -> Instant {
-        let engine = &self.engine;
-        self.hold
-            .lease_valid_until(|lease| engine.validity_of(lease))
+        self.held.valid_until()
     }
 
     /// Why the lock was lost, once [`lost()`](Self::lost) has fired; `None` while it is
@@ -359,7 +290,7 @@ impl LockGuard {
     /// # Ok(()) }) }
     /// ```
     pub fn lost_reason(&self) -> Option<LostReason> {
-        self.hold.reason()
+        self.held.lost_reason()
     }
 
     /// Whether the lock is at risk of being lost, as a
@@ -393,6 +324,6 @@ impl LockGuard {
     /// # Ok(()) }) }
     /// ```
     pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<Instant>> {
-        self.hold.risk()
+        self.held.at_risk()
     }
 }

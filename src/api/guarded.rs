@@ -61,14 +61,14 @@ fn packed<T: ToRedisArgs>(items: &mut Vec<Vec<u8>>, v: &T) {
 impl Guarded<'_> {
     /// Decodes a reply; a mismatch names the master.
     fn decode<T: FromRedisValue>(&self, v: Value) -> Result<T> {
-        self.guard.engine.masters[0].decode(v)
+        self.guard.held().engine().masters()[0].decode(v)
     }
 
     async fn run(&self, op: &'static str, keys: Vec<String>, args: &[Vec<u8>]) -> Result<Value> {
-        let engine = &self.guard.engine;
-        refuse_redlock(engine.masters.len(), self.guard.name())?;
+        let engine = &self.guard.held().engine();
+        refuse_redlock(engine.masters().len(), self.guard.name())?;
         guarded::write(
-            &engine.masters[0],
+            &engine.masters()[0],
             self.guard.name(),
             self.guard.holder(),
             self.guard.fencing_token(),
@@ -191,15 +191,15 @@ impl Guarded<'_> {
         keys: &[&str],
         args: &[A],
     ) -> Result<T> {
-        let engine = &self.guard.engine;
-        refuse_redlock(engine.masters.len(), self.guard.name())?;
+        let engine = &self.guard.held().engine();
+        refuse_redlock(engine.masters().len(), self.guard.name())?;
         let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
         let mut packed_args = Vec::new();
         for a in args {
             packed(&mut packed_args, a);
         }
         let v = guarded::script(
-            &engine.masters[0],
+            &engine.masters()[0],
             self.guard.name(),
             self.guard.holder(),
             self.guard.fencing_token(),

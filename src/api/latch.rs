@@ -6,7 +6,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::api::client::Client;
-use crate::api::semaphore::single_master;
 use crate::engine::master::Master;
 use crate::engine::permits;
 use crate::engine::signal::{wait_for, Attempt};
@@ -51,7 +50,9 @@ impl CountDownLatch {
     }
 
     fn master(&self) -> Result<Arc<Master>> {
-        single_master(&self.client, &self.name, "count-down latch")
+        self.client
+            .engine
+            .single_master(&self.name, "count-down latch")
     }
 
     /// The latch's name (its Redis key).

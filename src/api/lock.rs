@@ -3,18 +3,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::Value;
 use tracing::Instrument;
 
 use crate::api::client::Client;
-use crate::api::config::check_lease;
+use crate::api::config_check::check_lease;
 use crate::api::guard::LockGuard;
-use crate::engine::quorum::{answers, fan_out, majority_floor, majority_true};
-use crate::engine::waiter::{acquire, Call};
+use crate::engine::facade::{fresh_number, Holding, LockSpec};
 pub use crate::engine::Kind;
-use crate::engine::{holder, rw, scripts};
-use crate::error::{Error, Result};
-use crate::keys;
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::telemetry;
 
 /// A reentrant distributed lock on one name, shared by all tasks and processes that
@@ -35,23 +33,9 @@ use crate::telemetry;
 #[derive(Clone)]
 pub struct Lock {
     client: Client,
-    name: Arc<str>,
-    kind: Kind,
-    /// A writer of a read-write lock keeps new readers out while it waits.
-    intent: bool,
-    /// Who the holder of an acquisition is (holder.rs invariants 1-4).
-    owner: Holding,
-}
-
-/// Who holds what a [`Lock`] acquires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Holding {
-    /// Each call is its own holder, re-entering only in a guard's scope.
-    PerCall,
-    /// The calling OS thread (the blocking API).
-    PerThread,
-    /// One explicit owner for every call ([`Owner`]).
-    Owner(u64),
+    /// The name, the kind, who holds what it acquires (holder.rs invariants 1-4) and
+    /// a writer's intent: what every call on it tells the engine.
+    spec: LockSpec,
 }
 
 /// An explicit lock owner: every call made through
@@ -91,7 +75,7 @@ pub struct Owner(u64);
 impl Owner {
     /// A new owner, distinct from every other holder of this process.
     pub(crate) fn new() -> Self {
-        Owner(holder::fresh_number())
+        Owner(fresh_number())
     }
 
     /// The `n` of the holder ids `"{client_uuid}:{n}"` this owner acquires with.
@@ -115,19 +99,19 @@ impl Lock {
     pub(crate) fn new(client: Client, name: impl Into<Arc<str>>, kind: Kind) -> Self {
         Lock {
             client,
-            name: name.into(),
-            kind,
-            intent: false,
-            owner: Holding::PerCall,
+            spec: LockSpec::new(name.into(), kind),
         }
     }
 
     /// The same lock held per OS thread (the blocking API).
     pub(crate) fn per_thread(self) -> Self {
-        Lock {
-            owner: Holding::PerThread,
-            ..self
-        }
+        self.held_as(Holding::PerThread)
+    }
+
+    fn held_as(&self, holding: Holding) -> Lock {
+        let mut lock = self.clone();
+        lock.spec.holding = holding;
+        lock
     }
 
     /// The same lock, acquired by `owner` whatever task or thread calls: every call
@@ -151,52 +135,14 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub fn owned_by(&self, owner: Owner) -> Lock {
-        Lock {
-            owner: Holding::Owner(owner.0),
-            ..self.clone()
-        }
+        self.held_as(Holding::Owner(owner.0))
     }
 
     /// The write lock of a read-write lock, preferring writers or not.
     pub(crate) fn writer(client: Client, name: Arc<str>, prefer: bool) -> Self {
-        Lock {
-            intent: prefer,
-            ..Lock::new(client, name, Kind::Write)
-        }
-    }
-
-    /// The holder id a new acquisition takes (a writer's ends in `:write`): the
-    /// thread's (blocking API), the enclosing guard scope's, or a fresh one.
-    fn holder(&self) -> Arc<str> {
-        let engine = &self.client.engine;
-        let holder = match self.owner {
-            Holding::PerThread => engine.thread_holder(),
-            Holding::Owner(n) => engine.owner_holder(n),
-            Holding::PerCall => engine.holder_for(&self.name),
-        };
-        self.side(holder)
-    }
-
-    /// The holder id whose hold "the caller" means, if any: the thread's (blocking
-    /// API), the enclosing guard scope's, else the hold this task (or, outside any
-    /// task, this thread) took first (holder.rs invariant 5).
-    fn callers_holder(&self) -> Option<Arc<str>> {
-        let engine = &self.client.engine;
-        if self.owner != Holding::PerCall {
-            return Some(self.holder());
-        }
-        if let Some(scoped) = holder::scoped(&engine.holder_prefix, &self.name) {
-            return Some(self.side(scoped));
-        }
-        let hold = (engine.holds).taken_in(&self.name, self.kind, holder::context())?;
-        Some(hold.holder.clone())
-    }
-
-    fn side(&self, holder: Arc<str>) -> Arc<str> {
-        match self.kind {
-            Kind::Write => rw::writer(&holder),
-            _ => holder,
-        }
+        let mut lock = Lock::new(client, name, Kind::Write);
+        lock.spec.intent = prefer;
+        lock
     }
 
     /// The lock's name (its Redis key).
@@ -212,7 +158,7 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub fn name(&self) -> &str {
-        &self.name
+        &self.spec.name
     }
 
     /// The client this lock belongs to.
@@ -249,7 +195,7 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub fn kind(&self) -> Kind {
-        self.kind
+        self.spec.kind
     }
 
     /// Waits as long as it takes, then holds the lock under the watchdog.
@@ -426,13 +372,14 @@ impl Lock {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
-        let (kind, masters) = (self.kind.label(), self.client.engine.masters.len());
+        let engine = &self.client.engine;
+        let (kind, masters) = (self.spec.kind.label(), engine.addrs().len());
         // OpenTelemetry's database-client names beside ours (telemetry.rs); the server
         // only when there is one.
-        let server = (masters == 1).then(|| self.client.engine.masters[0].addr());
+        let server = engine.server();
         macro_rules! span {
             ($name:literal) => {
-                tracing::info_span!(target: "redlatch", $name, lock = %self.name, kind, masters,
+                tracing::info_span!(target: "redlatch", $name, lock = %self.spec.name, kind, masters,
                     "db.system.name" = "redis", "server.address" = server,
                     "error.type" = Empty, outcome = Empty, elapsed_ms = Empty)
             };
@@ -468,77 +415,11 @@ impl Lock {
         lease: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
         self.check_name()?;
-        let engine = &self.client.engine;
-        let watchdog = lease.is_none();
-        let lease = lease.unwrap_or(engine.settings.watchdog_timeout);
-        let lease_ms = check_lease("lease", lease)?;
-        let call = Call {
-            name: self.name.clone(),
-            holder: self.holder(),
-            kind: self.kind,
-            lease,
-            wait,
-            intent: self.intent,
-        };
-        if self.kind == Kind::Write {
-            self.refuse_upgrade(&call.holder)?;
+        if let Some(lease) = lease {
+            check_lease("lease", lease)?;
         }
-        self.hint_self_wait(&call.holder);
-        let Some(grant) = acquire(engine, &call).await? else {
-            return Ok(None);
-        };
-        let hold = engine.holds.acquired(
-            &call.name,
-            &call.holder,
-            self.kind,
-            grant.fresh,
-            watchdog,
-            grant.started,
-            call.lease,
-        );
-        engine.watch_new(&hold);
-        Ok(Some(LockGuard::new(
-            engine.clone(),
-            hold,
-            lease_ms,
-            watchdog,
-            grant.token,
-            grant.validity,
-        )))
-    }
-
-    /// A call of a task that already holds this lock outside the guard's scope is
-    /// another holder and waits for that guard: right for sibling futures (`join!`),
-    /// a self-wait for a nested call. Said at DEBUG, with the way out.
-    fn hint_self_wait(&self, holder: &str) {
-        let engine = &self.client.engine;
-        if self.owner != Holding::PerCall || engine.holds.get(&self.name, holder).is_some() {
-            return;
-        }
-        if (engine.holds)
-            .taken_in(&self.name, self.kind, holder::context())
-            .is_some()
-        {
-            tracing::debug!(target: "redlatch", lock = %self.name,
-                "this task already holds the lock; this call is another holder and waits \
-                 for it (to re-enter, nest the call in guard.scope())");
-        }
-    }
-
-    /// A task holding the read lock (and not the write lock) may not wait for the
-    /// write lock: it would wait for itself.
-    fn refuse_upgrade(&self, writer: &str) -> Result<()> {
-        let holds = &self.client.engine.holds;
-        let reader = writer.strip_suffix(":write").unwrap_or(writer);
-        let reads = holds
-            .get(&self.name, reader)
-            .is_some_and(|h| h.kind == Kind::Read);
-        if reads && holds.get(&self.name, writer).is_none() {
-            return Err(Error::Upgrade {
-                name: self.name.to_string(),
-            });
-        }
-        Ok(())
+        let held = self.client.engine.lock(&self.spec, wait, lease).await?;
+        Ok(held.map(LockGuard::new))
     }
 
     /// True if anyone holds the lock (on a majority of masters). For the read lock of
@@ -562,24 +443,7 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub async fn is_locked(&self) -> Result<bool> {
-        if self.kind.is_rw() {
-            let v = self.query(redis::cmd("HGETALL").arg(&*self.name)).await?;
-            let held: Vec<bool> = (v.iter().map(rw::parse_state))
-                .map(|(mode, holders)| match (self.kind, mode.as_deref()) {
-                    (Kind::Write, Some("write")) => true,
-                    // A writer's own read holds (a downgrade) are read holds too.
-                    (Kind::Read, Some("read")) => true,
-                    (Kind::Read, Some("write")) => holders > 1,
-                    _ => false,
-                })
-                .collect();
-            return Ok(majority_true(&held, self.quorum()));
-        }
-        let v = self.query(redis::cmd("EXISTS").arg(&*self.name)).await?;
-        Ok(majority_true(
-            &v.iter().map(|x| as_int(x) == 1).collect::<Vec<_>>(),
-            self.quorum(),
-        ))
+        self.client.engine.is_locked(&self.spec).await
     }
 
     /// True if the caller holds the lock (on a majority of masters): inside a guard's
@@ -636,16 +500,7 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub async fn hold_count(&self) -> Result<u32> {
-        self.check_name()?;
-        // Nobody here holds it: still asked (of a holder id no call ever takes), so a
-        // key that is not a lock is reported as such.
-        let holder = (self.callers_holder())
-            .unwrap_or_else(|| format!("{}0", self.client.engine.holder_prefix).into());
-        let v = self
-            .query(redis::cmd("HGET").arg(&*self.name).arg(&*holder))
-            .await?;
-        let counts = v.iter().map(|x| as_int(x).max(0) as u32).collect();
-        Ok(majority_floor(counts, self.quorum()))
+        self.client.engine.hold_count(&self.spec).await
     }
 
     /// How long the lock stays held if nobody renews it (what a majority agrees on at
@@ -670,9 +525,7 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
-        let v = self.query(redis::cmd("PTTL").arg(&*self.name)).await?;
-        let ttl = majority_floor(v.iter().map(as_int).collect(), self.quorum());
-        Ok((ttl > 0).then(|| Duration::from_millis(ttl as u64)))
+        self.client.engine.remaining_ttl(&self.spec).await
     }
 
     /// Deletes the lock whoever holds it and wakes its waiters (the head waiter for a
@@ -698,76 +551,20 @@ impl Lock {
     /// # Ok(()) }) }
     /// ```
     pub async fn force_unlock(&self) -> Result<bool> {
-        self.check_name()?;
-        let engine = &self.client.engine;
-        let (fair, kind) = (self.kind == Kind::Fair, self.kind);
-        let results = fan_out(&engine.masters, |m| async move {
-            match kind {
-                Kind::Read | Kind::Write => {
-                    rw::force_release(m, &self.name, kind == Kind::Write).await
-                }
-                _ => scripts::force_release(m, &self.name, fair).await,
-            }
-        })
-        .await;
-        if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
-            return Err(results.into_iter().find_map(Result::err).expect("an error"));
-        }
-        let deleted = answers(results, engine.quorum)?.contains(&true);
-        // A read-write lock in the other mode was left alone: its holds are not lost.
-        if deleted || !kind.is_rw() {
-            engine.holds.lose_name(&self.name);
-        }
-        engine.pubsub.notify_local(&self.kind.channel(&self.name));
-        Ok(deleted)
-    }
-
-    fn quorum(&self) -> usize {
-        self.client.engine.quorum
+        self.client.engine.force_unlock(&self.spec).await
     }
 
     /// Checks the name for this kind of lock and this deployment.
     pub(crate) fn check_name(&self) -> Result<()> {
-        match self.kind {
-            Kind::Fair => keys::validate_fair(&self.name)?,
-            _ => keys::validate(&self.name)?,
-        }
-        if self.client.engine.settings.cluster {
-            keys::validate_cluster(&self.name)?;
-        }
-        Ok(())
-    }
-
-    /// Runs a read on every master; the answers of at least a majority.
-    async fn query(&self, cmd: &mut redis::Cmd) -> Result<Vec<Value>> {
-        self.check_name()?;
-        let cmd = &*cmd;
-        let results = fan_out(&self.client.engine.masters, |m| async move {
-            m.query::<Value>(cmd)
-                .await
-                .map_err(|e| scripts::typed(&self.name, e))
-        })
-        .await;
-        answers(results, self.quorum())
-    }
-}
-
-fn as_int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        Value::BulkString(b) => std::str::from_utf8(b)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0),
-        _ => 0,
+        (self.client.engine).check_name(&self.spec.name, self.spec.kind)
     }
 }
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
-            .field("name", &self.name)
-            .field("kind", &self.kind)
+            .field("name", &self.spec.name)
+            .field("kind", &self.spec.kind)
             .finish()
     }
 }

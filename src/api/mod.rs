@@ -4,12 +4,16 @@
 pub mod blocking;
 pub(crate) mod client;
 pub(crate) mod config;
+pub(crate) mod config_check;
 #[cfg(feature = "serde")]
 mod config_serde;
 pub(crate) mod config_sources;
+#[cfg(feature = "tls")]
+mod config_tls;
 pub(crate) mod election;
 pub(crate) mod guard;
 pub(crate) mod guarded;
+mod handles;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;
@@ -20,4 +24,5 @@ pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_permit;
 pub(crate) mod status;
+pub(crate) mod urls;
 pub mod wire;

@@ -16,11 +16,9 @@ use std::time::Duration;
 use futures_util::future::{join_all, select_all};
 use tokio_util::sync::CancellationToken;
 
-use crate::api::client::Client;
 use crate::api::guard::LockGuard;
 use crate::api::lock::Lock;
-use crate::engine::attempt::jitter;
-use crate::engine::waiter::deadline_after;
+use crate::engine::facade::{deadline_after, Scope};
 use crate::error::{Error, Result};
 
 /// Several locks held together: all of them or none (Redisson `RedissonMultiLock`).
@@ -76,10 +74,6 @@ impl MultiLock {
         locks.sort_by(|a, b| (a.name(), a.kind().label()).cmp(&(b.name(), b.kind().label())));
         locks.dedup_by(|a, b| a.name() == b.name() && a.kind() == b.kind());
         MultiLock { locks }
-    }
-
-    pub(crate) fn plain(client: &Client, names: Vec<String>) -> Self {
-        MultiLock::new(names.into_iter().map(|n| client.lock(n)))
     }
 
     /// The parts, in the order they are taken (by name).
@@ -219,7 +213,7 @@ impl MultiLock {
             ));
         };
         let deadline = wait.and_then(deadline_after);
-        let jitter_max = first.client().engine.settings.retry_jitter;
+        let engine = &first.client().engine;
         let mut next = 0;
         loop {
             let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
@@ -246,7 +240,7 @@ impl MultiLock {
             if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                 return Ok(None);
             }
-            let pause = jitter(jitter_max);
+            let pause = engine.backoff();
             match deadline {
                 Some(d) => {
                     tokio::time::sleep_until(d.min(tokio::time::Instant::now() + pause)).await
@@ -320,8 +314,8 @@ impl MultiGuard {
     /// # Ok(()) }) }
     /// ```
     pub async fn scope<F: std::future::Future>(&self, fut: F) -> F::Output {
-        let entries = self.guards.iter().map(LockGuard::scope_entry);
-        crate::engine::holder::Scope::enter(entries, fut).await
+        let entries = self.guards.iter().map(|g| g.held().scope_entry());
+        Scope::enter(entries, fut).await
     }
 
     /// The parts' names, in order.

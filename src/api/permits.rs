@@ -7,16 +7,13 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::client::Client;
-use crate::api::config::check_lease;
-use crate::api::semaphore::{single_master, Semaphore};
-use crate::engine::holds::Hold;
+use crate::api::config_check::check_lease;
+use crate::api::semaphore::Semaphore;
+use crate::engine::facade::Held;
 use crate::engine::master::Master;
 use crate::engine::permits;
-use crate::engine::signal::{completed, wait_for, Attempt};
-use crate::engine::waiter::deadline_after;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::keys;
 
 /// A semaphore whose permits expire (Redisson `RPermitExpirableSemaphore`, same keys):
 /// each acquisition returns a [`Permit`] with its own id, recorded in Redis with the
@@ -66,7 +63,7 @@ impl PermitExpirableSemaphore {
     }
 
     pub(crate) fn master(&self) -> Result<Arc<Master>> {
-        single_master(&self.client, &self.name, "permit-expirable semaphore")
+        (self.client.engine).single_master(&self.name, "permit-expirable semaphore")
     }
 
     /// The semaphore's name (the key of its counter).
@@ -194,39 +191,13 @@ impl PermitExpirableSemaphore {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<Permit>> {
-        let master = self.master()?;
+        self.master()?;
+        if let Some(lease) = lease {
+            check_lease("lease", lease)?;
+        }
         let engine = &self.client.engine;
-        let watchdog = lease.is_none();
-        let lease = lease.unwrap_or(engine.settings.watchdog_timeout);
-        let lease_ms = check_lease("lease", lease)?;
-        let id: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
-        let deadline = wait.and_then(deadline_after);
-        let channel = keys::sem_channel(&self.name);
-        let taken = wait_for(engine, channel, deadline, "permit", || {
-            let (m, name, id) = (master.clone(), self.name.clone(), id.clone());
-            async move {
-                let started = Instant::now();
-                let (undo_m, undo_name, undo_id) = (m.clone(), name.clone(), id.clone());
-                let r = completed(
-                    engine,
-                    async move {
-                        permits::take_permits(&m, &name, std::slice::from_ref(&id), lease_ms).await
-                    },
-                    move |r| async move {
-                        if r.is_ok() {
-                            let _ = permits::return_permit(&undo_m, &undo_name, &undo_id).await;
-                        }
-                    },
-                )
-                .await?;
-                Ok(match r {
-                    Ok(()) => Attempt::Done(started),
-                    Err(expiring) => Attempt::Retry(expiring),
-                })
-            }
-        })
-        .await?;
-        Ok(taken.map(|started| Permit::new(engine, &self.name, &id, watchdog, started, lease)))
+        let held = engine.take_permit(&self.name, wait, lease).await?;
+        Ok(held.map(|held| Permit { held }))
     }
 
     /// Gives back the permit `id` (from [`Permit::id`], maybe of another process);
@@ -250,9 +221,9 @@ impl PermitExpirableSemaphore {
     /// ```
     #[must_use = "false means the permit was not held: released already or expired"]
     pub async fn release(&self, id: &str) -> Result<bool> {
-        let master = self.master()?;
+        self.master()?;
         check_id(id)?;
-        permits::return_permit(&master, &self.name, id).await
+        self.client.engine.return_permit(&self.name, id).await
     }
 
     /// The permits available now, after taking back the expired ones.
@@ -274,9 +245,7 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn available(&self) -> Result<i64> {
-        Ok(permits::permits_state(&*self.master()?, &self.name)
-            .await?
-            .0)
+        Ok(self.client.engine.permits_state(&self.name).await?.0)
     }
 
     /// The permits acquired and not yet expired or released.
@@ -295,9 +264,7 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn acquired(&self) -> Result<i64> {
-        Ok(permits::permits_state(&*self.master()?, &self.name)
-            .await?
-            .1)
+        Ok(self.client.engine.permits_state(&self.name).await?.1)
     }
 
     /// Sets the permits in all, the acquired ones included (Redisson `setPermits`):
@@ -393,11 +360,8 @@ pub(crate) fn check_id(id: &str) -> Result<()> {
 /// a background task; [`release`](Permit::release) gives it back and reports errors.
 #[must_use = "dropping the permit gives it back at once"]
 pub struct Permit {
-    engine: Arc<Engine>,
-    hold: Arc<Hold>,
-    watchdog: bool,
-    runtime: tokio::runtime::Handle,
-    armed: bool,
+    /// The permit, given back by `release` or on drop (engine/held.rs).
+    held: Held,
 }
 
 impl Permit {
@@ -410,14 +374,8 @@ impl Permit {
         started: Instant,
         lease: Duration,
     ) -> Permit {
-        let hold = engine.holds.permit(name, id, watchdog, started, lease);
-        engine.watch_new(&hold);
         Permit {
-            engine: engine.clone(),
-            hold,
-            watchdog,
-            runtime: tokio::runtime::Handle::current(),
-            armed: true,
+            held: engine.permit_held(name, id, watchdog, started, lease),
         }
     }
 
@@ -436,7 +394,7 @@ impl Permit {
     /// # Ok(()) }) }
     /// ```
     pub fn id(&self) -> &str {
-        &self.hold.holder
+        self.held.holder()
     }
 
     /// The semaphore's name.
@@ -453,7 +411,7 @@ impl Permit {
     /// # Ok(()) }) }
     /// ```
     pub fn name(&self) -> &str {
-        &self.hold.name
+        self.held.name()
     }
 
     /// Cancelled when the watchdog finds the permit expired or gone (or could not renew
@@ -473,7 +431,7 @@ impl Permit {
     /// # Ok(()) }) }
     /// ```
     pub fn lost(&self) -> CancellationToken {
-        self.hold.lost.clone()
+        self.held.lost()
     }
 
     /// How long the permit is still valid: its lease less the drift allowance, counted
@@ -494,11 +452,7 @@ impl Permit {
     /// # Ok(()) }) }
     /// ```
     pub fn validity(&self) -> Duration {
-        let engine = &self.engine;
-        let until = self
-            .hold
-            .lease_valid_until(|lease| engine.validity_of(lease));
-        until.saturating_duration_since(std::time::Instant::now())
+        (self.held.valid_until()).saturating_duration_since(std::time::Instant::now())
     }
 
     /// Why the permit was lost, once [`lost()`](Self::lost) has fired (as
@@ -518,7 +472,7 @@ impl Permit {
     /// # Ok(()) }) }
     /// ```
     pub fn lost_reason(&self) -> Option<crate::LostReason> {
-        self.hold.reason()
+        self.held.lost_reason()
     }
 
     /// Whether the permit is at risk: `Some(end of validity)` while renewals fail on a
@@ -538,7 +492,7 @@ impl Permit {
     /// # Ok(()) }) }
     /// ```
     pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<std::time::Instant>> {
-        self.hold.risk()
+        self.held.at_risk()
     }
 
     /// Gives the permit back now and wakes a waiter.
@@ -566,55 +520,17 @@ impl Permit {
     /// assert!(p.release().await.unwrap_err().is_not_held());
     /// # Ok(()) }) }
     /// ```
-    pub async fn release(mut self) -> Result<()> {
-        self.armed = false;
-        give_back(&self.engine, &self.hold, self.watchdog).await
-    }
-}
-
-/// Counts the permit out of the hold table and gives it back in Redis.
-async fn give_back(engine: &Engine, hold: &Arc<Hold>, watchdog: bool) -> Result<()> {
-    let not_held = || Error::NotHeld {
-        name: hold.name.to_string(),
-        holder: hold.holder.to_string(),
-    };
-    if engine.holds.released(hold, watchdog).is_none() {
-        return Err(not_held());
-    }
-    let master = &engine.masters[0];
-    if permits::return_permit(master, &hold.name, &hold.holder).await? {
-        Ok(())
-    } else {
-        Err(not_held())
-    }
-}
-
-impl Drop for Permit {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let (engine, hold, watchdog) = (self.engine.clone(), self.hold.clone(), self.watchdog);
-        let runtime =
-            tokio::runtime::Handle::try_current().unwrap_or_else(|_| self.runtime.clone());
-        let give = async move {
-            match give_back(&engine, &hold, watchdog).await {
-                Ok(()) => {}
-                Err(e) if e.is_not_held() => {}
-                Err(e) => tracing::warn!(semaphore = %hold.name, error = %e,
-                    "giving a permit back on drop failed; it expires on its own"),
-            }
-        };
-        self.engine.cleanups.spawn_on(give, &runtime);
+    pub async fn release(self) -> Result<()> {
+        self.held.release().await
     }
 }
 
 impl std::fmt::Debug for Permit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Permit")
-            .field("name", &self.hold.name)
-            .field("id", &self.hold.holder)
-            .field("watchdog", &self.watchdog)
+            .field("name", &self.held.name())
+            .field("id", &self.held.holder())
+            .field("watchdog", &self.held.watchdog())
             .finish()
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::api::config::check_lease;
+use crate::api::config_check::check_lease;
 use crate::api::permits::{check_id, Permit, PermitExpirableSemaphore};
 use crate::api::semaphore::non_negative;
 use crate::engine::permits;
@@ -178,7 +178,7 @@ impl PermitExpirableSemaphore {
         }
         let engine = &self.client.engine;
         let watchdog = lease.is_none();
-        let lease = lease.unwrap_or(engine.settings.watchdog_timeout);
+        let lease = lease.unwrap_or(engine.settings().watchdog_timeout);
         let lease_ms = check_lease("lease", lease)?;
         if n == 0 {
             return Ok(Some(Vec::new()));

@@ -58,9 +58,9 @@ impl Lock {
         self.check_name()?;
         let engine = &self.client().engine;
         let name = self.name();
-        let lease = engine.settings.watchdog_timeout;
-        let replies = fan_out(&engine.masters, |m| revoke::request(m, name, lease)).await;
-        let replies = answers(replies, engine.quorum)?;
+        let lease = engine.settings().watchdog_timeout;
+        let replies = fan_out(engine.masters(), |m| revoke::request(m, name, lease)).await;
+        let replies = answers(replies, engine.quorum())?;
         let (listeners, holders) = revoke::merge(replies);
         Ok(ReleaseRequested { holders, listeners })
     }
@@ -103,7 +103,7 @@ impl LockGuard {
             return fired;
         };
         let watch = revoke::watch(
-            self.engine.clone(),
+            self.held().engine().clone(),
             self.name().to_string(),
             self.holder().to_string(),
             self.at_risk(),

@@ -49,23 +49,6 @@ pub struct Semaphore {
     name: Arc<str>,
 }
 
-/// The master a counter primitive runs on, after checking `name`; refused under Redlock.
-pub(crate) fn single_master(client: &Client, name: &str, what: &str) -> Result<Arc<Master>> {
-    keys::validate(name)?;
-    match client.engine.masters.as_slice() {
-        [only] => Ok(only.clone()),
-        _ => Err(Error::Unsupported {
-            what: format!(
-                "{what} {name:?} over {} Redlock masters",
-                client.engine.masters.len()
-            ),
-            reason: "a counter cannot be kept by majority the way a lock is (a minority that \
-                     missed a change would count it again); use one master for it"
-                .into(),
-        }),
-    }
-}
-
 /// `n` if it is not negative, else [`Error::InvalidCount`] naming `what`.
 pub(crate) fn non_negative(n: i64, what: &str) -> Result<i64> {
     if n < 0 {
@@ -95,7 +78,7 @@ impl Semaphore {
     }
 
     fn master(&self) -> Result<Arc<Master>> {
-        single_master(&self.client, &self.name, "semaphore")
+        self.client.engine.single_master(&self.name, "semaphore")
     }
 
     /// The semaphore's name (its Redis key).

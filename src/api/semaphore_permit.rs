@@ -143,7 +143,7 @@ impl Drop for SemaphorePermit {
             }
         };
         let engine = self.semaphore.client.engine.clone();
-        engine.cleanups.spawn_on(give, &runtime);
+        engine.spawn_cleanup(give, &runtime);
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::api::lock::Lock;
-use crate::engine::quorum::fan_out;
+use crate::engine::facade::Inspected;
 use crate::error::Result;
 use crate::keys;
 
@@ -117,32 +117,18 @@ impl Lock {
             .arg(0)
             .arg(-1)
             .arg("WITHSCORES");
-        let pipe = &pipe;
-        let masters = &self.client().engine.masters;
-        let results = fan_out(masters, |m| async move {
-            let v = m.pipe(pipe).await?;
-            m.decode::<Vec<Value>>(v)
-        })
-        .await;
-        Ok(masters
-            .iter()
-            .zip(results)
-            .map(|(m, r)| {
-                let key = self.name().as_bytes();
-                let mut st = decode(m.link().serving(key), r);
-                st.replicas = m.link().replica_sync(key);
-                st
-            })
-            .collect())
+        let answers = self.client().engine.inspect(self.name(), &pipe).await;
+        Ok(answers.into_iter().map(decode).collect())
     }
 }
 
-fn decode(master: String, r: Result<Vec<Value>>) -> MasterStatus {
+fn decode(answer: Inspected) -> MasterStatus {
     let mut st = MasterStatus {
-        master,
+        master: answer.serving,
+        replicas: answer.replicas,
         ..Default::default()
     };
-    let v = match r {
+    let v = match answer.reply {
         Ok(v) if v.len() == 10 => v,
         Ok(v) => {
             st.error = Some(format!("unexpected reply of {} items", v.len()));

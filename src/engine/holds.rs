@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::call::Call;
 use super::holder::{self, Context};
-use super::Kind;
+use super::kind::Kind;
 use crate::error::Error;
 use crate::lost::LostReason;
 use crate::telemetry;
@@ -198,20 +199,12 @@ impl Holds {
         Some(expires.saturating_duration_since(Instant::now()))
     }
 
-    /// Records an acquisition. `fresh`: the lock was created rather than re-entered; a
-    /// fresh acquisition while we still had an entry means the old one silently
-    /// expired, so the old entry is declared lost (invariant 2).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn acquired(
-        &self,
-        name: &Arc<str>,
-        holder: &Arc<str>,
-        kind: Kind,
-        fresh: bool,
-        watchdog: bool,
-        at: Instant,
-        lease: Duration,
-    ) -> Arc<Hold> {
+    /// Records `call`, granted at `at`. `fresh`: the lock was created rather than
+    /// re-entered; a fresh acquisition while we still had an entry means the old one
+    /// silently expired, so the old entry is declared lost (invariant 2).
+    pub(crate) fn acquired(&self, call: &Call, fresh: bool, at: Instant) -> Arc<Hold> {
+        let (name, holder, kind) = (&call.name, &call.holder, call.kind);
+        let (watchdog, lease) = (call.watchdog, call.lease);
         let mut map = self.map.lock();
         let holds = map.entry(name.clone()).or_default();
         if let Some(i) = holds.iter().position(|h| h.holder == *holder) {
@@ -350,5 +343,29 @@ impl Holds {
     /// Number of holds (distinct name and holder pairs).
     pub(crate) fn len(&self) -> usize {
         self.map.lock().values().map(Vec::len).sum()
+    }
+}
+
+#[cfg(test)]
+impl Holds {
+    /// Records a fresh plain hold of `holder` on `name` granted at `at` (for tests).
+    pub(crate) fn fresh(
+        &self,
+        name: &str,
+        holder: &Arc<str>,
+        watchdog: bool,
+        at: Instant,
+        lease: Duration,
+    ) -> Arc<Hold> {
+        let call = Call {
+            name: name.into(),
+            holder: holder.clone(),
+            kind: Kind::Plain,
+            lease,
+            watchdog,
+            wait: None,
+            intent: false,
+        };
+        self.acquired(&call, true, at)
     }
 }

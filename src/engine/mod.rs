@@ -16,21 +16,32 @@
 //! * [`watchdog`]: renewing the leases of held locks.
 //! * [`holds`], [`holder`], [`gate`], [`offers`]: the client's local bookkeeping.
 //! * [`tickets`]: waits that a release in another client may hand the lock to.
+//!
+//! The API layer uses only the façade: [`Engine`]'s methods in [`facade`] (connect,
+//! acquire, counters) and [`queries`] (the read side, `force_unlock`), [`Kind`],
+//! [`Settings`], and the types [`facade`] names (the call description, the handle of
+//! an acquisition, what the API needs of the transport). `Engine`'s fields are private
+//! to this module.
 
 pub(crate) mod attempt;
+pub(crate) mod call;
 pub(crate) mod catalogue;
 pub(crate) mod election;
+pub(crate) mod facade;
 #[cfg(test)]
 mod fake;
 pub(crate) mod gate;
 pub(crate) mod guarded;
+pub(crate) mod held;
 pub(crate) mod holder;
 pub(crate) mod holds;
+mod kind;
 pub(crate) mod kinds;
 pub(crate) mod master;
 pub(crate) mod offers;
 pub(crate) mod permits;
 pub(crate) mod plain_ops;
+pub(crate) mod queries;
 pub(crate) mod quorum;
 pub(crate) mod release;
 pub(crate) mod renew;
@@ -40,6 +51,7 @@ pub(crate) mod scripts;
 pub(crate) mod shards;
 pub(crate) mod signal;
 pub(crate) mod tickets;
+mod urgent;
 pub(crate) mod waiter;
 pub(crate) mod watchdog;
 pub(crate) mod wire;
@@ -55,12 +67,14 @@ use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use crate::transport::pubsub::PubSub;
-use crate::transport::Transport;
+
 use gate::Gates;
 use holds::{Hold, Holds};
+pub use kind::Kind;
 use master::Master;
 use offers::Offers;
 use tickets::Tickets;
+use urgent::Urgent;
 
 /// The timing the engine works with (the API's `Config`, validated).
 #[derive(Clone, Debug)]
@@ -84,203 +98,48 @@ pub(crate) struct Settings {
     pub(crate) cluster: bool,
 }
 
-/// Which flavour of lock an operation is for.
-///
-/// # Examples
-/// ```
-/// use redlatch::Kind;
-/// /// The Redisson class a lock of this kind interoperates with.
-/// fn redisson_class(kind: Kind) -> &'static str {
-///     match kind {
-///         Kind::Plain => "RLock",
-///         Kind::Fair => "RFairLock",
-///         Kind::Fenced => "RFencedLock",
-///         Kind::Read => "RReadWriteLock.readLock()",
-///         Kind::Write => "RReadWriteLock.writeLock()",
-///     }
-/// }
-/// assert_eq!(redisson_class(Kind::Fair), "RFairLock");
-/// assert_ne!(Kind::Plain, Kind::Fenced);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// Reentrant, non-fair (Redisson `RLock`).
-    Plain,
-    /// Reentrant, FIFO (Redisson `RFairLock`).
-    Fair,
-    /// Reentrant with fencing tokens (Redisson `RFencedLock`).
-    Fenced,
-    /// The shared side of a read-write lock (Redisson `RReadWriteLock.readLock()`).
-    Read,
-    /// The exclusive side of a read-write lock (Redisson `RReadWriteLock.writeLock()`).
-    Write,
-}
-
-impl Kind {
-    /// `plain`, `fair`, `fenced`, `read` or `write`: the `kind` of spans and metrics.
-    pub(crate) fn label(self) -> &'static str {
-        self.protocol().label()
-    }
-
-    /// The channel a release of this kind of lock publishes on (a fair lock's waiters
-    /// listen on their own channels besides).
-    pub(crate) fn channel(self, name: &str) -> String {
-        self.protocol().channel(name)
-    }
-
-    /// A side of a read-write lock.
-    pub(crate) fn is_rw(self) -> bool {
-        matches!(self, Kind::Read | Kind::Write)
-    }
-}
-
 /// The state one client's locks share: the masters, the pub/sub hub, the hold table,
 /// the local gates and offers, and the background clean-ups.
 pub(crate) struct Engine {
-    pub(crate) id: Uuid,
+    id: Uuid,
     /// `"{id}:"`, shared by every holder id of this client.
-    pub(crate) holder_prefix: String,
-    pub(crate) masters: Vec<Arc<Master>>,
-    pub(crate) quorum: usize,
-    pub(crate) settings: Settings,
-    pub(crate) pubsub: PubSub,
-    pub(crate) holds: Holds,
-    pub(crate) gates: Gates,
+    holder_prefix: String,
+    masters: Vec<Arc<Master>>,
+    quorum: usize,
+    settings: Settings,
+    pubsub: PubSub,
+    holds: Holds,
+    gates: Gates,
     /// Waits registered for a cross-process hand-over (tickets.rs).
-    pub(crate) tickets: Tickets,
+    tickets: Tickets,
     /// Hand-over offers of waiting tasks: plain locks, then fair locks (offers.rs).
     offers: [Offers; 2],
     /// Background clean-ups (releases on drop, undoing cancelled attempts, leaving fair
     /// queues, the answers of masters slower than the majority), so a shutdown can
     /// wait for them.
-    pub(crate) cleanups: TaskTracker,
-    /// Holds acquired too late for the next renewal round (watchdog::Urgent).
-    urgent: Arc<watchdog::Urgent>,
+    cleanups: TaskTracker,
+    /// Holds acquired too late for the next renewal round (urgent.rs).
+    urgent: Arc<Urgent>,
     shutdown: CancellationToken,
 }
 
 impl Engine {
-    /// Starts an engine over `links` (already checked to answer), with its watchdog and
-    /// pub/sub tasks; they stop when [`shut_down`](Self::shut_down) is called or the
-    /// engine is dropped.
-    pub(crate) fn start(links: Vec<Arc<dyn Transport>>, settings: Settings) -> Arc<Engine> {
-        let quorum = links.len() / 2 + 1;
-        let shutdown = CancellationToken::new();
-        let period = settings.watchdog_timeout / 3;
-        let id = Uuid::new_v4();
-        let engine = Arc::new_cyclic(|engine: &std::sync::Weak<Engine>| {
-            // Hand-overs from other clients' releases arrive as messages (tickets.rs).
-            let engine = engine.clone();
-            let on_payload = Box::new(move |payload: &[u8]| {
-                if let Some(engine) = engine.upgrade() {
-                    tickets::received(&engine, payload);
-                }
-            });
-            let timeout = settings.connect_timeout;
-            Engine {
-                id,
-                holder_prefix: holder::prefix(&id),
-                masters: links.iter().cloned().map(Master::new).collect(),
-                quorum,
-                pubsub: PubSub::start(links, quorum, timeout, &shutdown, on_payload),
-                settings,
-                holds: Holds::default(),
-                gates: Gates::default(),
-                tickets: Tickets::default(),
-                offers: Default::default(),
-                cleanups: TaskTracker::new(),
-                urgent: Arc::default(),
-                shutdown: shutdown.clone(),
-            }
-        });
-        let urgent = engine.urgent.clone();
-        tokio::spawn(watchdog::run_urgent(
-            Arc::downgrade(&engine),
-            urgent,
-            shutdown.clone(),
-        ));
-        tokio::spawn(watchdog::run(Arc::downgrade(&engine), shutdown, period));
-        engine
-    }
-
     /// The hand-over offers of plain (`fair` false) or fair locks.
-    pub(crate) fn offers(&self, fair: bool) -> &Offers {
+    fn offers(&self, fair: bool) -> &Offers {
         &self.offers[usize::from(fair)]
-    }
-
-    /// The holder id of one async acquisition of `name` (holder.rs invariants 1, 2).
-    pub(crate) fn holder_for(&self, name: &str) -> Arc<str> {
-        holder::for_call(&self.holder_prefix, name)
-    }
-
-    /// The calling thread's holder id (the blocking API: holder.rs invariant 4).
-    pub(crate) fn thread_holder(&self) -> Arc<str> {
-        holder::thread(&self.holder_prefix)
-    }
-
-    /// The holder id of explicit owner `n` (holder.rs invariant 3).
-    pub(crate) fn owner_holder(&self, n: u64) -> Arc<str> {
-        holder::owner(&self.holder_prefix, n)
     }
 
     /// Hands a hold just acquired (or re-entered) to the watchdog's urgent renewal
     /// when the watchdog renews it and its reply came so late that the next round
-    /// could miss its validity (watchdog::Urgent); nothing otherwise.
-    pub(crate) fn watch_new(&self, hold: &Arc<Hold>) {
+    /// could miss its validity (urgent.rs); nothing otherwise.
+    fn watch_new(&self, hold: &Arc<Hold>) {
         let validity = self.validity_of(self.settings.watchdog_timeout);
         self.urgent
             .offer(hold, validity, self.settings.watchdog_timeout / 3);
     }
 
-    /// Declares a hold lost for `reason` and wakes this client's local waiters of its lock, which
-    /// may have been waiting for that holder's release (waiter.rs invariant 6).
-    ///
-    /// Then drops what is left of it on every master, in the background: renewals
-    /// queued on a paused master may have extended it after we gave up on it, and
-    /// nobody would release it (its guards no longer send a release, holds.rs
-    /// invariant 2). The holder's next acquisition of the name waits for this, so the
-    /// drop cannot remove a newer grant; sent on the lock lane, it also runs before
-    /// that acquisition on every master that answers late.
-    ///
-    /// False, and nothing done, when the hold is no longer in the table: released
-    /// meanwhile (a renewal sent before the release finds it gone) or lost already.
-    pub(crate) fn lose(&self, hold: &Arc<Hold>, reason: crate::lost::LostReason) -> bool {
-        if !self.holds.lose(hold, reason) {
-            return false;
-        }
-        if !hold.permit {
-            self.pubsub.notify_local(&hold.kind.channel(&hold.name));
-        }
-        let (name, holder) = (hold.name.clone(), hold.holder.clone());
-        let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
-        let masters = self.masters.clone();
-        let (kind, permit) = (hold.kind, hold.permit);
-        self.cleanups.spawn(async move {
-            let _settling = settling;
-            let (n, h) = (&*name, &*holder);
-            let dropped = quorum::fan_out(&masters, |m| async move {
-                if permit {
-                    permits::return_permit(m, n, h).await
-                } else {
-                    kinds::drop_lost(m, kind, n, h).await
-                }
-            })
-            .await;
-            for (m, r) in masters.iter().zip(dropped) {
-                match r {
-                    Ok(true) => tracing::info!(lock = %name, %holder, master = m.addr(),
-                        "deleted a lost lock that a late renewal had kept"),
-                    Ok(false) => {}
-                    Err(e) => tracing::debug!(lock = %name, master = m.addr(), error = %e,
-                        "could not drop a lost lock; its lease ends it"),
-                }
-            }
-        });
-        true
-    }
-
     /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).
-    pub(crate) fn validity_of(&self, lease: Duration) -> Duration {
+    fn validity_of(&self, lease: Duration) -> Duration {
         let drift = lease.mul_f64(self.settings.drift_factor) + Duration::from_millis(2);
         lease.saturating_sub(drift)
     }

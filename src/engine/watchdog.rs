@@ -40,8 +40,12 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::holds::Hold;
-use super::{permits, rw, scripts};
-use super::{Engine, Kind};
+use super::kind::Kind;
+use super::master::Master;
+use super::urgent::Urgent;
+use super::Engine;
+use super::{kinds, permits, quorum, rw, scripts};
+use crate::error::Result;
 use crate::lost::LostReason;
 use crate::telemetry;
 
@@ -49,28 +53,6 @@ use crate::telemetry;
 const CHUNK: usize = 5000;
 /// Renewal calls in flight per master during a round.
 const IN_FLIGHT: usize = 2;
-
-/// Holds acquired with less than two periods of validity left: the next round
-/// starts up to a period later and may take another, so they are renewed at once
-/// (invariant 4), batched like a round's chunks. Empty unless masters answer late.
-#[derive(Default)]
-pub(crate) struct Urgent {
-    queue: parking_lot::Mutex<Vec<Arc<Hold>>>,
-    wake: tokio::sync::Notify,
-}
-
-impl Urgent {
-    /// Queues `hold` if it is watched and has less than two `period`s of `validity`
-    /// left since a majority last confirmed its lease.
-    pub(crate) fn offer(&self, hold: &Arc<Hold>, validity: Duration, period: Duration) {
-        let (watched, confirmed) = hold.watchdog_state();
-        let left = (confirmed + validity).saturating_duration_since(Instant::now());
-        if watched > 0 && left < 2 * period {
-            self.queue.lock().push(hold.clone());
-            self.wake.notify_one();
-        }
-    }
-}
 
 /// Renews the [`Urgent`] holds as they come, until `shutdown` or the client is gone.
 pub(crate) async fn run_urgent(
@@ -81,17 +63,66 @@ pub(crate) async fn run_urgent(
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = urgent.wake.notified() => {}
+            _ = urgent.notified() => {}
         }
         let Some(engine) = engine.upgrade() else {
             break;
         };
-        let holds = std::mem::take(&mut *urgent.queue.lock());
+        let holds = urgent.take();
         let renewed = AtomicU64::new(0);
         for chunk in holds.chunks(CHUNK) {
             renew_chunk(&engine, chunk, &renewed).await;
         }
         telemetry::renewed(renewed.into_inner());
+    }
+}
+
+impl Engine {
+    /// Declares a hold lost for `reason` and wakes this client's local waiters of its lock, which
+    /// may have been waiting for that holder's release (waiter.rs invariant 6).
+    ///
+    /// Then drops what is left of it on every master, in the background: renewals
+    /// queued on a paused master may have extended it after we gave up on it, and
+    /// nobody would release it (its guards no longer send a release, holds.rs
+    /// invariant 2). The holder's next acquisition of the name waits for this, so the
+    /// drop cannot remove a newer grant; sent on the lock lane, it also runs before
+    /// that acquisition on every master that answers late.
+    ///
+    /// False, and nothing done, when the hold is no longer in the table: released
+    /// meanwhile (a renewal sent before the release finds it gone) or lost already.
+    pub(super) fn lose(&self, hold: &Arc<Hold>, reason: crate::lost::LostReason) -> bool {
+        if !self.holds.lose(hold, reason) {
+            return false;
+        }
+        if !hold.permit {
+            self.pubsub.notify_local(&hold.kind.channel(&hold.name));
+        }
+        let (name, holder) = (hold.name.clone(), hold.holder.clone());
+        let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
+        let masters = self.masters.clone();
+        let (kind, permit) = (hold.kind, hold.permit);
+        self.cleanups.spawn(async move {
+            let _settling = settling;
+            let (n, h) = (&*name, &*holder);
+            let dropped = quorum::fan_out(&masters, |m| async move {
+                if permit {
+                    permits::return_permit(m, n, h).await
+                } else {
+                    kinds::drop_lost(m, kind, n, h).await
+                }
+            })
+            .await;
+            for (m, r) in masters.iter().zip(dropped) {
+                match r {
+                    Ok(true) => tracing::info!(lock = %name, %holder, master = m.addr(),
+                        "deleted a lost lock that a late renewal had kept"),
+                    Ok(false) => {}
+                    Err(e) => tracing::debug!(lock = %name, master = m.addr(), error = %e,
+                        "could not drop a lost lock; its lease ends it"),
+                }
+            }
+        });
+        true
     }
 }
 
@@ -218,96 +249,139 @@ impl Renewal {
     }
 }
 
-async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &AtomicU64) {
-    let started = Instant::now();
-    let lease_ms = engine.settings.watchdog_timeout.as_millis() as u64;
-    // A renewal is not latency-critical (the deadline is the validity, three periods
-    // away): give a loaded master a whole period, but no more, so a master that does
-    // not answer never holds up the next round (invariant 1).
-    let period = engine.settings.watchdog_timeout / 3;
-    // Read holds renew their own timeout keys (rw.rs), permits their expiry
-    // (permits.rs); every other hold its field.
-    let group = |want: Renewal| -> (Vec<usize>, Vec<(&str, &str)>) {
+/// The holds of a chunk grouped by the script that renews them: their places in the
+/// chunk and their (name, holder) pairs. Read holds renew their own timeout keys
+/// (rw.rs), permits their expiry (permits.rs); every other hold its field.
+type Groups<'a> = [(Renewal, (Vec<usize>, Vec<(&'a str, &'a str)>)); 3];
+
+fn groups(chunk: &[Arc<Hold>]) -> Groups<'_> {
+    [Renewal::Field, Renewal::Read, Renewal::Permit].map(|want| {
         let idx: Vec<usize> = (0..chunk.len())
             .filter(|&i| Renewal::of(&chunk[i]) == want)
             .collect();
         let pairs = (idx.iter())
             .map(|&i| (&*chunk[i].name, &*chunk[i].holder))
             .collect();
-        (idx, pairs)
-    };
-    let groups = [Renewal::Field, Renewal::Read, Renewal::Permit].map(|r| (r, group(r)));
-    let groups = &groups;
+        (want, (idx, pairs))
+    })
+}
+
+/// Renews one chunk on every master and judges the answers as they arrive (a hold
+/// renewed by a majority counts at once, without waiting for the slowest master: the
+/// validity deadline may fire meanwhile).
+async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &AtomicU64) {
+    let started = Instant::now();
+    let groups = &groups(chunk);
     let mut answers: FuturesUnordered<_> = (engine.masters.iter().enumerate())
-        .map(|(at, m)| async move {
-            let timeout = period;
-            let mut held: Vec<crate::error::Result<bool>> = vec![Ok(false); chunk.len()];
-            for (how, (idx, pairs)) in groups.iter().filter(|g| !g.1 .0.is_empty()) {
-                let r = match how {
-                    Renewal::Field => scripts::renew(m, pairs, lease_ms, timeout).await,
-                    Renewal::Read => rw::renew_reads(m, pairs, lease_ms, timeout).await,
-                    Renewal::Permit => permits::renew_permits(m, pairs, lease_ms, timeout).await,
-                };
-                idx.iter().zip(r).for_each(|(&i, h)| held[i] = h);
-            }
-            (at, held)
-        })
+        .map(|(at, m)| async move { (at, renew_on(engine, m, chunk.len(), groups).await) })
         .collect();
-    let (n, quorum) = (engine.masters.len(), engine.quorum);
-    let (mut renewed, mut denied) = (vec![0; chunk.len()], vec![0; chunk.len()]);
-    let mut failed = vec![0; chunk.len()];
-    // Whether a master that said "not held" changed server since the grant.
-    let mut replaced = vec![false; chunk.len()];
-    let validity = engine.validity_of(engine.settings.watchdog_timeout);
-    // Judged as answers arrive: a hold renewed by a majority counts at once, without
-    // waiting for the slowest master (the validity deadline may fire meanwhile).
+    let mut tally = Tally::new(engine, chunk, started);
     while let Some((at, answer)) = answers.next().await {
+        tally.count(at, &answer, renewed_total);
+    }
+    for (i, hold) in chunk.iter().enumerate() {
+        if tally.renewed[i] < tally.quorum && tally.n - tally.denied[i] >= tally.quorum {
+            tracing::debug!(lock = %hold.name, renewed = tally.renewed[i], "renewal incomplete; retrying next tick");
+        }
+    }
+}
+
+/// One master's answers for a chunk of `n` holds: held (renewed) or not, per hold.
+async fn renew_on(engine: &Engine, m: &Master, n: usize, groups: &Groups<'_>) -> Vec<Result<bool>> {
+    let lease_ms = engine.settings.watchdog_timeout.as_millis() as u64;
+    // A renewal is not latency-critical (the deadline is the validity, three periods
+    // away): give a loaded master a whole period, but no more, so a master that does
+    // not answer never holds up the next round (invariant 1).
+    let timeout = engine.settings.watchdog_timeout / 3;
+    let mut held: Vec<Result<bool>> = vec![Ok(false); n];
+    for (how, (idx, pairs)) in groups.iter().filter(|g| !g.1 .0.is_empty()) {
+        let r = match how {
+            Renewal::Field => scripts::renew(m, pairs, lease_ms, timeout).await,
+            Renewal::Read => rw::renew_reads(m, pairs, lease_ms, timeout).await,
+            Renewal::Permit => permits::renew_permits(m, pairs, lease_ms, timeout).await,
+        };
+        idx.iter().zip(r).for_each(|(&i, h)| held[i] = h);
+    }
+    held
+}
+
+/// The answers about one chunk so far, per hold.
+struct Tally<'a> {
+    engine: &'a Engine,
+    chunk: &'a [Arc<Hold>],
+    /// When the round's renewals were sent: what a renewal that counts dates from.
+    started: Instant,
+    n: usize,
+    quorum: usize,
+    validity: Duration,
+    renewed: Vec<usize>,
+    denied: Vec<usize>,
+    failed: Vec<usize>,
+    /// Whether a master that said "not held" changed server since the grant.
+    replaced: Vec<bool>,
+}
+
+impl<'a> Tally<'a> {
+    fn new(engine: &'a Engine, chunk: &'a [Arc<Hold>], started: Instant) -> Self {
+        let zeros = vec![0; chunk.len()];
+        Tally {
+            engine,
+            chunk,
+            started,
+            n: engine.masters.len(),
+            quorum: engine.quorum,
+            validity: engine.validity_of(engine.settings.watchdog_timeout),
+            renewed: zeros.clone(),
+            denied: zeros.clone(),
+            failed: zeros,
+            replaced: vec![false; chunk.len()],
+        }
+    }
+
+    /// Counts the answer of master `at` (invariants 1, 2, 7, 8).
+    fn count(&mut self, at: usize, answer: &[Result<bool>], renewed_total: &AtomicU64) {
         // Not an outage: nothing will renew these locks until it is fixed.
         let refused = answer.iter().filter_map(|r| r.as_ref().err());
         if let Some(e) = refused.clone().find(|e| e.is_permanent()) {
             tracing::error!(error = %e, locks = refused.count(),
                 "renewal refused; the locks will be lost when their validity ends");
         }
-        let link = engine.masters[at].link();
-        for (i, hold) in chunk.iter().enumerate() {
+        let (n, quorum) = (self.n, self.quorum);
+        let link = self.engine.masters[at].link();
+        for (i, hold) in self.chunk.iter().enumerate() {
             match &answer[i] {
                 Ok(true) => {
-                    renewed[i] += 1;
-                    if renewed[i] == quorum {
-                        hold.renewed(started);
+                    self.renewed[i] += 1;
+                    if self.renewed[i] == quorum {
+                        hold.renewed(self.started);
                         renewed_total.fetch_add(1, Ordering::Relaxed);
                     }
                 }
                 Ok(false) => {
-                    denied[i] += 1;
+                    self.denied[i] += 1;
                     let changed = link.changed_at(hold.name.as_bytes());
-                    replaced[i] |= changed.is_some_and(|c| c > hold.since);
-                    let reason = if replaced[i] {
+                    self.replaced[i] |= changed.is_some_and(|c| c > hold.since);
+                    let reason = if self.replaced[i] {
                         LostReason::MasterDataLost
                     } else {
                         LostReason::ExpiredOrDeleted
                     };
                     // Not a loss if the holder released it meanwhile (lose() says so).
-                    if renewed[i] < quorum && n - denied[i] == quorum - 1 {
-                        engine.lose(hold, reason);
+                    if self.renewed[i] < quorum && n - self.denied[i] == quorum - 1 {
+                        self.engine.lose(hold, reason);
                     }
                 }
                 Err(e) => {
-                    failed[i] += 1;
+                    self.failed[i] += 1;
                     if e.is_permanent() {
                         hold.refused(e);
                     }
                 }
             }
             // Invariant 7: no majority can renew it in this round.
-            if renewed[i] < quorum && n - failed[i] - denied[i] < quorum {
-                hold.at_risk(hold.valid_until(validity));
+            if self.renewed[i] < quorum && n - self.failed[i] - self.denied[i] < quorum {
+                hold.at_risk(hold.valid_until(self.validity));
             }
-        }
-    }
-    for (i, hold) in chunk.iter().enumerate() {
-        if renewed[i] < quorum && n - denied[i] >= quorum {
-            tracing::debug!(lock = %hold.name, renewed = renewed[i], "renewal incomplete; retrying next tick");
         }
     }
 }
@@ -316,7 +390,6 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
 mod tests {
     use super::*;
     use crate::engine::holds::Holds;
-    use crate::engine::Kind;
 
     #[test]
     fn a_round_renews_the_oldest_first_and_skips_the_young() {
@@ -326,39 +399,12 @@ mod tests {
         let lease = Duration::from_secs(3);
         for (name, age_ms) in [("b", 900), ("young", 100), ("a", 2000), ("c", 600)] {
             let at = now - Duration::from_millis(age_ms);
-            holds.acquired(&name.into(), &holder, Kind::Plain, true, true, at, lease);
+            holds.fresh(name, &holder, true, at, lease);
         }
         let order: Vec<String> = due(holds.watched(), now, lease / 6)
             .iter()
             .map(|h| h.name.to_string())
             .collect();
         assert_eq!(order, ["a", "b", "c"]);
-    }
-
-    #[test]
-    fn only_a_watched_hold_with_under_two_periods_left_is_urgent() {
-        let holds = Holds::default();
-        let now = Instant::now();
-        let (lease, validity, period) = (
-            Duration::from_secs(3),
-            Duration::from_millis(2968),
-            Duration::from_secs(1),
-        );
-        let urgent = Urgent::default();
-        for (name, age_ms, watched) in [
-            ("fresh", 0, true),
-            ("late", 1200, true),
-            ("very-late", 2900, true),
-            ("leased", 2900, false),
-        ] {
-            let holder: Arc<str> = format!("c:{name}").into();
-            let at = now - Duration::from_millis(age_ms);
-            let h = holds.acquired(&name.into(), &holder, Kind::Plain, true, watched, at, lease);
-            urgent.offer(&h, validity, period);
-        }
-        let queued: Vec<String> = (urgent.queue.lock().iter())
-            .map(|h| h.name.to_string())
-            .collect();
-        assert_eq!(queued, ["late", "very-late"]);
     }
 }

@@ -1,6 +1,7 @@
 //! The transport layer: how a request reaches one Redis deployment and how its answer
 //! comes back. The engine calls [`Transport`] and knows nothing of connections.
 //!
+//! * [`connect`]: connection set-up and topology discovery, from plain settings.
 //! * [`standalone`]: one server (a standalone master): connection lanes, timeouts.
 //! * [`script`]: EVALSHA with a reload on NOSCRIPT.
 //! * [`batch`]: group commit, generic over how a batch is sent.
@@ -21,6 +22,7 @@
 pub(crate) mod batch;
 pub(crate) mod cluster;
 pub(crate) mod coalesce;
+pub(crate) mod connect;
 pub(crate) mod pubsub;
 pub(crate) mod replicas;
 pub(crate) mod script;

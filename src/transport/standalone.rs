@@ -35,7 +35,7 @@ use redis::{AsyncConnectionConfig, Value};
 use super::replicas::{Replicas, SyncReplicas};
 use super::script::load_all;
 use super::subscriber::Classic;
-use super::{BoxFuture, Dialect, Lane, Request, Script, Subscriber, Transport};
+use super::{BoxFuture, Dialect, Invocation, Lane, Request, Script, Subscriber, Transport};
 use crate::error::{Error, Result};
 use crate::telemetry;
 
@@ -219,6 +219,45 @@ impl Standalone {
         }
     }
 
+    /// Runs `request` on `conn`; a synced write also waits for its replicas. Its first
+    /// poll writes the request (invariant 5).
+    async fn call(
+        &self,
+        conn: &mut MultiplexedConnection,
+        request: Request<'_>,
+    ) -> redis::RedisResult<Value> {
+        match request {
+            Request::Eval(inv) => inv.run(conn, self.dialect).await,
+            Request::Synced(inv) => self.call_synced(conn, inv).await,
+            Request::Cmd(cmd) => cmd.query_async(conn).await,
+            Request::Pipe(pipe) => pipe.query_async(conn).await,
+        }
+    }
+
+    /// Runs `inv`, then waits for the replicas (replicas.rs invariant 2).
+    async fn call_synced(
+        &self,
+        conn: &mut MultiplexedConnection,
+        inv: &Invocation,
+    ) -> redis::RedisResult<Value> {
+        let (mut wanted, wait) = self.sync_wait();
+        let (reply, acked) = match &wait {
+            Some(wait) => {
+                let (reply, acked) = inv.run_then(conn, self.dialect, wait).await?;
+                (reply, self.replicas.acked(&acked))
+            }
+            None => (inv.run(conn, self.dialect).await?, 0),
+        };
+        // Replicas that did not acknowledge may have stopped being eligible since the
+        // count (restarted, resyncing): judged again on a fresh count (replicas.rs
+        // invariant 3).
+        if acked < wanted && self.replicas.counts() && self.count_replicas(conn).await.is_ok() {
+            wanted = wanted.min(self.replicas.wanted());
+            self.replicas.waited(wanted);
+        }
+        Ok(synced_reply(reply, acked, wanted, &self.addr))
+    }
+
     async fn send_on(&self, lane: Lane, timeout: Duration, request: Request<'_>) -> Result<Value> {
         // A synced write may also wait for its replicas. Their count is read when a
         // connection is opened and, once stale, on the synced write's connection just
@@ -265,35 +304,7 @@ impl Standalone {
                 let count = self.count_replicas(&mut conn);
                 let _ = tokio::time::timeout_at(write_by, count).await;
             }
-            let call = async {
-                match request {
-                    Request::Eval(inv) => inv.run(&mut conn, self.dialect).await,
-                    Request::Synced(inv) => {
-                        let (mut wanted, wait) = self.sync_wait();
-                        let (reply, acked) = match &wait {
-                            Some(wait) => {
-                                let (reply, acked) =
-                                    inv.run_then(&mut conn, self.dialect, wait).await?;
-                                (reply, self.replicas.acked(&acked))
-                            }
-                            None => (inv.run(&mut conn, self.dialect).await?, 0),
-                        };
-                        // Replicas that did not acknowledge may have stopped being
-                        // eligible since the count (restarted, resyncing): judged
-                        // again on a fresh count (replicas.rs invariant 3).
-                        if acked < wanted
-                            && self.replicas.counts()
-                            && self.count_replicas(&mut conn).await.is_ok()
-                        {
-                            wanted = wanted.min(self.replicas.wanted());
-                            self.replicas.waited(wanted);
-                        }
-                        Ok(synced_reply(reply, acked, wanted, &self.addr))
-                    }
-                    Request::Cmd(cmd) => cmd.query_async(&mut conn).await,
-                    Request::Pipe(pipe) => pipe.query_async(&mut conn).await,
-                }
-            };
+            let call = self.call(&mut conn, request);
             let mut call = std::pin::pin!(call);
             // The first poll writes the request to the connection; then the next
             // request may go.

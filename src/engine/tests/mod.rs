@@ -44,6 +44,7 @@ pub(super) fn call(name: &str, holder: &Arc<str>, wait: Option<Duration>) -> Cal
         holder: holder.clone(),
         kind: Kind::Plain,
         lease: LEASE,
+        watchdog: false,
         wait,
         intent: false,
     }
@@ -51,14 +52,12 @@ pub(super) fn call(name: &str, holder: &Arc<str>, wait: Option<Duration>) -> Cal
 
 /// A fresh holder id of `engine` (as one async call of a task gets).
 pub(super) fn holder(engine: &Engine, n: u64) -> Arc<str> {
-    engine.owner_holder(n)
+    super::holder::owner(&engine.holder_prefix, n)
 }
 
 /// Records a grant as the API does (the hold the release gives back).
 pub(super) fn hold(engine: &Engine, call: &Call, grant: &Grant) -> Arc<Hold> {
-    let (name, holder) = (&call.name, &call.holder);
-    let at = grant.started;
-    (engine.holds).acquired(name, holder, call.kind, grant.fresh, false, at, call.lease)
+    (engine.holds).acquired(call, grant.fresh, grant.started)
 }
 
 /// Takes `name` for `holder`, waiting as long as it takes.

@@ -70,7 +70,7 @@ use super::attempt::{attempt, jitter, Grant, Outcome, Request};
 use super::kinds::{Ask, Book, Protocol};
 use super::offers::Answer;
 use super::tickets::{unwait, Ticket};
-use super::{Engine, Kind};
+use super::Engine;
 use crate::error::{Error, Result};
 use crate::telemetry;
 use handed::{settle_in_background, Unsettled};
@@ -78,18 +78,8 @@ use listen::Listening;
 
 pub(crate) use handed::leave_queue;
 
-/// Parameters of one `lock`/`try_lock` call.
-pub(crate) struct Call {
-    pub(crate) name: Arc<str>,
-    pub(crate) holder: Arc<str>,
-    pub(crate) kind: Kind,
-    pub(crate) lease: Duration,
-    /// None: wait as long as it takes.
-    pub(crate) wait: Option<Duration>,
-    /// A writer of a read-write lock records its intent while it waits, keeping new
-    /// readers out (writer preference).
-    pub(crate) intent: bool,
-}
+/// Parameters of one `lock`/`try_lock` call (call.rs).
+pub(crate) use super::call::Call;
 
 /// `now + d`, or `None` (no deadline) when that is beyond what an `Instant` can hold.
 pub(crate) fn deadline_after(d: Duration) -> Option<Instant> {

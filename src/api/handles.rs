@@ -1,0 +1,204 @@
+//! The handles a [`Client`] opens: one per lock kind (Redisson's `getLock`,
+//! `getFairLock`, … of `RedissonClient`). Nothing is sent to Redis until a handle is
+//! used. Kept apart from client.rs so that the kind files depend on the client and
+//! not the other way round.
+
+use crate::api::client::Client;
+use crate::api::latch::CountDownLatch;
+use crate::api::lock::{Kind, Lock, Owner};
+use crate::api::multi::MultiLock;
+use crate::api::permits::PermitExpirableSemaphore;
+use crate::api::rwlock::ReadWriteLock;
+use crate::api::semaphore::Semaphore;
+
+impl Client {
+    /// A new explicit lock owner ([`Owner`]): the holder of every call made through
+    /// [`Lock::owned_by`] with it.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let owner = client.owner();
+    /// let guard = client.lock("orders:42").owned_by(owner).lock().await?;
+    /// assert_eq!(guard.holder(), format!("{}:{}", client.id(), owner.number()));
+    /// # Ok(()) }) }
+    /// ```
+    pub fn owner(&self) -> Owner {
+        Owner::new()
+    }
+
+    /// A reentrant, non-fair lock (Redisson `RLock`). Nothing is sent to Redis yet; the
+    /// name is checked by each operation. Each acquisition is its own holder; nested
+    /// calls re-enter inside the guard's [scope](crate::LockGuard::scope).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let lock = client.lock("orders:42");
+    /// let guard = lock.lock().await?;
+    /// guard
+    ///     .scope(async {
+    ///         let nested = lock.lock().await?; // in the guard's scope: re-enters
+    ///         assert_eq!(lock.hold_count().await?, 2);
+    ///         nested.unlock().await
+    ///     })
+    ///     .await?;
+    /// guard.unlock().await?;
+    /// assert!(!lock.is_locked().await?);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into(), Kind::Plain)
+    }
+
+    /// A reentrant FIFO lock (Redisson `RFairLock`): waiters queue in Redis and a release
+    /// wakes only the next one.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config, Kind};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let lock = client.fair_lock("queue:payments");
+    /// assert_eq!(lock.kind(), Kind::Fair);
+    /// let guard = lock.try_lock(Duration::from_millis(100)).await?.expect("free");
+    /// assert!(lock.is_held_by_current_task().await?);
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into(), Kind::Fair)
+    }
+
+    /// A reentrant lock whose guards carry a fencing token (Redisson `RFencedLock`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let lock = client.fenced_lock("ledger");
+    /// let first = lock.lock().await?;
+    /// let t1 = first.fencing_token().expect("a fenced lock's guard has a token");
+    /// first.unlock().await?;
+    /// let second = lock.lock().await?;
+    /// assert!(second.fencing_token().unwrap() > t1); // storage rejects writes tagged t1 now
+    /// # Ok(()) }) }
+    /// ```
+    pub fn fenced_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into(), Kind::Fenced)
+    }
+
+    /// A read-write lock (Redisson `RReadWriteLock`): [`read`](ReadWriteLock::read)
+    /// and [`write`](ReadWriteLock::write) give its two [`Lock`]s.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let rw = client.read_write_lock("catalog");
+    /// let reading = rw.read().lock().await?;
+    /// assert!(rw.read().is_locked().await?);
+    /// assert!(!rw.write().is_locked().await?);
+    /// reading.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
+        ReadWriteLock::new(self.clone(), name.into())
+    }
+
+    /// Several plain locks taken together, all or none (Redisson `RedissonMultiLock`);
+    /// [`MultiLock::new`] takes locks of any kind.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let guard = client.multi_lock(["stock:1", "stock:2"]).lock().await?;
+    /// assert_eq!(guard.names(), ["stock:1", "stock:2"]);
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn multi_lock<I, S>(&self, names: I) -> MultiLock
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        MultiLock::new(names.into_iter().map(|name| self.lock(name)))
+    }
+
+    /// A semaphore (Redisson `RSemaphore`): a counter of permits at `name`.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.semaphore("slots");
+    /// s.try_set_permits(1).await?;
+    /// let permit = s.acquire().await?;
+    /// assert_eq!(s.available().await?, 0);
+    /// permit.release().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        Semaphore::new(self.clone(), name.into())
+    }
+
+    /// A semaphore whose permits expire when their holder stops renewing them (Redisson
+    /// `RPermitExpirableSemaphore`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let s = client.permit_expirable_semaphore("builds");
+    /// s.try_set_permits(1).await?;
+    /// let permit = s.acquire().await?;
+    /// assert_eq!(s.acquired().await?, 1);
+    /// permit.release().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn permit_expirable_semaphore(&self, name: impl Into<String>) -> PermitExpirableSemaphore {
+        PermitExpirableSemaphore::new(self.clone(), name.into())
+    }
+
+    /// A count-down latch (Redisson `RCountDownLatch`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let l = client.count_down_latch("ready");
+    /// l.try_set_count(1).await?;
+    /// l.count_down().await?;
+    /// assert_eq!(l.count().await?, 0);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
+        CountDownLatch::new(self.clone(), name.into())
+    }
+
+    /// A leader election on `name` ([`Election`](crate::Election): campaign, leader, observe; docs/election.md).
+    pub fn election(&self, name: impl Into<String>) -> crate::Election {
+        crate::Election::new(self.clone(), name.into())
+    }
+}

@@ -1,0 +1,366 @@
+//! The engine's façade: what the API layer calls. The API sees [`Engine`] through
+//! these methods (and queries.rs for the read side) and the types the engine module
+//! re-exports ([`LockSpec`], [`Held`], `Kind`, …), never its fields or inner modules.
+//!
+//! An acquisition is finished here: the hold is registered in the table and handed to
+//! the watchdog before the API gets its [`Held`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use uuid::Uuid;
+
+use super::call::Call;
+use super::gate::Gates;
+use super::holds::Holds;
+use super::kind::Kind;
+use super::master::Master;
+use super::signal::{completed, wait_for, Attempt};
+use super::tickets::{self, Tickets};
+use super::{attempt, holder, permits, rw, waiter, watchdog};
+use super::{Engine, Settings};
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::transport::connect;
+use crate::transport::pubsub::PubSub;
+use crate::transport::Transport;
+
+// What the API may name besides `Engine`, `Kind` and `Settings` (engine/mod.rs): the
+// call description, the handle of an acquisition, a guard's scope, the answers of an
+// inspection, and what it needs of the transport (plain settings, public types).
+pub(crate) use super::call::{Holding, LockSpec};
+pub(crate) use super::held::Held;
+pub(crate) use super::holder::{fresh_number, Scope};
+pub(crate) use super::queries::Inspected;
+pub(crate) use super::waiter::deadline_after;
+pub(crate) use crate::transport::connect::{Deployment, Shape};
+pub(crate) use crate::transport::replicas::SyncReplicas;
+#[cfg(feature = "tls")]
+pub(crate) use crate::transport::tls::{Pem, TlsOptions};
+
+impl Engine {
+    /// Connects to `deployment` (transport/connect.rs: PING, topology discovery,
+    /// duplicate masters, WAITAOF) and starts an engine over it.
+    pub(crate) async fn connect(deployment: Deployment, settings: Settings) -> Result<Arc<Engine>> {
+        let connected = connect::connect(deployment, super::catalogue::all()).await?;
+        let settings = Settings {
+            cluster: connected.cluster,
+            ..settings
+        };
+        Ok(Engine::start(connected.links, settings))
+    }
+
+    /// Starts an engine over `links` (already checked to answer), with its watchdog and
+    /// pub/sub tasks; they stop when [`shut_down`](Self::shut_down) is called or the
+    /// engine is dropped.
+    pub(super) fn start(links: Vec<Arc<dyn Transport>>, settings: Settings) -> Arc<Engine> {
+        let quorum = links.len() / 2 + 1;
+        let shutdown = CancellationToken::new();
+        let period = settings.watchdog_timeout / 3;
+        let id = Uuid::new_v4();
+        let engine = Arc::new_cyclic(|engine: &std::sync::Weak<Engine>| {
+            // Hand-overs from other clients' releases arrive as messages (tickets.rs).
+            let engine = engine.clone();
+            let on_payload = Box::new(move |payload: &[u8]| {
+                if let Some(engine) = engine.upgrade() {
+                    tickets::received(&engine, payload);
+                }
+            });
+            let timeout = settings.connect_timeout;
+            Engine {
+                id,
+                holder_prefix: holder::prefix(&id),
+                masters: links.iter().cloned().map(Master::new).collect(),
+                quorum,
+                pubsub: PubSub::start(links, quorum, timeout, &shutdown, on_payload),
+                settings,
+                holds: Holds::default(),
+                gates: Gates::default(),
+                tickets: Tickets::default(),
+                offers: Default::default(),
+                cleanups: TaskTracker::new(),
+                urgent: Arc::default(),
+                shutdown: shutdown.clone(),
+            }
+        });
+        let urgent = engine.urgent.clone();
+        tokio::spawn(watchdog::run_urgent(
+            Arc::downgrade(&engine),
+            urgent,
+            shutdown.clone(),
+        ));
+        tokio::spawn(watchdog::run(Arc::downgrade(&engine), shutdown, period));
+        engine
+    }
+
+    /// The deployment is a Redis Cluster (configured, or found by asking a lone seed).
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.settings.cluster
+    }
+
+    /// This client's UUID.
+    pub(crate) fn id(&self) -> Uuid {
+        self.id
+    }
+
+    /// The masters' addresses, in configuration order.
+    pub(crate) fn addrs(&self) -> Vec<String> {
+        self.masters.iter().map(|m| m.addr().to_string()).collect()
+    }
+
+    /// The address of the only master, if there is one.
+    pub(crate) fn server(&self) -> Option<&str> {
+        match self.masters.as_slice() {
+            [only] => Some(only.addr()),
+            _ => None,
+        }
+    }
+
+    /// The masters (one per deployment; several under Redlock), for the API's
+    /// single-deployment features (election, guarded writes, revocation).
+    pub(crate) fn masters(&self) -> &[Arc<Master>] {
+        &self.masters
+    }
+
+    /// Runs `task` on `runtime` as a background cleanup that `close()` waits for
+    /// (a guard dropped without an explicit release gives back its hold this way).
+    pub(crate) fn spawn_cleanup<F>(&self, task: F, runtime: &tokio::runtime::Handle)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.cleanups.spawn_on(task, runtime);
+    }
+
+    /// The timing in force.
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Masters needed for a majority.
+    pub(crate) fn quorum(&self) -> usize {
+        self.quorum
+    }
+
+    /// Holds in the table (distinct name and holder pairs).
+    pub(crate) fn held_count(&self) -> usize {
+        self.holds.len()
+    }
+
+    /// Channels subscribed for waiters.
+    pub(crate) fn subscriptions(&self) -> usize {
+        self.pubsub.channel_count()
+    }
+
+    /// One watchdog round now.
+    pub(crate) async fn renew_now(self: &Arc<Self>) {
+        watchdog::renew_all(self).await;
+    }
+
+    /// A random back-off up to the retry jitter (after a split vote).
+    pub(crate) fn backoff(&self) -> Duration {
+        attempt::jitter(self.settings.retry_jitter)
+    }
+
+    /// Checks `name` for a lock of `kind` on this deployment.
+    pub(crate) fn check_name(&self, name: &str, kind: Kind) -> Result<()> {
+        match kind {
+            Kind::Fair => keys::validate_fair(name)?,
+            _ => keys::validate(name)?,
+        }
+        if self.settings.cluster {
+            keys::validate_cluster(name)?;
+        }
+        Ok(())
+    }
+
+    /// Acquires `spec` (waiting at most `wait`; `None`: as long as it takes), leased
+    /// for `lease` or, without one, kept by the watchdog. The name and the lease are
+    /// checked by the caller. `Ok(None)`: the wait ran out.
+    pub(crate) async fn lock(
+        self: &Arc<Self>,
+        spec: &LockSpec,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<Held>> {
+        let call = Call {
+            name: spec.name.clone(),
+            holder: self.holder(spec),
+            kind: spec.kind,
+            lease: lease.unwrap_or(self.settings.watchdog_timeout),
+            watchdog: lease.is_none(),
+            wait,
+            intent: spec.intent,
+        };
+        if spec.kind == Kind::Write {
+            self.refuse_upgrade(&call)?;
+        }
+        self.hint_self_wait(spec, &call.holder);
+        let Some(grant) = waiter::acquire(self, &call).await? else {
+            return Ok(None);
+        };
+        let hold = self.holds.acquired(&call, grant.fresh, grant.started);
+        self.watch_new(&hold);
+        let taken = (grant.token, grant.validity);
+        Ok(Some(Held::new(
+            self.clone(),
+            hold,
+            call.lease,
+            call.watchdog,
+            taken,
+        )))
+    }
+
+    /// The holder id a new acquisition of `spec` takes (a writer's ends in `:write`):
+    /// the thread's (blocking API), the owner's, the enclosing guard scope's, or a
+    /// fresh one.
+    pub(super) fn holder(&self, spec: &LockSpec) -> Arc<str> {
+        let holder = match spec.holding {
+            Holding::PerThread => holder::thread(&self.holder_prefix),
+            Holding::Owner(n) => holder::owner(&self.holder_prefix, n),
+            Holding::PerCall => holder::for_call(&self.holder_prefix, &spec.name),
+        };
+        side(spec.kind, holder)
+    }
+
+    /// The holder id whose hold "the caller" means, if any: the thread's (blocking
+    /// API) or the owner's, the enclosing guard scope's, else the hold this task (or,
+    /// outside any task, this thread) took first (holder.rs invariant 5).
+    pub(super) fn callers_holder(&self, spec: &LockSpec) -> Option<Arc<str>> {
+        if spec.holding != Holding::PerCall {
+            return Some(self.holder(spec));
+        }
+        if let Some(scoped) = holder::scoped(&self.holder_prefix, &spec.name) {
+            return Some(side(spec.kind, scoped));
+        }
+        let hold = (self.holds).taken_in(&spec.name, spec.kind, holder::context())?;
+        Some(hold.holder.clone())
+    }
+
+    /// A call of a task that already holds this lock outside the guard's scope is
+    /// another holder and waits for that guard: right for sibling futures (`join!`),
+    /// a self-wait for a nested call. Said at DEBUG, with the way out.
+    fn hint_self_wait(&self, spec: &LockSpec, holder: &str) {
+        if spec.holding != Holding::PerCall || self.holds.get(&spec.name, holder).is_some() {
+            return;
+        }
+        if (self.holds)
+            .taken_in(&spec.name, spec.kind, holder::context())
+            .is_some()
+        {
+            tracing::debug!(target: "redlatch", lock = %spec.name,
+                "this task already holds the lock; this call is another holder and waits \
+                 for it (to re-enter, nest the call in guard.scope())");
+        }
+    }
+
+    /// A task holding the read lock (and not the write lock) may not wait for the
+    /// write lock: it would wait for itself.
+    fn refuse_upgrade(&self, call: &Call) -> Result<()> {
+        let (name, writer) = (&call.name, &*call.holder);
+        let reader = holder::base(writer);
+        let reads = (self.holds.get(name, reader)).is_some_and(|h| h.kind == Kind::Read);
+        if reads && self.holds.get(name, writer).is_none() {
+            return Err(Error::Upgrade {
+                name: name.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The only master, for a counter (semaphore, latch) named `name`: counters are
+    /// not kept by majority. `what` names the counter in the error.
+    pub(crate) fn single_master(&self, name: &str, what: &str) -> Result<Arc<Master>> {
+        keys::validate(name)?;
+        match self.masters.as_slice() {
+            [only] => Ok(only.clone()),
+            _ => Err(Error::Unsupported {
+                what: format!(
+                    "{what} {name:?} over {} Redlock masters",
+                    self.masters.len()
+                ),
+                reason: "a counter cannot be kept by majority the way a lock is (a minority \
+                         that missed a change would count it again); use one master for it"
+                    .into(),
+            }),
+        }
+    }
+
+    /// Takes a permit of the expirable semaphore `name` (waiting at most `wait`),
+    /// leased for `lease` or kept by the watchdog; checked by the caller.
+    pub(crate) async fn take_permit(
+        self: &Arc<Self>,
+        name: &Arc<str>,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<Held>> {
+        let master = self.single_master(name, "permit-expirable semaphore")?;
+        let watchdog = lease.is_none();
+        let lease = lease.unwrap_or(self.settings.watchdog_timeout);
+        let lease_ms = lease.as_millis() as u64;
+        let id: Arc<str> = Uuid::new_v4().simple().to_string().into();
+        let deadline = wait.and_then(deadline_after);
+        let channel = keys::sem_channel(name);
+        let taken = wait_for(self, channel, deadline, "permit", || {
+            let (m, name, id) = (master.clone(), name.clone(), id.clone());
+            async move {
+                let started = Instant::now();
+                let (undo_m, undo_name, undo_id) = (m.clone(), name.clone(), id.clone());
+                let r = completed(
+                    self,
+                    async move {
+                        permits::take_permits(&m, &name, std::slice::from_ref(&id), lease_ms).await
+                    },
+                    move |r| async move {
+                        if r.is_ok() {
+                            let _ = permits::return_permit(&undo_m, &undo_name, &undo_id).await;
+                        }
+                    },
+                )
+                .await?;
+                Ok(match r {
+                    Ok(()) => Attempt::Done(started),
+                    Err(expiring) => Attempt::Retry(expiring),
+                })
+            }
+        })
+        .await?;
+        Ok(taken.map(|started| self.permit_held(name, &id, watchdog, started, lease)))
+    }
+
+    /// The handle of a permit just taken: registered in the hold table, watched.
+    pub(crate) fn permit_held(
+        self: &Arc<Self>,
+        name: &Arc<str>,
+        id: &Arc<str>,
+        watchdog: bool,
+        started: Instant,
+        lease: Duration,
+    ) -> Held {
+        let hold = self.holds.permit(name, id, watchdog, started, lease);
+        self.watch_new(&hold);
+        Held::new(self.clone(), hold, lease, watchdog, (None, Duration::ZERO))
+    }
+
+    /// Gives back the permit `id` of `name`, maybe another process's: true if it was
+    /// held.
+    pub(crate) async fn return_permit(&self, name: &str, id: &str) -> Result<bool> {
+        let master = self.single_master(name, "permit-expirable semaphore")?;
+        permits::return_permit(&master, name, id).await
+    }
+
+    /// The permits of `name` available and acquired now.
+    pub(crate) async fn permits_state(&self, name: &str) -> Result<(i64, i64)> {
+        let master = self.single_master(name, "permit-expirable semaphore")?;
+        permits::permits_state(&master, name).await
+    }
+}
+
+/// A writer's holder id is its reader id with `:write` (rw.rs).
+fn side(kind: Kind, holder: Arc<str>) -> Arc<str> {
+    match kind {
+        Kind::Write => rw::writer(&holder),
+        _ => holder,
+    }
+}

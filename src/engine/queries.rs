@@ -1,0 +1,137 @@
+//! The read side of the façade, and `force_unlock`: what a lock's state is on the
+//! masters, judged by the majority rules (quorum.rs), and per master for operators.
+
+use std::time::Duration;
+
+use redis::Value;
+
+use super::call::LockSpec;
+use super::kind::Kind;
+use super::quorum::{answers, fan_out, majority_floor, majority_true};
+use super::{rw, scripts, Engine};
+use crate::error::{Error, Result};
+use crate::transport::replicas::ReplicaSync;
+
+/// One master's answer to an inspection ([`Engine::inspect`]).
+pub(crate) struct Inspected {
+    /// The server that answered for the key (a cluster's node, Sentinel's primary).
+    pub(crate) serving: String,
+    /// Its replicas as replica sync last counted them.
+    pub(crate) replicas: Option<ReplicaSync>,
+    pub(crate) reply: Result<Vec<Value>>,
+}
+
+impl Engine {
+    /// True if anyone holds `spec` on a majority. For the read lock of a read-write
+    /// lock: anyone reads; for its write lock: anyone writes.
+    pub(crate) async fn is_locked(&self, spec: &LockSpec) -> Result<bool> {
+        if spec.kind.is_rw() {
+            let v = self
+                .query(spec, redis::cmd("HGETALL").arg(&*spec.name))
+                .await?;
+            let held: Vec<bool> = (v.iter().map(rw::parse_state))
+                .map(|(mode, holders)| match (spec.kind, mode.as_deref()) {
+                    (Kind::Write, Some("write")) => true,
+                    // A writer's own read holds (a downgrade) are read holds too.
+                    (Kind::Read, Some("read")) => true,
+                    (Kind::Read, Some("write")) => holders > 1,
+                    _ => false,
+                })
+                .collect();
+            return Ok(majority_true(&held, self.quorum));
+        }
+        let v = self
+            .query(spec, redis::cmd("EXISTS").arg(&*spec.name))
+            .await?;
+        let exists: Vec<bool> = v.iter().map(|x| as_int(x) == 1).collect();
+        Ok(majority_true(&exists, self.quorum))
+    }
+
+    /// The caller's reentrant hold count (what a majority agrees on at least); 0 if
+    /// it does not hold `spec` (Engine::callers_holder says who the caller is).
+    pub(crate) async fn hold_count(&self, spec: &LockSpec) -> Result<u32> {
+        self.check_name(&spec.name, spec.kind)?;
+        // Nobody here holds it: still asked (of a holder id no call ever takes), so a
+        // key that is not a lock is reported as such.
+        let holder = (self.callers_holder(spec))
+            .unwrap_or_else(|| format!("{}0", self.holder_prefix).into());
+        let v = (self.query(spec, redis::cmd("HGET").arg(&*spec.name).arg(&*holder))).await?;
+        let counts = v.iter().map(|x| as_int(x).max(0) as u32).collect();
+        Ok(majority_floor(counts, self.quorum))
+    }
+
+    /// How long `spec` stays held unless renewed (what a majority agrees on at least);
+    /// `None` if it is not locked or has no expiry.
+    pub(crate) async fn remaining_ttl(&self, spec: &LockSpec) -> Result<Option<Duration>> {
+        let v = self
+            .query(spec, redis::cmd("PTTL").arg(&*spec.name))
+            .await?;
+        let ttl = majority_floor(v.iter().map(as_int).collect(), self.quorum);
+        Ok((ttl > 0).then(|| Duration::from_millis(ttl as u64)))
+    }
+
+    /// Deletes `spec` whoever holds it and wakes its waiters; true if a lock was
+    /// deleted. This client's holds of it are declared lost.
+    pub(crate) async fn force_unlock(&self, spec: &LockSpec) -> Result<bool> {
+        self.check_name(&spec.name, spec.kind)?;
+        let (name, kind) = (&*spec.name, spec.kind);
+        let results = fan_out(&self.masters, |m| async move {
+            match kind {
+                Kind::Read | Kind::Write => rw::force_release(m, name, kind == Kind::Write).await,
+                _ => scripts::force_release(m, name, kind == Kind::Fair).await,
+            }
+        })
+        .await;
+        if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
+            return Err(results.into_iter().find_map(Result::err).expect("an error"));
+        }
+        let deleted = answers(results, self.quorum)?.contains(&true);
+        // A read-write lock in the other mode was left alone: its holds are not lost.
+        if deleted || !kind.is_rw() {
+            self.holds.lose_name(name);
+        }
+        self.pubsub.notify_local(&kind.channel(name));
+        Ok(deleted)
+    }
+
+    /// Sends `pipe` (about `key`) to every master; one answer per master, in order,
+    /// with the server that answered and its replicas.
+    pub(crate) async fn inspect(&self, key: &str, pipe: &redis::Pipeline) -> Vec<Inspected> {
+        let results = fan_out(&self.masters, |m| async move {
+            let v = m.pipe(pipe).await?;
+            m.decode::<Vec<Value>>(v)
+        })
+        .await;
+        (self.masters.iter().zip(results))
+            .map(|(m, reply)| Inspected {
+                serving: m.link().serving(key.as_bytes()),
+                replicas: m.link().replica_sync(key.as_bytes()),
+                reply,
+            })
+            .collect()
+    }
+
+    /// Runs a read on every master; the answers of at least a majority.
+    async fn query(&self, spec: &LockSpec, cmd: &redis::Cmd) -> Result<Vec<Value>> {
+        self.check_name(&spec.name, spec.kind)?;
+        let name = &*spec.name;
+        let results = fan_out(&self.masters, |m| async move {
+            m.query::<Value>(cmd)
+                .await
+                .map_err(|e| scripts::typed(name, e))
+        })
+        .await;
+        answers(results, self.quorum)
+    }
+}
+
+fn as_int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        Value::BulkString(b) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        _ => 0,
+    }
+}

@@ -1,0 +1,322 @@
+//! Connection set-up and topology discovery: from plain settings (which servers, how
+//! they are deployed, how to reach them) to the transports of one deployment, each
+//! checked to answer. The engine calls [`connect`]; neither it nor the API opens a
+//! connection or asks a server what it is.
+//!
+//! * Plain masters: one [`Standalone`] per address, PINGed at once; a majority must
+//!   answer. Two addresses of one server (same `run_id`) are refused.
+//! * A lone address that turns out to be a Redis Cluster node, or an explicit cluster:
+//!   a [`Cluster`] through the first seed that answered.
+//! * Sentinel: the primary the sentinels name, with the primary's own credentials.
+//! * `SyncReplicas::Aof` needs `WAITAOF` on every server, checked here, not at the
+//!   first acquisition.
+
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use redis::{ConnectionInfo, Value};
+
+use super::cluster::Cluster;
+use super::replicas::SyncReplicas;
+use super::sentinel::{Sentinel, SentinelSetup};
+use super::standalone::{LinkSettings, Standalone};
+#[cfg(feature = "tls")]
+use super::tls::{self, is_tls, TlsOptions};
+use super::{Dialect, Lane, Request, Script, Transport};
+use crate::error::{Error, Result};
+
+/// How the servers of a deployment relate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// Independent masters (one: single mode; several: Redlock). A lone master that is
+    /// a cluster node is taken as a cluster seed.
+    Masters,
+    /// The addresses are seeds of one Redis Cluster.
+    Cluster,
+    /// The addresses are sentinels watching the primary `master_name`.
+    Sentinel { master_name: String },
+}
+
+/// Everything needed to reach a deployment, in plain values (the API's `Config`,
+/// validated and parsed).
+pub(crate) struct Deployment {
+    /// The masters, seeds or sentinels.
+    pub(crate) servers: Vec<ConnectionInfo>,
+    pub(crate) shape: Shape,
+    /// The primary's `(username, password)` when it differs from the sentinels'.
+    pub(crate) master_auth: Option<(Option<String>, String)>,
+    /// Connections per server (the lanes).
+    pub(crate) pool_size: usize,
+    /// A request's time limit.
+    pub(crate) timeout: std::time::Duration,
+    /// Time to open a connection, and to answer the discovery commands.
+    pub(crate) connect_timeout: std::time::Duration,
+    /// Replica sync mode and its timeout.
+    pub(crate) sync: (SyncReplicas, std::time::Duration),
+    /// Certificates of `rediss://` servers.
+    #[cfg(feature = "tls")]
+    pub(crate) tls: TlsOptions,
+}
+
+/// A deployment reached: its transports (one per Redlock master; one for a cluster
+/// or a Sentinel primary) and whether it is a Redis Cluster.
+pub(crate) struct Connected {
+    pub(crate) links: Vec<Arc<dyn Transport>>,
+    pub(crate) cluster: bool,
+}
+
+/// Opens the deployment `d`, whose servers preload `scripts`.
+pub(crate) async fn connect(d: Deployment, scripts: Vec<&'static Script>) -> Result<Connected> {
+    let clients = clients(&d)?;
+    let link = LinkSettings {
+        pool_size: d.pool_size,
+        timeout: d.timeout,
+        connect_timeout: d.connect_timeout,
+        scripts,
+        sync: d.sync,
+    };
+    let connected = match &d.shape {
+        Shape::Sentinel { master_name } => {
+            let primary = sentinel(&d, master_name.clone(), clients, link).await?;
+            Connected {
+                links: vec![Arc::new(primary)],
+                cluster: false,
+            }
+        }
+        shape => masters(shape, clients, link).await?,
+    };
+    if d.sync.0 == SyncReplicas::Aof {
+        for link in &connected.links {
+            require_waitaof(&**link).await?;
+        }
+    }
+    let n = connected.links.len();
+    if n > 1 && n.is_multiple_of(2) {
+        tracing::warn!(
+            n,
+            "an even number of masters tolerates no more failures than one fewer"
+        );
+    }
+    Ok(connected)
+}
+
+/// One redis client per server, with its TLS certificates (read and checked here,
+/// before any connection is opened).
+fn clients(d: &Deployment) -> Result<Vec<redis::Client>> {
+    #[cfg(feature = "tls")]
+    if d.tls.is_set() && !d.servers.iter().any(is_tls) {
+        return Err(Error::Config(
+            "TLS certificates are configured but no master URL is rediss:// (or valkeys://)".into(),
+        ));
+    }
+    #[cfg(feature = "tls")]
+    let certs = match d.servers.iter().any(is_tls) {
+        true => {
+            tls::install_crypto_provider();
+            d.tls.certificates()?
+        }
+        false => None,
+    };
+    (d.servers.iter().cloned())
+        .map(|info| {
+            let addr = info.addr().to_string();
+            #[cfg(feature = "tls")]
+            if let (Some(certs), true) = (&certs, is_tls(&info)) {
+                return redis::Client::build_with_tls(info, certs.clone())
+                    .map_err(|e| Error::Config(format!("master {addr}: TLS: {e}")));
+            }
+            redis::Client::open(info).map_err(|source| Error::Redis { addr, source })
+        })
+        .collect()
+}
+
+/// Independent masters, or a cluster through its seeds: every server is PINGed; a
+/// lone master that answered is asked whether it is a cluster node.
+async fn masters(
+    shape: &Shape,
+    clients: Vec<redis::Client>,
+    link: LinkSettings,
+) -> Result<Connected> {
+    let links = (clients.into_iter())
+        .map(|client| link.open(client, Dialect::Classic))
+        .collect::<Result<Vec<_>>>()?;
+    let ping = redis::cmd("PING");
+    let pings = join_all(
+        links
+            .iter()
+            .map(|link| link.send(Lane::Side, link.connect_timeout(), Request::Cmd(&ping))),
+    )
+    .await;
+    // Only a seed that answered is asked whether it is a cluster node.
+    let single =
+        *shape == Shape::Masters && links.len() == 1 && pings.first().is_some_and(Result::is_ok);
+    if *shape == Shape::Cluster || (single && is_cluster_node(&links[0]).await) {
+        let cluster = cluster(links, pings, link).await?;
+        return Ok(Connected {
+            links: vec![Arc::new(cluster)],
+            cluster: true,
+        });
+    }
+    majority_answered(&pings, links.len() / 2 + 1)?;
+    let links: Vec<Arc<dyn Transport>> = (links.into_iter())
+        .map(|l| Arc::new(l) as Arc<dyn Transport>)
+        .collect();
+    if links.len() > 1 {
+        refuse_duplicates(&links).await?;
+    }
+    Ok(Connected {
+        links,
+        cluster: false,
+    })
+}
+
+/// Ok when at least `quorum` servers answered; otherwise the lone server's own error,
+/// or [`Error::NoQuorum`] with the last error (as the engine judges a read).
+fn majority_answered(pings: &[Result<Value>], quorum: usize) -> Result<()> {
+    let ok = pings.iter().filter(|p| p.is_ok()).count();
+    if ok >= quorum {
+        return Ok(());
+    }
+    let last = pings.iter().rev().find_map(|p| p.as_ref().err().cloned());
+    Err(match (pings.len(), last) {
+        (1, Some(e)) => e,
+        (_, last) => Error::NoQuorum {
+            acquired: ok,
+            needed: quorum,
+            source: last.map(Box::new),
+        },
+    })
+}
+
+/// Refuses [`SyncReplicas::Aof`] on a server without `WAITAOF` (Redis < 7.2) at
+/// connect, rather than failing every acquisition later.
+async fn require_waitaof(link: &dyn Transport) -> Result<()> {
+    let mut cmd = redis::cmd("COMMAND");
+    cmd.arg("INFO").arg("WAITAOF");
+    let reply = link
+        .send(Lane::Side, link.connect_timeout(), Request::Cmd(&cmd))
+        .await?;
+    match reply {
+        Value::Array(items) if items.first().is_some_and(|i| *i != Value::Nil) => Ok(()),
+        _ => Err(Error::Config(format!(
+            "SyncReplicas::Aof needs WAITAOF (Redis >= 7.2), which {} lacks; use \
+             SyncReplicas::Auto or Count",
+            link.addr()
+        ))),
+    }
+}
+
+/// Finds the primary of `master_name` through the sentinels (`clients`).
+async fn sentinel(
+    d: &Deployment,
+    master_name: String,
+    sentinels: Vec<redis::Client>,
+    link: LinkSettings,
+) -> Result<Sentinel> {
+    let mut master = sentinels[0].get_connection_info().clone();
+    if let Some((username, password)) = &d.master_auth {
+        let mut settings = master.redis_settings().clone().set_password(password);
+        if let Some(username) = username {
+            settings = settings.set_username(username);
+        }
+        master = master.set_redis_settings(settings);
+    }
+    Sentinel::connect(SentinelSetup {
+        master_name,
+        sentinels,
+        master,
+        link,
+    })
+    .await
+}
+
+/// Connects to a cluster through the first seed that answered the PING.
+async fn cluster(
+    seeds: Vec<Standalone>,
+    pings: Vec<Result<Value>>,
+    link: LinkSettings,
+) -> Result<Cluster> {
+    let mut last = None;
+    for (seed, ping) in seeds.into_iter().zip(pings) {
+        if let Err(e) = ping {
+            last = Some(e);
+            continue;
+        }
+        match Cluster::connect(seed, link.clone()).await {
+            Ok(cluster) => return Ok(cluster),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| Error::Config("no cluster seed given".into())))
+}
+
+/// True if `link` is a node of a Redis Cluster (`cluster_enabled:1`). A server that
+/// does not answer, or may not run INFO, is taken as not one.
+async fn is_cluster_node(link: &dyn Transport) -> bool {
+    let mut info = redis::cmd("INFO");
+    info.arg("cluster");
+    let reply = link
+        .send(Lane::Side, link.connect_timeout(), Request::Cmd(&info))
+        .await;
+    let text: Option<String> = reply.ok().and_then(|v| redis::from_redis_value(v).ok());
+    text.is_some_and(|t| t.lines().any(|l| l.trim() == "cluster_enabled:1"))
+}
+
+/// Refuses two masters that are one server (issue 11.8): `localhost:P` and
+/// `127.0.0.1:P` look different but would cast two votes. Compared by `run_id` (from
+/// `INFO server`), which differs for every server process. A master that does not
+/// answer, or whose ACL user may not run INFO, is not compared.
+async fn refuse_duplicates(links: &[Arc<dyn Transport>]) -> Result<()> {
+    let mut info = redis::cmd("INFO");
+    info.arg("server");
+    let info = &info;
+    let ids = join_all(links.iter().map(|link| async move {
+        let timeout = link.connect_timeout();
+        let reply = link.send(Lane::Side, timeout, Request::Cmd(info)).await?;
+        let text: String = redis::from_redis_value(reply).map_err(|e| Error::Redis {
+            addr: link.addr().to_string(),
+            source: e.into(),
+        })?;
+        Ok::<_, Error>(
+            text.lines()
+                .find_map(|l| l.strip_prefix("run_id:"))
+                .map(|id| id.trim().to_string()),
+        )
+    }))
+    .await;
+    let mut seen: Vec<(&str, String)> = Vec::new();
+    for (link, id) in links.iter().zip(ids) {
+        let Ok(Some(id)) = id else { continue };
+        if let Some((first, _)) = seen.iter().find(|(_, other)| *other == id) {
+            return Err(Error::Config(format!(
+                "masters {first} and {} are the same server (run_id {id}); Redlock needs \
+                 independent masters",
+                link.addr()
+            )));
+        }
+        seen.push((link.addr(), id));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_majority_of_answers_is_needed() {
+        let refused = || Err(Error::Config("down".into()));
+        assert!(majority_answered(&[Ok(Value::Okay), refused(), Ok(Value::Okay)], 2).is_ok());
+        let lone = majority_answered(&[refused()], 1).unwrap_err();
+        assert!(matches!(lone, Error::Config(_)), "{lone:?}");
+        let split = majority_answered(&[Ok(Value::Okay), refused(), refused()], 2);
+        assert!(matches!(
+            split,
+            Err(Error::NoQuorum {
+                acquired: 1,
+                needed: 2,
+                source: Some(_)
+            })
+        ));
+    }
+}
