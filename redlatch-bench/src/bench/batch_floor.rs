@@ -11,8 +11,8 @@ use std::time::Instant;
 use redis::Script;
 use serde_json::json;
 
-use super::peer::process_cpu;
-use super::server::{counters, deltas};
+use super::peer::{finish, process_cpu};
+use super::server::counters;
 use super::stats::Samples;
 use super::{Ctx, Report, BATCH_LUA};
 
@@ -80,20 +80,16 @@ pub async fn w2(ctx: &Ctx) -> Result<Report, String> {
             })
         })
         .collect();
-    let mut all = Samples::default();
-    for c in callers {
-        all.extend(c.await.map_err(|e| e.to_string())??);
-    }
-    let took = started.elapsed();
-    let client_cpu = process_cpu() - cpu;
-    let used = deltas(&before, &counters(&mut probes).await);
-    let pairs = all.len().max(1) as f64;
-    let mut r = ctx.report("W2", all.len() as u64, took, &mut all);
-    r.insert("lib".into(), json!("batch-floor"));
+    let mut r = finish(
+        ctx,
+        "batch-floor",
+        callers,
+        started,
+        cpu,
+        &before,
+        &mut probes,
+    )
+    .await?;
     r.insert("ops_per_script_call".into(), json!(PER_CALL));
-    let server_cpu = used.iter().map(|c| c.cpu_us).sum::<u64>() as f64 / pairs;
-    r.insert("server_cpu_us_per_pair".into(), json!(server_cpu));
-    let client_cpu = client_cpu.as_secs_f64() * 1e6 / pairs;
-    r.insert("client_cpu_us_per_pair".into(), json!(client_cpu));
     Ok(r)
 }

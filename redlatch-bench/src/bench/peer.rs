@@ -11,7 +11,7 @@ use redis::aio::MultiplexedConnection;
 use redis::Script;
 use serde_json::json;
 
-use super::server::{counters, deltas};
+use super::server::{counters, deltas, Counters, Probe};
 use super::stats::Samples;
 use super::{Ctx, Report};
 
@@ -124,18 +124,42 @@ pub async fn w2(ctx: &Ctx) -> Result<Report, String> {
             })
         })
         .collect();
+    let mut r = finish(
+        ctx,
+        "rslock-protocol",
+        tasks,
+        started,
+        cpu,
+        &before,
+        &mut probes,
+    )
+    .await?;
+    r.insert("tasks".into(), json!(W2_TASKS));
+    Ok(r)
+}
+
+/// Joins a W2-shaped run's tasks and reports it as `lib`, with the server's CPU (the
+/// first master's, from `before`) and this process's CPU per acquire+release pair.
+pub async fn finish(
+    ctx: &Ctx,
+    lib: &str,
+    tasks: Vec<tokio::task::JoinHandle<Result<Samples, String>>>,
+    started: Instant,
+    cpu: Duration,
+    before: &[Counters],
+    probes: &mut [Probe],
+) -> Result<Report, String> {
     let mut all = Samples::default();
     for t in tasks {
         all.extend(t.await.map_err(|e| e.to_string())??);
     }
     let took = started.elapsed();
     let client_cpu = process_cpu() - cpu;
-    let used = deltas(&before, &counters(&mut probes).await);
+    let used = deltas(before, &counters(probes).await);
     let ops = all.len() as u64;
     let pairs = ops.max(1) as f64;
     let mut r = ctx.report("W2", ops, took, &mut all);
-    r.insert("lib".into(), json!("rslock-protocol"));
-    r.insert("tasks".into(), json!(W2_TASKS));
+    r.insert("lib".into(), json!(lib));
     let server_cpu = used.iter().map(|c| c.cpu_us).sum::<u64>() as f64 / pairs;
     r.insert("server_cpu_us_per_pair".into(), json!(server_cpu));
     let client_cpu = client_cpu.as_secs_f64() * 1e6 / pairs;
