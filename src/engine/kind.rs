@@ -1,6 +1,7 @@
 //! [`Kind`]: which flavour of lock an operation is for.
 
-/// Which flavour of lock an operation is for.
+/// Which flavour of lock an operation is for. More kinds will come (Redisson's
+/// non-reentrant and spin locks, issue 24), so a `match` on it needs a wildcard arm.
 ///
 /// # Examples
 /// ```
@@ -13,12 +14,14 @@
 ///         Kind::Fenced => "RFencedLock",
 ///         Kind::Read => "RReadWriteLock.readLock()",
 ///         Kind::Write => "RReadWriteLock.writeLock()",
+///         _ => "another Redisson class",
 ///     }
 /// }
 /// assert_eq!(redisson_class(Kind::Fair), "RFairLock");
 /// assert_ne!(Kind::Plain, Kind::Fenced);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Kind {
     /// Reentrant, non-fair (Redisson `RLock`).
     Plain,
