@@ -381,6 +381,10 @@ CHARTS = [  # file, alt text, caption
     ("w2-pairs.png", "W2 acquire+release pairs per second",
      "W2: 64 tasks, one name each, acquire + release pairs/s, beside the redis-benchmark "
      "ceiling of the same scripts and any reference library whose lines the JSON holds."),
+    ("w2-peers.png", "W2 beside the rslock protocol and redlatch's wire floor: pairs/s and CPU per pair",
+     "W2 in one `--workload peers` run per round: redlatch, the rslock protocol (SET NX PX and a "
+     "compare-and-delete script) and redlatch's wire floor (batch.lua in perfect batches, no "
+     "library): pairs/s, and the server's and the client's CPU per acquire+release pair."),
     ("acquire-wait.png", "acquire-wait latency p50 and p99 per workload",
      "Acquire wait (from the `lock()` call to the grant) under contention: p50 and p99 of "
      "each run, log scale."),
@@ -410,7 +414,7 @@ def charts_section(path, label, out_dir=CHART_DIR):
     source = f"`{label}` on {date.today()}, {machine()}"
     made = []
     for name, _alt, _caption in CHARTS:
-        fig = {"w7-handoffs.png": w7_chart, "w2-pairs.png": w2_chart,
+        fig = {"w7-handoffs.png": w7_chart, "w2-pairs.png": w2_chart, "w2-peers.png": peers_chart,
                "acquire-wait.png": wait_chart}[name](plt, rows)
         if fig is None:
             continue
@@ -467,8 +471,14 @@ def w7_chart(plt, rows):
     return fig
 
 
+def _peers_run(r):
+    """A line of a `--workload peers` run (charted by peers_chart, not w2_chart)."""
+    return r.get("lib") in ("rslock-protocol", "batch-floor") or "ops_per_s_vs_rslock" in r
+
+
 def w2_chart(plt, rows):
-    w2 = [r for r in rows if r.get("workload") == "W2" and r.get("topology", "masters") == "masters"]
+    w2 = [r for r in rows if r.get("workload") == "W2" and r.get("topology", "masters") == "masters"
+          and not _peers_run(r)]
     if not w2:
         return None
     libs = sorted({r.get("lib", "redlatch") for r in w2}, key=lambda l: (l != "redlatch", l))
@@ -497,6 +507,37 @@ def w2_chart(plt, rows):
     ax.set_title("W2 throughput against " + ", ".join(peers) if peers else
                  "W2 throughput: redlatch alone (no reference peer in this JSON)")
     ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def peers_chart(plt, rows):
+    w2 = [r for r in rows if r.get("workload") == "W2" and _peers_run(r)]
+    if not w2:
+        return None
+    libs = ["redlatch", "rslock-protocol", "batch-floor"]
+    libs = [l for l in libs if any(r.get("lib", "redlatch") == l for r in w2)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4.2))
+    for i, lib in enumerate(libs):
+        mine = [r for r in w2 if r.get("lib", "redlatch") == lib]
+        ops = [r["ops_per_s"] for r in mine]
+        left.bar(i, statistics.median(ops), color=f"C{i}", alpha=0.85)
+        left.scatter([i] * len(ops), ops, color="black", s=10, zorder=3)
+        for j, (field, hatch) in enumerate((("server_cpu_us_per_pair", ""), ("client_cpu_us_per_pair", "//"))):
+            vals = [r[field] for r in mine if isinstance(r.get(field), (int, float))]
+            if vals:
+                x = i + (j - 0.5) * 0.38
+                right.bar(x, statistics.median(vals), width=0.36, color=f"C{i}", alpha=0.85, hatch=hatch)
+                right.scatter([x] * len(vals), vals, color="black", s=10, zorder=3)
+                right.annotate(f"{statistics.median(vals):.1f}", (x, statistics.median(vals)),
+                               textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
+    for ax in (left, right):
+        ax.set_xticks(range(len(libs)), libs, fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    left.set_ylabel("acquire + release pairs / s (W2, 1 master)")
+    left.set_title("W2 throughput", fontsize=10)
+    right.set_ylabel("CPU µs per pair (plain: Redis server; hatched: client)")
+    right.set_title("Where the time goes", fontsize=10)
+    fig.tight_layout()
     return fig
 
 
