@@ -101,7 +101,11 @@ impl Client {
         &self.config
     }
 
-    /// Addresses (`host:port`) of the masters, in configuration order.
+    /// One entry per deployment the client locks on, in configuration order: the
+    /// `host:port` of each master (one server, or each Redlock master); for a Cluster
+    /// `cluster <seed host:port>` and for Sentinel `sentinel master <name>` (the
+    /// serving node changes with slots and failovers: see
+    /// [`Lock::status`](crate::Lock::status) for the node that answers for a name).
     ///
     /// # Examples
     /// ```
