@@ -93,6 +93,17 @@ impl Election {
     }
 
     /// The election's name.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("billing");
+    /// assert_eq!(election.name(), "billing");
+    /// # Ok(()) }) }
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -100,6 +111,20 @@ impl Election {
     /// The name of the fenced lock whose holder leads: `redlatch_election:{name}`
     /// (`redlatch_election:name` when the name has a hash tag already). `redlatch
     /// status` on it shows the holder and its lease.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("payouts");
+    /// assert_eq!(election.lock_name(), "redlatch_election:{payouts}");
+    /// assert_eq!(client.election("{eu}:payouts").lock_name(), "redlatch_election:{eu}:payouts");
+    /// let _leading = election.campaign("a").await?;
+    /// assert!(client.fenced_lock(election.lock_name()).is_locked().await?); // held by the leader
+    /// # Ok(()) }) }
+    /// ```
     pub fn lock_name(&self) -> String {
         engine_election::lock_name(&self.name)
     }
@@ -352,27 +377,93 @@ impl Leadership {
 
     /// The term: the fencing token of this leader's lock, greater than every earlier
     /// leader's term of this election.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("compactor");
+    /// let first = election.campaign("a").await?;
+    /// assert_eq!(first.guard().fencing_token(), Some(first.term())); // the lock's token
+    /// let t1 = first.term();
+    /// first.resign().await?;
+    /// assert!(election.campaign("b").await?.term() > t1);
+    /// # Ok(()) }) }
+    /// ```
     pub fn term(&self) -> u64 {
         self.term
     }
 
     /// The value this leader advertises now.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("gateway");
+    /// let leading = election.campaign("10.0.0.2:80").await?;
+    /// assert_eq!(leading.value(), "10.0.0.2:80");
+    /// assert_eq!(election.leader().await?.unwrap().value, leading.value());
+    /// # Ok(()) }) }
+    /// ```
     pub fn value(&self) -> &str {
         &self.value
     }
 
     /// The election's name.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let leading = client.election("indexer").campaign("a").await?;
+    /// assert_eq!(leading.name(), "indexer");
+    /// # Ok(()) }) }
+    /// ```
     pub fn name(&self) -> &str {
         &self.election.name
     }
 
     /// The holder id this leader's lock is held with.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("mailer");
+    /// let leading = election.campaign("a").await?;
+    /// assert_eq!(leading.holder(), election.leader().await?.unwrap().holder);
+    /// assert_eq!(leading.holder(), leading.guard().holder());
+    /// # Ok(()) }) }
+    /// ```
     pub fn holder(&self) -> &str {
         self.guard_ref().holder()
     }
 
     /// The guard of the election's lock: for writes guarded by the leadership, and for
     /// [`LockGuard::valid_until`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("jobs");
+    /// let leading = election.campaign("a").await?;
+    /// assert_eq!(leading.guard().fencing_token(), Some(leading.term()));
+    /// // A write applied only while this process still leads (keys in the `{jobs}` slot):
+    /// assert_eq!(leading.guard().guarded().incr_by("{jobs}:runs", 1).await?, 1);
+    /// # Ok(()) }) }
+    /// ```
     pub fn guard(&self) -> &LockGuard {
         self.guard_ref()
     }
@@ -398,12 +489,39 @@ impl Leadership {
     }
 
     /// Why the leadership was lost, once [`lost`](Self::lost) fired.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, LostReason};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("reporter");
+    /// let leading = election.campaign("a").await?;
+    /// assert!(leading.lost_reason().is_none());
+    /// client.fenced_lock(election.lock_name()).force_unlock().await?;
+    /// leading.lost().cancelled().await;
+    /// assert!(matches!(leading.lost_reason(), Some(LostReason::ForceUnlocked)));
+    /// # Ok(()) }) }
+    /// ```
     pub fn lost_reason(&self) -> Option<LostReason> {
         self.guard_ref().lost_reason()
     }
 
     /// `Some(end)` while the lock's renewals fail on a majority
     /// ([`LockGuard::at_risk`]): stop leading before `end`.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let leading = client.election("archiver").campaign("a").await?;
+    /// let at_risk = leading.at_risk();
+    /// assert!(at_risk.borrow().is_none()); // renewals succeed: no deadline to stop by
+    /// # Ok(()) }) }
+    /// ```
     pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<Instant>> {
         self.guard_ref().at_risk()
     }
@@ -456,6 +574,21 @@ impl Leadership {
     ///
     /// # Errors
     /// [`Error::NotHeld`] when the leadership was lost before; a master's error.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("cron");
+    /// let leading = election.campaign("a").await?;
+    /// leading.resign().await?;
+    /// assert!(election.leader().await?.is_none());
+    /// assert!(election.try_campaign("b", Duration::ZERO).await?.is_some()); // free at once
+    /// # Ok(()) }) }
+    /// ```
     pub async fn resign(mut self) -> Result<()> {
         let guard = self.guard.take().expect("present until resigned");
         let engine = self.election.client.engine.clone();
@@ -509,6 +642,20 @@ pub struct Observer {
 
 impl Observer {
     /// Who led when the observer started (`None`: nobody).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("router");
+    /// let leading = election.campaign("a").await?;
+    /// let observer = election.observe().await?;
+    /// let leader = observer.leader().expect("a led when the observer started");
+    /// assert_eq!((leader.value.as_str(), leader.term), ("a", leading.term()));
+    /// # Ok(()) }) }
+    /// ```
     pub fn leader(&self) -> Option<&Leader> {
         self.leader.as_ref()
     }
@@ -524,6 +671,21 @@ impl Observer {
     ///
     /// # Cancel safety
     /// Cancel safe: a change is consumed only when returned.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{ChangeKind, Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("ingest");
+    /// let mut observer = election.observe().await?;
+    /// let leading = election.campaign("a").await?;
+    /// let change = observer.next().await?;
+    /// assert_eq!((change.kind, change.term), (ChangeKind::Elected, leading.term()));
+    /// assert_eq!(change.value, "a");
+    /// # Ok(()) }) }
+    /// ```
     pub async fn next(&mut self) -> Result<Change> {
         let e = self.watch.next(&self.election.client.engine).await?;
         Ok(Change {

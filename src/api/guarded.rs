@@ -83,6 +83,19 @@ impl Guarded<'_> {
     /// [`Error::NotHeld`] when the guard no longer holds the lock (nothing written);
     /// [`Error::Unsupported`] for a key outside the lock's hash slot, or under Redlock;
     /// a master's error.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let guard = client.fenced_lock("{cart}:1").lock().await?;
+    /// let w = guard.guarded();
+    /// w.set("{cart}:1:items", 40).await?;
+    /// assert_eq!(w.incr_by("{cart}:1:items", 2).await?, 42); // the value was stored
+    /// # Ok(()) }) }
+    /// ```
     pub async fn set(&self, key: impl Into<String>, value: impl ToRedisArgs) -> Result<()> {
         let mut args = Vec::new();
         packed(&mut args, &value);
@@ -93,6 +106,20 @@ impl Guarded<'_> {
     ///
     /// # Errors
     /// As [`set`](Self::set).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let guard = client.fenced_lock("{user}:7").lock().await?;
+    /// let w = guard.guarded();
+    /// assert_eq!(w.hset("{user}:7:profile", &[("name", "ada"), ("lang", "en")]).await?, 2);
+    /// // "lang" is updated, "tz" added: one new field.
+    /// assert_eq!(w.hset("{user}:7:profile", &[("lang", "fr"), ("tz", "UTC")]).await?, 1);
+    /// # Ok(()) }) }
+    /// ```
     pub async fn hset<F: ToRedisArgs, V: ToRedisArgs>(
         &self,
         key: impl Into<String>,
@@ -111,6 +138,21 @@ impl Guarded<'_> {
     ///
     /// # Errors
     /// As [`set`](Self::set).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let guard = client.fenced_lock("{tmp}:3").lock().await?;
+    /// let w = guard.guarded();
+    /// w.set("{tmp}:3:a", 1).await?;
+    /// w.set("{tmp}:3:b", 2).await?;
+    /// assert_eq!(w.del(["{tmp}:3:a", "{tmp}:3:b", "{tmp}:3:none"]).await?, 2);
+    /// assert_eq!(w.del(["{tmp}:3:a"]).await?, 0); // already gone
+    /// # Ok(()) }) }
+    /// ```
     pub async fn del<K: Into<String>>(&self, keys: impl IntoIterator<Item = K>) -> Result<u64> {
         let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
         if keys.is_empty() {
@@ -123,6 +165,19 @@ impl Guarded<'_> {
     ///
     /// # Errors
     /// As [`set`](Self::set).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let guard = client.fenced_lock("{stock}:5").lock().await?;
+    /// let w = guard.guarded();
+    /// assert_eq!(w.incr_by("{stock}:5:count", 10).await?, 10); // a missing key counts from 0
+    /// assert_eq!(w.incr_by("{stock}:5:count", -3).await?, 7);
+    /// # Ok(()) }) }
+    /// ```
     pub async fn incr_by(&self, key: impl Into<String>, by: i64) -> Result<i64> {
         let mut args = Vec::new();
         packed(&mut args, &by);
@@ -133,6 +188,19 @@ impl Guarded<'_> {
     ///
     /// # Errors
     /// As [`set`](Self::set).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let guard = client.fenced_lock("{queue}:2").lock().await?;
+    /// let w = guard.guarded();
+    /// assert_eq!(w.rpush("{queue}:2:jobs", &["a", "b"]).await?, 2);
+    /// assert_eq!(w.rpush("{queue}:2:jobs", &["c"]).await?, 3);
+    /// # Ok(()) }) }
+    /// ```
     pub async fn rpush<V: ToRedisArgs>(&self, key: impl Into<String>, values: &[V]) -> Result<u64> {
         let mut args = Vec::new();
         for v in values {
@@ -146,6 +214,24 @@ impl Guarded<'_> {
     ///
     /// # Errors
     /// As [`set`](Self::set).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let guard = client.fenced_lock("{audit}:4").lock().await?;
+    /// let w = guard.guarded();
+    /// let first = w.xadd("{audit}:4:events", &[("event", "opened")]).await?;
+    /// let second = w.xadd("{audit}:4:events", &[("event", "closed")]).await?;
+    /// let id = |s: &str| -> (u64, u64) {
+    ///     let (ms, seq) = s.split_once('-').expect("an id is ms-seq");
+    ///     (ms.parse().unwrap(), seq.parse().unwrap())
+    /// };
+    /// assert!(id(&second) > id(&first)); // ids grow
+    /// # Ok(()) }) }
+    /// ```
     pub async fn xadd<F: ToRedisArgs, V: ToRedisArgs>(
         &self,
         key: impl Into<String>,
@@ -223,6 +309,27 @@ pub struct GuardedScript {
 
 impl GuardedScript {
     /// Wraps the Lua `body` (a script's text, e.g. `include_str!` of a file).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::sync::LazyLock;
+    /// use redlatch::{Client, Config, GuardedScript};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// static CAS: LazyLock<GuardedScript> = LazyLock::new(|| {
+    ///     GuardedScript::new(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/examples/cas.lua")))
+    /// });
+    /// let lock = client.fenced_lock("{flags}:6");
+    /// let guard = lock.lock().await?;
+    /// let w = guard.guarded();
+    /// w.set("{flags}:6:mode", "off").await?;
+    /// assert!(w.script::<bool, _>(&CAS, &["{flags}:6:mode"], &["off", "on"]).await?);
+    /// lock.force_unlock().await?; // the lock is gone: the script does not run
+    /// let refused = w.script::<bool, _>(&CAS, &["{flags}:6:mode"], &["on", "x"]).await;
+    /// assert!(refused.unwrap_err().is_not_held());
+    /// # Ok(()) }) }
+    /// ```
     pub fn new(body: &str) -> Self {
         GuardedScript {
             script: guarded::wrapped(body),

@@ -198,6 +198,19 @@ impl Client {
     }
 
     /// A leader election on `name` ([`Election`](crate::Election): campaign, leader, observe; docs/election.md).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let election = client.election("deploys");
+    /// assert_eq!(election.name(), "deploys");
+    /// let leading = election.campaign("host-a").await?;
+    /// assert_eq!(election.leader().await?.unwrap().term, leading.term());
+    /// # Ok(()) }) }
+    /// ```
     pub fn election(&self, name: impl Into<String>) -> crate::Election {
         crate::Election::new(self.clone(), name.into())
     }
