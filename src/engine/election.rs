@@ -30,7 +30,7 @@ use std::time::Duration;
 use redis::Value;
 
 use super::master::Master;
-use super::scripts::typed;
+use super::wire::typed;
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::keys;

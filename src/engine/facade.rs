@@ -18,7 +18,7 @@ use super::holds::Holds;
 use super::kind::Kind;
 use super::master::Master;
 use super::signal::{completed, wait_for, Attempt};
-use super::tickets::{self, Tickets};
+use super::tickets::Tickets;
 use super::{attempt, holder, permits, rw, waiter, watchdog};
 use super::{Engine, Settings};
 use crate::error::{Error, Result};
@@ -65,7 +65,7 @@ impl Engine {
             let engine = engine.clone();
             let on_payload = Box::new(move |payload: &[u8]| {
                 if let Some(engine) = engine.upgrade() {
-                    tickets::received(&engine, payload);
+                    waiter::received(&engine, payload);
                 }
             });
             let timeout = settings.connect_timeout;

@@ -18,7 +18,7 @@ use std::sync::LazyLock;
 use redis::Value;
 
 use super::master::Master;
-use super::scripts::typed;
+use super::wire::typed;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::transport::script::lua;

@@ -47,7 +47,6 @@ pub(crate) mod release;
 pub(crate) mod renew;
 pub(crate) mod revoke;
 pub(crate) mod rw;
-pub(crate) mod scripts;
 pub(crate) mod shards;
 pub(crate) mod signal;
 pub(crate) mod tickets;

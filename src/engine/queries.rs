@@ -8,7 +8,10 @@ use redis::Value;
 use super::call::LockSpec;
 use super::kind::Kind;
 use super::quorum::{answers, fan_out, majority_floor, majority_true};
-use super::{rw, scripts, Engine};
+use super::kinds::{fair, plain, yes};
+use super::master::Master;
+use super::wire::typed;
+use super::{rw, Engine};
 use crate::error::{Error, Result};
 use crate::transport::replicas::ReplicaSync;
 
@@ -78,7 +81,7 @@ impl Engine {
         let results = fan_out(&self.masters, |m| async move {
             match kind {
                 Kind::Read | Kind::Write => rw::force_release(m, name, kind == Kind::Write).await,
-                _ => scripts::force_release(m, name, kind == Kind::Fair).await,
+                _ => force_release(m, name, kind == Kind::Fair).await,
             }
         })
         .await;
@@ -118,11 +121,22 @@ impl Engine {
         let results = fan_out(&self.masters, |m| async move {
             m.query::<Value>(cmd)
                 .await
-                .map_err(|e| scripts::typed(name, e))
+                .map_err(|e| typed(name, e))
         })
         .await;
         answers(results, self.quorum)
     }
+}
+
+/// Deletes the plain, fenced or fair lock `name` whoever holds it and wakes its
+/// waiters; true if it was deleted.
+async fn force_release(m: &Master, name: &str, fair: bool) -> Result<bool> {
+    let inv = if fair {
+        fair::force_release(name)
+    } else {
+        plain::force_release(name)
+    };
+    yes(m, name, &inv).await
 }
 
 fn as_int(v: &Value) -> i64 {

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::master::Master;
 use super::quorum::fan_out;
-use super::scripts::typed;
+use super::wire::typed;
 use super::Engine;
 use crate::error::Result;
 use crate::keys;

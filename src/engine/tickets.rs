@@ -5,7 +5,8 @@
 //! registry under a ticket `"<holder id>:<wait n>:<lease ms>"`. A release that finds
 //! the ticket at the head of the registry gives the lock to that holder in its script
 //! and publishes `"<ticket>|<lock name>"` on the client's wake channel; the pub/sub hub
-//! passes that message to [`received`], which hands it to the ticket's wait.
+//! passes that message to `waiter::received` (waiter/handed.rs), which hands it to the
+//! ticket's wait.
 //!
 //! Invariants:
 //! 1. A ticket is in the table from before its first attempt until its wait ends (the
@@ -34,8 +35,6 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use super::kinds::plain;
-use super::Engine;
 
 /// The live tickets of one client.
 #[derive(Default)]
@@ -77,7 +76,7 @@ impl Tickets {
     }
 
     /// Delivers a hand-over to the live ticket `id`; false if there is none.
-    fn deliver(&self, id: &str) -> bool {
+    pub(crate) fn deliver(&self, id: &str) -> bool {
         self.map
             .lock()
             .remove(id)
@@ -131,37 +130,5 @@ impl Ticket<'_> {
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
         self.tickets.map.lock().remove(&self.id);
-    }
-}
-
-/// The pub/sub hub's hook for messages: a hand-over to one of this client's tickets
-/// (`"<ticket>|<lock name>"`, the ticket starting with our client id) goes to its wait,
-/// or is disowned when the wait is gone (invariant 2). Other messages are ignored.
-pub(crate) fn received(engine: &Arc<Engine>, payload: &[u8]) {
-    let Some((ticket, name)) = std::str::from_utf8(payload)
-        .ok()
-        .filter(|p| p.starts_with(&engine.holder_prefix))
-        .and_then(|p| p.split_once('|'))
-    else {
-        return;
-    };
-    if engine.tickets.deliver(ticket) {
-        return;
-    }
-    let (name, ticket) = (name.to_string(), ticket.to_string());
-    let cleanup = engine.clone();
-    engine.cleanups.spawn(async move {
-        tracing::debug!(lock = %name, %ticket, "a hand-over for a wait that ended: passed on");
-        unwait(&cleanup, &name, &ticket).await;
-    });
-}
-
-/// `ticket` leaves the waiter registry of `name` (lua/unwait.lua): an unclaimed
-/// hand-over to it is disowned, and a free lock is passed on. Best effort: a ticket
-/// left behind is removed by the first release that finds nobody listening for it,
-/// and a lock handed to it by its lease.
-pub(crate) async fn unwait(engine: &Engine, name: &str, ticket: &str) {
-    if let Err(e) = plain::unwait(&engine.masters[0], name, ticket).await {
-        tracing::debug!(lock = name, error = %e, "leaving the waiter registry failed");
     }
 }

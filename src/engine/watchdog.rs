@@ -44,7 +44,7 @@ use super::kind::Kind;
 use super::master::Master;
 use super::urgent::Urgent;
 use super::Engine;
-use super::{kinds, permits, quorum, rw, scripts};
+use super::{kinds, permits, quorum, renew, rw};
 use crate::error::Result;
 use crate::lost::LostReason;
 use crate::telemetry;
@@ -296,7 +296,7 @@ async fn renew_on(engine: &Engine, m: &Master, n: usize, groups: &Groups<'_>) ->
     let mut held: Vec<Result<bool>> = vec![Ok(false); n];
     for (how, (idx, pairs)) in groups.iter().filter(|g| !g.1 .0.is_empty()) {
         let r = match how {
-            Renewal::Field => scripts::renew(m, pairs, lease_ms, timeout).await,
+            Renewal::Field => renew::renew(m, pairs, lease_ms, timeout).await,
             Renewal::Read => rw::renew_reads(m, pairs, lease_ms, timeout).await,
             Renewal::Permit => permits::renew_permits(m, pairs, lease_ms, timeout).await,
         };

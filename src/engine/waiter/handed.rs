@@ -194,3 +194,36 @@ pub(crate) async fn leave_queue(engine: &Engine, name: &str, holder: &str, kind:
         tracing::debug!(lock = name, error = %e, "leaving the fair queue failed");
     }
 }
+
+/// The pub/sub hub's hook for messages: a hand-over to one of this client's tickets
+/// (`"<ticket>|<lock name>"`, the ticket starting with our client id) goes to its wait,
+/// or is disowned when the wait is gone (tickets.rs invariant 2). Other messages are
+/// ignored.
+pub(crate) fn received(engine: &Arc<Engine>, payload: &[u8]) {
+    let Some((ticket, name)) = std::str::from_utf8(payload)
+        .ok()
+        .filter(|p| p.starts_with(&engine.holder_prefix))
+        .and_then(|p| p.split_once('|'))
+    else {
+        return;
+    };
+    if engine.tickets.deliver(ticket) {
+        return;
+    }
+    let (name, ticket) = (name.to_string(), ticket.to_string());
+    let cleanup = engine.clone();
+    engine.cleanups.spawn(async move {
+        tracing::debug!(lock = %name, %ticket, "a hand-over for a wait that ended: passed on");
+        unwait(&cleanup, &name, &ticket).await;
+    });
+}
+
+/// `ticket` leaves the waiter registry of `name` (lua/unwait.lua): an unclaimed
+/// hand-over to it is disowned, and a free lock is passed on. Best effort: a ticket
+/// left behind is removed by the first release that finds nobody listening for it,
+/// and a lock handed to it by its lease.
+pub(super) async fn unwait(engine: &Engine, name: &str, ticket: &str) {
+    if let Err(e) = kinds::plain::unwait(&engine.masters[0], name, ticket).await {
+        tracing::debug!(lock = name, error = %e, "leaving the waiter registry failed");
+    }
+}

@@ -69,14 +69,14 @@ use tokio::time::Instant;
 use super::attempt::{attempt, jitter, Grant, Outcome, Request};
 use super::kinds::{Ask, Book, Protocol};
 use super::offers::Answer;
-use super::tickets::{unwait, Ticket};
+use super::tickets::Ticket;
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::telemetry;
-use handed::{settle_in_background, Unsettled};
+use handed::{settle_in_background, unwait, Unsettled};
 use listen::Listening;
 
-pub(crate) use handed::leave_queue;
+pub(crate) use handed::{leave_queue, received};
 
 /// Parameters of one `lock`/`try_lock` call (call.rs).
 pub(crate) use super::call::Call;
