@@ -6,8 +6,10 @@
 use redis::{FromRedisValue, ToRedisArgs, Value};
 
 use crate::api::guard::LockGuard;
-use crate::engine::guarded::{self, Write};
-use crate::error::{Error, Result};
+use crate::engine::facade::{wrapped, Wrapped};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 
 impl LockGuard {
     /// Writes that Redis applies only while this guard still holds the lock (and, for a
@@ -61,20 +63,11 @@ fn packed<T: ToRedisArgs>(items: &mut Vec<Vec<u8>>, v: &T) {
 impl Guarded<'_> {
     /// Decodes a reply; a mismatch names the master.
     fn decode<T: FromRedisValue>(&self, v: Value) -> Result<T> {
-        self.guard.held().engine().masters()[0].decode(v)
+        self.guard.held().decode(v)
     }
 
     async fn run(&self, op: &'static str, keys: Vec<String>, args: &[Vec<u8>]) -> Result<Value> {
-        let engine = &self.guard.held().engine();
-        refuse_redlock(engine.masters().len(), self.guard.name())?;
-        guarded::write(
-            &engine.masters()[0],
-            self.guard.name(),
-            self.guard.holder(),
-            self.guard.fencing_token(),
-            Write { op, keys, args },
-        )
-        .await
+        self.guard.held().guarded_write(op, keys, args).await
     }
 
     /// `SET key value`, if the lock is still held.
@@ -277,23 +270,13 @@ impl Guarded<'_> {
         keys: &[&str],
         args: &[A],
     ) -> Result<T> {
-        let engine = &self.guard.held().engine();
-        refuse_redlock(engine.masters().len(), self.guard.name())?;
         let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
         let mut packed_args = Vec::new();
         for a in args {
             packed(&mut packed_args, a);
         }
-        let v = guarded::script(
-            &engine.masters()[0],
-            self.guard.name(),
-            self.guard.holder(),
-            self.guard.fencing_token(),
-            script.script,
-            &keys,
-            &packed_args,
-        )
-        .await?;
+        let held = self.guard.held();
+        let v = held.guarded_script(script.script, &keys, &packed_args).await?;
         self.decode(v)
     }
 }
@@ -304,7 +287,7 @@ impl Guarded<'_> {
 /// the process's life. The body must not start with a `#!lua` flags line.
 #[derive(Clone, Copy)]
 pub struct GuardedScript {
-    script: &'static crate::transport::Script,
+    script: Wrapped,
 }
 
 impl GuardedScript {
@@ -332,7 +315,7 @@ impl GuardedScript {
     /// ```
     pub fn new(body: &str) -> Self {
         GuardedScript {
-            script: guarded::wrapped(body),
+            script: wrapped(body),
         }
     }
 }
@@ -341,16 +324,4 @@ impl std::fmt::Debug for GuardedScript {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GuardedScript").finish_non_exhaustive()
     }
-}
-
-fn refuse_redlock(masters: usize, name: &str) -> Result<()> {
-    if masters > 1 {
-        return Err(Error::Unsupported {
-            what: format!("a write guarded by lock {name:?} over {masters} Redlock masters"),
-            reason: "the data would be written on one master while the lock is held on a \
-                     majority; no one master can check the lock for the others"
-                .into(),
-        });
-    }
-    Ok(())
 }

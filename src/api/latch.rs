@@ -3,15 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::api::client::Client;
-use crate::engine::master::Master;
-use crate::engine::permits;
-use crate::engine::signal::{wait_for, Attempt};
-use crate::engine::waiter::deadline_after;
 use crate::error::Result;
-use crate::keys;
 
 /// A distributed count-down latch (Redisson `RCountDownLatch`, same key and channel):
 /// a count set once, counted down by anyone; waiters are woken by pub/sub when it
@@ -47,12 +40,6 @@ impl CountDownLatch {
             client,
             name: name.into(),
         }
-    }
-
-    fn master(&self) -> Result<Arc<Master>> {
-        self.client
-            .engine
-            .single_master(&self.name, "count-down latch")
     }
 
     /// The latch's name (its Redis key).
@@ -93,7 +80,8 @@ impl CountDownLatch {
     /// ```
     #[must_use = "false means the latch was set already and kept its count"]
     pub async fn try_set_count(&self, count: i64) -> Result<bool> {
-        let master = self.master()?;
+        let engine = &self.client.engine;
+        engine.latch_check(&self.name)?;
         if count < 0 {
             return Err(crate::Error::InvalidCount(format!(
                 "latch count {count}: it cannot be negative"
@@ -102,7 +90,7 @@ impl CountDownLatch {
         if count == 0 {
             return Ok(false);
         }
-        permits::latch_set(&master, &self.name, count).await
+        engine.latch_set(&self.name, count).await
     }
 
     /// Counts down by one; at zero every waiter wakes. Returns the count left.
@@ -124,8 +112,7 @@ impl CountDownLatch {
     /// # Ok(()) }) }
     /// ```
     pub async fn count_down(&self) -> Result<i64> {
-        let master = self.master()?;
-        permits::latch_count_down(&master, &self.name).await
+        self.client.engine.latch_count_down(&self.name).await
     }
 
     /// The count now (0 when not set or counted down).
@@ -143,7 +130,7 @@ impl CountDownLatch {
     /// # Ok(()) }) }
     /// ```
     pub async fn count(&self) -> Result<i64> {
-        permits::latch_count(&*self.master()?, &self.name).await
+        self.client.engine.latch_count(&self.name).await
     }
 
     /// Waits as long as it takes for the count to reach zero (Redisson `await()`);
@@ -174,7 +161,7 @@ impl CountDownLatch {
     /// # Ok(()) }) }
     /// ```
     pub async fn wait(&self) -> Result<()> {
-        self.wait_until(None).await.map(drop)
+        self.client.engine.latch_wait(&self.name, None).await.map(drop)
     }
 
     /// Waits at most `timeout` for the count to reach zero; true if it did (Redisson
@@ -202,29 +189,7 @@ impl CountDownLatch {
     /// ```
     #[must_use = "false means the wait ran out before the count reached zero"]
     pub async fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
-        self.wait_until(deadline_after(timeout)).await
-    }
-
-    async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        let master = self.master()?;
-        let engine = &self.client.engine;
-        let done = wait_for(
-            engine,
-            keys::latch_channel(&self.name),
-            deadline,
-            "latch",
-            || {
-                let (m, name) = (master.clone(), self.name.clone());
-                async move {
-                    Ok(match permits::latch_count(&m, &name).await? {
-                        0 => Attempt::Done(()),
-                        _ => Attempt::Retry(None),
-                    })
-                }
-            },
-        )
-        .await?;
-        Ok(done.is_some())
+        self.client.engine.latch_wait(&self.name, Some(timeout)).await
     }
 }
 

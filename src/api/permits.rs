@@ -2,17 +2,13 @@
 //! [`Permit`] guard.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::api::client::Client;
 use crate::api::config_check::check_lease;
-use crate::api::semaphore::Semaphore;
-use crate::engine::facade::Held;
-use crate::engine::master::Master;
-use crate::engine::permits;
-use crate::engine::Engine;
+use crate::engine::facade::{Held, Set};
 use crate::error::{Error, Result};
 
 /// A semaphore whose permits expire (Redisson `RPermitExpirableSemaphore`, same keys):
@@ -49,21 +45,19 @@ use crate::error::{Error, Result};
 pub struct PermitExpirableSemaphore {
     pub(crate) client: Client,
     pub(crate) name: Arc<str>,
-    /// The same counter and channel, for setting the permits up.
-    counter: Semaphore,
 }
 
 impl PermitExpirableSemaphore {
     pub(crate) fn new(client: Client, name: String) -> Self {
         PermitExpirableSemaphore {
-            counter: Semaphore::new(client.clone(), name.clone()),
             client,
             name: name.into(),
         }
     }
 
-    pub(crate) fn master(&self) -> Result<Arc<Master>> {
-        (self.client.engine).single_master(&self.name, "permit-expirable semaphore")
+    /// Checks the name, and that the deployment has one master.
+    pub(crate) fn check(&self) -> Result<()> {
+        self.client.engine.permits_check(&self.name)
     }
 
     /// The semaphore's name (the key of its counter).
@@ -191,13 +185,13 @@ impl PermitExpirableSemaphore {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<Permit>> {
-        self.master()?;
+        self.check()?;
         if let Some(lease) = lease {
             check_lease("lease", lease)?;
         }
         let engine = &self.client.engine;
-        let held = engine.take_permit(&self.name, wait, lease).await?;
-        Ok(held.map(|held| Permit { held }))
+        let held = engine.take_permits(&self.name, 1, wait, lease).await?;
+        Ok(held.and_then(|held| held.into_iter().next().map(Permit::new)))
     }
 
     /// Gives back the permit `id` (from [`Permit::id`], maybe of another process);
@@ -221,7 +215,7 @@ impl PermitExpirableSemaphore {
     /// ```
     #[must_use = "false means the permit was not held: released already or expired"]
     pub async fn release(&self, id: &str) -> Result<bool> {
-        self.master()?;
+        self.check()?;
         check_id(id)?;
         self.client.engine.return_permit(&self.name, id).await
     }
@@ -288,9 +282,9 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn set_permits(&self, permits: i64) -> Result<()> {
-        let master = self.master()?;
+        self.check()?;
         crate::api::semaphore::non_negative(permits, "setting")?;
-        permits::set_total(&master, &self.name, permits).await
+        self.client.engine.permits_set_total(&self.name, permits).await
     }
 
     /// Sets the permits only if the semaphore does not exist yet; true if it did.
@@ -311,8 +305,9 @@ impl PermitExpirableSemaphore {
     /// ```
     #[must_use = "false means the semaphore existed and was left as it was"]
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
-        self.master()?;
-        self.counter.try_set_permits(permits).await
+        self.check()?;
+        crate::api::semaphore::non_negative(permits, "setting")?;
+        (self.client.engine).permits_set(&self.name, Set::IfAbsent, permits).await
     }
 
     /// Adds `delta` available permits (negative: removes them) and wakes the waiters.
@@ -332,8 +327,8 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
-        self.master()?;
-        self.counter.add_permits(delta).await
+        let engine = &self.client.engine;
+        engine.permits_set(&self.name, Set::Add, delta).await.map(drop)
     }
 }
 
@@ -366,17 +361,8 @@ pub struct Permit {
 
 impl Permit {
     /// The guard of a permit just taken: registered in the hold table, watched.
-    pub(crate) fn new(
-        engine: &Arc<Engine>,
-        name: &Arc<str>,
-        id: &Arc<str>,
-        watchdog: bool,
-        started: Instant,
-        lease: Duration,
-    ) -> Permit {
-        Permit {
-            held: engine.permit_held(name, id, watchdog, started, lease),
-        }
+    pub(crate) fn new(held: Held) -> Permit {
+        Permit { held }
     }
 
     /// The permit's id: 32 hex digits (Redisson's format).

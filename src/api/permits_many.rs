@@ -3,17 +3,12 @@
 //! `getLeaseTime`, `getPermits`).
 
 use std::collections::HashSet;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::api::config_check::check_lease;
 use crate::api::permits::{check_id, Permit, PermitExpirableSemaphore};
 use crate::api::semaphore::non_negative;
-use crate::engine::permits;
-use crate::engine::signal::{completed, wait_for, Attempt};
-use crate::engine::waiter::deadline_after;
 use crate::error::{Error, Result};
-use crate::keys;
 
 /// The most permits one call takes or gives back (their ids travel as script
 /// arguments).
@@ -169,53 +164,22 @@ impl PermitExpirableSemaphore {
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<Vec<Permit>>> {
-        let master = self.master()?;
+        self.check()?;
         let n = non_negative(n, "acquiring")?;
         if n as u64 > MAX_PERMITS_PER_CALL as u64 {
             return Err(Error::InvalidCount(format!(
                 "acquiring {n} permits: at most {MAX_PERMITS_PER_CALL} per call"
             )));
         }
-        let engine = &self.client.engine;
-        let watchdog = lease.is_none();
-        let lease = lease.unwrap_or(engine.settings().watchdog_timeout);
-        let lease_ms = check_lease("lease", lease)?;
+        if let Some(lease) = lease {
+            check_lease("lease", lease)?;
+        }
         if n == 0 {
             return Ok(Some(Vec::new()));
         }
-        let ids: Arc<[Arc<str>]> = (0..n)
-            .map(|_| uuid::Uuid::new_v4().simple().to_string().into())
-            .collect();
-        let deadline = wait.and_then(deadline_after);
-        let channel = keys::sem_channel(&self.name);
-        let taken = wait_for(engine, channel, deadline, "permit", || {
-            let (m, name, ids) = (master.clone(), self.name.clone(), ids.clone());
-            async move {
-                let started = Instant::now();
-                let (undo_m, undo_name, undo_ids) = (m.clone(), name.clone(), ids.clone());
-                let r = completed(
-                    engine,
-                    async move { permits::take_permits(&m, &name, &ids, lease_ms).await },
-                    move |r| async move {
-                        if r.is_ok() {
-                            let ids: Vec<&str> = undo_ids.iter().map(|i| &**i).collect();
-                            let _ = permits::return_permits(&undo_m, &undo_name, &ids).await;
-                        }
-                    },
-                )
-                .await?;
-                Ok(match r {
-                    Ok(()) => Attempt::Done(started),
-                    Err(expiring) => Attempt::Retry(expiring),
-                })
-            }
-        })
-        .await?;
-        Ok(taken.map(|started| {
-            ids.iter()
-                .map(|id| Permit::new(engine, &self.name, id, watchdog, started, lease))
-                .collect()
-        }))
+        let engine = &self.client.engine;
+        let taken = engine.take_permits(&self.name, n as usize, wait, lease).await?;
+        Ok(taken.map(|held| held.into_iter().map(Permit::new).collect()))
     }
 
     /// Gives back every permit of `ids` (from [`Permit::id`], maybe of other processes)
@@ -249,9 +213,9 @@ impl PermitExpirableSemaphore {
     /// ```
     #[must_use = "false means nothing was given back: some permit was not held"]
     pub async fn release_many<S: AsRef<str>>(&self, ids: &[S]) -> Result<bool> {
-        let master = self.master()?;
+        self.check()?;
         let ids = checked_ids(ids)?;
-        let given = permits::return_permits(&master, &self.name, &ids).await?;
+        let given = self.client.engine.return_permits(&self.name, &ids).await?;
         Ok(given == ids.len() as i64)
     }
 
@@ -280,10 +244,10 @@ impl PermitExpirableSemaphore {
     /// ```
     #[must_use = "false means the permit was not held, so nothing was changed"]
     pub async fn update_lease_time(&self, id: &str, lease: Duration) -> Result<bool> {
-        let master = self.master()?;
+        self.check()?;
         check_id(id)?;
-        let lease_ms = check_lease("lease", lease)?;
-        permits::set_permit_lease(&master, &self.name, id, lease_ms).await
+        check_lease("lease", lease)?;
+        self.client.engine.set_permit_lease(&self.name, id, lease).await
     }
 
     /// How long the permit `id` stays taken unless renewed or released (Redisson
@@ -313,10 +277,9 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn lease_time(&self, id: &str) -> Result<Option<Duration>> {
-        let master = self.master()?;
+        self.check()?;
         check_id(id)?;
-        permits::permit_lease(&master, &self.name, id)
-            .await?
+        (self.client.engine.permit_lease(&self.name, id).await?)
             .ok_or_else(|| Error::NotHeld {
                 name: self.name.to_string(),
                 holder: id.to_string(),
@@ -342,7 +305,7 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn permits(&self) -> Result<i64> {
-        let (available, acquired) = permits::permits_state(&*self.master()?, &self.name).await?;
+        let (available, acquired) = self.client.engine.permits_state(&self.name).await?;
         Ok(available + acquired)
     }
 }

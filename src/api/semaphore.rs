@@ -5,12 +5,8 @@ use std::time::Duration;
 
 use crate::api::client::Client;
 use crate::api::semaphore_permit::SemaphorePermit;
-use crate::engine::master::Master;
-use crate::engine::permits::{self, Set};
-use crate::engine::signal::{completed, wait_for, Attempt};
-use crate::engine::waiter::deadline_after;
+use crate::engine::facade::Set;
 use crate::error::{Error, Result};
-use crate::keys;
 
 /// A distributed semaphore (Redisson `RSemaphore`, same key and channel): a counter of
 /// available permits at the name. `acquire` takes permits when enough are there and
@@ -75,10 +71,6 @@ impl Semaphore {
             client,
             name: name.into(),
         }
-    }
-
-    fn master(&self) -> Result<Arc<Master>> {
-        self.client.engine.single_master(&self.name, "semaphore")
     }
 
     /// The semaphore's name (its Redis key).
@@ -210,43 +202,11 @@ impl Semaphore {
     }
 
     async fn take(&self, permits: i64, wait: Option<Duration>) -> Result<Option<SemaphorePermit>> {
-        let master = self.master()?;
-        non_negative(permits, "acquiring")?;
-        if permits == 0 {
-            return Ok(Some(SemaphorePermit::new(self.clone(), 0)));
-        }
-        let deadline = wait.and_then(deadline_after);
         let engine = &self.client.engine;
-        let taken = wait_for(
-            engine,
-            keys::sem_channel(&self.name),
-            deadline,
-            "semaphore",
-            || {
-                let (m, name) = (master.clone(), self.name.clone());
-                async move {
-                    let undo_m = m.clone();
-                    let undo_name = name.clone();
-                    let taken = completed(
-                        engine,
-                        async move { permits::acquire(&m, &name, permits).await },
-                        move |taken| async move {
-                            if taken {
-                                let _ = permits::release(&undo_m, &undo_name, permits, false).await;
-                            }
-                        },
-                    )
-                    .await?;
-                    Ok(if taken {
-                        Attempt::Done(())
-                    } else {
-                        Attempt::Retry(None)
-                    })
-                }
-            },
-        )
-        .await?;
-        Ok(taken.map(|()| SemaphorePermit::new(self.clone(), permits)))
+        engine.semaphore_check(&self.name)?;
+        non_negative(permits, "acquiring")?;
+        let taken = permits == 0 || engine.semaphore_acquire(&self.name, permits, wait).await?;
+        Ok(taken.then(|| SemaphorePermit::new(self.clone(), permits)))
     }
 
     /// Gives one permit back (any caller may: nothing records who took them) and wakes
@@ -290,10 +250,11 @@ impl Semaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn release_many(&self, permits: i64) -> Result<()> {
-        let master = self.master()?;
+        let engine = &self.client.engine;
+        engine.semaphore_check(&self.name)?;
         non_negative(permits, "releasing")?;
         if permits > 0 {
-            permits::release(&master, &self.name, permits, false).await?;
+            engine.semaphore_release(&self.name, permits, false).await?;
         }
         Ok(())
     }
@@ -321,14 +282,13 @@ impl Semaphore {
     /// ```
     #[must_use = "false means nothing was given back: the semaphore does not exist"]
     pub async fn release_if_exists(&self, permits: i64) -> Result<bool> {
-        let master = self.master()?;
+        let engine = &self.client.engine;
+        engine.semaphore_check(&self.name)?;
         non_negative(permits, "releasing")?;
         if permits == 0 {
             return Ok(false);
         }
-        Ok(permits::release(&master, &self.name, permits, true)
-            .await?
-            .is_some())
+        engine.semaphore_release(&self.name, permits, true).await
     }
 
     /// Takes every available permit at once and returns how many that was (0 when the
@@ -352,7 +312,7 @@ impl Semaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn drain_permits(&self) -> Result<i64> {
-        permits::drain(&*self.master()?, &self.name).await
+        self.client.engine.semaphore_drain(&self.name).await
     }
 
     /// The permits available now (0 when the semaphore does not exist).
@@ -373,7 +333,7 @@ impl Semaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn available(&self) -> Result<i64> {
-        permits::available(&*self.master()?, &self.name).await
+        self.client.engine.semaphore_available(&self.name).await
     }
 
     /// Sets the available permits to `permits`, whatever they were, and wakes the
@@ -396,11 +356,7 @@ impl Semaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn set_permits(&self, permits: i64) -> Result<()> {
-        let master = self.master()?;
-        non_negative(permits, "setting")?;
-        permits::set(&master, &self.name, Set::Always, permits, None)
-            .await
-            .map(drop)
+        self.set(Set::Always, permits, None).await.map(drop)
     }
 
     /// Sets the permits only if the semaphore does not exist yet; true if it set them.
@@ -423,9 +379,7 @@ impl Semaphore {
     /// ```
     #[must_use = "false means the semaphore existed and was left as it was"]
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
-        let master = self.master()?;
-        non_negative(permits, "setting")?;
-        permits::set(&master, &self.name, Set::IfAbsent, permits, None).await
+        self.set(Set::IfAbsent, permits, None).await
     }
 
     /// As [`try_set_permits`](Self::try_set_permits), and the semaphore is deleted
@@ -453,10 +407,7 @@ impl Semaphore {
     /// ```
     #[must_use = "false means the semaphore existed and was left as it was"]
     pub async fn try_set_permits_with_ttl(&self, permits: i64, ttl: Duration) -> Result<bool> {
-        let master = self.master()?;
-        non_negative(permits, "setting")?;
-        let ttl_ms = ttl_millis(ttl)?;
-        permits::set(&master, &self.name, Set::IfAbsent, permits, Some(ttl_ms)).await
+        self.set(Set::IfAbsent, permits, Some(ttl)).await
     }
 
     /// Adds `delta` permits (negative: removes them; the count may go below 0, and
@@ -478,10 +429,17 @@ impl Semaphore {
     /// # Ok(()) }) }
     /// ```
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
-        let master = self.master()?;
-        permits::set(&master, &self.name, Set::Add, delta, None)
-            .await
-            .map(drop)
+        let engine = &self.client.engine;
+        (engine.semaphore_set(&self.name, Set::Add, delta, None).await).map(drop)
+    }
+
+    /// Sets (or sets if absent) `permits` after checking them, with a time to live.
+    async fn set(&self, how: Set, permits: i64, ttl: Option<Duration>) -> Result<bool> {
+        let engine = &self.client.engine;
+        engine.semaphore_check(&self.name)?;
+        non_negative(permits, "setting")?;
+        let ttl_ms = ttl.map(ttl_millis).transpose()?;
+        engine.semaphore_set(&self.name, how, permits, ttl_ms).await
     }
 }
 

@@ -6,7 +6,7 @@
 //! the watchdog before the API gets its [`Held`].
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -17,9 +17,8 @@ use super::gate::Gates;
 use super::holds::Holds;
 use super::kind::Kind;
 use super::master::Master;
-use super::signal::{completed, wait_for, Attempt};
 use super::tickets::Tickets;
-use super::{attempt, holder, permits, rw, waiter, watchdog};
+use super::{attempt, holder, rw, waiter, watchdog};
 use super::{Engine, Settings};
 use crate::error::{Error, Result};
 use crate::keys;
@@ -31,6 +30,8 @@ use crate::transport::Transport;
 // call description, the handle of an acquisition, a guard's scope, the answers of an
 // inspection, and what it needs of the transport (plain settings, public types).
 pub(crate) use super::call::{Holding, LockSpec};
+pub(crate) use super::counters::Set;
+pub(crate) use super::guarded::{wrapped, Wrapped};
 pub(crate) use super::held::Held;
 pub(crate) use super::holder::{fresh_number, Scope};
 pub(crate) use super::queries::Inspected;
@@ -285,75 +286,6 @@ impl Engine {
                     .into(),
             }),
         }
-    }
-
-    /// Takes a permit of the expirable semaphore `name` (waiting at most `wait`),
-    /// leased for `lease` or kept by the watchdog; checked by the caller.
-    pub(crate) async fn take_permit(
-        self: &Arc<Self>,
-        name: &Arc<str>,
-        wait: Option<Duration>,
-        lease: Option<Duration>,
-    ) -> Result<Option<Held>> {
-        let master = self.single_master(name, "permit-expirable semaphore")?;
-        let watchdog = lease.is_none();
-        let lease = lease.unwrap_or(self.settings.watchdog_timeout);
-        let lease_ms = lease.as_millis() as u64;
-        let id: Arc<str> = Uuid::new_v4().simple().to_string().into();
-        let deadline = wait.and_then(deadline_after);
-        let channel = keys::sem_channel(name);
-        let taken = wait_for(self, channel, deadline, "permit", || {
-            let (m, name, id) = (master.clone(), name.clone(), id.clone());
-            async move {
-                let started = Instant::now();
-                let (undo_m, undo_name, undo_id) = (m.clone(), name.clone(), id.clone());
-                let r = completed(
-                    self,
-                    async move {
-                        permits::take_permits(&m, &name, std::slice::from_ref(&id), lease_ms).await
-                    },
-                    move |r| async move {
-                        if r.is_ok() {
-                            let _ = permits::return_permit(&undo_m, &undo_name, &undo_id).await;
-                        }
-                    },
-                )
-                .await?;
-                Ok(match r {
-                    Ok(()) => Attempt::Done(started),
-                    Err(expiring) => Attempt::Retry(expiring),
-                })
-            }
-        })
-        .await?;
-        Ok(taken.map(|started| self.permit_held(name, &id, watchdog, started, lease)))
-    }
-
-    /// The handle of a permit just taken: registered in the hold table, watched.
-    pub(crate) fn permit_held(
-        self: &Arc<Self>,
-        name: &Arc<str>,
-        id: &Arc<str>,
-        watchdog: bool,
-        started: Instant,
-        lease: Duration,
-    ) -> Held {
-        let hold = self.holds.permit(name, id, watchdog, started, lease);
-        self.watch_new(&hold);
-        Held::new(self.clone(), hold, lease, watchdog, (None, Duration::ZERO))
-    }
-
-    /// Gives back the permit `id` of `name`, maybe another process's: true if it was
-    /// held.
-    pub(crate) async fn return_permit(&self, name: &str, id: &str) -> Result<bool> {
-        let master = self.single_master(name, "permit-expirable semaphore")?;
-        permits::return_permit(&master, name, id).await
-    }
-
-    /// The permits of `name` available and acquired now.
-    pub(crate) async fn permits_state(&self, name: &str) -> Result<(i64, i64)> {
-        let master = self.single_master(name, "permit-expirable semaphore")?;
-        permits::permits_state(&master, name).await
     }
 }
 

@@ -11,12 +11,18 @@
 //! 3. A user's script is wrapped once per distinct source and kept for the process's
 //!    life (the transport runs scripts by SHA from a `&'static` source): make a
 //!    [`GuardedScript`](crate::GuardedScript) once and reuse it.
+//! 4. One master only: under Redlock the data would be written on one master while
+//!    the lock is held on a majority, and no one master can check it for the others.
+//!
+//! The API calls these through the guard's [`Held`]: [`Held::guarded_write`],
+//! [`Held::guarded_script`].
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use redis::Value;
+use redis::{FromRedisValue, Value};
 
+use super::held::Held;
 use super::master::Master;
 use super::wire::typed;
 use crate::error::{Error, Result};
@@ -75,14 +81,69 @@ pub(crate) fn check_keys<'a>(name: &str, keys: impl IntoIterator<Item = &'a str>
 }
 
 /// One guarded write: `op` and its `args` on `keys` (lua/guarded_write.lua).
-pub(crate) struct Write<'a> {
-    pub(crate) op: &'static str,
-    pub(crate) keys: Vec<String>,
-    pub(crate) args: &'a [Vec<u8>],
+struct Write<'a> {
+    op: &'static str,
+    keys: Vec<String>,
+    args: &'a [Vec<u8>],
+}
+
+/// A user's Lua script wrapped to run guarded (invariant 3), as the API keeps it.
+#[derive(Clone, Copy)]
+pub(crate) struct Wrapped(&'static Script);
+
+impl Held {
+    /// Runs `op` with `args` on `keys` if this guard still holds its lock (and, with a
+    /// fencing token, no later token has written): invariants 1, 2 and 4.
+    pub(crate) async fn guarded_write(
+        &self,
+        op: &'static str,
+        keys: Vec<String>,
+        args: &[Vec<u8>],
+    ) -> Result<Value> {
+        let m = only_master(self)?;
+        let write = Write { op, keys, args };
+        (self::write(m, self.name(), self.holder(), self.token(), write)).await
+    }
+
+    /// Runs the user's wrapped `script` with `keys` and `args` if this guard still
+    /// holds its lock, as [`guarded_write`](Self::guarded_write).
+    pub(crate) async fn guarded_script(
+        &self,
+        script: Wrapped,
+        keys: &[String],
+        args: &[Vec<u8>],
+    ) -> Result<Value> {
+        let m = only_master(self)?;
+        let (name, holder, token) = (self.name(), self.holder(), self.token());
+        self::script(m, name, holder, token, script.0, keys, args).await
+    }
+
+    /// Decodes the reply of a guarded write; a mismatch is a protocol error naming
+    /// the master.
+    pub(crate) fn decode<T: FromRedisValue>(&self, v: Value) -> Result<T> {
+        self.engine().masters[0].decode(v)
+    }
+}
+
+/// The only master, where `held`'s guarded writes go (invariant 4).
+fn only_master(held: &Held) -> Result<&Master> {
+    match held.engine().masters.as_slice() {
+        [only] => Ok(only),
+        masters => Err(Error::Unsupported {
+            what: format!(
+                "a write guarded by lock {:?} over {} Redlock masters",
+                held.name(),
+                masters.len()
+            ),
+            reason: "the data would be written on one master while the lock is held on a \
+                     majority; no one master can check the lock for the others"
+                .into(),
+        }),
+    }
 }
 
 /// Runs `write` if `holder` (with `token`) still holds lock `name` on `m`.
-pub(crate) async fn write(
+async fn write(
     m: &Master,
     name: &str,
     holder: &str,
@@ -106,21 +167,21 @@ pub(crate) async fn write(
 }
 
 /// The wrapped script for a user's `body`, made once per distinct source (invariant 3).
-pub(crate) fn wrapped(body: &str) -> &'static Script {
+pub(crate) fn wrapped(body: &str) -> Wrapped {
     static CACHE: LazyLock<parking_lot::Mutex<HashMap<String, &'static Script>>> =
         LazyLock::new(Default::default);
     let mut cache = CACHE.lock();
     if let Some(s) = cache.get(body) {
-        return s;
+        return Wrapped(s);
     }
     let source: &'static str = Box::leak(format!("{CHECK}{HEAD}{body}{TAIL}").into_boxed_str());
     let script: &'static Script = Box::leak(Box::new(Script::new(source)));
     cache.insert(body.to_string(), script);
-    script
+    Wrapped(script)
 }
 
 /// Runs a user's wrapped `script` with `keys` and `args` if `holder` still holds `name`.
-pub(crate) async fn script(
+async fn script(
     m: &Master,
     name: &str,
     holder: &str,

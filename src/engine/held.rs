@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 use super::holder::{self, ScopeEntry};
 use super::holds::Hold;
 use super::kind::Kind;
-use super::{permits, release, Engine};
+use super::kinds::permit;
+use super::{release, Engine};
 use crate::error::{Error, Result};
 use crate::lost::LostReason;
 
@@ -149,7 +150,7 @@ async fn give_back(engine: &Arc<Engine>, hold: &Hold, lease_ms: u64, left: u32) 
     if !hold.permit {
         return release::release(engine, hold, lease_ms, left == 0).await;
     }
-    match permits::return_permit(&engine.masters[0], &hold.name, &hold.holder).await? {
+    match permit::return_permit(&engine.masters[0], &hold.name, &hold.holder).await? {
         true => Ok(()),
         false => Err(not_held(hold)),
     }

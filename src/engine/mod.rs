@@ -26,7 +26,9 @@
 pub(crate) mod attempt;
 pub(crate) mod call;
 pub(crate) mod catalogue;
+mod counters;
 pub(crate) mod election;
+mod expirable;
 pub(crate) mod facade;
 #[cfg(test)]
 mod fake;
@@ -39,7 +41,6 @@ mod kind;
 pub(crate) mod kinds;
 pub(crate) mod master;
 pub(crate) mod offers;
-pub(crate) mod permits;
 pub(crate) mod plain_ops;
 pub(crate) mod queries;
 pub(crate) mod quorum;

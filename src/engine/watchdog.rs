@@ -44,7 +44,8 @@ use super::kind::Kind;
 use super::master::Master;
 use super::urgent::Urgent;
 use super::Engine;
-use super::{kinds, permits, quorum, renew, rw};
+use super::kinds::permit;
+use super::{kinds, quorum, renew, rw};
 use crate::error::Result;
 use crate::lost::LostReason;
 use crate::telemetry;
@@ -106,7 +107,7 @@ impl Engine {
             let (n, h) = (&*name, &*holder);
             let dropped = quorum::fan_out(&masters, |m| async move {
                 if permit {
-                    permits::return_permit(m, n, h).await
+                    permit::return_permit(m, n, h).await
                 } else {
                     kinds::drop_lost(m, kind, n, h).await
                 }
@@ -298,7 +299,7 @@ async fn renew_on(engine: &Engine, m: &Master, n: usize, groups: &Groups<'_>) ->
         let r = match how {
             Renewal::Field => renew::renew(m, pairs, lease_ms, timeout).await,
             Renewal::Read => rw::renew_reads(m, pairs, lease_ms, timeout).await,
-            Renewal::Permit => permits::renew_permits(m, pairs, lease_ms, timeout).await,
+            Renewal::Permit => permit::renew_permits(m, pairs, lease_ms, timeout).await,
         };
         idx.iter().zip(r).for_each(|(&i, h)| held[i] = h);
     }
