@@ -9,10 +9,9 @@ use tokio_util::sync::CancellationToken;
 use crate::api::client::Client;
 use crate::api::guard::LockGuard;
 use crate::api::lock::Lock;
-use crate::engine::election::{self as engine_election, Event, Watch};
+use crate::engine::facade::{election_lock_name, Current, Event, Watch};
 use crate::engine::Kind;
 use crate::error::{Error, Result};
-use crate::keys;
 use crate::lost::LostReason;
 
 /// A leader election on one name: at most one [`Leadership`] at a time across all
@@ -126,30 +125,11 @@ impl Election {
     /// # Ok(()) }) }
     /// ```
     pub fn lock_name(&self) -> String {
-        engine_election::lock_name(&self.name)
+        election_lock_name(&self.name)
     }
 
     fn check(&self) -> Result<()> {
-        keys::validate(&self.name)?;
-        let engine = &self.client.engine;
-        if engine.settings().cluster {
-            keys::validate_cluster(&self.name)?;
-        }
-        if engine.masters().len() > 1 {
-            return Err(Error::Unsupported {
-                what: format!(
-                    "leader election {:?} over {} Redlock masters",
-                    self.name,
-                    engine.masters().len()
-                ),
-                reason: "the leader record and its change log would be kept on independent \
-                         masters with no order between them, so observers could see changes \
-                         in different orders and a leader read from a minority; use one \
-                         deployment (a server, Sentinel or Redis Cluster)"
-                    .into(),
-            });
-        }
-        Ok(())
+        self.client.engine.election_check(&self.name)
     }
 
     fn lock(&self) -> Lock {
@@ -245,15 +225,8 @@ impl Election {
             .fencing_token()
             .expect("a fenced lock's guard has a token");
         let engine = &self.client.engine;
-        let recorded = engine_election::proclaim(
-            &engine.masters()[0],
-            &self.name,
-            guard.holder(),
-            term,
-            value,
-            Event::Elected,
-        )
-        .await;
+        let leader = (guard.holder(), term);
+        let recorded = (engine.election_proclaim(&self.name, leader, value, Event::Elected)).await;
         match recorded {
             Ok(true) => Ok(Some(Leadership {
                 election: self.clone(),
@@ -291,9 +264,8 @@ impl Election {
     /// ```
     pub async fn leader(&self) -> Result<Option<Leader>> {
         self.check()?;
-        let engine = &self.client.engine;
-        let snap = engine_election::read(&engine.masters()[0], &self.name, None).await?;
-        Ok(snap.leader.map(leader_of))
+        let leader = self.client.engine.election_leader(&self.name).await?;
+        Ok(leader.map(leader_of))
     }
 
     /// Watches the election: the [`Observer`] returns every change made after this call
@@ -329,7 +301,7 @@ impl Election {
     /// ```
     pub async fn observe(&self) -> Result<Observer> {
         self.check()?;
-        let (watch, leader) = Watch::start(&self.client.engine, &self.name).await?;
+        let (watch, leader) = self.client.engine.election_watch(&self.name).await?;
         Ok(Observer {
             election: self.clone(),
             watch,
@@ -338,7 +310,7 @@ impl Election {
     }
 }
 
-fn leader_of(c: engine_election::Current) -> Leader {
+fn leader_of(c: Current) -> Leader {
     Leader {
         term: c.term,
         value: c.value,
@@ -550,15 +522,9 @@ impl Leadership {
         let value = value.into();
         let guard = self.guard_ref();
         let engine = &self.election.client.engine;
-        let done = engine_election::proclaim(
-            &engine.masters()[0],
-            &self.election.name,
-            guard.holder(),
-            self.term,
-            &value,
-            Event::Proclaimed,
-        )
-        .await?;
+        let leader = (guard.holder(), self.term);
+        let name = &self.election.name;
+        let done = (engine.election_proclaim(name, leader, &value, Event::Proclaimed)).await?;
         if !done {
             return Err(Error::NotHeld {
                 name: self.election.lock_name(),
@@ -593,8 +559,9 @@ impl Leadership {
         let guard = self.guard.take().expect("present until resigned");
         let engine = self.election.client.engine.clone();
         let name = self.election.name.clone();
-        let resigned =
-            engine_election::resign(&engine.masters()[0], &name, guard.holder(), self.term).await;
+        let resigned = engine
+            .election_resign(&name, guard.holder(), self.term)
+            .await;
         let released = guard.unlock().await;
         resigned?;
         released
@@ -613,8 +580,7 @@ impl Drop for Leadership {
         let (name, term) = (self.election.name.clone(), self.term);
         let resign = async move {
             let holder = guard.holder().to_string();
-            let master = &engine.masters()[0];
-            if let Err(e) = engine_election::resign(master, &name, &holder, term).await {
+            if let Err(e) = engine.election_resign(&name, &holder, term).await {
                 tracing::debug!(election = %name, error = %e, "resigning on drop failed");
             }
             drop(guard);

@@ -276,7 +276,9 @@ impl Guarded<'_> {
             packed(&mut packed_args, a);
         }
         let held = self.guard.held();
-        let v = held.guarded_script(script.script, &keys, &packed_args).await?;
+        let v = held
+            .guarded_script(script.script, &keys, &packed_args)
+            .await?;
         self.decode(v)
     }
 }

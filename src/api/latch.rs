@@ -161,7 +161,11 @@ impl CountDownLatch {
     /// # Ok(()) }) }
     /// ```
     pub async fn wait(&self) -> Result<()> {
-        self.client.engine.latch_wait(&self.name, None).await.map(drop)
+        self.client
+            .engine
+            .latch_wait(&self.name, None)
+            .await
+            .map(drop)
     }
 
     /// Waits at most `timeout` for the count to reach zero; true if it did (Redisson
@@ -189,7 +193,10 @@ impl CountDownLatch {
     /// ```
     #[must_use = "false means the wait ran out before the count reached zero"]
     pub async fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
-        self.client.engine.latch_wait(&self.name, Some(timeout)).await
+        self.client
+            .engine
+            .latch_wait(&self.name, Some(timeout))
+            .await
     }
 }
 

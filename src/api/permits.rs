@@ -284,7 +284,10 @@ impl PermitExpirableSemaphore {
     pub async fn set_permits(&self, permits: i64) -> Result<()> {
         self.check()?;
         crate::api::semaphore::non_negative(permits, "setting")?;
-        self.client.engine.permits_set_total(&self.name, permits).await
+        self.client
+            .engine
+            .permits_set_total(&self.name, permits)
+            .await
     }
 
     /// Sets the permits only if the semaphore does not exist yet; true if it did.
@@ -307,7 +310,9 @@ impl PermitExpirableSemaphore {
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
         self.check()?;
         crate::api::semaphore::non_negative(permits, "setting")?;
-        (self.client.engine).permits_set(&self.name, Set::IfAbsent, permits).await
+        (self.client.engine)
+            .permits_set(&self.name, Set::IfAbsent, permits)
+            .await
     }
 
     /// Adds `delta` available permits (negative: removes them) and wakes the waiters.
@@ -328,7 +333,10 @@ impl PermitExpirableSemaphore {
     /// ```
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
         let engine = &self.client.engine;
-        engine.permits_set(&self.name, Set::Add, delta).await.map(drop)
+        engine
+            .permits_set(&self.name, Set::Add, delta)
+            .await
+            .map(drop)
     }
 }
 

@@ -178,7 +178,9 @@ impl PermitExpirableSemaphore {
             return Ok(Some(Vec::new()));
         }
         let engine = &self.client.engine;
-        let taken = engine.take_permits(&self.name, n as usize, wait, lease).await?;
+        let taken = engine
+            .take_permits(&self.name, n as usize, wait, lease)
+            .await?;
         Ok(taken.map(|held| held.into_iter().map(Permit::new).collect()))
     }
 
@@ -247,7 +249,10 @@ impl PermitExpirableSemaphore {
         self.check()?;
         check_id(id)?;
         check_lease("lease", lease)?;
-        self.client.engine.set_permit_lease(&self.name, id, lease).await
+        self.client
+            .engine
+            .set_permit_lease(&self.name, id, lease)
+            .await
     }
 
     /// How long the permit `id` stays taken unless renewed or released (Redisson
@@ -279,11 +284,10 @@ impl PermitExpirableSemaphore {
     pub async fn lease_time(&self, id: &str) -> Result<Option<Duration>> {
         self.check()?;
         check_id(id)?;
-        (self.client.engine.permit_lease(&self.name, id).await?)
-            .ok_or_else(|| Error::NotHeld {
-                name: self.name.to_string(),
-                holder: id.to_string(),
-            })
+        (self.client.engine.permit_lease(&self.name, id).await?).ok_or_else(|| Error::NotHeld {
+            name: self.name.to_string(),
+            holder: id.to_string(),
+        })
     }
 
     /// All the permits: available plus acquired, after taking back the expired ones

@@ -8,8 +8,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::guard::LockGuard;
 use crate::api::lock::Lock;
-use crate::engine::quorum::{answers, fan_out};
-use crate::engine::revoke;
 use crate::error::Result;
 
 /// What [`Lock::request_release`] reached.
@@ -57,11 +55,7 @@ impl Lock {
     pub async fn request_release(&self) -> Result<ReleaseRequested> {
         self.check_name()?;
         let engine = &self.client().engine;
-        let name = self.name();
-        let lease = engine.settings().watchdog_timeout;
-        let replies = fan_out(engine.masters(), |m| revoke::request(m, name, lease)).await;
-        let replies = answers(replies, engine.quorum())?;
-        let (listeners, holders) = revoke::merge(replies);
+        let (listeners, holders) = engine.request_release(self.name()).await?;
         Ok(ReleaseRequested { holders, listeners })
     }
 }
@@ -98,19 +92,6 @@ impl LockGuard {
     /// # Ok(()) }) }
     /// ```
     pub fn revoke_requested(&self) -> CancellationToken {
-        let fired = CancellationToken::new();
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return fired;
-        };
-        let watch = revoke::watch(
-            self.held().engine().clone(),
-            self.name().to_string(),
-            self.holder().to_string(),
-            self.at_risk(),
-            self.lost(),
-            fired.clone(),
-        );
-        runtime.spawn(watch);
-        fired
+        self.held().watch_revocation()
     }
 }

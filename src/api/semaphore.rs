@@ -430,7 +430,10 @@ impl Semaphore {
     /// ```
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
         let engine = &self.client.engine;
-        (engine.semaphore_set(&self.name, Set::Add, delta, None).await).map(drop)
+        (engine
+            .semaphore_set(&self.name, Set::Add, delta, None)
+            .await)
+            .map(drop)
     }
 
     /// Sets (or sets if absent) `permits` after checking them, with a time to live.

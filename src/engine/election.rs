@@ -128,7 +128,7 @@ pub(crate) struct Snapshot {
 /// Records `holder` as the leader of term `term` advertising `value` (`event`:
 /// Elected at the start of the term, Proclaimed for a new value). False when it does
 /// not hold the election's lock any more, or the record is not its term (invariant 1).
-pub(crate) async fn proclaim(
+async fn proclaim(
     m: &Master,
     name: &str,
     holder: &str,
@@ -151,7 +151,7 @@ pub(crate) async fn proclaim(
 
 /// Removes `holder`'s record of term `term` and logs its resignation; false when the
 /// record is another's (invariant 1).
-pub(crate) async fn resign(m: &Master, name: &str, holder: &str, term: u64) -> Result<bool> {
+async fn resign(m: &Master, name: &str, holder: &str, term: u64) -> Result<bool> {
     let mut inv = RESIGN.call();
     inv.key(record_key(name))
         .key(log_key(name))
@@ -176,7 +176,7 @@ async fn written(m: &Master, name: &str, inv: &crate::transport::Invocation) -> 
 
 /// The current leader, the newest log id and the entries after `after` (none when
 /// `after` is `None`).
-pub(crate) async fn read(m: &Master, name: &str, after: Option<&str>) -> Result<Snapshot> {
+async fn read(m: &Master, name: &str, after: Option<&str>) -> Result<Snapshot> {
     let mut inv = READ.call();
     inv.key(lock_name(name))
         .key(record_key(name))
@@ -262,6 +262,65 @@ fn parse_entry(v: &Value) -> Option<Entry> {
 }
 
 /// An observer's wait for the changes of one election (invariant 3).
+impl Engine {
+    /// Checks that the election `name` can be held here: its name, and one
+    /// deployment (a server, Sentinel or Redis Cluster), not Redlock masters.
+    pub(crate) fn election_check(&self, name: &str) -> Result<()> {
+        keys::validate(name)?;
+        if self.settings.cluster {
+            keys::validate_cluster(name)?;
+        }
+        if self.masters.len() > 1 {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "leader election {name:?} over {} Redlock masters",
+                    self.masters.len()
+                ),
+                reason: "the leader record and its change log would be kept on independent \
+                         masters with no order between them, so observers could see changes \
+                         in different orders and a leader read from a minority; use one \
+                         deployment (a server, Sentinel or Redis Cluster)"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records `value` for `holder`'s `term` of the election `name` and logs `event`
+    /// (invariant 1); false if `holder` does not hold the election's lock.
+    pub(crate) async fn election_proclaim(
+        &self,
+        name: &str,
+        (holder, term): (&str, u64),
+        value: &str,
+        event: Event,
+    ) -> Result<bool> {
+        proclaim(&self.masters[0], name, holder, term, value, event).await
+    }
+
+    /// Clears the record of `holder`'s `term` of the election `name` and logs the
+    /// resignation (invariant 1); false if another term is recorded.
+    pub(crate) async fn election_resign(
+        &self,
+        name: &str,
+        holder: &str,
+        term: u64,
+    ) -> Result<bool> {
+        resign(&self.masters[0], name, holder, term).await
+    }
+
+    /// The leader of the election `name`, while its holder holds the lock (invariant 2).
+    pub(crate) async fn election_leader(&self, name: &str) -> Result<Option<Current>> {
+        Ok(read(&self.masters[0], name, None).await?.leader)
+    }
+
+    /// Starts watching the election `name` for changes (invariant 3): the watch, and
+    /// the leader when it started.
+    pub(crate) async fn election_watch(&self, name: &str) -> Result<(Watch, Option<Current>)> {
+        Watch::start(self, name).await
+    }
+}
+
 pub(crate) struct Watch {
     name: String,
     sub: Subscription,
@@ -275,7 +334,7 @@ pub(crate) struct Watch {
 impl Watch {
     /// Subscribes to the election's channel, has it confirmed, then reads where the log
     /// stands: the observer sees the changes after that. Returns the leader then.
-    pub(crate) async fn start(engine: &Engine, name: &str) -> Result<(Watch, Option<Current>)> {
+    async fn start(engine: &Engine, name: &str) -> Result<(Watch, Option<Current>)> {
         let mut sub = engine.pubsub.subscribe(channel(name));
         if let Err((addr, detail)) = sub.ready(engine.settings.connect_timeout).await {
             return Err(Error::PermissionDenied { addr, detail });

@@ -31,6 +31,7 @@ use crate::transport::Transport;
 // inspection, and what it needs of the transport (plain settings, public types).
 pub(crate) use super::call::{Holding, LockSpec};
 pub(crate) use super::counters::Set;
+pub(crate) use super::election::{lock_name as election_lock_name, Current, Event, Watch};
 pub(crate) use super::guarded::{wrapped, Wrapped};
 pub(crate) use super::held::Held;
 pub(crate) use super::holder::{fresh_number, Scope};
@@ -119,12 +120,6 @@ impl Engine {
         }
     }
 
-    /// The masters (one per deployment; several under Redlock), for the API's
-    /// single-deployment features (election, guarded writes, revocation).
-    pub(crate) fn masters(&self) -> &[Arc<Master>] {
-        &self.masters
-    }
-
     /// Runs `task` on `runtime` as a background cleanup that `close()` waits for
     /// (a guard dropped without an explicit release gives back its hold this way).
     pub(crate) fn spawn_cleanup<F>(&self, task: F, runtime: &tokio::runtime::Handle)
@@ -132,11 +127,6 @@ impl Engine {
         F: std::future::Future<Output = ()> + Send + 'static,
     {
         self.cleanups.spawn_on(task, runtime);
-    }
-
-    /// The timing in force.
-    pub(crate) fn settings(&self) -> &Settings {
-        &self.settings
     }
 
     /// Masters needed for a majority.

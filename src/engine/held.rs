@@ -62,7 +62,7 @@ impl Held {
 
     /// The lock's (or semaphore's) name.
     /// The engine the hold lives in (the guarded writes and revocation run there).
-    pub(crate) fn engine(&self) -> &Arc<Engine> {
+    pub(super) fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
 

@@ -7,9 +7,9 @@ use redis::Value;
 
 use super::call::LockSpec;
 use super::kind::Kind;
-use super::quorum::{answers, fan_out, majority_floor, majority_true};
 use super::kinds::{fair, plain, yes};
 use super::master::Master;
+use super::quorum::{answers, fan_out, majority_floor, majority_true};
 use super::wire::typed;
 use super::{rw, Engine};
 use crate::error::{Error, Result};
@@ -119,9 +119,7 @@ impl Engine {
         self.check_name(&spec.name, spec.kind)?;
         let name = &*spec.name;
         let results = fan_out(&self.masters, |m| async move {
-            m.query::<Value>(cmd)
-                .await
-                .map_err(|e| typed(name, e))
+            m.query::<Value>(cmd).await.map_err(|e| typed(name, e))
         })
         .await;
         answers(results, self.quorum)

@@ -19,8 +19,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::held::Held;
 use super::master::Master;
-use super::quorum::fan_out;
+use super::quorum::{answers, fan_out};
 use super::wire::typed;
 use super::Engine;
 use crate::error::Result;
@@ -49,7 +50,7 @@ pub(crate) fn channel(name: &str, client: &str) -> String {
 }
 
 /// What a request reached on one master: (listeners, holders asked).
-pub(crate) async fn request(m: &Master, name: &str, lease: Duration) -> Result<(u64, Vec<String>)> {
+async fn request(m: &Master, name: &str, lease: Duration) -> Result<(u64, Vec<String>)> {
     let mut inv = REQUEST.call();
     inv.key(name)
         .key(marker_key(name))
@@ -69,7 +70,7 @@ async fn requested(m: &Master, name: &str, holder: &str) -> Result<bool> {
 /// Watches for a request to release `name` held by `holder` (invariants 1-3); cancels
 /// `fired` when one is seen. `risk` is the hold's risk receiver (closed when the hold
 /// is gone), `lost` its lost token.
-pub(crate) async fn watch(
+async fn watch(
     engine: std::sync::Arc<Engine>,
     name: String,
     holder: String,
@@ -110,7 +111,7 @@ pub(crate) async fn watch(
 }
 
 /// Sums the replies of every master: listeners reached, distinct holders asked.
-pub(crate) fn merge(replies: Vec<(u64, Vec<String>)>) -> (u64, Vec<String>) {
+fn merge(replies: Vec<(u64, Vec<String>)>) -> (u64, Vec<String>) {
     let mut listeners = 0;
     let mut holders: Vec<String> = Vec::new();
     for (n, hs) in replies {
@@ -122,4 +123,35 @@ pub(crate) fn merge(replies: Vec<(u64, Vec<String>)>) -> (u64, Vec<String>) {
         }
     }
     (listeners, holders)
+}
+
+impl Engine {
+    /// Asks the holders of `name` to release it (invariant 1: the marker, then the
+    /// message), on a majority: how many watches listened, and the holders asked.
+    pub(crate) async fn request_release(&self, name: &str) -> Result<(u64, Vec<String>)> {
+        let lease = self.settings.watchdog_timeout;
+        let replies = fan_out(&self.masters, |m| request(m, name, lease)).await;
+        Ok(merge(answers(replies, self.quorum)?))
+    }
+}
+
+impl Held {
+    /// A token that fires when someone requests this hold's release; the watch runs
+    /// in the background until then, or until the hold is gone or lost (invariant 3).
+    /// Outside a tokio runtime it never fires.
+    pub(crate) fn watch_revocation(&self) -> CancellationToken {
+        let fired = CancellationToken::new();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return fired;
+        };
+        runtime.spawn(watch(
+            self.engine().clone(),
+            self.name().to_string(),
+            self.holder().to_string(),
+            self.at_risk(),
+            self.lost(),
+            fired.clone(),
+        ));
+        fired
+    }
 }

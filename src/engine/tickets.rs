@@ -35,7 +35,6 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-
 /// The live tickets of one client.
 #[derive(Default)]
 pub(crate) struct Tickets {

@@ -41,10 +41,10 @@ use tracing::Instrument;
 
 use super::holds::Hold;
 use super::kind::Kind;
+use super::kinds::permit;
 use super::master::Master;
 use super::urgent::Urgent;
 use super::Engine;
-use super::kinds::permit;
 use super::{kinds, quorum, renew, rw};
 use crate::error::Result;
 use crate::lost::LostReason;
