@@ -11,7 +11,8 @@
 //!    attempt (an expiring permit), the deadline, or the watchdog timeout (a safety net
 //!    for a lost message; a reconnect wakes every waiter anyway, pubsub.rs invariant 3).
 //! 3. A call run by [`completed`] always runs to its end; if its caller is gone by then,
-//!    what it took is given back by `undo`.
+//!    or goes before it has taken the result (a `select!` that dropped it after the
+//!    call ended), what it took is given back by `undo`.
 
 use std::future::Future;
 use std::time::Duration;
@@ -79,10 +80,12 @@ where
 }
 
 /// Runs `call` to its end in the background (invariant 3) and returns its result; if
-/// this future is dropped first, `undo` gets what the call returned.
+/// this future is dropped before it has taken the result (before the call ends, or
+/// after it ended but before this future was polled again), `undo` gets what the call
+/// returned.
 pub(crate) async fn completed<T, C, U, UF>(engine: &Engine, call: C, undo: U) -> Result<T>
 where
-    T: Send + 'static,
+    T: Clone + Send + 'static,
     C: Future<Output = Result<T>> + Send + 'static,
     U: FnOnce(T) -> UF + Send + 'static,
     UF: Future<Output = ()> + Send + 'static,
@@ -90,13 +93,24 @@ where
     let (tx, rx) = oneshot::channel();
     engine.cleanups.spawn(async move {
         let result = call.await;
-        if let Err(Ok(taken)) = tx.send(result) {
+        let taken = result.as_ref().ok().cloned();
+        // The caller confirms in the same poll that takes the result: a result sent
+        // but never taken (the caller dropped in between) is given back too.
+        let (ack, acked) = oneshot::channel::<()>();
+        if tx.send((result, ack)).is_ok() && acked.await.is_ok() {
+            return;
+        }
+        if let Some(taken) = taken {
             undo(taken).await;
         }
     });
-    rx.await.unwrap_or_else(|_| {
-        Err(Error::Runtime(
+    match rx.await {
+        Ok((result, ack)) => {
+            let _ = ack.send(());
+            result
+        }
+        Err(_) => Err(Error::Runtime(
             "the client shut down during the call".into(),
-        ))
-    })
+        )),
+    }
 }

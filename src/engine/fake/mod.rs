@@ -1,13 +1,14 @@
 //! A fake deployment for the engine's unit tests (deadpool tests its pool against an
 //! in-memory manager; this is ours): [`Server`] models the server side of the plain
 //! lock's scripts in memory (the lock hash with its lease, the waiter registry and the
-//! handed key of `lua/pass_on.lua`, `PUBSUB NUMSUB`, `PUBLISH`), and [`Link`] is a
+//! handed key of `lua/pass_on.lua`, `PUBSUB NUMSUB`, `PUBLISH`) and the semaphore's
+//! (a counter with its time to live, counters.rs), and [`Link`] is a
 //! [`Transport`] onto it whose requests can be parked, delayed or lost, so that tests
 //! can stop a call at any await point. Time is tokio's: tests run with paused time,
 //! so they are deterministic and take no wall-clock time.
 //!
 //! The model follows the scripts' headers (acquire.lua, release.lua, batch.lua,
-//! unwait.lua, pass_on.lua, renew.lua, force_release.lua); a script it does not model
+//! unwait.lua, pass_on.lua, renew.lua, force_release.lua, sem_*.lua); a script it does not model
 //! fails the test. Real-Redis tests (tests/) remain the judge of the scripts themselves.
 //!
 //! A request takes effect when its future is first polled (as a real request is
@@ -22,6 +23,7 @@ use redis::Value;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+mod counters;
 mod scripts;
 
 use crate::error::{Error, Result};
@@ -40,6 +42,8 @@ pub(super) struct State {
     locks: HashMap<String, Lock>,
     /// Waiter registries: (score ms, ticket), kept sorted as ZRANGE reads them.
     registries: HashMap<String, Vec<(u64, String)>>,
+    /// Semaphore counters: the permits available, and when the key expires.
+    counters: HashMap<String, (i64, Option<Instant>)>,
     /// `<registry>:handed`: the ticket and when it lapses.
     handed: HashMap<String, (String, Instant)>,
     /// Subscriber connections: their channels and where their messages go.
@@ -119,6 +123,13 @@ impl Server {
         s.handed.get(waiters).map(|h| h.0.clone())
     }
 
+    /// The permits available at the semaphore `name` (`None`: no counter).
+    pub(crate) fn counter(&self, name: &str) -> Option<i64> {
+        let mut s = self.state.lock();
+        s.purge(Instant::now());
+        s.counter(name)
+    }
+
     /// The scripts run so far, by file name.
     pub(crate) fn log(&self) -> Vec<&'static str> {
         self.state.lock().log.clone()
@@ -148,6 +159,9 @@ impl Server {
                     })
                     .collect();
                 match args.first().map(|c| c.to_ascii_uppercase()).as_deref() {
+                    Some("GET") => Ok((s.counter(&args[1])).map_or(Value::Nil, |n| {
+                        Value::BulkString(n.to_string().into_bytes())
+                    })),
                     Some("HGET") => Ok(s.hget(&args[1], &args[2]).map_or(Value::Nil, Value::Int)),
                     Some("PING") => Ok(Value::SimpleString("PONG".into())),
                     other => panic!("the fake server does not model {other:?}"),
@@ -163,6 +177,7 @@ impl State {
     fn purge(&mut self, now: Instant) {
         self.locks.retain(|_, l| l.expires.is_none_or(|e| e > now));
         self.handed.retain(|_, h| h.1 > now);
+        self.counters.retain(|_, c| c.1.is_none_or(|e| e > now));
     }
 
     pub(super) fn numsub(&self, channel: &str) -> usize {

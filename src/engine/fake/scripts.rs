@@ -1,9 +1,10 @@
 //! The fake server's model of the plain lock's scripts, one function per script,
-//! following each script's header in `lua/` (KEYS, ARGV, replies).
+//! following each script's header in `lua/` (KEYS, ARGV, replies); the semaphore's
+//! are in counters.rs.
 
 use redis::Value;
 
-use super::State;
+use super::{counters, State};
 use crate::engine::kinds::plain as scripts;
 use crate::engine::{plain_ops, renew};
 use crate::error::Result;
@@ -18,6 +19,9 @@ pub(super) fn run(s: &mut State, inv: &Invocation, now_ms: u64) -> Result<Value>
     let is = |other: &'static std::sync::LazyLock<crate::transport::Script>| {
         std::ptr::eq(script, &**other)
     };
+    if let Some(reply) = counters::run(s, script, &keys, &args) {
+        return reply;
+    }
     let int = |i: usize| args[i].parse::<u64>().expect("a number");
     if is(&plain_ops::ACQUIRE) {
         s.log("acquire.lua");

@@ -12,10 +12,10 @@ use crate::keys;
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Lane, Script};
 
-static SEM_ACQUIRE: LazyLock<Script> = lua!("sem_acquire.lua");
-static SEM_RELEASE: LazyLock<Script> = lua!("sem_release.lua");
-static SEM_SET: LazyLock<Script> = lua!("sem_set.lua");
-static SEM_DRAIN: LazyLock<Script> = lua!("sem_drain.lua");
+pub(crate) static SEM_ACQUIRE: LazyLock<Script> = lua!("sem_acquire.lua");
+pub(crate) static SEM_RELEASE: LazyLock<Script> = lua!("sem_release.lua");
+pub(crate) static SEM_SET: LazyLock<Script> = lua!("sem_set.lua");
+pub(crate) static SEM_DRAIN: LazyLock<Script> = lua!("sem_drain.lua");
 
 /// These scripts, for the catalogue (catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 4] {

@@ -3,6 +3,7 @@
 //! and every deployment are tested against real servers in tests/.
 
 mod faults;
+mod semaphore;
 mod waiting;
 
 use std::future::Future;
