@@ -1,6 +1,6 @@
-//! The fake server's model of the semaphore's scripts (lua/sem_*.lua), following each
-//! script's header (KEYS, ARGV, replies): a counter is a number at the semaphore's
-//! name, with an optional time to live.
+//! The fake server's model of the counters' scripts (the semaphore's lua/sem_*.lua,
+//! the latch's lua/latch_*.lua), following each script's header (KEYS, ARGV,
+//! replies): a counter is a number at its name, with an optional time to live.
 
 use std::time::Duration;
 
@@ -8,11 +8,12 @@ use redis::Value;
 use tokio::time::Instant;
 
 use super::State;
+use crate::engine::kinds::latch::{LATCH_COUNT_DOWN, LATCH_SET};
 use crate::engine::kinds::semaphore::{SEM_ACQUIRE, SEM_DRAIN, SEM_RELEASE, SEM_SET};
 use crate::error::Result;
 use crate::transport::Script;
 
-/// Runs `script` if it is one of the semaphore's; `None` otherwise.
+/// Runs `script` if it is one of the counters'; `None` otherwise.
 pub(super) fn run(
     s: &mut State,
     script: &'static Script,
@@ -63,6 +64,26 @@ pub(super) fn run(
                 Value::Int(n)
             }
         }
+    } else if is(&LATCH_SET) {
+        s.log("latch_set.lua");
+        if s.counter(name).is_some() {
+            return Some(Ok(Value::Int(0)));
+        }
+        s.set_counter(name, int(1), None);
+        s.publish(&keys[1], &args[0]);
+        Value::Int(1)
+    } else if is(&LATCH_COUNT_DOWN) {
+        s.log("latch_count_down.lua");
+        let left = s.counter(name).unwrap_or(0) - 1;
+        if left <= 0 {
+            s.counters.remove(name);
+        } else {
+            s.incr_counter(name, -1);
+        }
+        if left == 0 {
+            s.publish(&keys[1], &args[0]);
+        }
+        Value::Int(left.max(0))
     } else {
         return None;
     };

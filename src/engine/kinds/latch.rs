@@ -14,8 +14,8 @@ use crate::keys;
 use crate::transport::script::lua;
 use crate::transport::Script;
 
-static LATCH_SET: LazyLock<Script> = lua!("latch_set.lua");
-static LATCH_COUNT_DOWN: LazyLock<Script> = lua!("latch_count_down.lua");
+pub(crate) static LATCH_SET: LazyLock<Script> = lua!("latch_set.lua");
+pub(crate) static LATCH_COUNT_DOWN: LazyLock<Script> = lua!("latch_count_down.lua");
 
 /// These scripts, for the catalogue (catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {

@@ -1,9 +1,10 @@
-//! Unit tests of the engine's core (waiter, attempt, release, hand-over) over the fake
-//! server (fake/), in paused tokio time: fast and deterministic. The scripts themselves
-//! and every deployment are tested against real servers in tests/.
+//! Unit tests of the engine's core (waiter, attempt, release, hand-over; the counters'
+//! waits) over the fake server (fake/), in paused tokio time: fast and deterministic.
+//! The scripts themselves and every deployment are tested against real servers in
+//! tests/.
 
+mod counters;
 mod faults;
-mod semaphore;
 mod waiting;
 
 use std::future::Future;

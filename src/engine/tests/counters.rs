@@ -1,7 +1,8 @@
-//! The semaphore's wait (counters.rs over signal.rs) on the fake server: taking and
-//! waiting, wake-ups by a release (not by the timeout), a release racing the
-//! subscription, two waiters racing for one permit, and cancellation at every await
-//! point (a permit taken for a caller that went is given back).
+//! The counters' waits (counters.rs over signal.rs) on the fake server: the
+//! semaphore's taking and waiting, wake-ups by a release (not by the timeout), a
+//! release racing the subscription, two waiters racing for one permit, cancellation
+//! at every await point (a permit taken for a caller that went is given back); the
+//! latch's wait for zero.
 
 use std::sync::Arc;
 use std::task::Poll;
@@ -238,4 +239,37 @@ async fn a_semaphore_wait_dropped_at_any_await_point_loses_no_permit() {
         }
     }
     assert!(runs > 20, "the wait has await points to drop at: {runs}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn latch_waiters_are_woken_by_the_count_down_to_zero_and_a_drop_leaves_nothing() {
+    let server = Server::new();
+    let (a, b) = (client(&server), client(&server));
+    assert!(a.latch_set("l", 2).await.expect("no error"));
+    assert!(!a.latch_set("l", 5).await.expect("no error"), "set once");
+    let b2 = b.clone();
+    let waiting = tokio::spawn(async move { b2.latch_wait("l", None).await });
+    // A bounded wait that runs out, and one dropped mid-wait, beside it.
+    let short = a.latch_wait("l", Some(Duration::from_millis(100))).await;
+    assert!(!short.expect("no error"));
+    let mut dropped = Box::pin(a.latch_wait("l", None));
+    assert!(poll_once(&mut dropped).await.is_pending());
+    settle(Duration::from_millis(10)).await;
+    drop(dropped);
+    assert_eq!(a.latch_count_down("l").await.expect("no error"), 1);
+    settle(Duration::from_millis(50)).await;
+    assert!(!waiting.is_finished(), "one left to count");
+    let started = Instant::now();
+    assert_eq!(a.latch_count_down("l").await.expect("no error"), 0);
+    assert!(waiting.await.expect("no panic").expect("no error"));
+    assert!(
+        started.elapsed() < LEASE,
+        "woken by the message, not the idle bound"
+    );
+    assert_eq!(a.latch_count("l").await.expect("no error"), 0);
+    assert_eq!(server.counter("l"), None, "deleted at zero");
+    settle(Duration::from_secs(1)).await;
+    for engine in [&a, &b] {
+        nothing_left_locally(engine);
+    }
 }
