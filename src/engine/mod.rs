@@ -2,26 +2,34 @@
 //! independent deployments. It sends requests through the transport layer
 //! ([`crate::transport::Transport`]) and knows nothing of the public API above it.
 //!
+//! * [`facade`]: what the API layer calls (connect, `lock`, the façade's types);
+//!   [`queries`]: the read side and `force_unlock`; `counters`: semaphores and
+//!   latches; `expirable`: the permit-expirable semaphore; [`election`],
+//!   [`guarded`], [`revoke`]: leader election, guarded writes, release requests.
 //! * [`master`]: one deployment as the engine uses it (its transport and group commit).
-//! * [`catalogue`]: every script in `lua/`; [`scripts`]: the plain, fair and fenced
-//!   locks' typed calls; [`plain_ops`]: how group commit sends plain operations;
-//!   [`renew`]: renewal calls; [`shards`]: grouping a batch by slot or node;
-//!   [`wire`]: script replies and the rules every call shares.
+//! * [`kinds`]: one protocol per lock kind (what it sends, which channel wakes it);
+//!   [`catalogue`]: every script in `lua/`; [`plain_ops`]: how group commit sends
+//!   plain operations; [`renew`]: renewal calls; [`shards`]: grouping a batch by slot
+//!   or node; [`wire`]: script replies and the rules every call shares.
 //! * [`quorum`]: fan-out to every master and the majority rules.
 //! * [`attempt`]: one acquisition attempt over all masters (Redlock steps 1–5).
 //! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry).
 //! * [`release`]: giving a hold back, or handing it to a local waiter.
-//! * [`rw`]: what the read and write locks of a read-write lock send instead.
-//! * [`permits`], [`signal`]: semaphores and latches, and waiting for a counter.
+//! * [`rw`]: what the read and write locks of a read-write lock share.
+//! * [`signal`]: waiting for a counter; calls that run to their end if cancelled.
 //! * [`watchdog`]: renewing the leases of held locks.
-//! * [`holds`], [`holder`], [`gate`], [`offers`]: the client's local bookkeeping.
+//! * [`held`], [`holds`], [`holder`], [`gate`], [`offers`]: the client's local
+//!   bookkeeping.
 //! * [`tickets`]: waits that a release in another client may hand the lock to.
 //!
-//! The API layer uses only the façade: [`Engine`]'s methods in [`facade`] (connect,
-//! acquire, counters) and [`queries`] (the read side, `force_unlock`), [`Kind`],
-//! [`Settings`], and the types [`facade`] names (the call description, the handle of
-//! an acquisition, what the API needs of the transport). `Engine`'s fields are private
-//! to this module.
+//! The API layer uses only the façade: [`Engine`]'s methods (in [`facade`],
+//! [`queries`], `counters`, `expirable`, [`election`], [`revoke`]) and [`Held`]'s,
+//! [`Kind`], [`Settings`], and the types [`facade`] re-exports (the call description,
+//! the handle of an acquisition, what the API needs of the transport). It never names
+//! an inner module (scripts/check-layers.py checks it, and that no engine modules
+//! import each other in a circle). `Engine`'s fields are private to this module.
+//!
+//! [`Held`]: held::Held
 
 pub(crate) mod attempt;
 pub(crate) mod call;
