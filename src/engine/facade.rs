@@ -262,7 +262,7 @@ impl Engine {
 
     /// The only master, for a counter (semaphore, latch) named `name`: counters are
     /// not kept by majority. `what` names the counter in the error.
-    pub(crate) fn single_master(&self, name: &str, what: &str) -> Result<Arc<Master>> {
+    pub(super) fn single_master(&self, name: &str, what: &str) -> Result<Arc<Master>> {
         keys::validate(name)?;
         match self.masters.as_slice() {
             [only] => Ok(only.clone()),

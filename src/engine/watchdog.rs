@@ -252,7 +252,7 @@ impl Renewal {
 
 /// The holds of a chunk grouped by the script that renews them: their places in the
 /// chunk and their (name, holder) pairs. Read holds renew their own timeout keys
-/// (rw.rs), permits their expiry (permits.rs); every other hold its field.
+/// (rw.rs), permits their expiry (kinds/permit.rs); every other hold its field.
 type Groups<'a> = [(Renewal, (Vec<usize>, Vec<(&'a str, &'a str)>)); 3];
 
 fn groups(chunk: &[Arc<Hold>]) -> Groups<'_> {

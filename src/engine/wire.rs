@@ -1,7 +1,7 @@
 //! What the lock scripts answer, and the wire rules every typed call shares: typing a
 //! script's error, reading its integers, sending an acquisition synced to replicas and
 //! judging the replicas' acknowledgements. Imports nothing of the engine, so every
-//! script call (scripts.rs, plain_ops.rs, renew.rs, rw.rs, permits.rs) and the master
+//! script call (kinds/, plain_ops.rs, renew.rs, rw.rs) and the master
 //! (master.rs) can use it without a circle.
 
 use std::time::Duration;
