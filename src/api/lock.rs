@@ -9,7 +9,7 @@ use crate::api::client::Client;
 use crate::api::config_check::check_lease;
 use crate::api::guard::LockGuard;
 use crate::engine::facade::{fresh_number, Holding, LockSpec};
-pub use crate::engine::Kind;
+pub use crate::engine::{BackOff, Delays, Kind};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
@@ -101,6 +101,12 @@ impl Lock {
             client,
             spec: LockSpec::new(name.into(), kind),
         }
+    }
+
+    /// The same lock, a spin lock's waits spaced by `backoff` (other kinds ignore it).
+    pub(crate) fn backing_off(mut self, backoff: BackOff) -> Self {
+        self.spec.backoff = backoff;
+        self
     }
 
     /// The same lock held per OS thread (the blocking API).

@@ -9,7 +9,9 @@
 //!   [`wire`]: script replies and the rules every call shares.
 //! * [`quorum`]: fan-out to every master and the majority rules.
 //! * [`attempt`]: one acquisition attempt over all masters (Redlock steps 1–5).
-//! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry).
+//! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry);
+//!   [`spin`]: a spin lock's wait instead (try → back off → retry, no pub/sub), spaced
+//!   by a [`BackOff`] ([`backoff`]).
 //! * [`release`]: giving a hold back, or handing it to a local waiter.
 //! * [`rw`]: what the read and write locks of a read-write lock send instead.
 //! * [`permits`], [`signal`]: semaphores and latches, and waiting for a counter.
@@ -24,6 +26,7 @@
 //! to this module.
 
 pub(crate) mod attempt;
+mod backoff;
 pub(crate) mod call;
 pub(crate) mod catalogue;
 pub(crate) mod election;
@@ -50,6 +53,7 @@ pub(crate) mod rw;
 pub(crate) mod scripts;
 pub(crate) mod shards;
 pub(crate) mod signal;
+mod spin;
 pub(crate) mod tickets;
 mod urgent;
 pub(crate) mod waiter;
@@ -70,6 +74,7 @@ use crate::transport::pubsub::PubSub;
 
 use gate::Gates;
 use holds::{Hold, Holds};
+pub use backoff::{BackOff, Delays};
 pub use kind::Kind;
 use master::Master;
 use offers::Offers;
