@@ -171,7 +171,9 @@ pub enum Error {
     /// answers `NON_REENTRANT_REACQUIRE` and throws `IllegalMonitorStateException`, for
     /// `lock()` and `tryLock()` alike; so does redlatch, at once, without waiting.
     /// Another holder (another call, task, thread or process) waits for it instead.
-    #[error("lock {name:?} is non-reentrant and the caller already holds it (NON_REENTRANT_REACQUIRE)")]
+    #[error(
+        "lock {name:?} is non-reentrant and the caller already holds it (NON_REENTRANT_REACQUIRE)"
+    )]
     Reentry {
         /// The lock's name.
         name: String,

@@ -135,6 +135,17 @@ pub struct KindArgs {
     #[arg(long)]
     pub write: bool,
 
+    /// Non-reentrant lock (Redisson getNonReentrantLock): the same wire as the plain
+    /// lock, for NAMEs that Java code takes with getNonReentrantLock.
+    #[arg(long)]
+    pub non_reentrant: bool,
+
+    /// Spin lock (Redisson getSpinLock): waits by retrying after an exponential
+    /// back-off (1ms, x2, at most 128ms, with jitter) instead of subscribing to
+    /// pub/sub; its release publishes nothing.
+    #[arg(long)]
+    pub spin: bool,
+
     /// A permit of the expirable semaphore NAME (Redisson RPermitExpirableSemaphore),
     /// set up with N permits if it does not exist: at most N CMDs at once across
     /// machines (`sem`). A killed runner's permit expires after --watchdog.

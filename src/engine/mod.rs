@@ -72,9 +72,9 @@ use uuid::Uuid;
 
 use crate::transport::pubsub::PubSub;
 
+pub use backoff::{BackOff, Delays};
 use gate::Gates;
 use holds::{Hold, Holds};
-pub use backoff::{BackOff, Delays};
 pub use kind::Kind;
 use master::Master;
 use offers::Offers;
