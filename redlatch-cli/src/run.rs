@@ -113,7 +113,7 @@ impl RunArgs {
 }
 
 /// Which kind of lock (or semaphore) `run` holds; at most one of these.
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Default)]
 #[group(multiple = false)]
 pub struct KindArgs {
     /// Fair lock: waiters get the lock in arrival order (Redisson RFairLock).
