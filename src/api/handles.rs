@@ -205,7 +205,9 @@ impl Client {
     /// let backoff = BackOff::constant(Duration::from_millis(5))?;
     /// let lock = client.spin_lock_with("reports", backoff);
     /// let guard = lock.lock().await?;
+    /// assert!(lock.try_lock(Duration::from_millis(12)).await?.is_none()); // ~3 tries, 5 ms apart
     /// guard.unlock().await?;
+    /// assert!(!lock.is_locked().await?);
     /// # Ok(()) }) }
     /// ```
     pub fn spin_lock_with(&self, name: impl Into<String>, backoff: BackOff) -> Lock {

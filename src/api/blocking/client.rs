@@ -185,7 +185,10 @@ impl Client {
     /// use redlatch::{BackOff, Config};
     /// let client = Client::connect(Config::single(url))?;
     /// let lock = client.spin_lock_with("reports", BackOff::constant(Duration::from_millis(2))?);
-    /// lock.lock()?.unlock()?;
+    /// let guard = lock.lock()?;
+    /// assert!(lock.is_locked()?);
+    /// guard.unlock()?;
+    /// assert!(!lock.is_locked()?);
     /// # Ok(()) }) }
     /// ```
     pub fn spin_lock_with(&self, name: impl Into<String>, backoff: crate::BackOff) -> Lock {
