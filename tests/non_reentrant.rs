@@ -397,3 +397,39 @@ async fn the_blocking_api_refuses_the_same_thread() {
     .await
     .unwrap();
 }
+
+/// The watchdog keeps a hold of every new kind past its lease, and `lost()` fires when
+/// the lock is taken away (force-unlocked), as for the reentrant lock.
+#[tokio::test]
+async fn the_watchdog_keeps_them_and_lost_fires_when_they_go() {
+    let server = RedisServer::start();
+    let watchdog = Duration::from_millis(900);
+    let client = Client::connect(Config::single(server.url()).watchdog_timeout(watchdog))
+        .await
+        .unwrap();
+    let locks = [
+        client.non_reentrant_lock("kept"),
+        client.non_reentrant_fair_lock("kept-fair"),
+        client.spin_lock("kept-spin"),
+    ];
+    let mut guards = Vec::new();
+    for lock in &locks {
+        guards.push(lock.lock().await.unwrap());
+    }
+    // Three leases long: only renewals can keep them.
+    tokio::time::sleep(watchdog * 3).await;
+    for (lock, guard) in locks.iter().zip(&guards) {
+        assert!(!guard.lost().is_cancelled(), "{:?}", lock.kind());
+        let count: i64 = server.cmd(&["HGET", lock.name(), guard.holder()]);
+        assert_eq!(count, 1, "{:?}", lock.kind());
+    }
+    for (lock, guard) in locks.iter().zip(&guards) {
+        assert!(lock.force_unlock().await.unwrap());
+        tokio::time::timeout(Duration::from_secs(10), guard.lost().cancelled())
+            .await
+            .unwrap_or_else(|_| panic!("{:?}: lost() did not fire", lock.kind()));
+    }
+    for guard in guards {
+        assert!(guard.unlock().await.unwrap_err().is_not_held());
+    }
+}
