@@ -1,4 +1,5 @@
-//! [`Lock`]: a handle on one named lock (plain, fair or fenced).
+//! [`Lock`]: a handle on one named lock (plain, fair, fenced, non-reentrant, spin, or a
+//! side of a read-write lock).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +23,10 @@ use crate::telemetry;
 /// even when they are futures of one task (`join!`, `select!`,
 /// `for_each_concurrent`). A call re-enters (the hold count grows) only inside the
 /// [scope](LockGuard::scope) of a guard of the same lock, or in [`with`](Lock::with);
-/// the [blocking](crate::blocking) API re-enters per thread, as Redisson does.
+/// the [blocking](crate::blocking) API re-enters per thread, as Redisson does. The
+/// non-reentrant kinds ([`Client::non_reentrant_lock`],
+/// [`Client::non_reentrant_fair_lock`]) refuse that second acquisition with
+/// [`Error::Reentry`] instead; a [spin lock](Client::spin_lock) waits without pub/sub.
 ///
 /// # When not to rely on it alone
 /// A lease cannot stop a holder that is paused (GC, a stalled VM, a long swap) from
