@@ -164,6 +164,21 @@ pub enum Error {
         name: String,
     },
 
+    /// A non-reentrant lock ([`Client::non_reentrant_lock`](crate::Client::non_reentrant_lock),
+    /// [`Client::non_reentrant_fair_lock`](crate::Client::non_reentrant_fair_lock)) was
+    /// asked for again by the holder that holds it: in the scope of its guard, through
+    /// the same [`Owner`](crate::Owner), or on the same thread (blocking API). Redisson
+    /// answers `NON_REENTRANT_REACQUIRE` and throws `IllegalMonitorStateException`, for
+    /// `lock()` and `tryLock()` alike; so does redlatch, at once, without waiting.
+    /// Another holder (another call, task, thread or process) waits for it instead.
+    #[error(
+        "lock {name:?} is non-reentrant and the caller already holds it (NON_REENTRANT_REACQUIRE)"
+    )]
+    Reentry {
+        /// The lock's name.
+        name: String,
+    },
+
     /// The operation cannot be carried out soundly in this deployment (for example a
     /// semaphore over several independent Redlock masters).
     #[error("{what} is not supported: {reason}")]
@@ -284,6 +299,7 @@ impl Error {
             | Error::PermissionDenied { .. }
             | Error::OutOfMemory { .. }
             | Error::Upgrade { .. }
+            | Error::Reentry { .. }
             | Error::Unsupported { .. }
             | Error::BadData { .. } => true,
             Error::NoQuorum {

@@ -23,7 +23,7 @@ pub use api::election::{Change, ChangeKind, Election, Leader, Leadership, Observ
 pub use api::guard::LockGuard;
 pub use api::guarded::{Guarded, GuardedScript};
 pub use api::latch::CountDownLatch;
-pub use api::lock::{Kind, Lock, Owner};
+pub use api::lock::{BackOff, Delays, Kind, Lock, Owner};
 pub use api::multi::{MultiGuard, MultiLock};
 pub use api::permits::{Permit, PermitExpirableSemaphore};
 pub use api::permits_many::MAX_PERMITS_PER_CALL;

@@ -68,6 +68,9 @@ pub enum Workload {
     /// W3 with the fair lock.
     #[value(name = "W4", alias = "w4")]
     W4,
+    /// W3 with the spin lock (no pub/sub: waiters retry after the default back-off).
+    #[value(name = "SP", alias = "sp")]
+    Sp,
     /// Scale: 100,000 locks held under the watchdog.
     #[value(name = "W5", alias = "w5")]
     W5,
@@ -294,8 +297,15 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         let r = match w {
             Workload::W1 => simple::w1(&ctx).await.map_err(|e| e.to_string()),
             Workload::W2 => simple::w2(&ctx).await.map_err(|e| e.to_string()),
-            Workload::W3 => contended::run(&ctx, false).await.map_err(|e| e.to_string()),
-            Workload::W4 => contended::run(&ctx, true).await.map_err(|e| e.to_string()),
+            Workload::W3 => {
+                (contended::run(&ctx, redlatch::Kind::Plain).await).map_err(|e| e.to_string())
+            }
+            Workload::W4 => {
+                (contended::run(&ctx, redlatch::Kind::Fair).await).map_err(|e| e.to_string())
+            }
+            Workload::Sp => {
+                (contended::run(&ctx, redlatch::Kind::Spin).await).map_err(|e| e.to_string())
+            }
             Workload::W5 => scale::w5(&ctx).await.map_err(|e| e.to_string()),
             Workload::W6 => scale::w6(&ctx).await.map_err(|e| e.to_string()),
             Workload::R1 => family::r1(&ctx).await.map_err(|e| e.to_string()),

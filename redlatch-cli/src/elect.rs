@@ -92,11 +92,8 @@ fn as_run_args(args: ElectArgs) -> RunArgs {
         verbose: false,
         lease: None,
         kind: KindArgs {
-            fair: false,
             fenced: true,
-            read: false,
-            write: false,
-            permits: None,
+            ..KindArgs::default()
         },
         kill_grace: args.kill_grace,
         watchdog: args.watchdog,

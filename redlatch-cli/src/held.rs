@@ -26,6 +26,8 @@ impl Wanted {
             k if k.write => rw.write(),
             k if k.fair => client.fair_lock(name),
             k if k.fenced => client.fenced_lock(name),
+            k if k.non_reentrant => client.non_reentrant_lock(name),
+            k if k.spin => client.spin_lock(name),
             _ => client.lock(name),
         })
     }

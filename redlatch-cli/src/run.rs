@@ -113,7 +113,7 @@ impl RunArgs {
 }
 
 /// Which kind of lock (or semaphore) `run` holds; at most one of these.
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Default)]
 #[group(multiple = false)]
 pub struct KindArgs {
     /// Fair lock: waiters get the lock in arrival order (Redisson RFairLock).
@@ -134,6 +134,17 @@ pub struct KindArgs {
     /// Waiting writers keep new readers out.
     #[arg(long)]
     pub write: bool,
+
+    /// Non-reentrant lock (Redisson getNonReentrantLock): the same wire as the plain
+    /// lock, for NAMEs that Java code takes with getNonReentrantLock.
+    #[arg(long)]
+    pub non_reentrant: bool,
+
+    /// Spin lock (Redisson getSpinLock): waits by retrying after an exponential
+    /// back-off (1ms, x2, at most 128ms, with jitter) instead of subscribing to
+    /// pub/sub; its release publishes nothing.
+    #[arg(long)]
+    pub spin: bool,
 
     /// A permit of the expirable semaphore NAME (Redisson RPermitExpirableSemaphore),
     /// set up with N permits if it does not exist: at most N CMDs at once across

@@ -5,7 +5,7 @@
 
 use crate::api::client::Client;
 use crate::api::latch::CountDownLatch;
-use crate::api::lock::{Kind, Lock, Owner};
+use crate::api::lock::{BackOff, Kind, Lock, Owner};
 use crate::api::multi::MultiLock;
 use crate::api::permits::PermitExpirableSemaphore;
 use crate::api::rwlock::ReadWriteLock;
@@ -96,6 +96,122 @@ impl Client {
     /// ```
     pub fn fenced_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Fenced)
+    }
+
+    /// A **non-reentrant**, non-fair lock (Redisson `getNonReentrantLock`,
+    /// `RedissonNonReentrantLock`): the plain lock's layout on the wire, so it excludes
+    /// Redisson's and redlatch's locks of the same name, but a holder that already holds
+    /// it is refused with [`Error::Reentry`](crate::Error::Reentry) instead of
+    /// re-entering: in the scope of its guard, through the same
+    /// [`Owner`](crate::Owner), or on the same thread (blocking API); by `lock()` and
+    /// `try_lock()` alike, at once, as Redisson throws `IllegalMonitorStateException`.
+    /// Any other caller waits for it (or `try_lock` answers `None`): two futures of one
+    /// task are two holders, so one of them waits.
+    ///
+    /// It suits code whose concurrency lives inside one task, where an accidental
+    /// nested acquisition should fail loudly rather than silently re-enter. Under
+    /// Redlock it works as the plain lock does (majority of independent masters).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config, Error, Kind};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let lock = client.non_reentrant_lock("import:daily");
+    /// assert_eq!(lock.kind(), Kind::NonReentrant);
+    /// let guard = lock.lock().await?;
+    /// // Another call is another holder: busy.
+    /// assert!(lock.try_lock(Duration::ZERO).await?.is_none());
+    /// // The holder itself (in the guard's scope) is refused, not re-entered.
+    /// let again = guard.scope(lock.try_lock(Duration::ZERO)).await;
+    /// assert!(matches!(again, Err(Error::Reentry { .. })));
+    /// assert_eq!(lock.hold_count().await?, 1);
+    /// guard.unlock().await?;
+    /// assert!(!lock.is_locked().await?);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn non_reentrant_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into(), Kind::NonReentrant)
+    }
+
+    /// A **non-reentrant** FIFO lock (Redisson `getNonReentrantFairLock`,
+    /// `RedissonNonReentrantFairLock`): the fair lock's queue and layout; a second
+    /// acquisition by the holder fails with [`Error::Reentry`](crate::Error::Reentry),
+    /// as for [`non_reentrant_lock`](Client::non_reentrant_lock).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, Error, Kind};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let lock = client.non_reentrant_fair_lock("queue:refunds");
+    /// assert_eq!(lock.kind(), Kind::NonReentrantFair);
+    /// let owner = client.owner();
+    /// let guard = lock.owned_by(owner).lock().await?;
+    /// let again = lock.owned_by(owner).lock().await; // the same holder: refused at once
+    /// assert!(matches!(again, Err(Error::Reentry { .. })));
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn non_reentrant_fair_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into(), Kind::NonReentrantFair)
+    }
+
+    /// A **spin lock** (Redisson `getSpinLock(name)`, `RedissonSpinLock`): reentrant,
+    /// non-fair, the plain lock's layout, but neither its waiters nor its releases use
+    /// pub/sub. A waiter tries, sleeps the next delay of its [`BackOff`] (Redisson's
+    /// default: exponential from 1 ms, ×2, at most 128 ms, with jitter) and tries
+    /// again. For deployments where pub/sub traffic is the problem (large clusters with
+    /// many locks); the price is latency up to one back-off after a release, and retry
+    /// traffic while a waiter spins. Lease, watchdog and [`lost`](crate::LockGuard::lost)
+    /// are the plain lock's; under Redlock each try is a Redlock attempt.
+    ///
+    /// A release publishes nothing, so a *plain* lock's waiter on the same name learns
+    /// of it only at its TTL bound: do not mix kinds on one name.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config, Kind};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let lock = client.spin_lock("reports");
+    /// assert_eq!(lock.kind(), Kind::Spin);
+    /// let guard = lock.lock().await?;
+    /// // A second caller spins until the wait runs out, subscribing to nothing.
+    /// assert!(lock.try_lock(Duration::from_millis(30)).await?.is_none());
+    /// assert_eq!(client.subscriptions(), 0);
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn spin_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into(), Kind::Spin)
+    }
+
+    /// A spin lock whose waits are spaced by `backoff` (Redisson
+    /// `getSpinLock(name, backOff)`): see [`spin_lock`](Client::spin_lock).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{BackOff, Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let backoff = BackOff::constant(Duration::from_millis(5))?;
+    /// let lock = client.spin_lock_with("reports", backoff);
+    /// let guard = lock.lock().await?;
+    /// assert!(lock.try_lock(Duration::from_millis(12)).await?.is_none()); // ~3 tries, 5 ms apart
+    /// guard.unlock().await?;
+    /// assert!(!lock.is_locked().await?);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn spin_lock_with(&self, name: impl Into<String>, backoff: BackOff) -> Lock {
+        self.spin_lock(name).backing_off(backoff)
     }
 
     /// A read-write lock (Redisson `RReadWriteLock`): [`read`](ReadWriteLock::read)

@@ -1,4 +1,5 @@
-//! [`Lock`]: a handle on one named lock (plain, fair or fenced).
+//! [`Lock`]: a handle on one named lock (plain, fair, fenced, non-reentrant, spin, or a
+//! side of a read-write lock).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use crate::api::client::Client;
 use crate::api::config_check::check_lease;
 use crate::api::guard::LockGuard;
 use crate::engine::facade::{fresh_number, Holding, LockSpec};
-pub use crate::engine::Kind;
+pub use crate::engine::{BackOff, Delays, Kind};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
@@ -22,7 +23,10 @@ use crate::telemetry;
 /// even when they are futures of one task (`join!`, `select!`,
 /// `for_each_concurrent`). A call re-enters (the hold count grows) only inside the
 /// [scope](LockGuard::scope) of a guard of the same lock, or in [`with`](Lock::with);
-/// the [blocking](crate::blocking) API re-enters per thread, as Redisson does.
+/// the [blocking](crate::blocking) API re-enters per thread, as Redisson does. The
+/// non-reentrant kinds ([`Client::non_reentrant_lock`],
+/// [`Client::non_reentrant_fair_lock`]) refuse that second acquisition with
+/// [`Error::Reentry`] instead; a [spin lock](Client::spin_lock) waits without pub/sub.
 ///
 /// # When not to rely on it alone
 /// A lease cannot stop a holder that is paused (GC, a stalled VM, a long swap) from
@@ -101,6 +105,12 @@ impl Lock {
             client,
             spec: LockSpec::new(name.into(), kind),
         }
+    }
+
+    /// The same lock, a spin lock's waits spaced by `backoff` (other kinds ignore it).
+    pub(crate) fn backing_off(mut self, backoff: BackOff) -> Self {
+        self.spec.backoff = backoff;
+        self
     }
 
     /// The same lock held per OS thread (the blocking API).

@@ -138,7 +138,12 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
     // Release everywhere the request may have landed.
     let granted: Vec<usize> = grants.iter().map(|g| g.at).chain(unsynced).collect();
     if !granted.is_empty() || pttls.len() < results.len() {
-        let only = reentrant.then_some(granted.as_slice());
+        // A master that refused a non-reentrant re-acquisition holds the holder's real
+        // hold: release only where this attempt granted, as for a re-entry.
+        let holds = results
+            .iter()
+            .any(|r| matches!(r, Some(Err(Error::Reentry { .. }))));
+        let only = (reentrant || holds).then_some(granted.as_slice());
         // No local wake-up: this undoes our own attempt, nobody local was waiting on it.
         let _ = release_on(inner, name, holder, lease_ms, kind, only, false).await;
     }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::backoff::BackOff;
 use super::kind::Kind;
 
 /// Parameters of one `lock`/`try_lock` call.
@@ -42,6 +43,8 @@ pub(crate) struct LockSpec {
     pub(crate) holding: Holding,
     /// A writer of a read-write lock keeps new readers out while it waits.
     pub(crate) intent: bool,
+    /// A spin lock's sleeps between tries (other kinds wait for a message).
+    pub(crate) backoff: BackOff,
 }
 
 impl LockSpec {
@@ -52,6 +55,7 @@ impl LockSpec {
             kind,
             holding: Holding::PerCall,
             intent: false,
+            backoff: BackOff::default(),
         }
     }
 }

@@ -19,6 +19,8 @@ pub(crate) fn all() -> Vec<&'static Script> {
     all.extend(kinds::plain::scripts().map(|s| &**s));
     all.extend(kinds::fenced::scripts().map(|s| &**s));
     all.extend(kinds::fair::scripts().map(|s| &**s));
+    all.extend(kinds::nonreentrant::scripts().map(|s| &**s));
+    all.extend(kinds::spin::scripts().map(|s| &**s));
     all.extend(super::rw::all().map(|s| &**s));
     all.extend(kinds::semaphore::scripts().map(|s| &**s));
     all.extend(kinds::permit::scripts().map(|s| &**s));

@@ -18,7 +18,7 @@ use super::holds::Holds;
 use super::kind::Kind;
 use super::master::Master;
 use super::tickets::Tickets;
-use super::{attempt, holder, rw, waiter, watchdog};
+use super::{attempt, holder, rw, spin, waiter, watchdog};
 use super::{Engine, Settings};
 use crate::error::{Error, Result};
 use crate::keys;
@@ -156,9 +156,9 @@ impl Engine {
 
     /// Checks `name` for a lock of `kind` on this deployment.
     pub(crate) fn check_name(&self, name: &str, kind: Kind) -> Result<()> {
-        match kind {
-            Kind::Fair => keys::validate_fair(name)?,
-            _ => keys::validate(name)?,
+        match kind.is_fair() {
+            true => keys::validate_fair(name)?,
+            false => keys::validate(name)?,
         }
         if self.settings.cluster {
             keys::validate_cluster(name)?;
@@ -187,8 +187,15 @@ impl Engine {
         if spec.kind == Kind::Write {
             self.refuse_upgrade(&call)?;
         }
+        self.refuse_reentry(&call)?;
         self.hint_self_wait(spec, &call.holder);
-        let Some(grant) = waiter::acquire(self, &call).await? else {
+        let protocol = spec.kind.protocol();
+        let grant = if protocol.spins() {
+            spin::acquire(self, &call, spec.backoff).await?
+        } else {
+            waiter::acquire(self, &call).await?
+        };
+        let Some(grant) = grant else {
             return Ok(None);
         };
         let hold = self.holds.acquired(&call, grant.fresh, grant.started);
@@ -258,6 +265,18 @@ impl Engine {
             });
         }
         Ok(())
+    }
+
+    /// A holder that holds a non-reentrant lock may not acquire it again (Redisson's
+    /// `NON_REENTRANT_REACQUIRE`): refused here when this client knows the hold, else
+    /// by the kind's acquire script (lua/reacquire_guard.lua).
+    fn refuse_reentry(&self, call: &Call) -> Result<()> {
+        if call.kind.protocol().reentrant() || self.holds.get(&call.name, &call.holder).is_none() {
+            return Ok(());
+        }
+        Err(Error::Reentry {
+            name: call.name.to_string(),
+        })
     }
 
     /// The only master, for a counter (semaphore, latch) named `name`: counters are

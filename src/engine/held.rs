@@ -18,7 +18,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::holder::{self, ScopeEntry};
 use super::holds::Hold;
-use super::kind::Kind;
 use super::kinds::permit;
 use super::{release, Engine};
 use crate::error::{Error, Result};
@@ -137,7 +136,7 @@ impl Held {
             None => {
                 // A lost hold is being dropped on the masters (Engine::lose): report
                 // once that is done, so nothing of it is left when unlock returns.
-                let fair = hold.kind == Kind::Fair;
+                let fair = hold.kind.is_fair();
                 engine.offers(fair).settled(&hold.name, &hold.holder).await;
                 Err(not_held(hold))
             }

@@ -1,7 +1,7 @@
 //! [`Kind`]: which flavour of lock an operation is for.
 
-/// Which flavour of lock an operation is for. More kinds will come (Redisson's
-/// non-reentrant and spin locks, issue 24), so a `match` on it needs a wildcard arm.
+/// Which flavour of lock an operation is for. More kinds may come, so a `match` on it
+/// needs a wildcard arm.
 ///
 /// # Examples
 /// ```
@@ -33,10 +33,19 @@ pub enum Kind {
     Read,
     /// The exclusive side of a read-write lock (Redisson `RReadWriteLock.writeLock()`).
     Write,
+    /// Non-reentrant, non-fair (Redisson `getNonReentrantLock`): a second acquisition by
+    /// the holder fails with [`Error::Reentry`](crate::Error::Reentry).
+    NonReentrant,
+    /// Non-reentrant, FIFO (Redisson `getNonReentrantFairLock`).
+    NonReentrantFair,
+    /// Reentrant, waited for without pub/sub: retried after an exponential back-off
+    /// with jitter (Redisson `getSpinLock`; [`BackOff`](crate::BackOff)).
+    Spin,
 }
 
 impl Kind {
-    /// `plain`, `fair`, `fenced`, `read` or `write`: the `kind` of spans and metrics.
+    /// `plain`, `fair`, `fenced`, `read`, `write`, `non_reentrant`,
+    /// `non_reentrant_fair` or `spin`: the `kind` of spans and metrics.
     pub(crate) fn label(self) -> &'static str {
         self.protocol().label()
     }
@@ -50,5 +59,11 @@ impl Kind {
     /// A side of a read-write lock.
     pub(crate) fn is_rw(self) -> bool {
         matches!(self, Kind::Read | Kind::Write)
+    }
+
+    /// Kept in the fair lock's layout (a queue, deadlines, per-waiter channels): its
+    /// names are checked, force-released and handed over as the fair lock's.
+    pub(crate) fn is_fair(self) -> bool {
+        matches!(self, Kind::Fair | Kind::NonReentrantFair)
     }
 }

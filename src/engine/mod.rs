@@ -13,7 +13,9 @@
 //!   or node; [`wire`]: script replies and the rules every call shares.
 //! * [`quorum`]: fan-out to every master and the majority rules.
 //! * [`attempt`]: one acquisition attempt over all masters (Redlock steps 1–5).
-//! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry).
+//! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry);
+//!   [`spin`]: a spin lock's wait instead (try → back off → retry, no pub/sub), spaced
+//!   by a [`BackOff`] ([`backoff`]).
 //! * [`release`]: giving a hold back, or handing it to a local waiter.
 //! * [`rw`]: what the read and write locks of a read-write lock share.
 //! * [`signal`]: waiting for a counter; calls that run to their end if cancelled.
@@ -32,6 +34,7 @@
 //! [`Held`]: held::Held
 
 pub(crate) mod attempt;
+mod backoff;
 pub(crate) mod call;
 pub(crate) mod catalogue;
 mod counters;
@@ -58,6 +61,7 @@ pub(crate) mod revoke;
 pub(crate) mod rw;
 pub(crate) mod shards;
 pub(crate) mod signal;
+mod spin;
 pub(crate) mod tickets;
 mod urgent;
 pub(crate) mod waiter;
@@ -76,6 +80,7 @@ use uuid::Uuid;
 
 use crate::transport::pubsub::PubSub;
 
+pub use backoff::{BackOff, Delays};
 use gate::Gates;
 use holds::{Hold, Holds};
 pub use kind::Kind;

@@ -81,7 +81,7 @@ impl Engine {
         let results = fan_out(&self.masters, |m| async move {
             match kind {
                 Kind::Read | Kind::Write => rw::force_release(m, name, kind == Kind::Write).await,
-                _ => force_release(m, name, kind == Kind::Fair).await,
+                _ => force_release(m, name, kind.is_fair()).await,
             }
         })
         .await;

@@ -1,9 +1,11 @@
-//! W3 (16 tasks contend for one name) and W4 (the same with the fair lock).
+//! W3 (16 tasks contend for one name), W4 (the same with the fair lock) and SP (the same
+//! with the spin lock: no pub/sub, waiters retry after Redisson's default back-off).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use redlatch::Kind;
 use serde_json::json;
 
 use super::stats::Samples;
@@ -20,9 +22,18 @@ struct Record {
     released: Instant,
 }
 
-/// W3 (`fair` = false) or W4 (`fair` = true).
-pub async fn run(ctx: &Ctx, fair: bool) -> redlatch::Result<Report> {
-    let name = ctx.key(if fair { "w4" } else { "w3" });
+/// The workload's name for a lock kind: W3 (plain), W4 (fair), SP (spin).
+fn label(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Fair => "W4",
+        Kind::Spin => "SP",
+        _ => "W3",
+    }
+}
+
+/// W3 (`Kind::Plain`), W4 (`Kind::Fair`) or SP (`Kind::Spin`).
+pub async fn run(ctx: &Ctx, kind: Kind) -> redlatch::Result<Report> {
+    let name = ctx.key(&label(kind).to_lowercase());
     let inside = Arc::new(AtomicBool::new(false));
     let violations = Arc::new(AtomicU64::new(0));
     let counter = Arc::new(AtomicU64::new(0));
@@ -30,10 +41,10 @@ pub async fn run(ctx: &Ctx, fair: bool) -> redlatch::Result<Report> {
     let until = started + ctx.duration;
     let tasks: Vec<_> = (0..TASKS)
         .map(|task| {
-            let lock = if fair {
-                ctx.client.fair_lock(name.clone())
-            } else {
-                ctx.client.lock(name.clone())
+            let lock = match kind {
+                Kind::Fair => ctx.client.fair_lock(name.clone()),
+                Kind::Spin => ctx.client.spin_lock(name.clone()),
+                _ => ctx.client.lock(name.clone()),
             };
             let (inside, violations, counter) =
                 (inside.clone(), violations.clone(), counter.clone());
@@ -71,7 +82,7 @@ pub async fn run(ctx: &Ctx, fair: bool) -> redlatch::Result<Report> {
     records.sort_by_key(|r| r.seq);
     Ok(summarise(
         ctx,
-        fair,
+        kind,
         &records,
         seconds,
         violations.load(Ordering::SeqCst),
@@ -80,7 +91,7 @@ pub async fn run(ctx: &Ctx, fair: bool) -> redlatch::Result<Report> {
 
 fn summarise(
     ctx: &Ctx,
-    fair: bool,
+    kind: Kind,
     records: &[Record],
     seconds: Duration,
     violations: u64,
@@ -104,12 +115,7 @@ fn summarise(
     let min = per_task.iter().min().copied().unwrap_or(0);
     let max = per_task.iter().max().copied().unwrap_or(0);
     let secs = seconds.as_secs_f64();
-    let mut r = ctx.report(
-        if fair { "W4" } else { "W3" },
-        records.len() as u64,
-        seconds,
-        &mut all,
-    );
+    let mut r = ctx.report(label(kind), records.len() as u64, seconds, &mut all);
     let extra = json!({
         "tasks": TASKS,
         "cross_handoffs": cross.len(),

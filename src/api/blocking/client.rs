@@ -105,6 +105,96 @@ impl Client {
         self.wrap(self.inner.fenced_lock(name))
     }
 
+    /// A non-reentrant lock (Redisson `getNonReentrantLock`), held per thread: the
+    /// thread that holds it is refused with [`Error::Reentry`](crate::Error::Reentry)
+    /// when it asks again, by `lock()` and `try_lock()` alike, as Redisson throws
+    /// `IllegalMonitorStateException`; other threads wait. See
+    /// [`crate::Client::non_reentrant_lock`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use std::time::Duration;
+    /// use redlatch::blocking::Client;
+    /// use redlatch::{Config, Error};
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.non_reentrant_lock("import:daily");
+    /// let guard = lock.lock()?;
+    /// assert!(matches!(lock.try_lock(Duration::ZERO), Err(Error::Reentry { .. })));
+    /// let other = std::thread::scope(|s| s.spawn(|| lock.try_lock(Duration::ZERO)).join());
+    /// assert!(other.unwrap()?.is_none()); // another thread: busy, not an error
+    /// guard.unlock()?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn non_reentrant_lock(&self, name: impl Into<String>) -> Lock {
+        self.wrap(self.inner.non_reentrant_lock(name))
+    }
+
+    /// A non-reentrant FIFO lock (Redisson `getNonReentrantFairLock`), held per thread.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::{Config, Error};
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.non_reentrant_fair_lock("queue:refunds");
+    /// let guard = lock.lock()?;
+    /// assert!(matches!(lock.lock(), Err(Error::Reentry { .. })));
+    /// guard.unlock()?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn non_reentrant_fair_lock(&self, name: impl Into<String>) -> Lock {
+        self.wrap(self.inner.non_reentrant_fair_lock(name))
+    }
+
+    /// A spin lock (Redisson `getSpinLock`), held per thread and reentrant per thread:
+    /// waiters retry after a back-off instead of subscribing. See
+    /// [`crate::Client::spin_lock`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.spin_lock("reports");
+    /// let outer = lock.lock()?;
+    /// let inner = lock.lock()?; // the same thread re-enters, as with Redisson
+    /// assert_eq!(lock.hold_count()?, 2);
+    /// inner.unlock()?;
+    /// outer.unlock()?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn spin_lock(&self, name: impl Into<String>) -> Lock {
+        self.wrap(self.inner.spin_lock(name))
+    }
+
+    /// A spin lock whose waits are spaced by `backoff` (Redisson
+    /// `getSpinLock(name, backOff)`).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use std::time::Duration;
+    /// use redlatch::blocking::Client;
+    /// use redlatch::{BackOff, Config};
+    /// let client = Client::connect(Config::single(url))?;
+    /// let lock = client.spin_lock_with("reports", BackOff::constant(Duration::from_millis(2))?);
+    /// let guard = lock.lock()?;
+    /// assert!(lock.is_locked()?);
+    /// guard.unlock()?;
+    /// assert!(!lock.is_locked()?);
+    /// # Ok(()) }) }
+    /// ```
+    pub fn spin_lock_with(&self, name: impl Into<String>, backoff: crate::BackOff) -> Lock {
+        self.wrap(self.inner.spin_lock_with(name, backoff))
+    }
+
     fn wrap(&self, inner: crate::Lock) -> Lock {
         Lock {
             inner: inner.per_thread(),

@@ -7,7 +7,9 @@
 //!
 //! * [`plain`]: Redisson `RLock`; [`fenced`]: `RFencedLock` (the plain release);
 //!   [`fair`]: `RFairLock`; [`read`], [`write`]: the sides of `RReadWriteLock`
-//!   (their shared layout in rw.rs).
+//!   (their shared layout in rw.rs); [`nonreentrant`]: `RedissonNonReentrantLock` and
+//!   `RedissonNonReentrantFairLock`; [`spin`]: `RedissonSpinLock` (waited for by
+//!   engine/spin.rs, without pub/sub).
 //! * The counters, with no holder and no majority protocol: [`semaphore`]
 //!   (`RSemaphore`), [`permit`] (`RPermitExpirableSemaphore`, renewed as holds) and
 //!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
@@ -19,10 +21,12 @@
 pub(crate) mod fair;
 pub(crate) mod fenced;
 pub(crate) mod latch;
+pub(crate) mod nonreentrant;
 pub(crate) mod permit;
 pub(crate) mod plain;
 pub(crate) mod read;
 pub(crate) mod semaphore;
+pub(crate) mod spin;
 pub(crate) mod write;
 
 use std::sync::Arc;
@@ -151,6 +155,18 @@ pub(crate) trait Protocol: Sync + 'static {
     fn wakes_locally(&self) -> bool {
         true
     }
+
+    /// A holder may acquire it again (the hold count grows). A non-reentrant kind
+    /// refuses that with [`Error::Reentry`](crate::error::Error::Reentry), at once when
+    /// this client knows the hold, else from its acquire script.
+    fn reentrant(&self) -> bool {
+        true
+    }
+
+    /// Its waiters do not subscribe: they retry after a back-off (engine/spin.rs).
+    fn spins(&self) -> bool {
+        false
+    }
 }
 
 impl Kind {
@@ -162,6 +178,9 @@ impl Kind {
             Kind::Fenced => &fenced::Fenced,
             Kind::Read => &read::Read,
             Kind::Write => &write::Write,
+            Kind::NonReentrant => &nonreentrant::NonReentrant,
+            Kind::NonReentrantFair => &nonreentrant::NonReentrantFair,
+            Kind::Spin => &spin::Spin,
         }
     }
 }

@@ -52,7 +52,8 @@ import org.redisson.config.SentinelServersConfig;
  *   <li>{@code lock KIND NAME [LEASE_MS]}, {@code trylock KIND NAME WAIT_MS [LEASE_MS]},
  *       {@code unlock KIND NAME}, {@code forceunlock KIND NAME}, {@code islocked KIND NAME},
  *       {@code holdcount KIND NAME}, {@code isheld KIND NAME}, {@code ttl KIND NAME}:
- *       KIND is {@code lock}, {@code fair}, {@code fenced}, {@code read} or {@code write}
+ *       KIND is {@code lock}, {@code fair}, {@code fenced}, {@code nonreentrant},
+ *       {@code nonreentrantfair}, {@code spin} (Redisson 4.4+), {@code read} or {@code write}
  *       (of {@code getReadWriteLock(NAME)}); {@code fenced} lock/trylock reply the token.</li>
  *   <li>{@code multi lock|trylock|unlock NAMES [WAIT_MS]}: RedissonMultiLock over the plain
  *       locks NAMES (comma-separated).</li>
@@ -245,6 +246,13 @@ public final class Driver {
                 return client.getFairLock(name);
             case "fenced":
                 return (RLock) RedissonClient.class.getMethod("getFencedLock", String.class).invoke(client, name);
+            // Redisson 4.4+ only (reflection: the driver also builds against 3.x).
+            case "nonreentrant":
+                return (RLock) RedissonClient.class.getMethod("getNonReentrantLock", String.class).invoke(client, name);
+            case "nonreentrantfair":
+                return (RLock) RedissonClient.class.getMethod("getNonReentrantFairLock", String.class).invoke(client, name);
+            case "spin":
+                return (RLock) RedissonClient.class.getMethod("getSpinLock", String.class).invoke(client, name);
             case "read":
                 return client.getReadWriteLock(name).readLock();
             case "write":

@@ -1,0 +1,73 @@
+//! The spin lock (Redisson `RedissonSpinLock`, `getSpinLock`): the reentrant lock's
+//! layout and acquire (acquire.lua through group commit, never registering a waiter),
+//! a release that publishes nothing (`lua/spin_release.lua`). Its waiters do not
+//! subscribe: they try once, sleep a back-off and try again (engine/spin.rs), so the
+//! kind's local waiter behaviour below is never used for a wait.
+
+use std::sync::{Arc, LazyLock};
+
+use super::{fair, read_release, Ask, Protocol, Sending};
+use crate::engine::plain_ops::PlainOp;
+use crate::engine::wire::{Acquire, Release};
+use crate::transport::script::lua;
+use crate::transport::{Invocation, Script};
+
+static SPIN_RELEASE: LazyLock<Script> = lua!("spin_release.lua");
+
+/// These scripts, for the catalogue (catalogue.rs).
+pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
+    [&SPIN_RELEASE]
+}
+
+/// Redisson `RedissonSpinLock`.
+pub(crate) struct Spin;
+
+impl Protocol for Spin {
+    fn label(&self) -> &'static str {
+        "spin"
+    }
+
+    /// Redisson's spin acquire is the reentrant lock's: create, re-enter or answer
+    /// the TTL. No ticket: spin waiters are not in the waiter registry.
+    fn acquire(
+        &self,
+        name: &str,
+        lease_ms: u64,
+        holder: &str,
+        _ask: &Ask,
+        _waiting: Option<Arc<str>>,
+    ) -> Sending<Acquire> {
+        Sending::Batched(PlainOp {
+            release: false,
+            name: name.into(),
+            holder: holder.into(),
+            lease_ms,
+            waiting: None,
+        })
+    }
+
+    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+        let mut inv = SPIN_RELEASE.call();
+        inv.key(name).arg(lease_ms).arg(holder);
+        Sending::Script(inv, read_release)
+    }
+
+    /// A lost hold is dropped as any other (drop.lua publishes "0": harmless, nobody
+    /// of a spin lock listens, and a lost hold is rare).
+    fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
+        fair::drop_lost(name, holder)
+    }
+
+    fn majority_suffices(&self) -> bool {
+        true
+    }
+
+    /// Nobody listens: a release wakes no waiter of this client either.
+    fn wakes_locally(&self) -> bool {
+        false
+    }
+
+    fn spins(&self) -> bool {
+        true
+    }
+}
