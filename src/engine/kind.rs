@@ -33,10 +33,13 @@ pub enum Kind {
     Read,
     /// The exclusive side of a read-write lock (Redisson `RReadWriteLock.writeLock()`).
     Write,
+    /// Many values under one key, taken all or none (Redisson's faster multi-lock,
+    /// `getMultiLock(group, values)`; see [`FasterMultiLock`](crate::FasterMultiLock)).
+    Group,
 }
 
 impl Kind {
-    /// `plain`, `fair`, `fenced`, `read` or `write`: the `kind` of spans and metrics.
+    /// `plain`, `fair`, `fenced`, `read`, `write` or `group`: the `kind` of spans and metrics.
     pub(crate) fn label(self) -> &'static str {
         self.protocol().label()
     }

@@ -7,7 +7,8 @@
 //!
 //! * [`plain`]: Redisson `RLock`; [`fenced`]: `RFencedLock` (the plain release);
 //!   [`fair`]: `RFairLock`; [`read`], [`write`]: the sides of `RReadWriteLock`
-//!   (their shared layout in rw.rs).
+//!   (their shared layout in rw.rs); [`group`]: `RedissonFasterMultiLock` (many
+//!   values under one hash).
 //! * The counters, with no holder and no majority protocol: [`semaphore`]
 //!   (`RSemaphore`), [`permit`] (`RPermitExpirableSemaphore`, renewed as holds) and
 //!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
@@ -18,6 +19,7 @@
 
 pub(crate) mod fair;
 pub(crate) mod fenced;
+pub(crate) mod group;
 pub(crate) mod latch;
 pub(crate) mod permit;
 pub(crate) mod plain;
@@ -162,6 +164,7 @@ impl Kind {
             Kind::Fenced => &fenced::Fenced,
             Kind::Read => &read::Read,
             Kind::Write => &write::Write,
+            Kind::Group => &group::Group,
         }
     }
 }
