@@ -294,3 +294,29 @@ async fn redlock_is_refused_with_its_reason() {
         assert_eq!(n, 0, "nothing sent");
     }
 }
+
+/// The blocking API: held per thread (re-entered by the same thread, counted per
+/// value on the wire), excluded across threads, released by a dropped guard.
+#[test]
+fn blocking_holds_per_thread_and_excludes_other_threads() {
+    let server = RedisServer::start();
+    let c = redlatch::blocking::Client::connect(Config::single(server.url())).unwrap();
+    let lock = c.faster_multi_lock("blocking", ["a", "b"]).unwrap();
+    let first = lock.lock().unwrap();
+    let second = lock.lock().unwrap();
+    assert_eq!(lock.hold_count().unwrap(), 2);
+    let holder = first.holder().to_string();
+    let all: HashMap<String, String> = server.cmd(&["HGETALL", "blocking"]);
+    let counts = all.iter().filter(|(k, v)| k.ends_with(&format!("{holder}:lock_count")) && *v == "2");
+    assert_eq!(counts.count(), 2, "each value counted twice: {all:?}");
+    let other = c.faster_multi_lock("blocking", ["b", "c"]).unwrap();
+    let there = std::thread::spawn(move || other.try_lock(Duration::from_millis(100)).unwrap().is_some());
+    assert!(!there.join().unwrap(), "another thread is another holder");
+    drop(second);
+    assert!(lock.is_held_by_current_thread().unwrap());
+    drop(first);
+    let left: i64 = server.cmd(&["EXISTS", "blocking"]);
+    assert_eq!(left, 0, "released before drop returned");
+    let none: [&str; 0] = [];
+    assert!(matches!(c.faster_multi_lock("g", none), Err(Error::InvalidCount(_))));
+}

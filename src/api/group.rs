@@ -413,6 +413,11 @@ impl FasterMultiLock {
         engine.group_status(self.lock.spec()).await
     }
 
+    /// The Redlock refusal, for the blocking API before it acquires.
+    pub(crate) fn check_blocking(&self) -> Result<()> {
+        self.check()
+    }
+
     fn check(&self) -> Result<()> {
         self.lock.client().engine.check_group(self.lock.spec())
     }
