@@ -3,9 +3,8 @@
 --
 -- KEYS[1]  the group (a hash)
 -- ARGV[1]  lease in ms
--- ARGV[2]  now, epoch ms of the caller's clock
--- ARGV[3]  holder id
--- ARGV[4..] the values' fields (distinct; at least one)
+-- ARGV[2]  holder id
+-- ARGV[3..] the values' fields (distinct; at least one)
 --
 -- Returns {status, value}: {1, 0} taken (at least one value was not held by `holder`
 -- already), {2, 0} re-entered (every value was held by `holder`), {0, ms} refused:
@@ -20,9 +19,9 @@ local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'none' and kind ~= 'hash' then
     return {3, 0}
 end
-local key, lease, now, holder = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local key, lease, now, holder = KEYS[1], tonumber(ARGV[1]), now_ms(), ARGV[2]
 local wait, mine = -1, true
-for i = 4, #ARGV do
+for i = 3, #ARGV do
     local v = ARGV[i]
     local owner = redis.call('hget', key, v)
     local until_ms = owner and expiry(key, v, owner)
@@ -40,7 +39,7 @@ if wait >= 0 then
 end
 local existed = kind == 'hash'
 local ends = now + lease
-for i = 4, #ARGV do
+for i = 3, #ARGV do
     local v = ARGV[i]
     local owner = redis.call('hget', key, v)
     if owner and (owner ~= holder or (expiry(key, v, owner) or -1) < now) then

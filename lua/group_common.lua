@@ -4,14 +4,20 @@
 -- base64 HighwayHash-128 of the encoded value, 22 characters). Per value:
 --
 --   <v>                          the holder id ("<client uuid>:<thread or owner>")
---   <v>:<holder>:expire_time     when this hold of the value ends, in epoch ms of the
---                                caller's clock (Redisson's convention: callers pass
---                                their time in, the server's clock is never read)
+--   <v>:<holder>:expire_time     when this hold of the value ends, in epoch ms
+--                                (ours: the Redis server's clock, TIME; Redisson's:
+--                                its Java client's clock, which it passes in)
 --   <v>:<holder>:lock_count      its reentrant count
 --
 -- A value is free when it has no holder, or its holder's expire_time has passed. The
 -- group hash itself carries a PEXPIRE of at least the longest lease given, so a group
 -- nobody renews disappears.
+-- Now, in epoch ms of the server's clock.
+local function now_ms()
+    local t = redis.call('time')
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
 local function entry(v, holder)
     return v .. ':' .. holder .. ':expire_time', v .. ':' .. holder .. ':lock_count'
 end

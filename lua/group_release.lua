@@ -4,9 +4,8 @@
 -- KEYS[1]  the group (a hash)
 -- KEYS[2]  channel "redisson_lock__channel:{group}"
 -- ARGV[1]  lease in ms (a value still held after this release keeps at least it)
--- ARGV[2]  now, epoch ms of the caller's clock
--- ARGV[3]  holder id
--- ARGV[4..] the values' fields
+-- ARGV[2]  holder id
+-- ARGV[3..] the values' fields
 --
 -- Returns nil: `holder` did not hold every value (ended or taken by another); what it
 -- still held of them is released all the same. 0: counted down, still held. 1:
@@ -14,12 +13,12 @@
 --
 -- Invariants: only `holder`'s entries change; a value freed publishes "0" on the
 -- channel once (after the loop), waking the waiters of the whole group.
-local key, lease, now, holder = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local key, lease, now, holder = KEYS[1], tonumber(ARGV[1]), now_ms(), ARGV[2]
 if redis.call('type', key).ok ~= 'hash' then
     return nil
 end
 local missing, freed, left = false, false, false
-for i = 4, #ARGV do
+for i = 3, #ARGV do
     local v = ARGV[i]
     local e, c = entry(v, holder)
     local ours = redis.call('hget', key, v) == holder

@@ -2,16 +2,15 @@
 -- layout in group_common.lua, prepended).
 --
 -- KEYS[1]  the group (a hash)
--- ARGV[1]  now, epoch ms of the caller's clock
--- ARGV[2]  holder id asked about ("" for none)
--- ARGV[3..] the values' fields
+-- ARGV[1]  holder id asked about ("" for none)
+-- ARGV[2..] the values' fields
 --
 -- Returns {locked, held, count, ms}: locked = 1 if any value has a holder whose entry
 -- has not ended (Redisson's isLocked); held = 1 if the asked holder holds every value
 -- (isHeldByThread); count = the smallest of its counts over the values (0 unless
 -- held); ms = the least time left of its entries (-1 unless held). A key of another
 -- type reads as {3, 0, 0, -1}.
-local key, now, holder = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local key, now, holder = KEYS[1], now_ms(), ARGV[1]
 local kind = redis.call('type', key).ok
 if kind == 'none' then
     return {0, 0, 0, -1}
@@ -19,7 +18,7 @@ elseif kind ~= 'hash' then
     return {3, 0, 0, -1}
 end
 local locked, held, count, ms = 0, 1, nil, nil
-for i = 3, #ARGV do
+for i = 2, #ARGV do
     local v = ARGV[i]
     local owner = redis.call('hget', key, v)
     local until_ms = owner and expiry(key, v, owner)

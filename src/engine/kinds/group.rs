@@ -2,8 +2,8 @@
 //! values)`, `lua/group_*.lua`): many values locked under one hash, the group, in one
 //! script, all or none. Each value is a field named by its digest ([`field`]); the
 //! field holds the holder id, and two sub-fields per holder hold the hold's expiry (an
-//! epoch time in ms of the caller's clock, as Redisson passes it) and its reentrant
-//! count. A release that frees a value publishes `"0"` on the group's lock channel
+//! epoch time in ms: our scripts read the server's clock, Redisson's client passes its
+//! own) and its reentrant count. A release that frees a value publishes `"0"` on the group's lock channel
 //! (`keys::channel(group)`), where Redisson's waiters and ours listen.
 //!
 //! The engine knows a hold of this kind by a composite name, [`composite`]: the group,
@@ -13,7 +13,7 @@
 //! work unchanged, and two value sets of one group are two holds.
 
 use std::sync::{Arc, LazyLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures_util::future::join_all;
 use highway::{HighwayHash, HighwayHasher, Key};
@@ -87,14 +87,6 @@ pub(crate) fn parts(name: &str) -> (&str, impl Iterator<Item = &str> + '_) {
     (group, fields.split(',').filter(|f| !f.is_empty()))
 }
 
-/// The caller's clock in epoch ms: the time the scripts compare expiries with, as
-/// Redisson's client passes its own.
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// A call of `script` on the group of `name`: KEYS[1] the group (and KEYS[2] its
 /// channel when `channel`).
 fn call<'a>(script: &'static Script, name: &'a str, channel: bool) -> (Invocation, &'a str) {
@@ -135,14 +127,14 @@ impl Protocol for Group {
         _waiting: Option<Arc<str>>,
     ) -> Sending<Acquire> {
         let (mut inv, _) = call(&ACQUIRE, name, false);
-        inv.arg(lease_ms).arg(now_ms()).arg(holder);
+        inv.arg(lease_ms).arg(holder);
         add_fields(&mut inv, name);
         Sending::Script(inv, |addr, name, v| read_acquire(addr, parts(name).0, v))
     }
 
     fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
         let (mut inv, _) = call(&RELEASE, name, true);
-        inv.arg(lease_ms).arg(now_ms()).arg(holder);
+        inv.arg(lease_ms).arg(holder);
         add_fields(&mut inv, name);
         Sending::Script(inv, read_release)
     }
@@ -165,7 +157,7 @@ pub(crate) async fn renew(
 ) -> Vec<Result<bool>> {
     join_all(holds.iter().map(|&(name, holder)| async move {
         let (mut inv, group) = call(&RENEW, name, false);
-        inv.arg(lease_ms).arg(now_ms()).arg(holder);
+        inv.arg(lease_ms).arg(holder);
         add_fields(&mut inv, name);
         let (v, short) = m
             .eval_renewal(timeout, &inv)
@@ -200,7 +192,7 @@ pub(crate) struct Status {
 /// Reads the values of `name` as `holder` (`""`: nobody) sees them.
 pub(crate) async fn status(m: &Master, name: &str, holder: &str) -> Result<Status> {
     let (mut inv, group) = call(&STATUS, name, false);
-    inv.arg(now_ms()).arg(holder);
+    inv.arg(holder);
     add_fields(&mut inv, name);
     let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(group, e))?;
     let (locked, held, count, ms): (i64, i64, i64, i64) = m.decode(v)?;
