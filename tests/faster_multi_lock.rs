@@ -22,24 +22,53 @@ fn fields(server: &RedisServer, group: &str) -> Vec<String> {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 #[tokio::test]
 async fn one_value_held_elsewhere_means_nothing_of_the_batch_is_taken() {
     let server = RedisServer::start();
     let (a, b) = (client(&server).await, client(&server).await);
-    let held = a.faster_multi_lock("g", ["b"]).unwrap().lock().await.unwrap();
+    let held = a
+        .faster_multi_lock("g", ["b"])
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
     let before = fields(&server, "g");
-    assert_eq!(before.len(), 3, "one value: holder, expiry, count: {before:?}");
+    assert_eq!(
+        before.len(),
+        3,
+        "one value: holder, expiry, count: {before:?}"
+    );
     let batch = b.faster_multi_lock("g", ["a", "b", "c"]).unwrap();
     assert!(batch.try_lock(Duration::ZERO).await.unwrap().is_none());
-    assert!(batch.try_lock(Duration::from_millis(50)).await.unwrap().is_none());
-    assert_eq!(fields(&server, "g"), before, "a refused batch wrote nothing");
+    assert!(batch
+        .try_lock(Duration::from_millis(50))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        fields(&server, "g"),
+        before,
+        "a refused batch wrote nothing"
+    );
     assert!(batch.is_locked().await.unwrap(), "b is locked");
-    assert!(!b.faster_multi_lock("g", ["a", "c"]).unwrap().is_locked().await.unwrap());
+    assert!(!b
+        .faster_multi_lock("g", ["a", "c"])
+        .unwrap()
+        .is_locked()
+        .await
+        .unwrap());
     held.unlock().await.unwrap();
-    let g = batch.try_lock(Duration::ZERO).await.unwrap().expect("all free now");
+    let g = batch
+        .try_lock(Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("all free now");
     assert_eq!(fields(&server, "g").len(), 9, "three values taken");
     g.unlock().await.unwrap();
     let left: i64 = server.cmd(&["EXISTS", "g"]);
@@ -54,15 +83,23 @@ async fn the_wire_layout_is_redissons_holder_expiry_and_count_per_value() {
     let guard = lock.lock_with_lease(Duration::from_secs(20)).await.unwrap();
     let holder = guard.holder().to_string();
     let all: HashMap<String, String> = server.cmd(&["HGETALL", "class_100"]);
-    let (field, owner) = all.iter().find(|(_, v)| **v == holder).expect("a value field");
+    let (field, owner) = all
+        .iter()
+        .find(|(_, v)| **v == holder)
+        .expect("a value field");
     assert_eq!(field.len(), 22, "a base64 HighwayHash-128 digest: {field}");
-    let expiry: u64 = all[&format!("{field}:{holder}:expire_time")].parse().unwrap();
+    let expiry: u64 = all[&format!("{field}:{holder}:expire_time")]
+        .parse()
+        .unwrap();
     let now = now_ms();
     assert!(expiry > now && expiry <= now + 20_000, "{expiry} vs {now}");
     assert_eq!(all[&format!("{field}:{holder}:lock_count")], "1");
     assert_eq!(owner, &holder);
     let pttl: i64 = server.cmd(&["PTTL", "class_100"]);
-    assert!(pttl > 0 && pttl <= 20_000, "the group lives the lease: {pttl}");
+    assert!(
+        pttl > 0 && pttl <= 20_000,
+        "the group lives the lease: {pttl}"
+    );
     // Re-entry in the guard's scope counts the value again, on the wire.
     let again = guard.scope(lock.lock()).await.unwrap();
     let count: String = server.cmd(&["HGET", "class_100", &format!("{field}:{holder}:lock_count")]);
@@ -86,7 +123,13 @@ async fn overlapping_sets_from_several_clients_never_share_a_value() {
         let client = client(&server).await;
         for t in 0..3usize {
             let holders = holders.clone();
-            let set: Vec<&'static str> = values.iter().copied().cycle().skip(c + 2 * t).take(2 + t % 2).collect();
+            let set: Vec<&'static str> = values
+                .iter()
+                .copied()
+                .cycle()
+                .skip(c + 2 * t)
+                .take(2 + t % 2)
+                .collect();
             let lock = client.faster_multi_lock("contended", set.clone()).unwrap();
             tasks.push(tokio::spawn(async move {
                 for _ in 0..6 {
@@ -146,7 +189,10 @@ async fn concurrent_futures_of_one_task_exclude_each_other() {
     let (a, b) = (&sets[0], &sets[2]);
     let first = a.lock().await.unwrap();
     let (second, _) = tokio::join!(b.try_lock(Duration::from_millis(100)), async {});
-    assert!(second.unwrap().is_none(), "a sibling future is another holder");
+    assert!(
+        second.unwrap().is_none(),
+        "a sibling future is another holder"
+    );
     first.unlock().await.unwrap();
 }
 
@@ -156,7 +202,12 @@ async fn concurrent_futures_of_one_task_exclude_each_other() {
 async fn a_dropped_wait_leaves_no_value_held() {
     let server = RedisServer::start();
     let (a, b) = (client(&server).await, client(&server).await);
-    let holding = a.faster_multi_lock("cancel", ["b"]).unwrap().lock().await.unwrap();
+    let holding = a
+        .faster_multi_lock("cancel", ["b"])
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
     let batch = b.faster_multi_lock("cancel", ["a", "b", "c"]).unwrap();
     for ms in [0, 1, 5, 20, 60] {
         let r = tokio::time::timeout(Duration::from_millis(ms), batch.lock()).await;
@@ -183,7 +234,12 @@ async fn a_dropped_wait_leaves_no_value_held() {
 async fn waiters_are_woken_by_the_release_message_not_by_polling() {
     let server = RedisServer::start();
     let (a, b) = (client(&server).await, client(&server).await);
-    let holding = a.faster_multi_lock("wake", ["x", "y"]).unwrap().lock().await.unwrap();
+    let holding = a
+        .faster_multi_lock("wake", ["x", "y"])
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
     let lock = b.faster_multi_lock("wake", ["y"]).unwrap();
     let waiter = tokio::spawn(async move { lock.lock().await.map(|g| (g, lock)) });
     assert!(
@@ -220,13 +276,36 @@ async fn a_dead_holders_values_are_free_after_its_lease() {
     let mine: HashMap<String, String> = server.cmd(&["HGETALL", "dead"]);
     let holder = probe.holder().to_string();
     probe.unlock().await.unwrap();
-    let y = mine.keys().filter(|k| k.len() == 22).nth(1).unwrap().clone();
+    let y = mine
+        .keys()
+        .filter(|k| k.len() == 22)
+        .nth(1)
+        .unwrap()
+        .clone();
     let ends = (now_ms() + 600).to_string();
-    let _: i64 = server.cmd(&["HSET", "dead", &y, "dead-jvm:7", &format!("{y}:dead-jvm:7:expire_time"), &ends, &format!("{y}:dead-jvm:7:lock_count"), "1"]);
-    assert!(lock.try_lock(Duration::ZERO).await.unwrap().is_none(), "held until its lease ends");
-    let guard = tokio::time::timeout(Duration::from_secs(10), lock.lock()).await.expect("free after the lease").unwrap();
+    let _: i64 = server.cmd(&[
+        "HSET",
+        "dead",
+        &y,
+        "dead-jvm:7",
+        &format!("{y}:dead-jvm:7:expire_time"),
+        &ends,
+        &format!("{y}:dead-jvm:7:lock_count"),
+        "1",
+    ]);
+    assert!(
+        lock.try_lock(Duration::ZERO).await.unwrap().is_none(),
+        "held until its lease ends"
+    );
+    let guard = tokio::time::timeout(Duration::from_secs(10), lock.lock())
+        .await
+        .expect("free after the lease")
+        .unwrap();
     let all: HashMap<String, String> = server.cmd(&["HGETALL", "dead"]);
-    assert!(!all.keys().any(|k| k.contains("dead-jvm")), "the dead holder's entry is gone: {all:?}");
+    assert!(
+        !all.keys().any(|k| k.contains("dead-jvm")),
+        "the dead holder's entry is gone: {all:?}"
+    );
     assert_ne!(guard.holder(), holder);
     guard.unlock().await.unwrap();
 }
@@ -244,10 +323,15 @@ async fn the_watchdog_keeps_the_values_past_the_lease_and_reports_a_loss() {
     tokio::time::sleep(Duration::from_millis(2000)).await;
     assert!(!guard.lost().is_cancelled());
     let other = b.faster_multi_lock("kept", ["y"]).unwrap();
-    assert!(other.try_lock(Duration::ZERO).await.unwrap().is_none(), "still held past three leases");
+    assert!(
+        other.try_lock(Duration::ZERO).await.unwrap().is_none(),
+        "still held past three leases"
+    );
     // Someone force-unlocks y: the next renewal finds it gone.
     assert!(other.force_unlock().await.unwrap());
-    tokio::time::timeout(Duration::from_secs(10), guard.lost().cancelled()).await.expect("reported lost");
+    tokio::time::timeout(Duration::from_secs(10), guard.lost().cancelled())
+        .await
+        .expect("reported lost");
     assert!(matches!(guard.unlock().await, Err(Error::NotHeld { .. })));
 }
 
@@ -256,25 +340,55 @@ async fn bad_input_is_typed() {
     let server = RedisServer::start();
     let c = client(&server).await;
     let none: [&str; 0] = [];
-    assert!(matches!(c.faster_multi_lock("g", none), Err(Error::InvalidCount(_))));
+    assert!(matches!(
+        c.faster_multi_lock("g", none),
+        Err(Error::InvalidCount(_))
+    ));
     let e = c.faster_multi_lock("g", ["a", "b", "a"]).unwrap_err();
-    assert!(matches!(&e, Error::InvalidCount(m) if m.contains("value 2") && m.contains("value 0")), "{e}");
+    assert!(
+        matches!(&e, Error::InvalidCount(m) if m.contains("value 2") && m.contains("value 0")),
+        "{e}"
+    );
     let many: Vec<String> = (0..=MAX_GROUP_VALUES).map(|i| i.to_string()).collect();
-    assert!(matches!(c.faster_multi_lock("g", &many), Err(Error::InvalidCount(_))));
+    assert!(matches!(
+        c.faster_multi_lock("g", &many),
+        Err(Error::InvalidCount(_))
+    ));
     assert!(c.faster_multi_lock("g", &many[..MAX_GROUP_VALUES]).is_ok());
-    assert!(matches!(c.faster_multi_lock("", ["a"]), Err(Error::InvalidName(_))));
+    assert!(matches!(
+        c.faster_multi_lock("", ["a"]),
+        Err(Error::InvalidName(_))
+    ));
     let lock = c.faster_multi_lock("g", ["a"]).unwrap();
-    for lease in [Duration::ZERO, Duration::from_micros(500), MAX_LEASE + Duration::from_secs(1)] {
-        assert!(matches!(lock.lock_with_lease(lease).await, Err(Error::InvalidLease(_))), "{lease:?}");
+    for lease in [
+        Duration::ZERO,
+        Duration::from_micros(500),
+        MAX_LEASE + Duration::from_secs(1),
+    ] {
+        assert!(
+            matches!(
+                lock.lock_with_lease(lease).await,
+                Err(Error::InvalidLease(_))
+            ),
+            "{lease:?}"
+        );
     }
     let _: () = server.cmd(&["SET", "string-key", "x"]);
     let wrong = c.faster_multi_lock("string-key", ["a"]).unwrap();
-    assert!(matches!(wrong.try_lock(Duration::ZERO).await, Err(Error::WrongType { .. })));
-    assert!(matches!(wrong.is_locked().await, Err(Error::WrongType { .. })));
+    assert!(matches!(
+        wrong.try_lock(Duration::ZERO).await,
+        Err(Error::WrongType { .. })
+    ));
+    assert!(matches!(
+        wrong.is_locked().await,
+        Err(Error::WrongType { .. })
+    ));
     let left: i64 = server.cmd(&["EXISTS", "g"]);
     assert_eq!(left, 0, "nothing was taken");
     // A large batch is one script: all of it or none.
-    let big = c.faster_multi_lock("big", &many[..MAX_GROUP_VALUES]).unwrap();
+    let big = c
+        .faster_multi_lock("big", &many[..MAX_GROUP_VALUES])
+        .unwrap();
     let g = big.lock().await.unwrap();
     let n: i64 = server.cmd(&["HLEN", "big"]);
     assert_eq!(n as usize, 3 * MAX_GROUP_VALUES);
@@ -284,11 +398,19 @@ async fn bad_input_is_typed() {
 #[tokio::test]
 async fn redlock_is_refused_with_its_reason() {
     let servers = common::start_many(3);
-    let c = Client::connect(Config::redlock(servers.iter().map(|s| s.url()))).await.unwrap();
+    let c = Client::connect(Config::redlock(servers.iter().map(|s| s.url())))
+        .await
+        .unwrap();
     let lock = c.faster_multi_lock("g", ["a"]).unwrap();
     let e = lock.try_lock(Duration::ZERO).await.unwrap_err();
-    assert!(matches!(&e, Error::Unsupported { reason, .. } if reason.contains("Redlock")), "{e}");
-    assert!(matches!(lock.is_locked().await, Err(Error::Unsupported { .. })));
+    assert!(
+        matches!(&e, Error::Unsupported { reason, .. } if reason.contains("Redlock")),
+        "{e}"
+    );
+    assert!(matches!(
+        lock.is_locked().await,
+        Err(Error::Unsupported { .. })
+    ));
     for s in &servers {
         let n: i64 = s.cmd(&["DBSIZE"]);
         assert_eq!(n, 0, "nothing sent");
@@ -307,10 +429,17 @@ fn blocking_holds_per_thread_and_excludes_other_threads() {
     assert_eq!(lock.hold_count().unwrap(), 2);
     let holder = first.holder().to_string();
     let all: HashMap<String, String> = server.cmd(&["HGETALL", "blocking"]);
-    let counts = all.iter().filter(|(k, v)| k.ends_with(&format!("{holder}:lock_count")) && *v == "2");
+    let counts = all
+        .iter()
+        .filter(|(k, v)| k.ends_with(&format!("{holder}:lock_count")) && *v == "2");
     assert_eq!(counts.count(), 2, "each value counted twice: {all:?}");
     let other = c.faster_multi_lock("blocking", ["b", "c"]).unwrap();
-    let there = std::thread::spawn(move || other.try_lock(Duration::from_millis(100)).unwrap().is_some());
+    let there = std::thread::spawn(move || {
+        other
+            .try_lock(Duration::from_millis(100))
+            .unwrap()
+            .is_some()
+    });
     assert!(!there.join().unwrap(), "another thread is another holder");
     drop(second);
     assert!(lock.is_held_by_current_thread().unwrap());
@@ -318,5 +447,165 @@ fn blocking_holds_per_thread_and_excludes_other_threads() {
     let left: i64 = server.cmd(&["EXISTS", "blocking"]);
     assert_eq!(left, 0, "released before drop returned");
     let none: [&str; 0] = [];
-    assert!(matches!(c.faster_multi_lock("g", none), Err(Error::InvalidCount(_))));
+    assert!(matches!(
+        c.faster_multi_lock("g", none),
+        Err(Error::InvalidCount(_))
+    ));
+}
+
+/// Counts holders of `set` in Redis itself (one counter per value, shared by every
+/// process): the count must be 1 right after taking the lock.
+async fn hold_and_count(con: &mut redis::aio::MultiplexedConnection, set: &[String]) {
+    for v in set {
+        let n: i64 = redis::cmd("INCR")
+            .arg(format!("inside:{v}"))
+            .query_async(con)
+            .await
+            .unwrap();
+        assert_eq!(n, 1, "{v} held twice");
+    }
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    for v in set {
+        let _: i64 = redis::cmd("DECR")
+            .arg(format!("inside:{v}"))
+            .query_async(con)
+            .await
+            .unwrap();
+    }
+}
+
+/// Not a test of its own: the body of a contender process (run by
+/// `overlapping_sets_from_several_processes_never_share_a_value`).
+#[tokio::test]
+async fn child_process_contender() {
+    let (Ok(url), Ok(set)) = (
+        std::env::var("REDLATCH_CHILD_URL"),
+        std::env::var("REDLATCH_CHILD_SET"),
+    ) else {
+        return;
+    };
+    let set: Vec<String> = set.split(',').map(str::to_string).collect();
+    let c = Client::connect(Config::single(url.clone())).await.unwrap();
+    let mut con = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let lock = c.faster_multi_lock("procs", &set).unwrap();
+    for _ in 0..15 {
+        let g = lock.lock().await.unwrap();
+        hold_and_count(&mut con, &set).await;
+        g.unlock().await.unwrap();
+    }
+    println!("DONE");
+}
+
+fn spawn_child(test: &str, url: &str, set: &str) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env("REDLATCH_CHILD_URL", url)
+        .env("REDLATCH_CHILD_SET", set)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_sets_from_several_processes_never_share_a_value() {
+    let server = RedisServer::start();
+    let sets = ["a,b", "b,c", "c,d,a", "d"];
+    let children: Vec<_> = sets
+        .iter()
+        .map(|s| spawn_child("child_process_contender", &server.url(), s))
+        .collect();
+    // This process contends too, on two clients.
+    let mut tasks = Vec::new();
+    for set in [["a", "c"], ["b", "d"]] {
+        let c = client(&server).await;
+        let url = server.url();
+        tasks.push(tokio::spawn(async move {
+            let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+            let mut con = redis::Client::open(url)
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap();
+            let lock = c.faster_multi_lock("procs", &set).unwrap();
+            for _ in 0..15 {
+                let g = lock.lock().await.unwrap();
+                hold_and_count(&mut con, &set).await;
+                g.unlock().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(120), t)
+            .await
+            .expect("a task never finished")
+            .unwrap();
+    }
+    for child in children {
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(out.status.success(), "a contender process failed");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("DONE"),
+            "the child ran the contender"
+        );
+    }
+    let left: i64 = server.cmd(&["EXISTS", "procs"]);
+    assert_eq!(left, 0, "everything released");
+}
+
+/// Not a test of its own: a process that holds values under a 1 s watchdog lease
+/// until it is killed (run by `a_killed_process_frees_its_values_after_its_lease`).
+#[tokio::test]
+async fn child_process_group_holder() {
+    let (Ok(url), Ok(set)) = (
+        std::env::var("REDLATCH_CHILD_URL"),
+        std::env::var("REDLATCH_CHILD_SET"),
+    ) else {
+        return;
+    };
+    let config = Config::single(url).watchdog_timeout(Duration::from_secs(1));
+    let c = Client::connect(config).await.unwrap();
+    let _g = c
+        .faster_multi_lock("killed", set.split(','))
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    println!("LOCKED");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+}
+
+#[tokio::test]
+async fn a_killed_process_frees_its_values_after_its_lease() {
+    use std::io::BufRead;
+    let server = RedisServer::start();
+    let mut child = spawn_child("child_process_group_holder", &server.url(), "x,y");
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("LOCKED") {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "child exited before locking"
+        );
+    }
+    let c = client(&server).await;
+    let lock = c.faster_multi_lock("killed", ["y", "z"]).unwrap();
+    // Alive: its watchdog keeps the values past its 1 s lease.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(lock.try_lock(Duration::ZERO).await.unwrap().is_none());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let g = tokio::time::timeout(Duration::from_secs(10), lock.lock())
+        .await
+        .expect("free after its lease")
+        .unwrap();
+    g.unlock().await.unwrap();
 }

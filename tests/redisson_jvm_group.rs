@@ -68,25 +68,55 @@ async fn until_waiters(server: &RedisServer, group: &str, n: i64) {
 async fn java_holds_redlatch_waits(version: &str) {
     let s = setup("java-holds", version).await;
     let (java, server) = (&s.java, &s.server);
-    java.call("j", "group lock class_100 Jack_001,Mary_002").await.ok();
+    java.call("j", "group lock class_100 Jack_001,Mary_002")
+        .await
+        .ok();
     // The fields Redisson wrote are the digests redlatch computes: one holder per value.
     let holder = java.holder("j").await;
     let fields: HashMap<String, String> = server.cmd(&["HGETALL", "class_100"]);
-    assert_eq!(fields.values().filter(|v| **v == holder).count(), 2, "{fields:?}");
-    let shared = s.client.faster_multi_lock("class_100", ["Mary_002", "Tom_003"]).unwrap();
-    assert!(shared.try_lock(Duration::ZERO).await.unwrap().is_none(), "Mary is Java's");
+    assert_eq!(
+        fields.values().filter(|v| **v == holder).count(),
+        2,
+        "{fields:?}"
+    );
+    let shared = s
+        .client
+        .faster_multi_lock("class_100", ["Mary_002", "Tom_003"])
+        .unwrap();
+    assert!(
+        shared.try_lock(Duration::ZERO).await.unwrap().is_none(),
+        "Mary is Java's"
+    );
     assert!(shared.is_locked().await.unwrap());
-    let jack = s.client.faster_multi_lock("class_100", ["Jack_001"]).unwrap();
-    assert!(jack.try_lock(Duration::from_millis(50)).await.unwrap().is_none());
+    let jack = s
+        .client
+        .faster_multi_lock("class_100", ["Jack_001"])
+        .unwrap();
+    assert!(jack
+        .try_lock(Duration::from_millis(50))
+        .await
+        .unwrap()
+        .is_none());
     // Disjoint values of the same group are free.
-    let tom = s.client.faster_multi_lock("class_100", ["Tom_003"]).unwrap();
-    tom.try_lock(Duration::ZERO).await.unwrap().expect("Tom is free").unlock().await.unwrap();
+    let tom = s
+        .client
+        .faster_multi_lock("class_100", ["Tom_003"])
+        .unwrap();
+    tom.try_lock(Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("Tom is free")
+        .unlock()
+        .await
+        .unwrap();
     // Nothing of the refused batch was written.
     let after: HashMap<String, String> = server.cmd(&["HGETALL", "class_100"]);
     assert_eq!(after, fields);
     let waiter = tokio::spawn(async move { (shared.lock().await.unwrap(), mono_nanos()) });
     until_waiters(server, "class_100", 1).await;
-    let released = java.call("j", "group unlock class_100 Jack_001,Mary_002").await;
+    let released = java
+        .call("j", "group unlock class_100 Jack_001,Mary_002")
+        .await;
     let (g, at) = tokio::time::timeout(Duration::from_secs(20), waiter)
         .await
         .expect("Java's unlock woke the redlatch waiter")
@@ -95,11 +125,26 @@ async fn java_holds_redlatch_waits(version: &str) {
         "Redisson {version}: faster multi-lock: Java unlock -> redlatch lock {:.2} ms",
         (at - released.before.unwrap()) as f64 / 1e6
     );
-    assert!(!java.call("k", "group trylock class_100 Tom_003 0").await.bool());
-    assert!(java.call("k", "group islocked class_100 Tom_003").await.bool());
+    assert!(!java
+        .call("k", "group trylock class_100 Tom_003 0")
+        .await
+        .bool());
+    assert!(java
+        .call("k", "group islocked class_100 Tom_003")
+        .await
+        .bool());
     g.unlock().await.unwrap();
-    assert!(!java.call("k", "group islocked class_100 Mary_002,Tom_003").await.bool());
-    jvm::record(&s.id, "RedissonFasterMultiLock", version, "standalone", "pass");
+    assert!(!java
+        .call("k", "group islocked class_100 Mary_002,Tom_003")
+        .await
+        .bool());
+    jvm::record(
+        &s.id,
+        "RedissonFasterMultiLock",
+        version,
+        "standalone",
+        "pass",
+    );
 }
 
 async fn redlatch_holds_java_waits(version: &str) {
@@ -113,11 +158,21 @@ async fn redlatch_holds_java_waits(version: &str) {
     // Java's refused attempts wrote nothing: only our two values are there.
     let n: i64 = server.cmd(&["HLEN", "seats"]);
     assert_eq!(n, 6);
-    java.call("j", "group trylock seats 12C 0").await.bool().then_some(()).expect("12C is free");
+    java.call("j", "group trylock seats 12C 0")
+        .await
+        .bool()
+        .then_some(())
+        .expect("12C is free");
     java.call("j", "group unlock seats 12C").await.ok();
     let mut waiting = java.send("j", "group lock seats 12B,12C");
     until_waiters(server, "seats", 1).await;
-    assert!(waiting.answered_within(Duration::from_millis(300)).await.is_none(), "12B is ours");
+    assert!(
+        waiting
+            .answered_within(Duration::from_millis(300))
+            .await
+            .is_none(),
+        "12B is ours"
+    );
     let released = mono_nanos();
     g.unlock().await.unwrap();
     let got = tokio::time::timeout(Duration::from_secs(20), waiting.reply())
@@ -130,10 +185,26 @@ async fn redlatch_holds_java_waits(version: &str) {
     );
     assert!(java.call("j", "group isheld seats 12B,12C").await.bool());
     let shared = s.client.faster_multi_lock("seats", ["12C"]).unwrap();
-    assert!(shared.try_lock(Duration::ZERO).await.unwrap().is_none(), "12C is Java's now");
-    assert!(ours.try_lock(Duration::ZERO).await.unwrap().is_none(), "12B is Java's now");
+    assert!(
+        shared.try_lock(Duration::ZERO).await.unwrap().is_none(),
+        "12C is Java's now"
+    );
+    assert!(
+        ours.try_lock(Duration::ZERO).await.unwrap().is_none(),
+        "12B is Java's now"
+    );
     java.call("j", "group unlock seats 12B,12C").await.ok();
-    let g = ours.try_lock(Duration::ZERO).await.unwrap().expect("free again");
+    let g = ours
+        .try_lock(Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("free again");
     g.unlock().await.unwrap();
-    jvm::record(&s.id, "RedissonFasterMultiLock", version, "standalone", "pass");
+    jvm::record(
+        &s.id,
+        "RedissonFasterMultiLock",
+        version,
+        "standalone",
+        "pass",
+    );
 }

@@ -33,7 +33,9 @@ use crate::transport::Transport;
 pub(crate) use super::call::{Holding, LockSpec};
 pub(crate) use super::held::Held;
 pub(crate) use super::holder::{fresh_number, Scope};
-pub(crate) use super::kinds::group::{composite as group_name, field as group_field, Status as GroupStatus};
+pub(crate) use super::kinds::group::{
+    composite as group_name, field as group_field, Status as GroupStatus,
+};
 pub(crate) use super::queries::Inspected;
 pub(crate) use super::waiter::deadline_after;
 pub(crate) use crate::transport::connect::{Deployment, Shape};

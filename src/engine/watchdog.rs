@@ -258,7 +258,13 @@ impl Renewal {
 type Groups<'a> = [(Renewal, (Vec<usize>, Vec<(&'a str, &'a str)>)); 4];
 
 fn groups(chunk: &[Arc<Hold>]) -> Groups<'_> {
-    [Renewal::Field, Renewal::Read, Renewal::Permit, Renewal::Group].map(|want| {
+    [
+        Renewal::Field,
+        Renewal::Read,
+        Renewal::Permit,
+        Renewal::Group,
+    ]
+    .map(|want| {
         let idx: Vec<usize> = (0..chunk.len())
             .filter(|&i| Renewal::of(&chunk[i]) == want)
             .collect();

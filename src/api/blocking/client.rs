@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{
-    FasterMultiLock,
-    CountDownLatch, Lock, MultiLock, PermitExpirableSemaphore, ReadWriteLock, Runtime, Semaphore,
+    CountDownLatch, FasterMultiLock, Lock, MultiLock, PermitExpirableSemaphore, ReadWriteLock,
+    Runtime, Semaphore,
 };
 use crate::api::config::Config;
 use crate::error::Result;

@@ -157,7 +157,11 @@ impl FasterMultiLock {
     /// guard.unlock()?;
     /// # Ok(()) }) }
     /// ```
-    pub fn try_lock_with_lease(&self, wait: Duration, lease: Duration) -> Result<Option<LockGuard>> {
+    pub fn try_lock_with_lease(
+        &self,
+        wait: Duration,
+        lease: Duration,
+    ) -> Result<Option<LockGuard>> {
         self.inner.check_blocking()?;
         self.lock.try_lock_with_lease(wait, lease)
     }

@@ -15,17 +15,17 @@
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use futures_util::future::join_all;
-use highway::{HighwayHash, HighwayHasher, Key};
 use super::{read_release, Ask, Protocol, Sending};
+use crate::engine::call::LockSpec;
 use crate::engine::master::Master;
 use crate::engine::wire::{read_acquire, typed, unreplicated, Acquire, Release};
-use crate::engine::call::LockSpec;
 use crate::engine::{Engine, Kind};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Lane, Script};
+use futures_util::future::join_all;
+use highway::{HighwayHash, HighwayHasher, Key};
 
 static ACQUIRE: LazyLock<Script> = lua!("group_common.lua", "group_acquire.lua");
 static RELEASE: LazyLock<Script> = lua!("group_common.lua", "group_release.lua");
@@ -172,7 +172,10 @@ pub(crate) async fn renew(
 pub(crate) async fn force_release(m: &Master, name: &str) -> Result<u64> {
     let (mut inv, group) = call(&FORCE, name, true);
     add_fields(&mut inv, name);
-    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(group, e))?;
+    let v = m
+        .eval(Lane::Lock, &inv)
+        .await
+        .map_err(|e| typed(group, e))?;
     m.decode(v)
 }
 
@@ -194,7 +197,10 @@ pub(crate) async fn status(m: &Master, name: &str, holder: &str) -> Result<Statu
     let (mut inv, group) = call(&STATUS, name, false);
     inv.arg(holder);
     add_fields(&mut inv, name);
-    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(group, e))?;
+    let v = m
+        .eval(Lane::Lock, &inv)
+        .await
+        .map_err(|e| typed(group, e))?;
     let (locked, held, count, ms): (i64, i64, i64, i64) = m.decode(v)?;
     if locked == crate::engine::wire::WRONG_TYPE {
         return Err(crate::engine::wire::wrong_type(m.addr(), group));
@@ -246,7 +252,8 @@ impl Engine {
         // Holds of other value sets that shared a value are found lost by their next
         // renewal (group_renew.lua answers 0).
         self.holds.lose_name(&spec.name);
-        self.pubsub.notify_local(&keys::channel(parts(&spec.name).0));
+        self.pubsub
+            .notify_local(&keys::channel(parts(&spec.name).0));
         Ok(removed > 0)
     }
 }
