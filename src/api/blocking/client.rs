@@ -150,7 +150,9 @@ impl Client {
     /// use redlatch::Config;
     /// let client = Client::connect(Config::single(url))?;
     /// let seats = client.faster_multi_lock("flight:LH400", ["12A", "12B"])?;
-    /// seats.lock()?.unlock()?;
+    /// let guard = seats.lock()?;
+    /// assert!(client.faster_multi_lock("flight:LH400", ["12B"])?.is_locked()?);
+    /// guard.unlock()?;
     /// # Ok(()) }) }
     /// ```
     pub fn faster_multi_lock<V: AsRef<[u8]>>(

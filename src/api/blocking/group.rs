@@ -154,6 +154,7 @@ impl FasterMultiLock {
     /// let guard = lock
     ///     .try_lock_with_lease(Duration::from_millis(100), Duration::from_secs(5))?
     ///     .expect("free");
+    /// assert!(lock.remaining_ttl()?.unwrap() <= Duration::from_secs(5));
     /// guard.unlock()?;
     /// # Ok(()) }) }
     /// ```
