@@ -395,25 +395,137 @@ async fn bad_input_is_typed() {
     g.unlock().await.unwrap();
 }
 
-#[tokio::test]
-async fn redlock_is_refused_with_its_reason() {
-    let servers = common::start_many(3);
-    let c = Client::connect(Config::redlock(servers.iter().map(|s| s.url())))
+fn redlock_config(servers: &[RedisServer]) -> Config {
+    Config::redlock(servers.iter().map(|s| s.url()))
+}
+
+/// Redlock: granted when a majority grants every value (a minority's refusal is
+/// outvoted, a minority's grant is undone), queries by majority, exclusion per value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_grants_all_values_by_majority() {
+    let mut servers = common::start_many(3);
+    let a = Client::connect(redlock_config(&servers)).await.unwrap();
+    let b = Client::connect(redlock_config(&servers)).await.unwrap();
+    let held = a
+        .faster_multi_lock("rl", ["b"])
+        .unwrap()
+        .lock()
         .await
         .unwrap();
-    let lock = c.faster_multi_lock("g", ["a"]).unwrap();
-    let e = lock.try_lock(Duration::ZERO).await.unwrap_err();
-    assert!(
-        matches!(&e, Error::Unsupported { reason, .. } if reason.contains("Redlock")),
-        "{e}"
-    );
-    assert!(matches!(
-        lock.is_locked().await,
-        Err(Error::Unsupported { .. })
-    ));
     for s in &servers {
-        let n: i64 = s.cmd(&["DBSIZE"]);
-        assert_eq!(n, 0, "nothing sent");
+        assert_eq!(fields(s, "rl").len(), 3, "the value on every master");
+    }
+    let batch = b.faster_multi_lock("rl", ["a", "b"]).unwrap();
+    assert!(batch.try_lock(Duration::ZERO).await.unwrap().is_none());
+    for s in &servers {
+        assert_eq!(
+            fields(s, "rl").len(),
+            3,
+            "nothing of the refused batch on any master"
+        );
+    }
+    assert!(batch.is_locked().await.unwrap());
+    held.unlock().await.unwrap();
+    // A dead holder of `a` on one master only: outvoted by the other two.
+    let ends = (now_ms() + 60_000).to_string();
+    let f = {
+        let probe = b
+            .faster_multi_lock("probe", ["a"])
+            .unwrap()
+            .lock()
+            .await
+            .unwrap();
+        let f: Vec<String> = servers[0].cmd(&["HKEYS", "probe"]);
+        probe.unlock().await.unwrap();
+        f.into_iter().find(|k| k.len() == 22).unwrap()
+    };
+    let _: i64 = servers[2].cmd(&[
+        "HSET",
+        "rl",
+        &f,
+        "ghost:1",
+        &format!("{f}:ghost:1:expire_time"),
+        &ends,
+        &format!("{f}:ghost:1:lock_count"),
+        "1",
+    ]);
+    let g = batch
+        .try_lock(Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("a majority grants both");
+    assert!(
+        batch.is_held_by_current_task().await.unwrap(),
+        "held on a majority"
+    );
+    let on_third: HashMap<String, String> = servers[2].cmd(&["HGETALL", "rl"]);
+    assert_eq!(
+        on_third[&f], "ghost:1",
+        "the minority's holder is left alone"
+    );
+    // One master down (the ghost's): the other two still decide, and exclusion holds.
+    servers[2].kill();
+    let other = a.faster_multi_lock("rl", ["b", "c"]).unwrap();
+    assert!(other
+        .try_lock(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    g.unlock().await.unwrap();
+    let g = other
+        .try_lock(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("free on the majority");
+    g.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_overlapping_sets_never_share_a_value() {
+    let servers = common::start_many(3);
+    let holders: Arc<parking_lot::Mutex<HashMap<&'static str, u32>>> = Default::default();
+    let mut tasks = Vec::new();
+    for c in 0..2 {
+        let client = Client::connect(redlock_config(&servers)).await.unwrap();
+        for t in 0..2usize {
+            let holders = holders.clone();
+            let set: Vec<&'static str> = ["v0", "v1", "v2"]
+                .iter()
+                .copied()
+                .cycle()
+                .skip(c + t)
+                .take(2)
+                .collect();
+            let lock = client
+                .faster_multi_lock("rl-contended", set.clone())
+                .unwrap();
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..5 {
+                    let g = lock.lock().await.unwrap();
+                    for v in &set {
+                        let mut h = holders.lock();
+                        let e = h.entry(v).or_default();
+                        assert_eq!(*e, 0, "{v} held twice");
+                        *e += 1;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    for v in &set {
+                        *holders.lock().get_mut(v).unwrap() -= 1;
+                    }
+                    g.unlock().await.unwrap();
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(120), t)
+            .await
+            .expect("a contender never finished")
+            .unwrap();
+    }
+    for s in &servers {
+        let left: i64 = s.cmd(&["EXISTS", "rl-contended"]);
+        assert_eq!(left, 0, "everything released on every master");
     }
 }
 

@@ -39,8 +39,10 @@ pub const MAX_GROUP_VALUES: usize = 4096;
 /// * **Waiting** is woken by a release's message on the group's channel
 ///   (`redisson_lock__channel:{group}`), shared by every value set of the group.
 /// * **Cluster**: all values live under the group key, one hash slot.
-/// * **Redlock**: refused with [`Error::Unsupported`]: Redisson has no Redlock form of
-///   it, and redlatch does not grant its values by majority.
+/// * **Redlock**: supported as for [`Lock`] (Redisson has no Redlock form of it): an
+///   attempt runs the one script on every master and holds the values when a majority
+///   granted all of them (the others' grants are undone); renewals, releases and the
+///   queries go by majority too.
 /// * The guard's [`name`](LockGuard::name) is the group, `#`, then the sorted value
 ///   digests (the engine's name for this hold), never a Redis key.
 ///
@@ -181,8 +183,8 @@ impl FasterMultiLock {
     /// Waits as long as it takes, then holds every value, kept by the watchdog.
     ///
     /// # Errors
-    /// [`Error::Unsupported`] on a Redlock client; [`Error::WrongType`] if the group's
-    /// key is not a hash; otherwise as [`Lock::lock`].
+    /// [`Error::WrongType`] if the group's key is not a hash; otherwise as
+    /// [`Lock::lock`].
     ///
     /// # Cancel safety
     /// Dropping the future leaves nothing held: an attempt that already took the
@@ -201,7 +203,6 @@ impl FasterMultiLock {
     /// # Ok(()) }) }
     /// ```
     pub async fn lock(&self) -> Result<LockGuard> {
-        self.check()?;
         self.lock.lock().await
     }
 
@@ -227,7 +228,6 @@ impl FasterMultiLock {
     /// # Ok(()) }) }
     /// ```
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
-        self.check()?;
         self.lock.lock_with_lease(lease).await
     }
 
@@ -251,7 +251,6 @@ impl FasterMultiLock {
     /// # Ok(()) }) }
     /// ```
     pub async fn try_lock(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        self.check()?;
         self.lock.try_lock(wait).await
     }
 
@@ -281,15 +280,15 @@ impl FasterMultiLock {
         wait: Duration,
         lease: Duration,
     ) -> Result<Option<LockGuard>> {
-        self.check()?;
         self.lock.try_lock_with_lease(wait, lease).await
     }
 
-    /// True if any of its values is held by anyone (Redisson's `isLocked`).
+    /// True if any of its values is held by anyone (on a majority of masters;
+    /// Redisson's `isLocked`).
     ///
     /// # Errors
-    /// [`Error::Unsupported`] on a Redlock client; [`Error::WrongType`]; the master's
-    /// error.
+    /// [`Error::WrongType`]; [`Error::NoQuorum`] or the master's error when a majority
+    /// does not answer.
     ///
     /// # Examples
     /// ```
@@ -411,15 +410,6 @@ impl FasterMultiLock {
     async fn status(&self) -> Result<GroupStatus> {
         let engine = &self.lock.client().engine;
         engine.group_status(self.lock.spec()).await
-    }
-
-    /// The Redlock refusal, for the blocking API before it acquires.
-    pub(crate) fn check_blocking(&self) -> Result<()> {
-        self.check()
-    }
-
-    fn check(&self) -> Result<()> {
-        self.lock.client().engine.check_group(self.lock.spec())
     }
 }
 

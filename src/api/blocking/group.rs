@@ -82,7 +82,6 @@ impl FasterMultiLock {
     /// # Ok(()) }) }
     /// ```
     pub fn lock(&self) -> Result<LockGuard> {
-        self.inner.check_blocking()?;
         self.lock.lock()
     }
 
@@ -106,7 +105,6 @@ impl FasterMultiLock {
     /// # Ok(()) }) }
     /// ```
     pub fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
-        self.inner.check_blocking()?;
         self.lock.lock_with_lease(lease)
     }
 
@@ -133,7 +131,6 @@ impl FasterMultiLock {
     /// # Ok(()) }) }
     /// ```
     pub fn try_lock(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        self.inner.check_blocking()?;
         self.lock.try_lock(wait)
     }
 
@@ -163,7 +160,6 @@ impl FasterMultiLock {
         wait: Duration,
         lease: Duration,
     ) -> Result<Option<LockGuard>> {
-        self.inner.check_blocking()?;
         self.lock.try_lock_with_lease(wait, lease)
     }
 

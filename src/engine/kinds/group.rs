@@ -13,11 +13,13 @@
 //! work unchanged, and two value sets of one group are two holds.
 
 use std::sync::{Arc, LazyLock};
+
 use std::time::Duration;
 
 use super::{read_release, Ask, Protocol, Sending};
 use crate::engine::call::LockSpec;
 use crate::engine::master::Master;
+use crate::engine::quorum::{answers, fan_out, majority_floor, majority_true};
 use crate::engine::wire::{read_acquire, typed, unreplicated, Acquire, Release};
 use crate::engine::{Engine, Kind};
 use crate::error::{Error, Result};
@@ -214,54 +216,63 @@ pub(crate) async fn status(m: &Master, name: &str, holder: &str) -> Result<Statu
 }
 
 impl Engine {
-    /// The master of a faster multi-lock: the only one. Under Redlock it is refused.
-    fn group_master(&self, name: &str) -> Result<Arc<Master>> {
-        match self.masters.as_slice() {
-            [only] => Ok(only.clone()),
-            many => Err(Error::Unsupported {
-                what: format!(
-                    "faster multi-lock {:?} over {} Redlock masters",
-                    parts(name).0,
-                    many.len()
-                ),
-                reason: REDLOCK_REFUSAL.into(),
-            }),
-        }
-    }
-
-    /// Refuses a faster multi-lock on a Redlock client (before any acquisition).
-    pub(crate) fn check_group(&self, spec: &LockSpec) -> Result<()> {
-        self.check_name(&spec.name, Kind::Group)?;
-        self.group_master(&spec.name).map(drop)
-    }
-
-    /// The values of `spec` as the caller (Engine::callers_holder) sees them.
+    /// The values of `spec` as the caller (Engine::callers_holder) sees them, by
+    /// majority: locked / held when a majority says so, the count and the time left
+    /// that a majority reaches at least.
     pub(crate) async fn group_status(&self, spec: &LockSpec) -> Result<Status> {
         self.check_name(&spec.name, Kind::Group)?;
-        let m = self.group_master(&spec.name)?;
         let holder = self.callers_holder(spec);
-        status(&m, &spec.name, holder.as_deref().unwrap_or("")).await
+        let (name, holder) = (&*spec.name, holder.as_deref().unwrap_or(""));
+        let results = fan_out(
+            &self.masters,
+            |m| async move { status(m, name, holder).await },
+        )
+        .await;
+        if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
+            return Err(results.into_iter().find_map(Result::err).expect("an error"));
+        }
+        let all = answers(results, self.quorum)?;
+        let locked: Vec<bool> = all.iter().map(|s| s.locked).collect();
+        let held: Vec<bool> = all.iter().map(|s| s.held).collect();
+        let left = all
+            .iter()
+            .map(|s| s.left.map_or(-1, |d| d.as_millis() as i64));
+        let left = majority_floor(left.collect(), self.quorum);
+        let held = majority_true(&held, self.quorum);
+        Ok(Status {
+            locked: majority_true(&locked, self.quorum),
+            held,
+            count: if held {
+                majority_floor(all.iter().map(|s| s.count).collect(), self.quorum)
+            } else {
+                0
+            },
+            left: (held && left >= 0).then(|| Duration::from_millis(left as u64)),
+        })
     }
 
-    /// Force-unlocks the values of `spec`, whoever holds them; true if any had a
-    /// holder. This client's holds on them are lost.
+    /// Force-unlocks the values of `spec` on every master, whoever holds them; true if
+    /// any had a holder on a master that answered (a majority must answer). This
+    /// client's holds on exactly these values are lost.
     pub(crate) async fn group_force_unlock(&self, spec: &LockSpec) -> Result<bool> {
         self.check_name(&spec.name, Kind::Group)?;
-        let m = self.group_master(&spec.name)?;
-        let removed = force_release(&m, &spec.name).await?;
+        let name = &*spec.name;
+        let results = fan_out(
+            &self.masters,
+            |m| async move { force_release(m, name).await },
+        )
+        .await;
+        if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
+            return Err(results.into_iter().find_map(Result::err).expect("an error"));
+        }
+        let removed = answers(results, self.quorum)?.into_iter().any(|n| n > 0);
         // Holds of other value sets that shared a value are found lost by their next
         // renewal (group_renew.lua answers 0).
-        self.holds.lose_name(&spec.name);
-        self.pubsub
-            .notify_local(&keys::channel(parts(&spec.name).0));
-        Ok(removed > 0)
+        self.holds.lose_name(name);
+        self.pubsub.notify_local(&keys::channel(parts(name).0));
+        Ok(removed)
     }
 }
-
-/// Why a faster multi-lock is refused over several masters.
-pub(crate) const REDLOCK_REFUSAL: &str = "the faster multi-lock runs on one deployment \
-    (Redisson's RedissonFasterMultiLock has no Redlock form): redlatch does not grant its \
-    values by majority; use a MultiLock of separate locks under Redlock, or one deployment";
 
 #[cfg(test)]
 mod tests {
