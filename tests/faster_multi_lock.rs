@@ -107,6 +107,14 @@ async fn the_wire_layout_is_redissons_holder_expiry_and_count_per_value() {
     assert_eq!(guard.scope(lock.hold_count()).await.unwrap(), 2);
     again.unlock().await.unwrap();
     assert!(guard.scope(lock.is_held_by_current_task()).await.unwrap());
+    // Guarded writes are for single locks: refused, nothing written.
+    let refused = guard.guarded().set("guarded-key", "v").await;
+    assert!(
+        matches!(refused, Err(Error::NotHeld { .. } | Error::Unsupported { .. })),
+        "{refused:?}"
+    );
+    let written: i64 = server.cmd(&["EXISTS", "guarded-key"]);
+    assert_eq!(written, 0);
     guard.unlock().await.unwrap();
     assert!(!lock.is_locked().await.unwrap());
 }

@@ -44,7 +44,10 @@ pub const MAX_GROUP_VALUES: usize = 4096;
 ///   granted all of them (the others' grants are undone); renewals, releases and the
 ///   queries go by majority too.
 /// * The guard's [`name`](LockGuard::name) is the group, `#`, then the sorted value
-///   digests (the engine's name for this hold), never a Redis key.
+///   digests (the engine's name for this hold), never a Redis key. Guarded writes and
+///   release requests are for single locks: a [`guarded`](LockGuard::guarded) write
+///   through this guard is refused with a typed error (nothing written) and
+///   [`revoke_requested`](LockGuard::revoke_requested) never fires.
 ///
 /// # Examples
 /// ```
