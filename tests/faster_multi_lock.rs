@@ -110,7 +110,10 @@ async fn the_wire_layout_is_redissons_holder_expiry_and_count_per_value() {
     // Guarded writes are for single locks: refused, nothing written.
     let refused = guard.guarded().set("guarded-key", "v").await;
     assert!(
-        matches!(refused, Err(Error::NotHeld { .. } | Error::Unsupported { .. })),
+        matches!(
+            refused,
+            Err(Error::NotHeld { .. } | Error::Unsupported { .. })
+        ),
         "{refused:?}"
     );
     let written: i64 = server.cmd(&["EXISTS", "guarded-key"]);

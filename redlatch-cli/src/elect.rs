@@ -97,6 +97,7 @@ fn as_run_args(args: ElectArgs) -> RunArgs {
             read: false,
             write: false,
             permits: None,
+            values: None,
         },
         kill_grace: args.kill_grace,
         watchdog: args.watchdog,
