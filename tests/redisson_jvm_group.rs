@@ -33,7 +33,11 @@ macro_rules! per_version {
     )*};
 }
 
-per_version!(java_holds_redlatch_waits, redlatch_holds_java_waits);
+per_version!(
+    java_holds_redlatch_waits,
+    redlatch_holds_java_waits,
+    watchdogs_both_ways_and_a_killed_jvm_freed_by_its_lease,
+);
 
 struct Setup {
     server: RedisServer,
@@ -202,6 +206,54 @@ async fn redlatch_holds_java_waits(version: &str) {
     g.unlock().await.unwrap();
     jvm::record(
         &s.id,
+        "RedissonFasterMultiLock",
+        version,
+        "standalone",
+        "pass",
+    );
+}
+
+/// Java's watchdog keeps its values past its lease while redlatch waits, and redlatch's
+/// keeps its own past its lease while Java waits (each reads the other's expiry
+/// fields); a `kill -9`ed JVM's values are free once its lease ends.
+async fn watchdogs_both_ways_and_a_killed_jvm_freed_by_its_lease(version: &str) {
+    let id = format!("redisson_jvm_group-watchdog-{version}");
+    jvm::clear_record(&id);
+    let server = RedisServer::start();
+    let deployment = Deployment::Single(addr_of(&server.url()));
+    let mut java = Jvm::start(version, &deployment, "codec=string watchdog=1000").await;
+    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(1000));
+    let client = Client::connect(config).await.unwrap();
+    // Ours, past three of its leases, while Java tries.
+    let ours = client.faster_multi_lock("wd", ["p", "q"]).unwrap();
+    let g = ours.lock().await.unwrap();
+    assert!(
+        !java.call("j", "group trylock wd q,r 3000").await.bool(),
+        "our watchdog keeps q"
+    );
+    assert!(!g.lost().is_cancelled());
+    g.unlock().await.unwrap();
+    // Java's, past three of its leases, while we wait; then the JVM dies.
+    java.call("j", "group lock wd q,r").await.ok();
+    let shared = client.faster_multi_lock("wd", ["r"]).unwrap();
+    assert!(
+        shared
+            .try_lock(Duration::from_millis(3000))
+            .await
+            .unwrap()
+            .is_none(),
+        "Java's watchdog keeps r"
+    );
+    let waiter = tokio::spawn(async move { shared.lock().await.map(|g| (g, shared)) });
+    java.kill9();
+    let (g, _) = tokio::time::timeout(Duration::from_secs(20), waiter)
+        .await
+        .expect("the dead JVM's values free after its lease")
+        .unwrap()
+        .unwrap();
+    g.unlock().await.unwrap();
+    jvm::record(
+        &id,
         "RedissonFasterMultiLock",
         version,
         "standalone",
