@@ -296,6 +296,27 @@ mod tests {
         assert_eq!(f.collect::<Vec<_>>(), ["a2", "b1"]);
     }
 
+    /// The fields Redisson 4.7.0 (StringCodec) wrote for `getMultiLock("class_100",
+    /// ["Jack_001", "Mary_002", "", "ü"])`, read back with HGETALL: a fixture for
+    /// machines without a JVM (tests/redisson_jvm_group.rs checks it live).
+    #[test]
+    fn fields_are_redissons_digests() {
+        assert_eq!(field(b"Jack_001"), "7pNoDdizVy2xY792MaFv+w");
+        let mut ours: Vec<String> = [&b"Jack_001"[..], b"Mary_002", b"", "ü".as_bytes()]
+            .iter()
+            .map(|v| field(v))
+            .collect();
+        ours.sort();
+        let mut redisson = [
+            "P7PdxrBodUMmW7+paeu1Ew",
+            "kIX2DFOX4IWct7G7K6tV9A",
+            "7pNoDdizVy2xY792MaFv+w",
+            "t6rZwibGo2uy1OSmNVe8pg",
+        ];
+        redisson.sort();
+        assert_eq!(ours, redisson);
+    }
+
     #[test]
     fn fields_are_22_characters_and_differ_per_value() {
         let (a, b) = (field(b"a"), field(b"b"));
