@@ -3,8 +3,9 @@
 //! script, all or none. Each value is a field named by its digest ([`field`]); the
 //! field holds the holder id, and two sub-fields per holder hold the hold's expiry (an
 //! epoch time in ms: our scripts read the server's clock, Redisson's client passes its
-//! own) and its reentrant count. A release that frees a value publishes `"0"` on the group's lock channel
-//! (`keys::channel(group)`), where Redisson's waiters and ours listen.
+//! own) and its reentrant count. A release that frees a value publishes `"0"` on the
+//! group's lock channel (`keys::channel(group)`), where Redisson's waiters and ours
+//! listen.
 //!
 //! The engine knows a hold of this kind by a composite name, [`composite`]: the group,
 //! `#`, the sorted digests joined by `,`. It is never a Redis key: every call here
@@ -13,8 +14,10 @@
 //! work unchanged, and two value sets of one group are two holds.
 
 use std::sync::{Arc, LazyLock};
-
 use std::time::Duration;
+
+use futures_util::future::join_all;
+use highway::{HighwayHash, HighwayHasher, Key};
 
 use super::{read_release, Ask, Protocol, Sending};
 use crate::engine::call::LockSpec;
@@ -26,8 +29,6 @@ use crate::error::{Error, Result};
 use crate::keys;
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Lane, Script};
-use futures_util::future::join_all;
-use highway::{HighwayHash, HighwayHasher, Key};
 
 static ACQUIRE: LazyLock<Script> = lua!("group_common.lua", "group_acquire.lua");
 static RELEASE: LazyLock<Script> = lua!("group_common.lua", "group_release.lua");
