@@ -23,7 +23,8 @@ BEGIN, END = "<!-- matrix:begin -->", "<!-- matrix:end -->"
 
 VERSIONS = ["3.27.2", "3.52.0", "4.7.0"]
 PRIMITIVES = ["RLock", "RFairLock", "RFencedLock", "RReadWriteLock", "RSemaphore",
-              "RPermitExpirableSemaphore", "RCountDownLatch", "RedissonMultiLock"]
+              "RPermitExpirableSemaphore", "RCountDownLatch", "RedissonMultiLock",
+              "RedissonFasterMultiLock"]
 DEPLOYMENTS = ["standalone", "cluster", "sentinel"]
 
 

@@ -20,6 +20,7 @@ pub use api::config::{Config, Topology, ENV_VAR, MAX_LEASE};
 pub use api::config_check::MIN_LEASE;
 pub use api::config_sources::{ENV_MODE, ENV_SENTINEL_MASTER};
 pub use api::election::{Change, ChangeKind, Election, Leader, Leadership, Observer};
+pub use api::group::{FasterMultiLock, MAX_GROUP_VALUES};
 pub use api::guard::LockGuard;
 pub use api::guarded::{Guarded, GuardedScript};
 pub use api::latch::CountDownLatch;

@@ -1,27 +1,39 @@
-//! What `redlatch run` holds while CMD runs: a lock (plain, fair, fenced, read or write)
-//! or a permit of an expirable semaphore (`--permits N`). Both are kept by the
+//! What `redlatch run` holds while CMD runs: a lock (plain, fair, fenced, read or write),
+//! the values of a faster multi-lock (`--values`) or a permit of an expirable semaphore
+//! (`--permits N`). Both are kept by the
 //! watchdog unless `--lease`, and both say when they are lost.
 
 use std::time::Duration;
 
-use redlatch::{Client, Leadership, Lock, LockGuard, Permit, PermitExpirableSemaphore};
+use redlatch::{
+    Client, FasterMultiLock, Leadership, Lock, LockGuard, Permit, PermitExpirableSemaphore,
+};
 use tokio_util::sync::CancellationToken;
 
 /// What `run` asks for.
 pub enum Wanted {
     Lock(Lock),
+    /// The faster multi-lock of a group over values (`--values`).
+    Values(FasterMultiLock),
     /// An expirable semaphore set up with this many permits if it does not exist.
     Permit(PermitExpirableSemaphore, u32),
 }
 
 impl Wanted {
     /// The lock or semaphore `run`'s flags name.
-    pub fn new(client: &Client, name: &str, kind: &crate::run::KindArgs) -> Wanted {
+    pub fn new(
+        client: &Client,
+        name: &str,
+        kind: &crate::run::KindArgs,
+    ) -> redlatch::Result<Wanted> {
         if let Some(n) = kind.permits {
-            return Wanted::Permit(client.permit_expirable_semaphore(name), n);
+            return Ok(Wanted::Permit(client.permit_expirable_semaphore(name), n));
+        }
+        if let Some(values) = &kind.values {
+            return Ok(Wanted::Values(client.faster_multi_lock(name, values)?));
         }
         let rw = client.read_write_lock(name);
-        Wanted::Lock(match kind {
+        Ok(Wanted::Lock(match kind {
             k if k.read => rw.read(),
             k if k.write => rw.write(),
             k if k.fair => client.fair_lock(name),
@@ -29,7 +41,7 @@ impl Wanted {
             k if k.non_reentrant => client.non_reentrant_lock(name),
             k if k.spin => client.spin_lock(name),
             _ => client.lock(name),
-        })
+        }))
     }
 
     /// Takes it: waits at most `wait` (`None`: as long as it takes), with a fixed
@@ -41,6 +53,15 @@ impl Wanted {
     ) -> redlatch::Result<Option<Held>> {
         match self {
             Wanted::Lock(lock) => {
+                let guard = match (wait, lease) {
+                    (None, None) => lock.lock().await.map(Some),
+                    (None, Some(l)) => lock.lock_with_lease(l).await.map(Some),
+                    (Some(w), None) => lock.try_lock(w).await,
+                    (Some(w), Some(l)) => lock.try_lock_with_lease(w, l).await,
+                }?;
+                Ok(guard.map(Held::Lock))
+            }
+            Wanted::Values(lock) => {
                 let guard = match (wait, lease) {
                     (None, None) => lock.lock().await.map(Some),
                     (None, Some(l)) => lock.lock_with_lease(l).await.map(Some),
@@ -67,6 +88,7 @@ impl Wanted {
     pub fn what(&self) -> &'static str {
         match self {
             Wanted::Lock(_) => "lock",
+            Wanted::Values(_) => "values of group",
             Wanted::Permit(..) => "semaphore",
         }
     }

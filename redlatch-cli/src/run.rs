@@ -151,6 +151,13 @@ pub struct KindArgs {
     /// machines (`sem`). A killed runner's permit expires after --watchdog.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub permits: Option<u32>,
+
+    /// The faster multi-lock of group NAME over these values (comma-separated), all or
+    /// none (Redisson `getMultiLock(NAME, values)`; a Java client must use StringCodec
+    /// for its string values to be the same): runners exclude each other on the values
+    /// they share.
+    #[arg(long, value_name = "V1,V2,...", value_delimiter = ',', num_args = 1)]
+    pub values: Option<Vec<String>>,
 }
 
 /// How CMD's run under the lock ended.
@@ -187,7 +194,8 @@ async fn hold_and_run(
     args: &RunArgs,
     signals: &mut Signals,
 ) -> Result<u8, Failure> {
-    let wanted = Wanted::new(client, &args.name, &args.kind);
+    let wanted = Wanted::new(client, &args.name, &args.kind)
+        .map_err(|e| exit::from_error(&format!("cannot use {:?}", args.name), &e))?;
     let guard = acquire(&wanted, args, signals).await?;
     let mut env = vec![
         ("REDLATCH_LOCK", args.name.clone()),

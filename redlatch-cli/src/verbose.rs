@@ -19,9 +19,17 @@ pub async fn before_wait(wanted: &Wanted, name: &str, wait: Option<Duration>) {
         Some(d) if d.is_zero() => "one try".to_string(),
         Some(d) => format!("at most {}", human(d)),
     };
-    let Wanted::Lock(lock) = wanted else {
-        eprintln!("redlatch: waiting for a permit of semaphore {name:?} ({bound})");
-        return;
+    let lock = match wanted {
+        Wanted::Lock(lock) => lock,
+        Wanted::Values(values) => {
+            let n = values.value_count();
+            eprintln!("redlatch: waiting for {n} values of group {name:?} ({bound})");
+            return;
+        }
+        Wanted::Permit(..) => {
+            eprintln!("redlatch: waiting for a permit of semaphore {name:?} ({bound})");
+            return;
+        }
     };
     eprintln!(
         "redlatch: waiting for {:?} lock {name:?} ({bound})",

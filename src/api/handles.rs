@@ -4,6 +4,7 @@
 //! not the other way round.
 
 use crate::api::client::Client;
+use crate::api::group::FasterMultiLock;
 use crate::api::latch::CountDownLatch;
 use crate::api::lock::{BackOff, Kind, Lock, Owner};
 use crate::api::multi::MultiLock;
@@ -76,6 +77,39 @@ impl Client {
     /// ```
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Fair)
+    }
+
+    /// Many `values` locked under the one key `group`, all or none (Redisson's
+    /// `getMultiLock(group, values)`, `RedissonFasterMultiLock`). Nothing is sent yet.
+    /// A value is named in Redis by the digest of its bytes, as Redisson names the
+    /// value its codec encoded: for a Java client to lock the same string, it must use
+    /// `StringCodec` (which encodes a string as its UTF-8 bytes).
+    ///
+    /// # Errors
+    /// [`Error::InvalidCount`](crate::Error::InvalidCount) for no values, a repeated
+    /// value or more than [`MAX_GROUP_VALUES`](crate::MAX_GROUP_VALUES);
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for a bad group name.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use redlatch::{Client, Config, Error};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let seats = client.faster_multi_lock("flight:LH400", ["12A", "12B", "12C"])?;
+    /// let guard = seats.lock().await?; // all three seats, one round trip
+    /// guard.unlock().await?;
+    /// let none: [&str; 0] = [];
+    /// assert!(matches!(client.faster_multi_lock("g", none), Err(Error::InvalidCount(_))));
+    /// assert!(matches!(client.faster_multi_lock("g", ["a", "a"]), Err(Error::InvalidCount(_))));
+    /// # Ok(()) }) }
+    /// ```
+    pub fn faster_multi_lock<V: AsRef<[u8]>>(
+        &self,
+        group: impl Into<String>,
+        values: impl IntoIterator<Item = V>,
+    ) -> crate::Result<FasterMultiLock> {
+        FasterMultiLock::new(self.clone(), group.into(), values)
     }
 
     /// A reentrant lock whose guards carry a fencing token (Redisson `RFencedLock`).

@@ -564,6 +564,12 @@ impl Lock {
         self.client.engine.force_unlock(&self.spec).await
     }
 
+    /// What every call on this handle tells the engine (the faster multi-lock's
+    /// queries use it).
+    pub(crate) fn spec(&self) -> &LockSpec {
+        &self.spec
+    }
+
     /// Checks the name for this kind of lock and this deployment.
     pub(crate) fn check_name(&self) -> Result<()> {
         (self.client.engine).check_name(&self.spec.name, self.spec.kind)

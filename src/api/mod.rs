@@ -11,6 +11,7 @@ pub(crate) mod config_sources;
 #[cfg(feature = "tls")]
 mod config_tls;
 pub(crate) mod election;
+pub(crate) mod group;
 pub(crate) mod guard;
 pub(crate) mod guarded;
 mod handles;

@@ -41,11 +41,14 @@ pub enum Kind {
     /// Reentrant, waited for without pub/sub: retried after an exponential back-off
     /// with jitter (Redisson `getSpinLock`; [`BackOff`](crate::BackOff)).
     Spin,
+    /// Many values under one key, taken all or none (Redisson's faster multi-lock,
+    /// `getMultiLock(group, values)`; see [`FasterMultiLock`](crate::FasterMultiLock)).
+    Group,
 }
 
 impl Kind {
     /// `plain`, `fair`, `fenced`, `read`, `write`, `non_reentrant`,
-    /// `non_reentrant_fair` or `spin`: the `kind` of spans and metrics.
+    /// `non_reentrant_fair`, `spin` or `group`: the `kind` of spans and metrics.
     pub(crate) fn label(self) -> &'static str {
         self.protocol().label()
     }

@@ -238,6 +238,8 @@ enum Renewal {
     Read,
     /// xsem_renew.lua: a permit's expiry.
     Permit,
+    /// group_renew.lua: a faster multi-lock's values (kinds/group.rs).
+    Group,
 }
 
 impl Renewal {
@@ -245,6 +247,7 @@ impl Renewal {
         match (hold.permit, hold.kind) {
             (true, _) => Renewal::Permit,
             (false, Kind::Read) => Renewal::Read,
+            (false, Kind::Group) => Renewal::Group,
             _ => Renewal::Field,
         }
     }
@@ -253,10 +256,16 @@ impl Renewal {
 /// The holds of a chunk grouped by the script that renews them: their places in the
 /// chunk and their (name, holder) pairs. Read holds renew their own timeout keys
 /// (rw.rs), permits their expiry (kinds/permit.rs); every other hold its field.
-type Groups<'a> = [(Renewal, (Vec<usize>, Vec<(&'a str, &'a str)>)); 3];
+type Groups<'a> = [(Renewal, (Vec<usize>, Vec<(&'a str, &'a str)>)); 4];
 
 fn groups(chunk: &[Arc<Hold>]) -> Groups<'_> {
-    [Renewal::Field, Renewal::Read, Renewal::Permit].map(|want| {
+    [
+        Renewal::Field,
+        Renewal::Read,
+        Renewal::Permit,
+        Renewal::Group,
+    ]
+    .map(|want| {
         let idx: Vec<usize> = (0..chunk.len())
             .filter(|&i| Renewal::of(&chunk[i]) == want)
             .collect();
@@ -300,6 +309,7 @@ async fn renew_on(engine: &Engine, m: &Master, n: usize, groups: &Groups<'_>) ->
             Renewal::Field => renew::renew(m, pairs, lease_ms, timeout).await,
             Renewal::Read => rw::renew_reads(m, pairs, lease_ms, timeout).await,
             Renewal::Permit => permit::renew_permits(m, pairs, lease_ms, timeout).await,
+            Renewal::Group => kinds::group::renew(m, pairs, lease_ms, timeout).await,
         };
         idx.iter().zip(r).for_each(|(&i, h)| held[i] = h);
     }

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{
-    CountDownLatch, Lock, MultiLock, PermitExpirableSemaphore, ReadWriteLock, Runtime, Semaphore,
+    CountDownLatch, FasterMultiLock, Lock, MultiLock, PermitExpirableSemaphore, ReadWriteLock,
+    Runtime, Semaphore,
 };
 use crate::api::config::Config;
 use crate::error::Result;
@@ -222,6 +223,35 @@ impl Client {
     /// ```
     pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
         ReadWriteLock::new(self.inner.read_write_lock(name), self.rt.clone())
+    }
+
+    /// Many `values` under the one key `group`, all or none, held per thread
+    /// (Redisson's `getMultiLock(group, values)`; see
+    /// [`crate::Client::faster_multi_lock`]).
+    ///
+    /// # Errors
+    /// As [`crate::Client::faster_multi_lock`].
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run_blocking(|url| {
+    /// use redlatch::blocking::Client;
+    /// use redlatch::Config;
+    /// let client = Client::connect(Config::single(url))?;
+    /// let seats = client.faster_multi_lock("flight:LH400", ["12A", "12B"])?;
+    /// let guard = seats.lock()?;
+    /// assert!(client.faster_multi_lock("flight:LH400", ["12B"])?.is_locked()?);
+    /// guard.unlock()?;
+    /// # Ok(()) }) }
+    /// ```
+    pub fn faster_multi_lock<V: AsRef<[u8]>>(
+        &self,
+        group: impl Into<String>,
+        values: impl IntoIterator<Item = V>,
+    ) -> crate::Result<FasterMultiLock> {
+        let inner = self.inner.faster_multi_lock(group, values)?;
+        Ok(FasterMultiLock::new(inner, self.rt.clone()))
     }
 
     /// Plain locks of `names` taken as one, all or none (Redisson `RedissonMultiLock`),

@@ -1,7 +1,7 @@
 //! Synchronous locks for code that does not run on an async runtime, as
 //! `reqwest::blocking` is for HTTP: the same locks, on the same wire, with guards that
 //! release when dropped. The whole family is here: [`Lock`] (plain, fair, fenced),
-//! [`ReadWriteLock`], [`MultiLock`], [`Semaphore`], [`PermitExpirableSemaphore`] and
+//! [`ReadWriteLock`], [`MultiLock`], [`FasterMultiLock`], [`Semaphore`], [`PermitExpirableSemaphore`] and
 //! [`CountDownLatch`], each a thin shell over its async counterpart.
 //!
 //! A [`Client`] owns a small tokio runtime (one worker thread, named
@@ -38,6 +38,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 
 mod client;
+mod group;
 mod latch;
 mod lock;
 mod multi;
@@ -46,6 +47,7 @@ mod rwlock;
 mod semaphore;
 
 pub use client::Client;
+pub use group::FasterMultiLock;
 pub use latch::CountDownLatch;
 pub use lock::{Lock, LockGuard};
 pub use multi::{MultiGuard, MultiLock};

@@ -9,7 +9,8 @@
 //!   [`fair`]: `RFairLock`; [`read`], [`write`]: the sides of `RReadWriteLock`
 //!   (their shared layout in rw.rs); [`nonreentrant`]: `RedissonNonReentrantLock` and
 //!   `RedissonNonReentrantFairLock`; [`spin`]: `RedissonSpinLock` (waited for by
-//!   engine/spin.rs, without pub/sub).
+//!   engine/spin.rs, without pub/sub); [`group`]:
+//!   `RedissonFasterMultiLock` (many values under one hash).
 //! * The counters, with no holder and no majority protocol: [`semaphore`]
 //!   (`RSemaphore`), [`permit`] (`RPermitExpirableSemaphore`, renewed as holds) and
 //!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
@@ -20,6 +21,7 @@
 
 pub(crate) mod fair;
 pub(crate) mod fenced;
+pub(crate) mod group;
 pub(crate) mod latch;
 pub(crate) mod nonreentrant;
 pub(crate) mod permit;
@@ -181,6 +183,7 @@ impl Kind {
             Kind::NonReentrant => &nonreentrant::NonReentrant,
             Kind::NonReentrantFair => &nonreentrant::NonReentrantFair,
             Kind::Spin => &spin::Spin,
+            Kind::Group => &group::Group,
         }
     }
 }

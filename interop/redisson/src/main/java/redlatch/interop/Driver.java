@@ -57,6 +57,10 @@ import org.redisson.config.SentinelServersConfig;
  *       (of {@code getReadWriteLock(NAME)}); {@code fenced} lock/trylock reply the token.</li>
  *   <li>{@code multi lock|trylock|unlock NAMES [WAIT_MS]}: RedissonMultiLock over the plain
  *       locks NAMES (comma-separated).</li>
+ *   <li>{@code group lock|trylock|unlock|islocked|isheld|forceunlock GROUP VALUES [WAIT_MS]
+ *       [LEASE_MS]}: the faster multi-lock {@code getMultiLock(GROUP, VALUES)} (Redisson 4.x;
+ *       VALUES comma-separated strings); connect with {@code codec=string} so a string is
+ *       encoded as its UTF-8 bytes, as redlatch hashes it.</li>
  *   <li>{@code sem NAME trysetpermits|acquire|release|available [N] [WAIT_MS]} (tryacquire
  *       N WAIT_MS).</li>
  *   <li>{@code xsem NAME trysetpermits N | acquire [LEASE_MS] | tryacquire WAIT_MS [LEASE_MS]
@@ -151,6 +155,8 @@ public final class Driver {
                 return "val " + client.getId() + ":" + Thread.currentThread().getId();
             case "multi":
                 return multi(id, cmd);
+            case "group":
+                return group(cmd);
             case "sem":
                 return semaphore(cmd);
             case "xsem":
@@ -214,6 +220,9 @@ public final class Driver {
         }
         if (opts.containsKey("fairwait")) {
             find(Config.class, "setFairLockWaitTimeout").invoke(config, Long.parseLong(opts.get("fairwait")));
+        }
+        if ("string".equals(opts.get("codec"))) {
+            config.setCodec(org.redisson.client.codec.StringCodec.INSTANCE);
         }
         client = Redisson.create(config);
         return "val " + client.getId();
@@ -335,6 +344,41 @@ public final class Driver {
                 multi.unlock();
                 return "ok before=" + before;
             }
+            default:
+                throw new IllegalArgumentException("unknown operation " + op);
+        }
+    }
+
+    /** The faster multi-lock, by reflection: the driver builds against Redisson 3.27 too. */
+    private static String group(String[] cmd) throws Exception {
+        String op = cmd[1];
+        java.util.Collection<Object> values = new ArrayList<>(Arrays.asList((Object[]) cmd[3].split(",")));
+        RLock lock = (RLock) RedissonClient.class
+                .getMethod("getMultiLock", String.class, java.util.Collection.class)
+                .invoke(client, cmd[2], values);
+        switch (op) {
+            case "lock": {
+                long lease = arg(cmd, 4, -1);
+                if (lease < 0) {
+                    lock.lock();
+                } else {
+                    lock.lock(lease, TimeUnit.MILLISECONDS);
+                }
+                return "ok";
+            }
+            case "trylock":
+                return bool(lock.tryLock(arg(cmd, 4, 0), arg(cmd, 5, -1), TimeUnit.MILLISECONDS));
+            case "unlock": {
+                long before = System.nanoTime();
+                lock.unlock();
+                return "ok before=" + before;
+            }
+            case "islocked":
+                return bool(lock.isLocked());
+            case "isheld":
+                return bool(lock.isHeldByCurrentThread());
+            case "forceunlock":
+                return bool(lock.forceUnlock());
             default:
                 throw new IllegalArgumentException("unknown operation " + op);
         }
