@@ -124,6 +124,15 @@ pub(crate) trait Transport: Send + Sync + 'static {
         0
     }
 
+    /// Whether plain lock operations of several hash slots served by one node may share
+    /// one call (`lua/batch_node.lua`, which names its locks in ARGV and carries the
+    /// `allow-cross-slot-keys` flag of Redis >= 7): a cluster in the sharded dialect.
+    /// Group commit then batches per [`node`](Self::node), not per
+    /// [`shard`](Self::shard).
+    fn node_batches(&self) -> bool {
+        false
+    }
+
     /// Whether acquisitions should be sent as [`Request::Synced`].
     fn syncs(&self) -> bool {
         false
