@@ -2,8 +2,9 @@
 -- releases of locks in any of the hash slots one primary serves, in one call. Each
 -- operation behaves exactly like acquire.lua / release.lua on its own keys (as in
 -- batch.lua); pass_on.lua is prepended, and the call carries the allow-cross-slot-keys
--- flag (Redis >= 7): the locks are named in ARGV, not declared, so their slots may
--- differ. Multi-key commands stay within one slot (the lock, its registry and its
+-- flag (Redis >= 7; lua/cross_slot_write_flags.lua, without allow-oom: a node out of
+-- memory refuses the call before it runs): the locks are named in ARGV, not declared,
+-- so their slots may differ. Multi-key commands stay within one slot (the lock, its registry and its
 -- "<registry>:handed" key share the name's hash tag): Redis refuses a multi-key
 -- command across slots even in such a script.
 --

@@ -122,6 +122,54 @@ async fn one_call_per_node_carries_many_slots_and_answers_each_operation() {
     .expect("bounded");
 }
 
+/// A primary out of memory (maxmemory 1, noeviction) refuses a per-node batch before it
+/// runs; its operations then go alone: every release still frees its lock, every
+/// acquisition fails with OutOfMemory, as with the single scripts.
+#[tokio::test]
+async fn a_node_out_of_memory_still_releases_and_refuses_acquisitions() {
+    tokio::time::timeout(BOUND, async {
+        let _turn = TURN.lock().await;
+        let cluster = shared_cluster();
+        let c = client(cluster).await;
+        let p = cluster.primaries()[0];
+        let held: Vec<String> = (0..8)
+            .map(|i| cluster.key_on(p, &format!("oom-held-{i}-")))
+            .collect();
+        let fresh: Vec<String> = (0..8)
+            .map(|i| cluster.key_on(p, &format!("oom-fresh-{i}-")))
+            .collect();
+        let mut guards = Vec::new();
+        for name in &held {
+            guards.push(c.lock(name).lock().await.unwrap());
+        }
+        let locks: Vec<_> = fresh.iter().map(|n| c.lock(n)).collect();
+        let node = cluster.node(p);
+        let _: String = node.cmd(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+        let _: String = node.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+        let (released, taken) = tokio::join!(
+            join_all(guards.into_iter().map(|g| g.unlock())),
+            join_all(locks.iter().map(|l| l.lock())),
+        );
+        let _: String = node.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+        for r in released {
+            r.unwrap();
+        }
+        for (name, r) in fresh.iter().zip(taken) {
+            assert!(
+                matches!(r, Err(Error::OutOfMemory { .. })),
+                "{name}: {:?}",
+                r.map(drop)
+            );
+        }
+        for name in held.iter().chain(&fresh) {
+            let exists: i64 = node.cmd(&["EXISTS", name]);
+            assert_eq!(exists, 0, "{name}");
+        }
+    })
+    .await
+    .expect("bounded");
+}
+
 /// Tasks of two clients contend for a few locks on every primary (several slots each):
 /// never two inside one lock at once, and every acquisition and release succeeds (the
 /// hand-overs between the clients included).

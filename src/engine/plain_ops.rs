@@ -12,16 +12,28 @@
 //! 2. An operation the node does not serve now, or whose slot is being migrated, is
 //!    answered "not here" by the script without any write (batch_node.lua's invariant)
 //!    and then sent alone, routed by its own keys (MOVED / ASK / TRYAGAIN followed
-//!    there, as for any call): a redirect costs that operation one more round trip, as
-//!    a redirect does, and never fails its neighbours. Operations sent alone go one
-//!    after another, in the batch's order, so two of one lock keep their order.
+//!    there, as for any call): it costs that operation one more round trip, as a
+//!    redirect does, and never fails its neighbours. The operations sent alone are all
+//!    written in the poll that reads the batch's answer, in the batch's order (two of
+//!    one lock reach one node on one ordered connection). That is the ordering of a
+//!    redirect the transport follows: a later operation of the same lock in a batch
+//!    sent meanwhile (an undoing release of a cancelled acquire) is answered "not here"
+//!    after this batch's answer and re-sent by its own flusher after that. Unlike
+//!    re-sending a failed batch lock by lock at some later time (docs/deployments.md),
+//!    the window is only the two flushers' wake-ups on a multi-threaded runtime, the
+//!    same as two redirected calls have.
 //! 3. A redirect of the whole call (its routing key's slot moved) is followed by the
 //!    transport; the node reached answers "not here" for what it does not serve, so
 //!    every operation still runs once, where its slot is served.
+//! 4. A node out of memory refuses a `batch_node.lua` call before it runs (the script
+//!    may write and lacks `allow-oom`); its operations are then sent alone, so a
+//!    release still frees its lock and each acquisition reports the node's OOM, as
+//!    with the single scripts.
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use futures_util::future::join_all;
 use redis::Value;
 
 use super::shards::{by_shard, grouped};
@@ -35,7 +47,8 @@ use crate::transport::{BoxFuture, Lane, Request, Script, Transport};
 pub(crate) static BATCH: LazyLock<Script> = lua!("pass_on.lua", "batch.lua");
 pub(crate) static ACQUIRE: LazyLock<Script> = lua!("acquire.lua");
 pub(crate) static RELEASE: LazyLock<Script> = lua!("pass_on.lua", "release.lua");
-pub(crate) static BATCH_NODE: LazyLock<Script> = lua!(cross_slot "pass_on.lua", "batch_node.lua");
+pub(crate) static BATCH_NODE: LazyLock<Script> =
+    lua!(cross_slot_writes "pass_on.lua", "batch_node.lua");
 
 /// `batch_node.lua`'s status for an operation the node does not serve now (invariant 2).
 const NOT_HERE: i64 = 4;
@@ -219,15 +232,20 @@ async fn node_group(link: &dyn Transport, ops: Vec<&PlainOp>) -> Vec<Result<Plai
     if let [op] = ops.as_slice() {
         return vec![single(link, op).await];
     }
-    // A failed call fails its operations (see `PlainFlight::many`).
+    // A failed call fails its operations (see `PlainFlight::many`), except a node out of
+    // memory, which refused it before it ran (invariant 4).
     let mut replies = match node_batch(link, &ops).await {
+        Err(Error::OutOfMemory { .. }) => vec![Ok((NOT_HERE, 0)); ops.len()],
         Err(e) => return ops.iter().map(|_| Err(e.clone())).collect(),
         Ok(replies) => replies,
     };
-    for (op, reply) in ops.iter().zip(replies.iter_mut()) {
-        if matches!(reply, Ok((NOT_HERE, _))) {
-            *reply = single(link, op).await;
-        }
+    let away: Vec<usize> = (0..ops.len())
+        .filter(|&i| matches!(replies[i], Ok((NOT_HERE, _))))
+        .collect();
+    // All written in this poll, in the batch's order (see invariant 2).
+    let alone = join_all(away.iter().map(|&i| single(link, ops[i]))).await;
+    for (i, reply) in away.into_iter().zip(alone) {
+        replies[i] = reply;
     }
     replies
 }

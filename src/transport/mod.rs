@@ -102,7 +102,8 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// Opens a new subscriber (see [`Subscriber`]).
     fn subscriber(&self) -> BoxFuture<'_, redis::RedisResult<Box<dyn Subscriber>>>;
 
-    /// Which script calls `key` may share (group commit, renewals): keys with the same
+    /// Which script calls `key` may share (group commit without
+    /// [`node_batches`](Self::node_batches), per-pair renewals): keys with the same
     /// number may be declared in one call. Always 0 for a single server; the hash slot
     /// on a cluster, whose routing refuses a call declaring keys of several slots
     /// (CROSSSLOT) even with the `allow-cross-slot-keys` script flag, which only
