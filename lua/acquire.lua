@@ -28,7 +28,9 @@ if redis.call('exists', KEYS[1]) == 0 then
     return {1, 1}
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    if ARGV[3] and redis.call('get', KEYS[2] .. ':handed') == ARGV[3] then
+    -- pcall: on a slot being migrated, a missing key is refused (pass_on.lua
+    -- invariant 5); missing, it names no hand-over.
+    if ARGV[3] and redis.pcall('get', KEYS[2] .. ':handed') == ARGV[3] then
         redis.call('del', KEYS[2] .. ':handed')
         redis.call('pexpire', KEYS[1], ARGV[1])
         return {1, 1}

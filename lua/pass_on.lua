@@ -38,11 +38,26 @@
 --    yet) is woken, by replication if need be, rather than left to its TTL bound.
 --    Nobody registered and nobody subscribed: nothing is published, the lock stays free.
 --
+-- 5. On a cluster slot being migrated (MIGRATING / IMPORTING), a script may only touch
+--    the slot's keys that exist here: a missing one is refused mid-script ("non local
+--    key", ASK / TRYAGAIN inside a script). So the registry is read with pcall, and a
+--    hand-over, which writes the lock key again after its DEL, first checks that the
+--    slot is settled (EXISTS of a key nobody writes, "<registry>:absent", answers
+--    instead of failing); when it is not, "0" goes on the shared channel instead, and
+--    the waiters compete through ordinary acquisitions, which follow ASK. The
+--    "<registry>:handed" key is deleted with pcall: missing here, it has nothing to
+--    delete. On a settled slot these pcalls answer as calls do; the check costs one
+--    EXISTS per hand-over.
+--
 -- Returns 1 if the lock was handed over, else 0.
 --
 -- pass_on_counted(lock, waiters, channel, shared, marker) is the same once the caller has
 -- deleted "<registry>:handed" and counted the subscribers of the shared channel and of
 -- the marker itself (batch.lua does both for all the locks one call frees at once).
+local function settled(waiters)
+    return type(redis.pcall('exists', waiters .. ':absent')) == 'number'
+end
+
 local function pass_on_counted(lock, waiters, channel, shared, marker)
     if shared > marker then
         redis.call(PUBLISH, channel, '0')
@@ -50,7 +65,13 @@ local function pass_on_counted(lock, waiters, channel, shared, marker)
     end
     local skipped = false
     while true do
-        local ticket = redis.call('zrange', waiters, 0, 0)[1]
+        local head = redis.pcall('zrange', waiters, 0, 0)
+        if head.err then
+            -- Invariant 5: the registry is not here (its slot is being migrated).
+            redis.call(PUBLISH, channel, '0')
+            return 0
+        end
+        local ticket = head[1]
         if not ticket then
             if skipped then redis.call(PUBLISH, channel, '0') end
             return 0
@@ -59,6 +80,10 @@ local function pass_on_counted(lock, waiters, channel, shared, marker)
         local client, task, lease = string.match(ticket, '^([^:]+):([^:]+):[^:]+:(%d+)$')
         local own = client and channel .. ':' .. client
         if own and redis.call('pubsub', NUMSUB, own)[2] > 0 then
+            if not settled(waiters) then
+                redis.call(PUBLISH, channel, '0')
+                return 0
+            end
             redis.call('hincrby', lock, client .. ':' .. task, 1)
             redis.call('pexpire', lock, lease)
             redis.call('set', waiters .. ':handed', ticket, 'px', lease)
@@ -70,7 +95,7 @@ local function pass_on_counted(lock, waiters, channel, shared, marker)
 end
 
 local function pass_on(lock, waiters, channel)
-    redis.call('del', waiters .. ':handed')
+    redis.pcall('del', waiters .. ':handed')
     local n = redis.call('pubsub', NUMSUB, channel, channel .. ':redlatch-waiters')
     return pass_on_counted(lock, waiters, channel, n[2], n[4])
 end

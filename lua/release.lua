@@ -42,9 +42,14 @@ if tonumber(held) > 1 then
 end
 -- The lock and "<registry>:handed" go in one DEL (a hand-over that ended needs no claim),
 -- and one NUMSUB counts the listeners for both the local hand-over and pass_on.
-redis.call('del', KEYS[1], KEYS[2] .. ':handed')
+-- On a slot being migrated, a missing "<registry>:handed" refuses the DEL of both
+-- (pass_on.lua invariant 5): the lock alone is deleted then, and a local hand-over,
+-- which writes the deleted key again, waits for a settled slot.
+if type(redis.pcall('del', KEYS[1], KEYS[2] .. ':handed')) ~= 'number' then
+    redis.call('del', KEYS[1])
+end
 local n = redis.call('pubsub', NUMSUB, ARGV[1], ARGV[1] .. ':redlatch-waiters')
-if ARGV[5] and n[2] <= 1 then
+if ARGV[5] and n[2] <= 1 and settled(KEYS[2]) then
     redis.call('hincrby', KEYS[1], ARGV[5], 1)
     redis.call('pexpire', KEYS[1], ARGV[6])
     if ARGV[7] then redis.call('zrem', KEYS[2], ARGV[7]) end

@@ -20,7 +20,9 @@
 --    removes nothing: the handed key no longer names it.
 redis.call('zrem', KEYS[2], ARGV[2])
 local handed = KEYS[2] .. ':handed'
-if redis.call('get', handed) == ARGV[2] then
+-- pcall: on a slot being migrated, a missing key is refused (pass_on.lua invariant
+-- 5); missing, it names no hand-over.
+if redis.pcall('get', handed) == ARGV[2] then
     redis.call('del', handed)
     local holder = string.match(ARGV[2], '^([^:]+:[^:]+):')
     local held = redis.call('hget', KEYS[1], holder)

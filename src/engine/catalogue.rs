@@ -12,6 +12,7 @@ pub(crate) fn all() -> Vec<&'static Script> {
     use super::{kinds, plain_ops, renew};
     let mut all: Vec<&'static Script> = vec![
         &plain_ops::BATCH,
+        &plain_ops::BATCH_NODE,
         &plain_ops::ACQUIRE,
         &plain_ops::RELEASE,
         &renew::RENEW,

@@ -1,13 +1,42 @@
 //! The wire path of plain lock operations: how the master's group commit
 //! (transport/batch.rs) sends the acquires and releases queued on it, alone with
-//! `acquire.lua` / `release.lua`, several with `batch.lua`, grouped by hash slot.
+//! `acquire.lua` / `release.lua`, several with `batch.lua`, grouped by hash slot, or on
+//! a Redis >= 7 cluster with `batch_node.lua`, grouped by node.
+//!
+//! Invariants of the per-node path ([`Transport::node_batches`]):
+//! 1. A node's operations go as one `batch_node.lua` call routed by the first
+//!    operation's name, every name in ARGV, whatever their slots (one alone with its own
+//!    script). Not `batch.lua`, even for one slot: its operations are only checked
+//!    against a slot being migrated by the server's routing of the declared keys, and
+//!    its shared DEL of `:handed` keys, undeclared, would fail half-way on such a slot.
+//! 2. An operation the node does not serve now, or whose slot is being migrated, is
+//!    answered "not here" by the script without any write (batch_node.lua's invariant)
+//!    and then sent alone, routed by its own keys (MOVED / ASK / TRYAGAIN followed
+//!    there, as for any call): it costs that operation one more round trip, as a
+//!    redirect does, and never fails its neighbours. The operations sent alone are all
+//!    written in the poll that reads the batch's answer, in the batch's order (two of
+//!    one lock reach one node on one ordered connection). That is the ordering of a
+//!    redirect the transport follows: a later operation of the same lock in a batch
+//!    sent meanwhile (an undoing release of a cancelled acquire) is answered "not here"
+//!    after this batch's answer and re-sent by its own flusher after that. Unlike
+//!    re-sending a failed batch lock by lock at some later time (docs/deployments.md),
+//!    the window is only the two flushers' wake-ups on a multi-threaded runtime, the
+//!    same as two redirected calls have.
+//! 3. A redirect of the whole call (its routing key's slot moved) is followed by the
+//!    transport; the node reached answers "not here" for what it does not serve, so
+//!    every operation still runs once, where its slot is served.
+//! 4. A node out of memory refuses a `batch_node.lua` call before it runs (the script
+//!    may write and lacks `allow-oom`); its operations are then sent alone, so a
+//!    release still frees its lock and each acquisition reports the node's OOM, as
+//!    with the single scripts.
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use futures_util::future::join_all;
 use redis::Value;
 
-use super::shards::by_shard;
+use super::shards::{by_shard, grouped};
 use super::wire::{int, send_acquire, typed, WRONG_TYPE};
 use crate::error::{Error, Result};
 use crate::keys;
@@ -18,6 +47,11 @@ use crate::transport::{BoxFuture, Lane, Request, Script, Transport};
 pub(crate) static BATCH: LazyLock<Script> = lua!("pass_on.lua", "batch.lua");
 pub(crate) static ACQUIRE: LazyLock<Script> = lua!("acquire.lua");
 pub(crate) static RELEASE: LazyLock<Script> = lua!("pass_on.lua", "release.lua");
+pub(crate) static BATCH_NODE: LazyLock<Script> =
+    lua!(cross_slot_writes "pass_on.lua", "batch_node.lua");
+
+/// `batch_node.lua`'s status for an operation the node does not serve now (invariant 2).
+const NOT_HERE: i64 = 4;
 
 /// One plain acquire or release, as group commit queues it.
 pub(crate) struct PlainOp {
@@ -47,6 +81,15 @@ impl Flight for PlainFlight {
     }
 
     fn many<'a>(&'a self, ops: &'a [&'a PlainOp]) -> BoxFuture<'a, Vec<Result<PlainReply>>> {
+        let link = &*self.0;
+        if link.node_batches() {
+            return Box::pin(grouped(
+                link,
+                ops,
+                |op| link.node(op.name.as_bytes()),
+                |link, ops| Box::pin(node_group(link, ops)),
+            ));
+        }
         Box::pin(by_shard(
             &*self.0,
             ops,
@@ -141,10 +184,20 @@ async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<Plai
         };
         inv.arg(op.waiting.as_deref().unwrap_or(""));
     }
+    send_batch(link, ops, &inv).await
+}
+
+/// Sends a batch script call for `ops` (synced when it acquires) and reads its two
+/// integers per operation.
+async fn send_batch(
+    link: &dyn Transport,
+    ops: &[&PlainOp],
+    inv: &crate::transport::Invocation,
+) -> Result<Vec<Result<PlainReply>>> {
     let (v, short) = match ops.iter().any(|op| !op.release) {
-        true => send_acquire(link, link.timeout(), &inv).await?,
+        true => send_acquire(link, link.timeout(), inv).await?,
         false => (
-            link.send(Lane::Lock, link.timeout(), Request::Eval(&inv))
+            link.send(Lane::Lock, link.timeout(), Request::Eval(inv))
                 .await?,
             None,
         ),
@@ -171,4 +224,48 @@ async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<Plai
             )),
         }),
     }
+}
+
+/// One node's operations (invariant 1): one alone, several as `batch_node.lua`, then
+/// what the node did not serve alone (invariant 2).
+async fn node_group(link: &dyn Transport, ops: Vec<&PlainOp>) -> Vec<Result<PlainReply>> {
+    if let [op] = ops.as_slice() {
+        return vec![single(link, op).await];
+    }
+    // A failed call fails its operations (see `PlainFlight::many`), except a node out of
+    // memory, which refused it before it ran (invariant 4).
+    let mut replies = match node_batch(link, &ops).await {
+        Err(Error::OutOfMemory { .. }) => vec![Ok((NOT_HERE, 0)); ops.len()],
+        Err(e) => return ops.iter().map(|_| Err(e.clone())).collect(),
+        Ok(replies) => replies,
+    };
+    let away: Vec<usize> = (0..ops.len())
+        .filter(|&i| matches!(replies[i], Ok((NOT_HERE, _))))
+        .collect();
+    // All written in this poll, in the batch's order (see invariant 2).
+    let alone = join_all(away.iter().map(|&i| single(link, ops[i]))).await;
+    for (i, reply) in away.into_iter().zip(alone) {
+        replies[i] = reply;
+    }
+    replies
+}
+
+/// Many plain operations of one node's slots in one `batch_node.lua` call; an
+/// operation the node does not serve answers [`NOT_HERE`]. A grant the replicas did
+/// not acknowledge in time is that operation's [`Error::NotReplicated`].
+async fn node_batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<PlainReply>>> {
+    let mut inv = BATCH_NODE.call();
+    inv.key(&*ops[0].name);
+    for op in ops {
+        inv.arg(if op.release { "r" } else { "a" })
+            .arg(op.lease_ms)
+            .arg(&*op.holder)
+            .arg(&*op.name)
+            .arg(keys::waiters(&op.name));
+        match op.release {
+            true => inv.arg(keys::channel(&op.name)),
+            false => inv.arg(op.waiting.as_deref().unwrap_or("")),
+        };
+    }
+    send_batch(link, ops, &inv).await
 }

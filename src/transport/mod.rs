@@ -102,7 +102,8 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// Opens a new subscriber (see [`Subscriber`]).
     fn subscriber(&self) -> BoxFuture<'_, redis::RedisResult<Box<dyn Subscriber>>>;
 
-    /// Which script calls `key` may share (group commit, renewals): keys with the same
+    /// Which script calls `key` may share (group commit without
+    /// [`node_batches`](Self::node_batches), per-pair renewals): keys with the same
     /// number may be declared in one call. Always 0 for a single server; the hash slot
     /// on a cluster, whose routing refuses a call declaring keys of several slots
     /// (CROSSSLOT) even with the `allow-cross-slot-keys` script flag, which only
@@ -122,6 +123,15 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// that may touch undeclared keys of several slots (renewals) are grouped by it.
     fn node(&self, _key: &[u8]) -> usize {
         0
+    }
+
+    /// Whether plain lock operations of several hash slots served by one node may share
+    /// one call (`lua/batch_node.lua`, which names its locks in ARGV and carries the
+    /// `allow-cross-slot-keys` flag of Redis >= 7): a cluster in the sharded dialect.
+    /// Group commit then batches per [`node`](Self::node), not per
+    /// [`shard`](Self::shard).
+    fn node_batches(&self) -> bool {
+        false
     }
 
     /// Whether acquisitions should be sent as [`Request::Synced`].

@@ -29,12 +29,19 @@ const CLASSIC: &str = include_str!("../../lua/dialect_classic.lua");
 const SHARDED: &str = include_str!("../../lua/dialect_sharded.lua");
 /// The flag line of [`Script::cross_slot`] scripts in the sharded dialect.
 const CROSS_SLOT_FLAGS: &str = include_str!("../../lua/cross_slot_flags.lua");
+/// The flag line of [`Script::cross_slot_writes`] scripts in the sharded dialect.
+const CROSS_SLOT_WRITE_FLAGS: &str = include_str!("../../lua/cross_slot_write_flags.lua");
 
 /// A [`Script`] made of files in `lua/`, concatenated in order (a shared part such
 /// as `fair_evict.lua` first), in a `LazyLock`: `lua!("acquire.lua")`,
 /// `lua!("fair_evict.lua", "fair_acquire.lua")`; `lua!(cross_slot "renew.lua")` for
-/// [`Script::cross_slot`].
+/// [`Script::cross_slot`], `lua!(cross_slot_writes ...)` for [`Script::cross_slot_writes`].
 macro_rules! lua {
+    (cross_slot_writes $($file:literal),+) => {
+        std::sync::LazyLock::new(|| $crate::transport::Script::cross_slot_writes(concat!(
+            $(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file))),+
+        )))
+    };
     (cross_slot $($file:literal),+) => {
         std::sync::LazyLock::new(|| $crate::transport::Script::cross_slot(concat!(
             $(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file))),+
@@ -108,6 +115,14 @@ impl Script {
     /// memory). Cluster routing still requires the *declared* keys to share one slot.
     pub(crate) fn cross_slot(source: &'static str) -> Self {
         Self::with_flags(source, CROSS_SLOT_FLAGS)
+    }
+
+    /// A [`cross_slot`](Self::cross_slot) script that creates keys (group commit per
+    /// cluster node): without `allow-oom`, so a node out of memory refuses the whole
+    /// call before it runs (OOM), where a script without flags would stop at its first
+    /// acquisition, half-way; the caller then sends each operation alone.
+    pub(crate) fn cross_slot_writes(source: &'static str) -> Self {
+        Self::with_flags(source, CROSS_SLOT_WRITE_FLAGS)
     }
 
     fn with_flags(source: &'static str, flags: &str) -> Self {
@@ -256,7 +271,9 @@ impl Invocation {
 
 impl Invocation {
     /// Runs the call and then `then` in one round trip (a pipeline), as EVALSHA, or as
-    /// EVAL after NOSCRIPT; the replies of both.
+    /// EVAL after NOSCRIPT; the replies of both. A refusal of the script itself (OOM,
+    /// WRONGTYPE, NOPERM) is returned as the script's own error, with its code, as
+    /// [`run`](Self::run) returns it, not wrapped in a pipeline failure.
     pub(crate) async fn run_then<C: ConnectionLike + Send>(
         &self,
         conn: &mut C,
@@ -268,10 +285,26 @@ impl Invocation {
             pipe.add_command(first).add_command(then.clone());
             pipe
         };
-        match both(self.evalsha(dialect)).query_async(conn).await {
+        let reply = match both(self.evalsha(dialect)).query_async(conn).await {
             Err(e) if is_noscript(&e) => both(self.eval(dialect)).query_async(conn).await,
             other => other,
-        }
+        };
+        reply.map_err(script_error)
+    }
+}
+
+/// The script's own error out of a pipeline failure whose first command (the script)
+/// failed; any other error as it is.
+fn script_error(e: redis::RedisError) -> redis::RedisError {
+    if e.code().is_some() {
+        return e;
+    }
+    let Some(items) = e.clone().into_server_errors() else {
+        return e;
+    };
+    match items.iter().find(|(index, _)| *index == 0) {
+        Some((_, first)) => first.clone().into(),
+        None => e,
     }
 }
 

@@ -6,9 +6,9 @@
 //! refuses it with CROSSSLOT before the script runs; it only lets the script touch
 //! keys of other slots (served by the node) that it was not given as KEYS. So
 //! `renew.lua` names its locks in ARGV (one declared key routes the call) and the
-//! library renews per node; group commit's `batch.lua` declares its keys and goes per
-//! slot, so a per-node batch here passes the lock names in ARGV ([`argv_keyed`]): the
-//! same script body runs with them as its KEYS.
+//! library renews per node; group commit does the same on a Redis 7 cluster with
+//! `batch_node.lua` (its locks named in ARGV, each operation's commands within its own
+//! slot), sent here as the library sends it.
 //!
 //! This workload sends the same key sets each way with bare redis-rs (the project's
 //! own scripts, by EVALSHA; all calls of one primary in a chunk pipelined, the best
@@ -21,7 +21,7 @@
 //!   of the chunk, per key one call per lock.
 //! - **batch**: W2's group commit, batches of B acquires then B releases on B names in B
 //!   distinct slots of each primary (W2's names do lie in distinct slots, so per slot
-//!   is per key); per node one `batch.lua` call per batch, per slot B `acquire.lua` /
+//!   is per key); per node one `batch_node.lua` call per batch, per slot B `acquire.lua` /
 //!   `release.lua` calls.
 //!
 //! The ways run [`ROUNDS`] times, interleaved; each figure is the median.
@@ -49,21 +49,21 @@ const HOLDER: &str = "bench-grouping:1";
 /// The sources, and what the library puts before them on a Redis 7 cluster: the
 /// cross-slot flags (renewals) and the sharded dialect's prelude.
 const ACQUIRE: &str = include_str!("../../../lua/acquire.lua");
-/// release.lua and batch.lua free plain locks: the library puts lua/pass_on.lua
+/// release.lua and batch_node.lua free plain locks: the library puts lua/pass_on.lua
 /// before them (their waiter registries are KEYS too, [`redlatch::wire::waiter_registry`]).
 const RELEASE: &str = concat!(
     include_str!("../../../lua/pass_on.lua"),
     include_str!("../../../lua/release.lua")
 );
 const RENEW: &str = include_str!("../../../lua/renew.lua");
-const BATCH: &str = concat!(
+const BATCH_NODE: &str = concat!(
+    include_str!("../../../lua/cross_slot_write_flags.lua"),
+    include_str!("../../../lua/dialect_sharded.lua"),
     include_str!("../../../lua/pass_on.lua"),
-    include_str!("../../../lua/batch.lua")
+    include_str!("../../../lua/batch_node.lua")
 );
 const CROSS_SLOT_FLAGS: &str = include_str!("../../../lua/cross_slot_flags.lua");
 const SHARDED: &str = include_str!("../../../lua/dialect_sharded.lua");
-/// Turns a batch script's KEYS into arguments (see the file).
-const ARGV_KEYS: &str = include_str!("../../../lua/bench_argv_keys.lua");
 
 /// The cluster dialect of a script, as the library builds it.
 fn sharded(source: &str) -> String {
@@ -84,19 +84,12 @@ async fn load(conns: &mut [MultiplexedConnection], source: &str) -> Result<Strin
     Ok(sha)
 }
 
-/// `source` (a batch script: lock names in KEYS) as one call per node needs it on a
-/// cluster: with the cross-slot flags and the names in ARGV (`lua/bench_argv_keys.lua`).
-fn argv_keyed(source: &str) -> String {
-    format!("{CROSS_SLOT_FLAGS}{SHARDED}{ARGV_KEYS}{source}")
-}
-
 /// How a chunk's calls are grouped.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Way {
-    /// One call per primary (renew: the library's way; batch: names in ARGV through
-    /// [`argv_keyed`]).
+    /// One call per primary (the library's way on a Redis 7 cluster).
     Node,
-    /// One call per slot (batch: the library's way).
+    /// One call per slot (batch: the library's way before Redis 7).
     Slot,
     /// One call per lock (no grouping).
     Key,
@@ -153,7 +146,7 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
     let mut conns: Vec<MultiplexedConnection> = probes.iter().map(Probe::conn).collect();
     let shas = Shas {
         renew: load(&mut conns, &format!("{CROSS_SLOT_FLAGS}{}", sharded(RENEW))).await?,
-        batch_node: load(&mut conns, &argv_keyed(BATCH)).await?,
+        batch_node: load(&mut conns, BATCH_NODE).await?,
         acquire: load(&mut conns, &sharded(ACQUIRE)).await?,
         release: load(&mut conns, &sharded(RELEASE)).await?,
     };
@@ -381,7 +374,7 @@ async fn distinct_slot_names(ctx: &Ctx, b: usize) -> Result<Vec<Vec<String>>, St
 }
 
 /// `iters` batches of acquires then releases of each primary's names, all primaries at
-/// once, grouped per node (one batch.lua call each) or per slot (one acquire.lua /
+/// once, grouped per node (one batch_node.lua call each) or per slot (one acquire.lua /
 /// release.lua call per name, pipelined: the names lie in distinct slots). Every
 /// acquire must be fresh and every release the last hold.
 async fn batch_rounds(
@@ -440,17 +433,15 @@ async fn batch_rounds(
                         let cmd = pipe
                             .cmd("EVALSHA")
                             .arg(&shas.batch_node)
-                            .arg(0)
-                            .arg(2 * names.len());
-                        for n in names {
-                            cmd.arg(n).arg(redlatch::wire::waiter_registry(n));
-                        }
-                        for ch in &channels {
+                            .arg(1)
+                            .arg(&names[0]);
+                        for (n, ch) in names.iter().zip(&channels) {
                             cmd.arg(if release { "r" } else { "a" })
                                 .arg(LEASE_MS)
                                 .arg(HOLDER)
-                                .arg(if release { ch.as_str() } else { "" })
-                                .arg("");
+                                .arg(n)
+                                .arg(redlatch::wire::waiter_registry(n))
+                                .arg(if release { ch.as_str() } else { "" });
                         }
                         let (replies,): (Vec<i64>,) = pipe
                             .query_async(&mut conn)

@@ -11,8 +11,9 @@
 //!    sent there. `ASK addr` (a slot being migrated, the key already moved): the
 //!    request is sent to `addr` once, preceded by `ASKING` on the same connection, and
 //!    the map is left alone. `TRYAGAIN` (a multi-key request while its slot is
-//!    migrating) and `CLUSTERDOWN` are retried after a short pause. Every redirect and
-//!    retry stays within the request's timeout; at most [`MAX_REDIRECTS`] of them.
+//!    migrating) and `CLUSTERDOWN` are retried after a short pause, for as long as the
+//!    request's timeout allows (a migration lasts as long as it lasts). Every redirect and
+//!    retry stays within the request's timeout; at most [`MAX_REDIRECTS`] redirects.
 //!    Each is safe: these errors are given before a command runs.
 //! 3. Every node runs the same script dialect: sharded (`SPUBLISH`) when the cluster
 //!    runs Redis >= 7, classic before.
@@ -35,7 +36,7 @@ use super::{BoxFuture, Dialect, Lane, Request, Subscriber, Transport};
 use crate::error::{Error, Result};
 use slots::{key_slot, SlotMap};
 
-/// Redirects and retries one request may follow (invariant 2).
+/// Redirects (MOVED, ASK) one request may follow (invariant 2).
 const MAX_REDIRECTS: usize = 16;
 
 /// The least time between two slot-map refreshes (invariant 1).
@@ -238,6 +239,7 @@ impl Inner {
                 Err(e) => e,
             };
             let redirect = match redirect(&e) {
+                Some(r @ Redirect::Retry(_)) => r,
                 Some(r) if redirects < MAX_REDIRECTS => r,
                 _ => {
                     if e.is_unavailable() {
@@ -247,15 +249,18 @@ impl Inner {
                     return Err(e);
                 }
             };
-            redirects += 1;
             match redirect {
                 Redirect::Moved(slot, to) => {
+                    redirects += 1;
                     tracing::debug!(slot, from = node.addr(), to = %to, "cluster slot moved");
                     self.moved(slot, &to);
                     self.schedule_refresh();
                     target = Some((to, false));
                 }
-                Redirect::Ask(to) => target = Some((to, true)),
+                Redirect::Ask(to) => {
+                    redirects += 1;
+                    target = Some((to, true));
+                }
                 Redirect::Retry(pause) => {
                     self.schedule_refresh();
                     tokio::time::sleep(pause.min(left)).await;
@@ -414,6 +419,10 @@ impl Transport for Cluster {
 
     fn node(&self, key: &[u8]) -> usize {
         self.inner.map().owner_index(key_slot(key))
+    }
+
+    fn node_batches(&self) -> bool {
+        self.inner.dialect == Dialect::Sharded
     }
 
     fn serving(&self, key: &[u8]) -> String {

@@ -1,0 +1,134 @@
+-- batch_node.lua: group commit on a Redis Cluster node: many plain acquires and
+-- releases of locks in any of the hash slots one primary serves, in one call. Each
+-- operation behaves exactly like acquire.lua / release.lua on its own keys (as in
+-- batch.lua); pass_on.lua is prepended, and the call carries the allow-cross-slot-keys
+-- flag (Redis >= 7; lua/cross_slot_write_flags.lua, without allow-oom: a node out of
+-- memory refuses the call before it runs): the locks are named in ARGV, not declared,
+-- so their slots may differ. Multi-key commands stay within one slot (the lock, its registry and its
+-- "<registry>:handed" key share the name's hash tag): Redis refuses a multi-key
+-- command across slots even in such a script.
+--
+-- KEYS[1] = the first operation's lock name: it only routes the call (to the node
+-- serving its slot). For operation i (1-based), ARGV[6i-5 .. 6i]:
+--   "a" (acquire) or "r" (release), lease in milliseconds, holder id, lock name,
+--   waiter registry "redlatch_lock_waiters:{name}", then for a release the unlock
+--   channel, for an acquire the waiter's ticket or "" (as batch.lua).
+--
+-- Returns a flat array, two integers per operation: batch.lua's answers, and
+--   {4, 0} this node does not serve the lock's slot now, or the slot is being migrated
+--          (or the probe was refused): nothing was done; the caller sends the
+--          operation alone, routed by its own keys. Every later operation of the same
+--          lock in the call answers {4, 0} too, so their order is kept.
+--
+-- Invariant: an operation writes nothing unless its slot is served here and stable.
+-- Its first call, EXISTS of a key nobody writes ("<registry>:absent") with the lock,
+-- its registry and "<registry>:handed", fails inside a script for a slot served
+-- elsewhere and, the probe key being missing, for a slot being migrated or imported
+-- (ASK / TRYAGAIN): a key the operation deletes could not be written again mid-script.
+-- Every call after it is on a local, stable slot, so the script never fails half-way.
+-- Its count doubles as the fast path: 0 = nothing of the lock exists (an acquire takes
+-- it with HINCRBY + PEXPIRE, a release answers "not held"); 1 for a release whose holder
+-- holds the last hold = only the lock exists (no registry, no hand-over pending), so
+-- for a lock named once in the call its listeners are counted with every such lock's by
+-- one SHARDNUMSUB at the end, and pass_on_counted runs only where someone listens.
+
+local out = {}
+local ops = #ARGV / 6
+local times = {}
+for k = 1, ops do
+    local name = ARGV[6 * k - 2]
+    times[name] = (times[name] or 0) + 1
+end
+local away = {}
+local freed = {}
+for k = 1, ops do
+    local i = 6 * k - 5
+    local op, lease, holder = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    local name, waiters, extra = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+    local n = false
+    if not away[name] then
+        n = redis.pcall('exists', waiters .. ':absent', name, waiters, waiters .. ':handed')
+    end
+    if type(n) ~= 'number' then
+        away[name] = true
+        out[#out + 1] = 4
+        out[#out + 1] = 0
+    elseif op == 'a' then
+        local client = extra
+        local kind = n == 0 and 'none' or redis.call('type', name).ok
+        if kind == 'none' then
+            redis.call('hincrby', name, holder, 1)
+            redis.call('pexpire', name, lease)
+            if client ~= '' and n > 0 then redis.call('zrem', waiters, client) end
+            out[#out + 1] = 1
+            out[#out + 1] = 1
+        elseif kind ~= 'hash' then
+            out[#out + 1] = 3
+            out[#out + 1] = 0
+        elseif client ~= '' and redis.call('hexists', name, holder) == 1
+            and redis.call('get', waiters .. ':handed') == client then
+            redis.call('del', waiters .. ':handed')
+            redis.call('pexpire', name, lease)
+            out[#out + 1] = 1
+            out[#out + 1] = 1
+        elseif redis.call('hexists', name, holder) == 1 then
+            local count = redis.call('hincrby', name, holder, 1)
+            if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
+            if client ~= '' then redis.call('zrem', waiters, client) end
+            out[#out + 1] = 2
+            out[#out + 1] = count
+        else
+            local pttl = redis.call('pttl', name)
+            if client ~= '' then
+                local t = redis.call('time')
+                redis.call('zadd', waiters, 'NX', t[1] * 1000 + math.floor(t[2] / 1000), client)
+                local keep = math.max(pttl, tonumber(lease)) + 10000
+                if redis.call('pttl', waiters) < keep then redis.call('pexpire', waiters, keep) end
+            end
+            out[#out + 1] = 0
+            out[#out + 1] = pttl
+        end
+    else
+        local channel = extra
+        local held = false
+        if n > 0 then held = redis.pcall('hget', name, holder) end
+        if type(held) == 'table' then
+            out[#out + 1] = 3
+            out[#out + 1] = 0
+        elseif not held then
+            out[#out + 1] = -1
+            out[#out + 1] = 0
+        elseif tonumber(held) > 1 then
+            redis.call('hincrby', name, holder, -1)
+            if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
+            out[#out + 1] = 0
+            out[#out + 1] = 0
+        elseif n == 1 and times[name] == 1 then
+            redis.call('del', name)
+            freed[#freed + 1] = k
+            out[#out + 1] = 1
+            out[#out + 1] = 0
+        else
+            redis.call('del', name)
+            pass_on(name, waiters, channel)
+            out[#out + 1] = 1
+            out[#out + 1] = 0
+        end
+    end
+end
+if #freed > 0 then
+    local channels = {}
+    for j, k in ipairs(freed) do
+        local channel = ARGV[6 * k]
+        channels[2 * j - 1] = channel
+        channels[2 * j] = channel .. ':redlatch-waiters'
+    end
+    local counts = redis.call('pubsub', NUMSUB, unpack(channels))
+    for j, k in ipairs(freed) do
+        local shared, marker = counts[4 * j - 2], counts[4 * j]
+        if shared > 0 or marker > 0 then
+            pass_on_counted(ARGV[6 * k - 2], ARGV[6 * k - 1], ARGV[6 * k], shared, marker)
+        end
+    end
+end
+return out

@@ -1,0 +1,1 @@
+#!lua flags=allow-cross-slot-keys
