@@ -1,7 +1,8 @@
 -- batch.lua: many plain acquires and releases in one call (group commit). Each
 -- operation behaves exactly like acquire.lua / release.lua on its own keys (leases are
 -- only ever extended on re-entry and partial release); the
--- batch only saves round trips and per-call overhead. pass_on.lua is prepended.
+-- batch only saves round trips and per-call overhead. pass_on.lua and acquire_op.lua
+-- (each acquire) are prepended.
 --
 -- For operation i (1-based): KEYS[2i-1] = lock name, KEYS[2i] = its waiter registry
 -- "redlatch_lock_waiters:{name}", and
@@ -47,39 +48,9 @@ for k = 1, ops do
     local name, waiters = KEYS[2 * k - 1], KEYS[2 * k]
     local once = times[name] == 1
     if op == 'a' then
-        local kind = (all_free and once) and 'none' or redis.call('type', name).ok
-        if kind == 'none' then
-            redis.call('hincrby', name, holder, 1)
-            redis.call('pexpire', name, lease)
-            if client ~= '' then redis.call('zrem', waiters, client) end
-            out[#out + 1] = 1
-            out[#out + 1] = 1
-        elseif kind ~= 'hash' then
-            out[#out + 1] = 3
-            out[#out + 1] = 0
-        elseif client ~= '' and redis.call('hexists', name, holder) == 1
-            and redis.call('get', waiters .. ':handed') == client then
-            redis.call('del', waiters .. ':handed')
-            redis.call('pexpire', name, lease)
-            out[#out + 1] = 1
-            out[#out + 1] = 1
-        elseif redis.call('hexists', name, holder) == 1 then
-            local count = redis.call('hincrby', name, holder, 1)
-            if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
-            if client ~= '' then redis.call('zrem', waiters, client) end
-            out[#out + 1] = 2
-            out[#out + 1] = count
-        else
-            local pttl = redis.call('pttl', name)
-            if client ~= '' then
-                local t = redis.call('time')
-                redis.call('zadd', waiters, 'NX', t[1] * 1000 + math.floor(t[2] / 1000), client)
-                local keep = math.max(pttl, tonumber(lease)) + 10000
-                if redis.call('pttl', waiters) < keep then redis.call('pexpire', waiters, keep) end
-            end
-            out[#out + 1] = 0
-            out[#out + 1] = pttl
-        end
+        local status, value = acquire_op(name, waiters, lease, holder, client, all_free and once, true)
+        out[#out + 1] = status
+        out[#out + 1] = value
     else
         -- As release.lua: HGET, then DEL on the last hold (WRONGTYPE caught by pcall).
         local held = redis.pcall('hget', name, holder)

@@ -1,8 +1,8 @@
 -- batch_node.lua: group commit on a Redis Cluster node: many plain acquires and
 -- releases of locks in any of the hash slots one primary serves, in one call. Each
 -- operation behaves exactly like acquire.lua / release.lua on its own keys (as in
--- batch.lua); pass_on.lua is prepended, and the call carries the allow-cross-slot-keys
--- flag (Redis >= 7; lua/cross_slot_write_flags.lua, without allow-oom: a node out of
+-- batch.lua); pass_on.lua and acquire_op.lua are prepended, and the call carries the
+-- allow-cross-slot-keys flag (Redis >= 7; lua/cross_slot_write_flags.lua, without allow-oom: a node out of
 -- memory refuses the call before it runs): the locks are named in ARGV, not declared,
 -- so their slots may differ. Multi-key commands stay within one slot (the lock, its registry and its
 -- "<registry>:handed" key share the name's hash tag): Redis refuses a multi-key
@@ -54,40 +54,9 @@ for k = 1, ops do
         out[#out + 1] = 4
         out[#out + 1] = 0
     elseif op == 'a' then
-        local client = extra
-        local kind = n == 0 and 'none' or redis.call('type', name).ok
-        if kind == 'none' then
-            redis.call('hincrby', name, holder, 1)
-            redis.call('pexpire', name, lease)
-            if client ~= '' and n > 0 then redis.call('zrem', waiters, client) end
-            out[#out + 1] = 1
-            out[#out + 1] = 1
-        elseif kind ~= 'hash' then
-            out[#out + 1] = 3
-            out[#out + 1] = 0
-        elseif client ~= '' and redis.call('hexists', name, holder) == 1
-            and redis.call('get', waiters .. ':handed') == client then
-            redis.call('del', waiters .. ':handed')
-            redis.call('pexpire', name, lease)
-            out[#out + 1] = 1
-            out[#out + 1] = 1
-        elseif redis.call('hexists', name, holder) == 1 then
-            local count = redis.call('hincrby', name, holder, 1)
-            if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
-            if client ~= '' then redis.call('zrem', waiters, client) end
-            out[#out + 1] = 2
-            out[#out + 1] = count
-        else
-            local pttl = redis.call('pttl', name)
-            if client ~= '' then
-                local t = redis.call('time')
-                redis.call('zadd', waiters, 'NX', t[1] * 1000 + math.floor(t[2] / 1000), client)
-                local keep = math.max(pttl, tonumber(lease)) + 10000
-                if redis.call('pttl', waiters) < keep then redis.call('pexpire', waiters, keep) end
-            end
-            out[#out + 1] = 0
-            out[#out + 1] = pttl
-        end
+        local status, value = acquire_op(name, waiters, lease, holder, extra, n == 0, n > 0)
+        out[#out + 1] = status
+        out[#out + 1] = value
     else
         local channel = extra
         local held = false

@@ -23,8 +23,9 @@ fn release_script() -> String {
 }
 fn node_script() -> String {
     format!(
-        "{}{SHARDED}{PASS_ON}{}",
+        "{}{SHARDED}{PASS_ON}{}{}",
         include_str!("../lua/cross_slot_flags.lua"),
+        include_str!("../lua/acquire_op.lua"),
         include_str!("../lua/batch_node.lua")
     )
 }

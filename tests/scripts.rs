@@ -16,7 +16,10 @@ const ACQUIRE: &str = concat!(
     include_str!("../lua/acquire.lua")
 );
 const RELEASE: &str = include_str!("../lua/release.lua");
-const BATCH: &str = include_str!("../lua/batch.lua");
+const BATCH: &str = concat!(
+    include_str!("../lua/acquire_op.lua"),
+    include_str!("../lua/batch.lua")
+);
 
 /// A script that frees plain locks, after the prelude and lua/pass_on.lua.
 fn waking(script: &str) -> String {

@@ -47,6 +47,7 @@ const RELEASE_LUA: &str = concat!(
 const BATCH_LUA: &str = concat!(
     include_str!("../../lua/dialect_classic.lua"),
     include_str!("../../lua/pass_on.lua"),
+    include_str!("../../lua/acquire_op.lua"),
     include_str!("../../lua/batch.lua")
 );
 

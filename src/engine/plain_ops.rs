@@ -44,11 +44,11 @@ use crate::transport::batch::Flight;
 use crate::transport::script::lua;
 use crate::transport::{BoxFuture, Lane, Request, Script, Transport};
 
-pub(crate) static BATCH: LazyLock<Script> = lua!("pass_on.lua", "batch.lua");
+pub(crate) static BATCH: LazyLock<Script> = lua!("pass_on.lua", "acquire_op.lua", "batch.lua");
 pub(crate) static ACQUIRE: LazyLock<Script> = lua!("acquire.lua");
 pub(crate) static RELEASE: LazyLock<Script> = lua!("pass_on.lua", "release.lua");
 pub(crate) static BATCH_NODE: LazyLock<Script> =
-    lua!(cross_slot_writes "pass_on.lua", "batch_node.lua");
+    lua!(cross_slot_writes "pass_on.lua", "acquire_op.lua", "batch_node.lua");
 
 /// `batch_node.lua`'s status for an operation the node does not serve now (invariant 2).
 const NOT_HERE: i64 = 4;

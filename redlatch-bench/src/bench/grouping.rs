@@ -60,6 +60,7 @@ const BATCH_NODE: &str = concat!(
     include_str!("../../../lua/cross_slot_write_flags.lua"),
     include_str!("../../../lua/dialect_sharded.lua"),
     include_str!("../../../lua/pass_on.lua"),
+    include_str!("../../../lua/acquire_op.lua"),
     include_str!("../../../lua/batch_node.lua")
 );
 const CROSS_SLOT_FLAGS: &str = include_str!("../../../lua/cross_slot_flags.lua");
