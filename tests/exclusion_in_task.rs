@@ -5,42 +5,16 @@
 mod common;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::inside::Inside;
 use common::{eventually_async, RedisServer};
 use futures_util::stream::{self, StreamExt};
-use redlatch::{Client, Config, Error, Lock};
+use redlatch::{Client, Config, Error};
 
 async fn client(server: &RedisServer) -> Client {
     Client::connect(Config::single(server.url())).await.unwrap()
-}
-
-/// Counts how many sections are inside at once, and the most ever seen.
-#[derive(Default)]
-struct Inside {
-    now: AtomicUsize,
-    most: AtomicUsize,
-    sections: AtomicUsize,
-}
-
-impl Inside {
-    /// One critical section: enter, yield to the other futures for a while, leave.
-    async fn section(&self, lock: &Lock) {
-        let guard = lock.lock().await.unwrap();
-        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        self.most.fetch_max(now, Ordering::SeqCst);
-        // Long enough for every other future of the task to be polled many times.
-        tokio::time::sleep(Duration::from_millis(30)).await;
-        self.now.fetch_sub(1, Ordering::SeqCst);
-        self.sections.fetch_add(1, Ordering::SeqCst);
-        guard.unlock().await.unwrap();
-    }
-
-    fn most(&self) -> usize {
-        self.most.load(Ordering::SeqCst)
-    }
 }
 
 #[tokio::test]
@@ -52,7 +26,7 @@ async fn two_joined_futures_of_one_task_never_both_enter() {
     // The test body runs in `block_on` (not a task), as `#[tokio::main]`'s does.
     tokio::join!(inside.section(&lock), inside.section(&lock));
     assert_eq!(inside.most(), 1);
-    assert_eq!(inside.sections.load(Ordering::SeqCst), 2);
+    assert_eq!(inside.sections(), 2);
     assert!(!lock.is_locked().await.unwrap());
 }
 
@@ -69,7 +43,7 @@ async fn joined_futures_inside_a_spawned_task_never_both_enter() {
     .await
     .unwrap();
     assert_eq!(inside.most(), 1);
-    assert_eq!(inside.sections.load(Ordering::SeqCst), 3);
+    assert_eq!(inside.sections(), 3);
 }
 
 #[tokio::test]
@@ -113,10 +87,7 @@ async fn for_each_concurrent_over_duplicate_ids_keeps_each_id_exclusive() {
     for (id, inside) in &per_id {
         assert_eq!(inside.most(), 1, "order {id}");
     }
-    let sections: usize = per_id
-        .values()
-        .map(|i| i.sections.load(Ordering::SeqCst))
-        .sum();
+    let sections: usize = per_id.values().map(|i| i.sections()).sum();
     assert_eq!(sections, ids.len());
 }
 

@@ -9,9 +9,9 @@ mod common;
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::inside::Inside;
 use common::{eventually_async, RedisServer};
 use futures_util::stream::{self, StreamExt};
 use redlatch::{Client, Config, Error, Kind, Lock};
@@ -117,26 +117,6 @@ async fn the_script_refuses_a_holder_already_in_the_hash() {
     }
 }
 
-/// Counts how many sections are inside at once, and the most ever seen.
-#[derive(Default)]
-struct Inside {
-    now: AtomicUsize,
-    most: AtomicUsize,
-    sections: AtomicUsize,
-}
-
-impl Inside {
-    async fn section(&self, lock: &Lock) {
-        let guard = lock.lock().await.unwrap();
-        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        self.most.fetch_max(now, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        self.now.fetch_sub(1, Ordering::SeqCst);
-        self.sections.fetch_add(1, Ordering::SeqCst);
-        guard.unlock().await.unwrap();
-    }
-}
-
 #[tokio::test]
 async fn futures_of_one_task_never_both_enter() {
     let server = RedisServer::start();
@@ -152,8 +132,8 @@ async fn futures_of_one_task_never_both_enter() {
         stream::iter(0..8)
             .for_each_concurrent(None, |_| inside.section(&lock))
             .await;
-        assert_eq!(inside.most.load(Ordering::SeqCst), 1, "{kind:?}");
-        assert_eq!(inside.sections.load(Ordering::SeqCst), 11, "{kind:?}");
+        assert_eq!(inside.most(), 1, "{kind:?}");
+        assert_eq!(inside.sections(), 11, "{kind:?}");
         assert!(!lock.is_locked().await.unwrap());
     }
 }
@@ -368,7 +348,7 @@ async fn redlock_over_three_masters() {
         };
         tokio::join!(waiter, release);
         tokio::join!(inside.section(&lock), inside.section(&lock));
-        assert_eq!(inside.most.load(Ordering::SeqCst), 1);
+        assert_eq!(inside.most(), 1);
         assert!(!lock.is_locked().await.unwrap());
     }
 }

@@ -9,12 +9,12 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::inside::Inside;
 use common::{calls, eventually_async, RedisServer};
 use futures_util::stream::{self, StreamExt};
-use redlatch::{BackOff, Client, Config, Error, Kind, Lock};
+use redlatch::{BackOff, Client, Config, Error, Kind};
 
 async fn client(server: &RedisServer) -> Client {
     Client::connect(Config::single(server.url())).await.unwrap()
@@ -119,26 +119,6 @@ async fn it_re_enters_like_rlock_on_redissons_layout() {
     assert_eq!(server.cmd::<i64>(&["EXISTS", "reentrant"]), 0);
 }
 
-/// Counts how many sections are inside at once, and the most ever seen.
-#[derive(Default)]
-struct Inside {
-    now: AtomicUsize,
-    most: AtomicUsize,
-    sections: AtomicUsize,
-}
-
-impl Inside {
-    async fn section(&self, lock: &Lock) {
-        let guard = lock.lock().await.unwrap();
-        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        self.most.fetch_max(now, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        self.now.fetch_sub(1, Ordering::SeqCst);
-        self.sections.fetch_add(1, Ordering::SeqCst);
-        guard.unlock().await.unwrap();
-    }
-}
-
 #[tokio::test]
 async fn futures_of_one_task_never_both_enter() {
     let server = RedisServer::start();
@@ -153,8 +133,8 @@ async fn futures_of_one_task_never_both_enter() {
     stream::iter(0..8)
         .for_each_concurrent(None, |_| inside.section(&lock))
         .await;
-    assert_eq!(inside.most.load(Ordering::SeqCst), 1);
-    assert_eq!(inside.sections.load(Ordering::SeqCst), 11);
+    assert_eq!(inside.most(), 1);
+    assert_eq!(inside.sections(), 11);
     assert!(!lock.is_locked().await.unwrap());
 }
 
@@ -352,7 +332,7 @@ async fn redlock_over_three_masters() {
         inside.section(&lock),
         inside.section(&lock)
     );
-    assert_eq!(inside.most.load(Ordering::SeqCst), 1);
+    assert_eq!(inside.most(), 1);
     for s in &servers {
         assert_eq!(subscribers(s), Vec::<String>::new());
         // Released at a majority; the last master's answer lands in the background.

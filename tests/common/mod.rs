@@ -13,11 +13,13 @@
 //!   stdin/stdout; [`jvm::record`] writes the compatibility matrix's result lines.
 //! * [`mixed::run`]: a mixed contention run (Java threads, redlatch tasks and processes,
 //!   `redlatch run`) on one name, every section checked by one [`mixed::Checker`].
+//! * [`inside::Inside`]: counts the critical sections inside one lock at once.
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 
 pub mod cluster;
 pub mod fair;
+pub mod inside;
 pub mod jvm;
 pub mod mixed;
 pub mod redisson;
