@@ -14,32 +14,6 @@ use common::jvm::{self, addr_of, mono_nanos, Deployment, Jvm};
 use common::{eventually_async, numsub, RedisServer};
 use redlatch::{Client, Config};
 
-/// One `#[tokio::test]` per Redisson version for `async fn $name(version: &str)`.
-macro_rules! per_version {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_3_27() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::OLD).await
-                }
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_3_52() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::LAST3).await
-                }
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_4_7() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::V4).await
-                }
-            }
-        }
-    )*};
-}
-
 per_version!(
     a_dead_redlatch_reader_and_a_live_java_reader,
     a_dead_redlatch_fair_waiter_is_passed_over_for_java,

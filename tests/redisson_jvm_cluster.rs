@@ -28,31 +28,6 @@ async fn helper_mixed_participant() {
     mixed::helper_main().await;
 }
 
-macro_rules! per_version {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_3_27() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::OLD).await
-                }
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_3_52() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::LAST3).await
-                }
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_4_7() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::V4).await
-                }
-            }
-        }
-    )*};
-}
-
 per_version!(rlock_both_ways_and_a_mixed_run_on_a_cluster);
 
 fn ms(nanos: i64) -> f64 {

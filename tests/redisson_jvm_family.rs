@@ -13,31 +13,6 @@ use common::jvm::{self, addr_of, mono_nanos, Deployment, Jvm};
 use common::{eventually_async, RedisServer};
 use redlatch::{Client, Config};
 
-macro_rules! per_version {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_3_27() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::OLD).await
-                }
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_3_52() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::LAST3).await
-                }
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_4_7() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::V4).await
-                }
-            }
-        }
-    )*};
-}
-
 per_version!(
     fair_lock_fifo_across_the_two,
     fenced_lock_one_token_sequence,

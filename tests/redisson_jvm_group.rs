@@ -14,26 +14,8 @@ use common::jvm::{self, addr_of, mono_nanos, Deployment, Jvm};
 use common::{eventually_async, numsub, RedisServer};
 use redlatch::{Client, Config};
 
-macro_rules! per_version {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_3_52() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::LAST3).await
-                }
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redisson_4_7() {
-                if super::jvm::available() {
-                    super::$name(super::jvm::V4).await
-                }
-            }
-        }
-    )*};
-}
-
 per_version!(
+    since_3_52:
     java_holds_redlatch_waits,
     redlatch_holds_java_waits,
     watchdogs_both_ways_and_a_killed_jvm_freed_by_its_lease,

@@ -462,3 +462,33 @@ pub fn clear_record(test: &str) {
         .join(format!("{}.txt", test.replace("::", "-")));
     let _ = std::fs::remove_file(file);
 }
+
+/// One `#[tokio::test]` per Redisson version for each named `async fn(version: &str)` of
+/// the calling test file (skipped where no JVM is installed, unless
+/// `REDLATCH_REQUIRE_JAVA` makes that a failure: [`available`]):
+/// `per_version!(a, b)` runs each against [`OLD`], [`LAST3`] and [`V4`];
+/// `per_version!(since_3_52: a, b)` against [`LAST3`] and [`V4`] only (what 3.27 lacks).
+#[macro_export]
+macro_rules! per_version {
+    (@test $test:ident, $version:ident, $name:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            if $crate::common::jvm::available() {
+                super::$name($crate::common::jvm::$version).await
+            }
+        }
+    };
+    (since_3_52: $($name:ident),* $(,)?) => {$(
+        mod $name {
+            $crate::per_version!(@test redisson_3_52, LAST3, $name);
+            $crate::per_version!(@test redisson_4_7, V4, $name);
+        }
+    )*};
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            $crate::per_version!(@test redisson_3_27, OLD, $name);
+            $crate::per_version!(@test redisson_3_52, LAST3, $name);
+            $crate::per_version!(@test redisson_4_7, V4, $name);
+        }
+    )*};
+}
