@@ -39,6 +39,7 @@ impl Wanted {
             k if k.fair => client.fair_lock(name),
             k if k.fenced => client.fenced_lock(name),
             k if k.non_reentrant => client.non_reentrant_lock(name),
+            k if k.non_reentrant_fair => client.non_reentrant_fair_lock(name),
             k if k.spin => client.spin_lock(name),
             _ => client.lock(name),
         }))

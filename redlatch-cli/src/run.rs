@@ -140,6 +140,11 @@ pub struct KindArgs {
     #[arg(long)]
     pub non_reentrant: bool,
 
+    /// Non-reentrant fair lock (Redisson getNonReentrantFairLock): the fair lock's
+    /// arrival order, and a holder's second acquisition refused.
+    #[arg(long)]
+    pub non_reentrant_fair: bool,
+
     /// Spin lock (Redisson getSpinLock): waits by retrying after an exponential
     /// back-off (1ms, x2, at most 128ms, with jitter) instead of subscribing to
     /// pub/sub; its release publishes nothing.

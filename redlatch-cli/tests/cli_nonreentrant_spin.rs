@@ -1,4 +1,4 @@
-//! `redlatch run --non-reentrant` and `redlatch run --spin` against real redis-server
+//! `redlatch run --non-reentrant`, `--non-reentrant-fair` and `--spin` against real redis-server
 //! processes: concurrent runners never overlap, a busy lock gives 75 after --wait (the
 //! exit codes of `run`), the flags exclude each other and the other kinds (64), and a
 //! `--spin` runner waits without subscribing to anything.
@@ -55,6 +55,11 @@ fn non_reentrant_runners_never_overlap() {
 #[test]
 fn spin_runners_never_overlap() {
     never_overlap("--spin");
+}
+
+#[test]
+fn non_reentrant_fair_runners_never_overlap() {
+    never_overlap("--non-reentrant-fair");
 }
 
 #[test]
@@ -117,6 +122,7 @@ fn the_kind_flags_exclude_each_other() {
     for pair in [
         ["--non-reentrant", "--spin"],
         ["--spin", "--fair"],
+        ["--non-reentrant-fair", "--non-reentrant"],
         ["--non-reentrant", "--read"],
     ] {
         let out = output(&run_args("x", &[&server], &pair, "true"), 64);
