@@ -24,7 +24,8 @@ BEGIN, END = "<!-- matrix:begin -->", "<!-- matrix:end -->"
 VERSIONS = ["3.27.2", "3.52.0", "4.7.0"]
 PRIMITIVES = ["RLock", "RFairLock", "RFencedLock", "RReadWriteLock", "RSemaphore",
               "RPermitExpirableSemaphore", "RCountDownLatch", "RedissonMultiLock",
-              "RedissonFasterMultiLock"]
+              "RedissonFasterMultiLock", "RedissonNonReentrantLock",
+              "RedissonNonReentrantFairLock", "RedissonSpinLock"]
 DEPLOYMENTS = ["standalone", "cluster", "sentinel"]
 
 

@@ -46,9 +46,20 @@ fn kinds(client: &Client, name: &str) -> [(&'static str, Lock); 3] {
     ]
 }
 
+/// The compatibility matrix's primitive (scripts/interop_matrix.py) for a KIND word.
+fn primitive(word: &str) -> &'static str {
+    match word {
+        "nonreentrant" => "RedissonNonReentrantLock",
+        "nonreentrantfair" => "RedissonNonReentrantFairLock",
+        _ => "RedissonSpinLock",
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_java_holder_blocks_redlatch_and_its_release_lets_redlatch_in() {
     let Some(s) = setup().await else { return };
+    let id = "redisson_jvm_nonreentrant_spin::java_first";
+    jvm::clear_record(id);
     let (java, server) = (&s.java, &s.server);
     for (word, lock) in kinds(&s.client, "java-first") {
         let name = lock.name().to_string();
@@ -92,12 +103,15 @@ async fn a_java_holder_blocks_redlatch_and_its_release_lets_redlatch_in() {
             .await
             .bool());
         java.call("t2", &format!("unlock {word} {name}")).await.ok();
+        jvm::record(id, primitive(word), jvm::V4, "standalone", "pass");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redlatch_holder_blocks_java_and_its_release_lets_java_in() {
     let Some(s) = setup().await else { return };
+    let id = "redisson_jvm_nonreentrant_spin::redlatch_first";
+    jvm::clear_record(id);
     let java = &s.java;
     for (word, lock) in kinds(&s.client, "rust-first") {
         let name = lock.name().to_string();
@@ -139,6 +153,7 @@ async fn a_redlatch_holder_blocks_java_and_its_release_lets_java_in() {
             .unlock()
             .await
             .unwrap();
+        jvm::record(id, primitive(word), jvm::V4, "standalone", "pass");
     }
 }
 
