@@ -12,7 +12,7 @@
 local function acquire_op(name, waiters, lease, holder, client, fresh, registered)
     local kind = fresh and 'none' or redis.call('type', name).ok
     if kind == 'none' then
-        redis.call('hincrby', name, holder, 1)
+        redis.call('hincrby', name, holder, '1')
         redis.call('pexpire', name, lease)
         if client ~= '' and registered then redis.call('zrem', waiters, client) end
         return 1, 1
@@ -24,7 +24,7 @@ local function acquire_op(name, waiters, lease, holder, client, fresh, registere
         redis.call('pexpire', name, lease)
         return 1, 1
     elseif redis.call('hexists', name, holder) == 1 then
-        local count = redis.call('hincrby', name, holder, 1)
+        local count = redis.call('hincrby', name, holder, '1')
         if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
         if client ~= '' then redis.call('zrem', waiters, client) end
         return 2, count

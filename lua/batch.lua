@@ -19,81 +19,103 @@
 --   either:  {3, 0} the key holds a value of another type (WRONGTYPE); nothing changed
 --
 -- The uncontended path costs fewer calls than one script per operation would (the
--- server's CPU per acquire+release pair is what bounds throughput): when every lock the
--- batch acquires is named once in it and none of them exists (one EXISTS for all), each
--- is taken with HINCRBY + PEXPIRE, no TYPE; the last holds released of locks named once
--- are deleted together with their "<registry>:handed" keys by one DEL at the end, and
--- their listeners counted by one PUBSUB NUMSUB and their registries by one EXISTS, so
--- pass_on_counted runs only for a lock someone waits for or listens on. A lock named
--- more than once in a batch takes the per-operation path, in order, as before: no
--- operation ever sees a state another operation of the batch has not yet reached.
+-- server's CPU per acquire+release pair is what bounds throughput; BENCHMARKS.md):
+-- - when every lock the batch acquires is named once in it and none of them exists (one
+--   EXISTS for all), each is taken with HINCRBY + PEXPIRE, no TYPE; its waiter's ticket
+--   is removed with ZREM only when one of the batch's registries exists (one EXISTS for
+--   the registries of all such acquires: a missing registry holds no ticket);
+-- - the last holds released of locks named once are deleted together with their
+--   "<registry>:handed" keys by one DEL at the end, the listeners of their shared
+--   channels counted by one PUBSUB NUMSUB and their registries by one EXISTS; only for
+--   a lock someone listens on (or when a registry exists) is the marker channel counted
+--   and pass_on_counted run. A lock nobody listens on and with no registry would come
+--   out of pass_on_counted untouched, whatever the marker's count (no ticket to hand
+--   it to, nothing published);
+-- - counts go to redis.call as strings, answers into the reply table by index (Lua
+--   formats a number argument with printf, and #out searches the table each time).
+-- A lock named more than once in a batch takes the per-operation path, in order, as
+-- before: no operation ever sees a state another operation of the batch has not yet
+-- reached.
 
-local out = {}
+local out, n = {}, 0
 local ops = #ARGV / 5
 local times = {}
 for k = 1, ops do
     local name = KEYS[2 * k - 1]
     times[name] = (times[name] or 0) + 1
 end
-local probe = {}
+-- The probes: the names the batch acquires (each named once), and those acquires'
+-- registries where they carry a ticket.
+local names, nn, registries, nr = {}, 0, {}, 0
 for k = 1, ops do
     local name = KEYS[2 * k - 1]
-    if ARGV[5 * k - 4] == 'a' and times[name] == 1 then probe[#probe + 1] = name end
-end
-local all_free = #probe > 0 and redis.call('exists', unpack(probe)) == 0
-local gone, freed = {}, {}
-for k = 1, ops do
-    local i = 5 * k - 4
-    local op, lease, holder, channel, client = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
-    local name, waiters = KEYS[2 * k - 1], KEYS[2 * k]
-    local once = times[name] == 1
-    if op == 'a' then
-        local status, value = acquire_op(name, waiters, lease, holder, client, all_free and once, true)
-        out[#out + 1] = status
-        out[#out + 1] = value
-    else
-        -- As release.lua: HGET, then DEL on the last hold (WRONGTYPE caught by pcall).
-        local held = redis.pcall('hget', name, holder)
-        if type(held) == 'table' then
-            out[#out + 1] = 3
-            out[#out + 1] = 0
-        elseif not held then
-            out[#out + 1] = -1
-            out[#out + 1] = 0
-        elseif tonumber(held) > 1 then
-            redis.call('hincrby', name, holder, -1)
-            if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
-            out[#out + 1] = 0
-            out[#out + 1] = 0
-        elseif once then
-            gone[#gone + 1] = name
-            gone[#gone + 1] = waiters .. ':handed'
-            freed[#freed + 1] = k
-            out[#out + 1] = 1
-            out[#out + 1] = 0
-        else
-            redis.call('del', name)
-            pass_on(name, waiters, channel)
-            out[#out + 1] = 1
-            out[#out + 1] = 0
+    if ARGV[5 * k - 4] == 'a' and times[name] == 1 then
+        nn = nn + 1
+        names[nn] = name
+        if ARGV[5 * k] ~= '' then
+            nr = nr + 1
+            registries[nr] = KEYS[2 * k]
         end
     end
 end
-if #freed > 0 then
+local all_free = nn > 0 and redis.call('exists', unpack(names)) == 0
+local registered = all_free and nr > 0 and redis.call('exists', unpack(registries)) > 0
+local gone, ng, freed, nf = {}, 0, {}, 0
+for k = 1, ops do
+    local i = 5 * k - 4
+    local name, lease, holder = KEYS[2 * k - 1], ARGV[i + 1], ARGV[i + 2]
+    local once = times[name] == 1
+    if ARGV[i] == 'a' then
+        local client = ARGV[i + 4]
+        if all_free and once then
+            redis.call('hincrby', name, holder, '1')
+            redis.call('pexpire', name, lease)
+            if registered and client ~= '' then redis.call('zrem', KEYS[2 * k], client) end
+            out[n + 1], out[n + 2] = 1, 1
+        else
+            out[n + 1], out[n + 2] = acquire_op(name, KEYS[2 * k], lease, holder, client, false, true)
+        end
+    else
+        -- As release.lua: HGET, then DEL on the last hold (WRONGTYPE caught by pcall).
+        local held = redis.pcall('hget', name, holder)
+        if held == '1' and once then
+            gone[ng + 1], gone[ng + 2] = name, KEYS[2 * k] .. ':handed'
+            ng = ng + 2
+            nf = nf + 1
+            freed[nf] = k
+            out[n + 1], out[n + 2] = 1, 0
+        elseif type(held) == 'table' then
+            out[n + 1], out[n + 2] = 3, 0
+        elseif not held then
+            out[n + 1], out[n + 2] = -1, 0
+        elseif tonumber(held) > 1 then
+            redis.call('hincrby', name, holder, '-1')
+            if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
+            out[n + 1], out[n + 2] = 0, 0
+        else
+            redis.call('del', name)
+            pass_on(name, KEYS[2 * k], ARGV[i + 3])
+            out[n + 1], out[n + 2] = 1, 0
+        end
+    end
+    n = n + 2
+end
+if nf > 0 then
     redis.call('del', unpack(gone))
-    local channels, registries = {}, {}
-    for j, k in ipairs(freed) do
-        local channel = ARGV[5 * k - 1]
-        channels[2 * j - 1] = channel
-        channels[2 * j] = channel .. ':redlatch-waiters'
-        registries[j] = KEYS[2 * k]
+    local channels, waiting = {}, {}
+    for j = 1, nf do
+        local k = freed[j]
+        channels[j] = ARGV[5 * k - 1]
+        waiting[j] = KEYS[2 * k]
     end
     local counts = redis.call('pubsub', NUMSUB, unpack(channels))
-    local queued = redis.call('exists', unpack(registries)) > 0
-    for j, k in ipairs(freed) do
-        local shared, marker = counts[4 * j - 2], counts[4 * j]
-        if queued or shared > 0 or marker > 0 then
-            pass_on_counted(KEYS[2 * k - 1], KEYS[2 * k], ARGV[5 * k - 1], shared, marker)
+    local queued = redis.call('exists', unpack(waiting)) > 0
+    for j = 1, nf do
+        local shared = counts[2 * j]
+        if queued or shared > 0 then
+            local k, channel = freed[j], channels[j]
+            local marker = redis.call('pubsub', NUMSUB, channel .. ':redlatch-waiters')[2]
+            pass_on_counted(KEYS[2 * k - 1], KEYS[2 * k], channel, shared, marker)
         end
     end
 end

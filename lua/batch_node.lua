@@ -68,7 +68,7 @@ for k = 1, ops do
             out[#out + 1] = -1
             out[#out + 1] = 0
         elseif tonumber(held) > 1 then
-            redis.call('hincrby', name, holder, -1)
+            redis.call('hincrby', name, holder, '-1')
             if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
             out[#out + 1] = 0
             out[#out + 1] = 0
@@ -86,17 +86,17 @@ for k = 1, ops do
     end
 end
 if #freed > 0 then
+    -- Only where someone listens on the shared channel is the marker counted: with no
+    -- registry (the probe counted the lock alone), pass_on_counted would hand nothing
+    -- over and publish nothing whatever the marker's count (as in batch.lua).
     local channels = {}
-    for j, k in ipairs(freed) do
-        local channel = ARGV[6 * k]
-        channels[2 * j - 1] = channel
-        channels[2 * j] = channel .. ':redlatch-waiters'
-    end
+    for j, k in ipairs(freed) do channels[j] = ARGV[6 * k] end
     local counts = redis.call('pubsub', NUMSUB, unpack(channels))
     for j, k in ipairs(freed) do
-        local shared, marker = counts[4 * j - 2], counts[4 * j]
-        if shared > 0 or marker > 0 then
-            pass_on_counted(ARGV[6 * k - 2], ARGV[6 * k - 1], ARGV[6 * k], shared, marker)
+        local shared = counts[2 * j]
+        if shared > 0 then
+            local marker = redis.call('pubsub', NUMSUB, channels[j] .. ':redlatch-waiters')[2]
+            pass_on_counted(ARGV[6 * k - 2], ARGV[6 * k - 1], channels[j], shared, marker)
         end
     end
 end

@@ -61,24 +61,39 @@ pub(crate) fn validate_cluster(name: &str) -> Result<()> {
 /// `prefix:{name}`, or `prefix:name` when `name` already has a hash tag. (Built by
 /// hand: this runs for every release, and `format!` costs several times more.)
 pub(crate) fn derived(prefix: &str, name: &str) -> String {
-    let tagged = name.as_bytes().contains(&b'{');
     let mut s = String::with_capacity(prefix.len() + name.len() + 3);
-    s.push_str(prefix);
-    s.push(':');
-    if tagged {
-        s.push_str(name);
-    } else {
-        s.push('{');
-        s.push_str(name);
-        s.push('}');
+    for part in derived_parts(prefix, name) {
+        s.push_str(part);
     }
     s
 }
 
+/// [`derived`] written as the next argument of `out` (a script call's keys or
+/// arguments), with no string of its own.
+pub(crate) fn write_derived(out: &mut impl redis::RedisWrite, prefix: &str, name: &str) {
+    use std::io::Write;
+    let mut w = out.writer_for_next_arg();
+    for part in derived_parts(prefix, name) {
+        w.write_all(part.as_bytes())
+            .expect("writing a script's argument cannot fail");
+    }
+}
+
+/// The pieces of [`derived`], in order.
+fn derived_parts<'a>(prefix: &'a str, name: &'a str) -> [&'a str; 5] {
+    match name.as_bytes().contains(&b'{') {
+        true => [prefix, ":", name, "", ""],
+        false => [prefix, ":", "{", name, "}"],
+    }
+}
+
 /// The channel a full release publishes `"0"` on.
 pub(crate) fn channel(name: &str) -> String {
-    derived("redisson_lock__channel", name)
+    derived(CHANNEL, name)
 }
+
+/// The prefix of [`channel`].
+pub(crate) const CHANNEL: &str = "redisson_lock__channel";
 
 /// The fair lock's waiter queue (LIST).
 pub(crate) fn queue(name: &str) -> String {
@@ -156,8 +171,11 @@ pub(crate) fn latch_channel(name: &str) -> String {
 /// Redisson key, see lua/pass_on.lua). Same hash tag as the lock; the scripts also use
 /// `<registry>:handed` (the ticket last handed the lock), which keeps it.
 pub(crate) fn waiters(name: &str) -> String {
-    derived("redlatch_lock_waiters", name)
+    derived(WAITERS, name)
 }
+
+/// The prefix of [`waiters`].
+pub(crate) const WAITERS: &str = "redlatch_lock_waiters";
 
 /// The channel that only says "a redlatch waiter listens on this lock's channels"
 /// (never carries a message; lua/pass_on.lua counts its subscribers).

@@ -124,8 +124,8 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
     let inv = if op.release {
         let mut inv = RELEASE.call();
         inv.key(name)
-            .key(keys::waiters(name))
-            .arg(keys::channel(name))
+            .key_derived(keys::WAITERS, name)
+            .arg_derived(keys::CHANNEL, name)
             .arg("0")
             .arg(op.lease_ms)
             .arg(&*op.holder);
@@ -134,7 +134,7 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
         let mut inv = ACQUIRE.call();
         inv.key(name).arg(op.lease_ms).arg(&*op.holder);
         if let Some(ticket) = &op.waiting {
-            inv.key(keys::waiters(name)).arg(&**ticket);
+            inv.key_derived(keys::WAITERS, name).arg(&**ticket);
         }
         inv
     };
@@ -174,12 +174,12 @@ async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<Plai
     let mut inv = BATCH.call();
     for op in ops {
         inv.key(&*op.name)
-            .key(keys::waiters(&op.name))
+            .key_derived(keys::WAITERS, &op.name)
             .arg(if op.release { "r" } else { "a" })
             .arg(op.lease_ms)
             .arg(&*op.holder);
         match op.release {
-            true => inv.arg(keys::channel(&op.name)),
+            true => inv.arg_derived(keys::CHANNEL, &op.name),
             false => inv.arg(""),
         };
         inv.arg(op.waiting.as_deref().unwrap_or(""));
@@ -261,9 +261,9 @@ async fn node_batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result
             .arg(op.lease_ms)
             .arg(&*op.holder)
             .arg(&*op.name)
-            .arg(keys::waiters(&op.name));
+            .arg_derived(keys::WAITERS, &op.name);
         match op.release {
-            true => inv.arg(keys::channel(&op.name)),
+            true => inv.arg_derived(keys::CHANNEL, &op.name),
             false => inv.arg(op.waiting.as_deref().unwrap_or("")),
         };
     }

@@ -9,6 +9,8 @@
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, ToRedisArgs, Value};
 
+use super::packed::Packed;
+
 /// How many times one call reloads its script before giving up. Each flush between
 /// our SCRIPT LOAD and the EVALSHA that follows costs one reload; a server flushing in
 /// a loop is outlasted, since every round trip gives the call another chance.
@@ -146,8 +148,8 @@ impl Script {
         // Room for every call of our scripts without regrowing (W1's hot path).
         Invocation {
             script: self,
-            keys: Vec::with_capacity(4),
-            args: Vec::with_capacity(6),
+            keys: Packed::with_capacity(4, 128),
+            args: Packed::with_capacity(6, 128),
         }
     }
 }
@@ -175,8 +177,8 @@ pub(crate) async fn load_all<C: ConnectionLike + Send>(
 /// One call of a [`Script`].
 pub(crate) struct Invocation {
     script: &'static Script,
-    keys: Vec<Vec<u8>>,
-    args: Vec<Vec<u8>>,
+    keys: Packed,
+    args: Packed,
 }
 
 impl Invocation {
@@ -192,6 +194,19 @@ impl Invocation {
         self
     }
 
+    /// Appends the key `prefix:{name}` ([`keys::derived`](crate::keys::derived)), built
+    /// in place.
+    pub(crate) fn key_derived(&mut self, prefix: &str, name: &str) -> &mut Self {
+        crate::keys::write_derived(&mut self.keys, prefix, name);
+        self
+    }
+
+    /// Appends the argument `prefix:{name}`, built in place.
+    pub(crate) fn arg_derived(&mut self, prefix: &str, name: &str) -> &mut Self {
+        crate::keys::write_derived(&mut self.args, prefix, name);
+        self
+    }
+
     /// The commands the script calls by name (see `Script::calls`).
     pub(crate) fn calls(&self) -> &[String] {
         &self.script.calls
@@ -199,7 +214,7 @@ impl Invocation {
 
     /// The first key, by which a clustered transport routes the call.
     pub(crate) fn first_key(&self) -> Option<&[u8]> {
-        self.keys.first().map(Vec::as_slice)
+        self.keys.first()
     }
 
     fn evalsha(&self, dialect: Dialect) -> redis::Cmd {
@@ -213,15 +228,11 @@ impl Invocation {
 
     fn command(&self, name: &str, script: &str) -> redis::Cmd {
         // Sized up front: one allocation for the packed arguments, none regrown.
-        let parts = self.keys.iter().chain(&self.args);
-        let data = name.len() + script.len() + 4 + parts.map(Vec::len).sum::<usize>();
+        let data = name.len() + script.len() + 4 + self.keys.bytes() + self.args.bytes();
         let mut cmd = redis::Cmd::with_capacity(3 + self.keys.len() + self.args.len(), data);
         cmd.arg(name).arg(script).arg(self.keys.len());
-        for k in &self.keys {
-            cmd.arg(k.as_slice());
-        }
-        for a in &self.args {
-            cmd.arg(a.as_slice());
+        for k in self.keys.iter().chain(self.args.iter()) {
+            cmd.arg(k);
         }
         cmd
     }
@@ -264,8 +275,9 @@ impl Invocation {
 #[cfg(test)]
 impl Invocation {
     /// The script, keys and arguments (the engine's fake server reads them).
-    pub(crate) fn parts(&self) -> (&'static Script, &[Vec<u8>], &[Vec<u8>]) {
-        (self.script, &self.keys, &self.args)
+    pub(crate) fn parts(&self) -> (&'static Script, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let owned = |p: &Packed| p.iter().map(<[u8]>::to_vec).collect();
+        (self.script, owned(&self.keys), owned(&self.args))
     }
 }
 
