@@ -8,6 +8,10 @@
 -- registered: the waiter registry may exist: a fresh take removes the ticket from it
 --             (the caller's probe may know it does not)
 -- client:     the waiter's ticket or "" (as acquire.lua)
+--
+-- "<registry>:handed" is read with pcall, as acquire.lua reads it: on a cluster slot being
+-- migrated, a missing key is refused inside a script (pass_on.lua invariant 5), and a
+-- missing key names no hand-over.
 
 local function acquire_op(name, waiters, lease, holder, client, fresh, registered)
     local kind = fresh and 'none' or redis.call('type', name).ok
@@ -19,7 +23,7 @@ local function acquire_op(name, waiters, lease, holder, client, fresh, registere
     elseif kind ~= 'hash' then
         return 3, 0
     elseif client ~= '' and redis.call('hexists', name, holder) == 1
-        and redis.call('get', waiters .. ':handed') == client then
+        and redis.pcall('get', waiters .. ':handed') == client then
         redis.call('del', waiters .. ':handed')
         redis.call('pexpire', name, lease)
         return 1, 1

@@ -24,8 +24,8 @@
 --   EXISTS for all), each is taken with HINCRBY + PEXPIRE, no TYPE; its waiter's ticket
 --   is removed with ZREM only when one of the batch's registries exists (one EXISTS for
 --   the registries of all such acquires: a missing registry holds no ticket);
--- - the last holds released of locks named once are deleted together with their
---   "<registry>:handed" keys by one DEL at the end, the listeners of their shared
+-- - the last holds released of locks named once are deleted by one DEL at the end and
+--   their "<registry>:handed" keys by another (see there), the listeners of their shared
 --   channels counted by one PUBSUB NUMSUB and their registries by one EXISTS; only for
 --   a lock someone listens on (or when a registry exists) is the marker channel counted
 --   and pass_on_counted run. A lock nobody listens on and with no registry would come
@@ -60,7 +60,7 @@ for k = 1, ops do
 end
 local all_free = nn > 0 and redis.call('exists', unpack(names)) == 0
 local registered = all_free and nr > 0 and redis.call('exists', unpack(registries)) > 0
-local gone, ng, freed, nf = {}, 0, {}, 0
+local gone, handed, freed, nf = {}, {}, {}, 0
 for k = 1, ops do
     local i = 5 * k - 4
     local name, lease, holder = KEYS[2 * k - 1], ARGV[i + 1], ARGV[i + 2]
@@ -79,9 +79,8 @@ for k = 1, ops do
         -- As release.lua: HGET, then DEL on the last hold (WRONGTYPE caught by pcall).
         local held = redis.pcall('hget', name, holder)
         if held == '1' and once then
-            gone[ng + 1], gone[ng + 2] = name, KEYS[2 * k] .. ':handed'
-            ng = ng + 2
             nf = nf + 1
+            gone[nf], handed[nf] = name, KEYS[2 * k] .. ':handed'
             freed[nf] = k
             out[n + 1], out[n + 2] = 1, 0
         elseif type(held) == 'table' then
@@ -102,6 +101,13 @@ for k = 1, ops do
 end
 if nf > 0 then
     redis.call('del', unpack(gone))
+    -- The "<registry>:handed" keys are not declared: on a cluster slot being migrated
+    -- (Redis < 7 sends this script per slot there) a missing one is refused inside a
+    -- script, and so is a DEL naming it with others. Missing, it has nothing to delete;
+    -- here, it must go: so a refused DEL of them all is retried key by key.
+    if type(redis.pcall('del', unpack(handed))) ~= 'number' then
+        for j = 1, nf do redis.pcall('del', handed[j]) end
+    end
     local channels, waiting = {}, {}
     for j = 1, nf do
         local k = freed[j]

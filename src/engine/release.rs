@@ -247,7 +247,8 @@ fn judge(
         count(results, |r| *r == Release::NotHeld),
     );
     let results: Vec<Result<Release>> = results.iter().flatten().cloned().collect();
-    if released > 0 && kind.protocol().wakes_locally() && wake_local {
+    if released > 0 && kind.protocol().wakes_locally() && wake_local && engine.pubsub.has_channels()
+    {
         engine.pubsub.notify_local(&kind.channel(name));
     }
     if released + still >= quorum {

@@ -154,6 +154,13 @@ impl PubSub {
         }
     }
 
+    /// Whether any channel is subscribed, wanted or lingering: when none is, a caller
+    /// skips building a channel's name to look it up (every uncontended acquire and
+    /// release asks).
+    pub(crate) fn has_channels(&self) -> bool {
+        !self.shared.channels.lock().is_empty()
+    }
+
     /// Whether `channel` is subscribed and confirmed by a majority right now (wanted or
     /// lingering, invariant 5): a subscription to it would be ready without a round trip.
     pub(crate) fn is_ready(&self, channel: &str) -> bool {

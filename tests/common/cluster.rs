@@ -716,27 +716,37 @@ fn start_nodes(n: usize) -> Vec<RedisServer> {
 }
 
 /// One empty cluster-mode node; its bus port is another free port (`--cluster-port`), not
-/// port + 10000, which may be above 65535 or taken.
+/// port + 10000, which may be above 65535 or taken. A Redis < 7 node has no
+/// `cluster-port`: its port is chosen with port + 10000 free as well.
 fn start_node() -> RedisServer {
-    RedisServer::start_in(|port, dir| {
+    let args = |dir: &std::path::Path, bus: Option<u16>| {
+        #[rustfmt::skip]
+        let mut args: Vec<String> = [
+            "--cluster-enabled", "yes",
+            "--cluster-config-file", &dir.join("nodes.conf").to_string_lossy(),
+            "--cluster-node-timeout", &NODE_TIMEOUT.as_millis().to_string(),
+            "--cluster-replica-validity-factor", "0",
+            "--cluster-allow-replica-migration", "no",
+            "--repl-diskless-sync-delay", "0",
+        ]
+        .map(String::from)
+        .to_vec();
+        if let Some(bus) = bus {
+            args.extend(["--cluster-port".to_string(), bus.to_string()]);
+        }
+        args
+    };
+    if super::server_major() < 7 {
+        return RedisServer::start_in_with_free(10_000, move |_port, dir| args(dir, None));
+    }
+    RedisServer::start_in(move |port, dir| {
         let bus = loop {
             let p = super::free_port();
             if p != port {
                 break p;
             }
         };
-        #[rustfmt::skip]
-        let args = [
-            "--cluster-enabled", "yes",
-            "--cluster-config-file", &dir.join("nodes.conf").to_string_lossy(),
-            "--cluster-port", &bus.to_string(),
-            "--cluster-node-timeout", &NODE_TIMEOUT.as_millis().to_string(),
-            "--cluster-replica-validity-factor", "0",
-            "--cluster-allow-replica-migration", "no",
-            "--repl-diskless-sync-delay", "0",
-        ]
-        .map(String::from);
-        args.to_vec()
+        args(dir, Some(bus))
     })
 }
 

@@ -138,6 +138,56 @@ fn free_port() -> u16 {
     }
 }
 
+/// A free port `p` with `p + offset` free too (and both below 65536), neither 6379.
+fn free_port_pair(offset: u16) -> u16 {
+    loop {
+        let p = free_port();
+        let Some(second) = p.checked_add(offset) else {
+            // Ephemeral ports are high: look below them, where p + offset fits.
+            let low = 20_000 + (p % 10_000);
+            if let (Ok(_a), Ok(_b)) = (
+                std::net::TcpListener::bind(("127.0.0.1", low)),
+                std::net::TcpListener::bind(("127.0.0.1", low + offset)),
+            ) {
+                if low != 6379 && low + offset != 6379 {
+                    return low;
+                }
+            }
+            continue;
+        };
+        if second != 6379 && std::net::TcpListener::bind(("127.0.0.1", second)).is_ok() {
+            return p;
+        }
+    }
+}
+
+/// The major version of the `redis-server` on the PATH (7 for 7.0.15), read once.
+pub fn server_major() -> u32 {
+    static MAJOR: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *MAJOR.get_or_init(|| {
+        let out = std::process::Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .expect("redis-server --version");
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.split("v=")
+            .nth(1)
+            .and_then(|v| v.split('.').next())
+            .and_then(|m| m.parse().ok())
+            .unwrap_or_else(|| panic!("cannot read a version in {text:?}"))
+    })
+}
+
+/// Whether the `redis-server` on the PATH is older than `major` (tests of a behaviour that
+/// version brought say why they skip, and pass).
+pub fn older_than(major: u32, what: &str) -> bool {
+    let old = server_major() < major;
+    if old {
+        eprintln!("skipped: {what} needs Redis >= {major}");
+    }
+    old
+}
+
 /// PID of the redis-server answering PING at `url` (from INFO server), if any answers.
 /// Used at startup to make sure the server on the port is ours, not a stranger's.
 fn serving_pid(url: &str) -> Option<u32> {

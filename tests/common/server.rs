@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 const FRESH_PORT_ATTEMPTS: usize = 5;
+
 /// On restart the port must stay the same, so a taken port is retried after a short sleep.
 const SAME_PORT_ATTEMPTS: usize = 20;
 const SAME_PORT_BACKOFF: Duration = Duration::from_millis(250);
@@ -60,7 +61,7 @@ impl RedisServer {
             "--tls-ca-cert-file", &*ca.to_string_lossy(),
             "--tls-auth-clients", if auth_clients { "yes" } else { "no" },
         ].iter().map(|s| s.to_string()).collect();
-        Self::start_inner(move |_port, _dir| args.clone(), true)
+        Self::start_inner(move |_port, _dir| args.clone(), true, 0)
     }
 
     /// Same as [`RedisServer::start_with`], with the extra args computed for each start
@@ -70,10 +71,24 @@ impl RedisServer {
     /// harness's args (`--port`, `--dir`, ...), the others after them, so they win.
     /// A restart reuses the args of the attempt that succeeded.
     pub fn start_in(extra: impl FnMut(u16, &Path) -> Vec<String>) -> RedisServer {
-        Self::start_inner(extra, false)
+        Self::start_inner(extra, false, 0)
     }
 
-    fn start_inner(mut extra: impl FnMut(u16, &Path) -> Vec<String>, tls: bool) -> RedisServer {
+    /// [`RedisServer::start_in`] on a port `port + offset` is also free for (a Redis < 7
+    /// cluster node's bus port is its port + 10000: it has no `cluster-port`).
+    pub fn start_in_with_free(
+        offset: u16,
+        extra: impl FnMut(u16, &Path) -> Vec<String>,
+    ) -> RedisServer {
+        Self::start_inner(extra, false, offset)
+    }
+
+    /// `offset`: 0, or that of a second port the server needs free ([`Self::start_in_with_free`]).
+    fn start_inner(
+        mut extra: impl FnMut(u16, &Path) -> Vec<String>,
+        tls: bool,
+        offset: u16,
+    ) -> RedisServer {
         let dir = std::env::temp_dir().join(format!(
             "redlatch-test-{}-{}",
             std::process::id(),
@@ -92,7 +107,10 @@ impl RedisServer {
             paused: AtomicBool::new(false),
         };
         for attempt in 1..=FRESH_PORT_ATTEMPTS {
-            server.port = super::free_port();
+            server.port = match offset {
+                0 => super::free_port(),
+                offset => super::free_port_pair(offset),
+            };
             if tls {
                 server.tls_port = loop {
                     let p = super::free_port();

@@ -87,10 +87,10 @@ impl Waiter<'_> {
     /// Invariant 10: when all three channels are confirmed already (an earlier wait's
     /// linger), subscribes before the first attempt, which then needs no second one.
     pub(super) fn subscribe_if_ready(&mut self) {
-        if self.req.waiting.is_none() || self.plan.ask.once {
+        let (name, pubsub) = (&self.call.name, &self.engine.pubsub);
+        if self.req.waiting.is_none() || self.plan.ask.once || !pubsub.has_channels() {
             return;
         }
-        let (name, pubsub) = (&self.call.name, &self.engine.pubsub);
         let shared = keys::channel(name);
         if !pubsub.is_ready(&shared) || !pubsub.is_ready(&keys::marker(name)) {
             return;
