@@ -83,9 +83,11 @@ async fn one_call_per_node_carries_many_slots_and_answers_each_operation() {
         }))
         .await;
         let calls = script_calls(cluster) - before;
-        // 60 operations, two flying alone, the rest in batches of at most 32 split per
-        // node: a handful of calls (per slot it would be at least 58).
-        assert!(calls <= 20, "{calls} script calls for 60 acquisitions");
+        // 60 operations queued in one poll: two fly alone, the rest go in batches of up
+        // to 32 per primary, split per node: about one call for each of the three
+        // primaries, and one more for what queued after a drain. Per slot it would be
+        // at least 58 calls; with batches of 32 whatever the primaries, nine.
+        assert!(calls <= 6, "{calls} script calls for 60 acquisitions");
         let mut guards = Vec::new();
         for (i, r) in taken.into_iter().enumerate() {
             match (i, r) {
@@ -106,7 +108,7 @@ async fn one_call_per_node_carries_many_slots_and_answers_each_operation() {
         let before = script_calls(cluster);
         let released = join_all(guards.into_iter().map(|(_, g)| g.unlock())).await;
         let calls = script_calls(cluster) - before;
-        assert!(calls <= 20, "{calls} script calls for 59 releases");
+        assert!(calls <= 6, "{calls} script calls for 59 releases");
         for r in released {
             r.unwrap();
         }

@@ -115,6 +115,16 @@ impl Flight for PlainFlight {
     fn timeout(&self) -> Duration {
         self.0.timeout()
     }
+
+    /// Per node, a batch goes as one call per primary (invariant 1): a batch may hold a
+    /// full call's worth for each. (Per slot, names spread over all slots go one call
+    /// each whatever the batch's size.)
+    fn servers(&self) -> usize {
+        match self.0.node_batches() {
+            true => self.0.primaries(),
+            false => 1,
+        }
+    }
 }
 
 /// One plain operation with its own script (acquire.lua / release.lua), answered in

@@ -44,8 +44,12 @@ use crate::error::{Error, Result};
 /// Operations per batch call, at most. Smaller batches overlap: with 64 busy callers
 /// (W2), 32 keeps two batches going, one run by Redis while the client answers the
 /// other's callers; measured on one master: 64 -> 45-60 k pairs/s, 32 -> 78-117 k,
-/// 16 -> 74-82 k, 48 -> 57 k.
-const MAX_BATCH: usize = 32;
+/// 16 -> 74-82 k, 48 -> 57 k. A flight whose batches are split over several servers
+/// (a cluster's primaries) takes this many per server ([`Flight::servers`]).
+pub(crate) const MAX_BATCH: usize = 32;
+
+/// Operations per batch, at most, however many servers a batch is split over.
+const MAX_SPLIT_BATCH: usize = 8 * MAX_BATCH;
 
 /// Calls in flight per master. More than one keeps a hand-over (one task's release,
 /// the next one's acquire) from waiting on each other, and lets batches overlap.
@@ -77,6 +81,13 @@ pub(crate) trait Flight: Send + Sync + 'static {
 
     /// How long one call may take.
     fn timeout(&self) -> Duration;
+
+    /// Over how many servers [`many`](Self::many) splits a batch, one call each (a
+    /// cluster's primaries): a batch takes up to [`MAX_BATCH`] operations per server,
+    /// so each call is as large as one server's would be.
+    fn servers(&self) -> usize {
+        1
+    }
 }
 
 struct Pending<F: Flight> {
@@ -230,7 +241,8 @@ impl<F: Flight> Batcher<F> {
                 }
                 (q.unsent == 0).then(|| {
                     q.starting = false;
-                    let n = q.ops.len().min(MAX_BATCH);
+                    let max = (MAX_BATCH * self.flight.servers()).clamp(MAX_BATCH, MAX_SPLIT_BATCH);
+                    let n = q.ops.len().min(max);
                     q.unsent += 1;
                     q.ops.drain(..n).collect()
                 })

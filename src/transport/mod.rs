@@ -135,6 +135,11 @@ pub(crate) trait Transport: Send + Sync + 'static {
         false
     }
 
+    /// How many primaries serve the deployment's slots now (1 but for a cluster).
+    fn primaries(&self) -> usize {
+        1
+    }
+
     /// Whether acquisitions should be sent as [`Request::Synced`].
     fn syncs(&self) -> bool {
         false

@@ -425,6 +425,10 @@ impl Transport for Cluster {
         self.inner.dialect == Dialect::Sharded
     }
 
+    fn primaries(&self) -> usize {
+        self.inner.map().primaries().len().max(1)
+    }
+
     fn serving(&self, key: &[u8]) -> String {
         self.inner
             .owner(Some(key))
