@@ -341,8 +341,10 @@ impl Error {
 }
 
 /// The error of a master's reply: NOPERM and OOM become their own variants (they are
-/// permanent for the call), anything else stays a [`Error::Redis`].
+/// permanent for the call), anything else stays a [`Error::Redis`]. An error a script
+/// met, which Redis < 7 wraps, is first given back its own code ([`unwrap_script_error`]).
 pub(crate) fn from_master(addr: &str, source: redis::RedisError) -> Error {
+    let source = unwrap_script_error(source);
     let detail = || source.detail().unwrap_or_default().to_string();
     match source.code() {
         Some("NOPERM") => Error::PermissionDenied {
@@ -358,6 +360,51 @@ pub(crate) fn from_master(addr: &str, source: redis::RedisError) -> Error {
             source,
         },
     }
+}
+
+/// Redis < 7 answers a script whose `redis.call` failed with `ERR Error running script
+/// (call to f_<sha>): @user_script:<line>: <error>`, the error itself sometimes behind a
+/// second `@user_script: <line>: ` and a `-` (`-READONLY ...`, `-OOM ...`, or
+/// `WRONGTYPE ...`); Redis 7 answers with the error itself. So that the codes mean the
+/// same on both (WRONGTYPE is [`Error::WrongType`], OOM [`Error::OutOfMemory`], READONLY
+/// a demoted Sentinel primary), the wrapped error is parsed back out when it starts with
+/// a code (upper-case letters). Anything else is returned as is: an ACL refusal inside a
+/// script ("The user executing the script can't run this command ...") has no code, and
+/// Redis 7's own errors are never wrapped this way.
+fn unwrap_script_error(source: redis::RedisError) -> redis::RedisError {
+    if source.code() != Some("ERR") {
+        return source;
+    }
+    let Some(inner) = source
+        .detail()
+        .and_then(|d| d.strip_prefix("Error running script"))
+        .and_then(|d| d.split_once("): "))
+        .map(|(_, inner)| wrapped_error(inner))
+    else {
+        return source;
+    };
+    let code = inner.split(' ').next().unwrap_or_default();
+    if code.len() < 2 || !code.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
+        return source;
+    }
+    match redis::parse_redis_value(format!("-{inner}\r\n").as_bytes())
+        .map(redis::Value::extract_error)
+    {
+        Ok(Err(unwrapped)) => unwrapped,
+        _ => source,
+    }
+}
+
+/// The error inside `@user_script:<line>: ` prefixes (one or two) and a leading `-`.
+fn wrapped_error(mut text: &str) -> &str {
+    while let Some(rest) = text.strip_prefix("@user_script:") {
+        match rest.split_once(": ") {
+            Some((line, tail)) if line.trim().bytes().all(|b| b.is_ascii_digit()) => text = tail,
+            _ => break,
+        }
+    }
+    let text = text.strip_prefix('-').unwrap_or(text);
+    text.trim_end()
 }
 
 /// A [`Error::PermissionDenied`] whose server message names no command (a bare
@@ -402,6 +449,39 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error as Redis 6.2 sends a script's failed `redis.call` (the replies below were
+    /// read from a 6.2.16 server).
+    fn from_62(detail: &str) -> Error {
+        let line = format!("-ERR Error running script (call to f_9a67): {detail}\r\n");
+        let reply = redis::parse_redis_value(line.as_bytes()).unwrap();
+        from_master("127.0.0.1:7000", reply.extract_error().unwrap_err())
+    }
+
+    #[test]
+    fn errors_redis_6_wraps_in_a_script_keep_their_codes() {
+        let e = from_62(
+            "@user_script:34: WRONGTYPE Operation against a key holding the wrong kind of value",
+        );
+        assert!(matches!(&e, Error::Redis { source, .. } if source.code() == Some("WRONGTYPE")));
+        let e = from_62("@user_script:29: @user_script: 29: -READONLY You can't write against a read only replica.");
+        assert!(matches!(&e, Error::Redis { source, .. } if source.code() == Some("READONLY")));
+        let e = from_62("@user_script:29: @user_script: 29: -OOM command not allowed when used memory > 'maxmemory'.");
+        assert!(
+            matches!(&e, Error::OutOfMemory { detail, .. } if detail.starts_with("command not allowed")),
+            "{e}"
+        );
+        // No code inside: left as the server said it.
+        let acl = "@user_script:1: @user_script: 1: The user executing the script can't run this command or subcommand";
+        let e = from_62(acl);
+        assert!(
+            matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR") && source.detail().is_some_and(|d| d.ends_with("subcommand"))),
+            "{e}"
+        );
+        let plain = redis::parse_redis_value(b"-ERR wrong number of arguments\r\n").unwrap();
+        let e = from_master("a:1", plain.extract_error().unwrap_err());
+        assert!(matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR")));
+    }
 
     #[test]
     fn a_bare_noperm_names_what_was_sent() {

@@ -1,5 +1,6 @@
 //! Redis Cluster mode on a real 3-primary, 3-replica cluster: routing by hash slot,
-//! key co-location, sharded pub/sub wake-ups, group commit and renewals per hash slot.
+//! key co-location, wake-ups by sharded pub/sub (classic before Redis 7, subscribed on
+//! the primary serving the channel's slot), group commit and renewals per hash slot.
 //! Tests here leave the topology alone and share one cluster per binary
 //! ([`shared_cluster`]); tests/cluster_faults.rs changes it.
 
@@ -15,13 +16,6 @@ async fn client(cluster: &RedisCluster) -> Client {
     Client::connect(Config::cluster(cluster.urls()))
         .await
         .unwrap()
-}
-
-/// Subscribers of a sharded channel on the node serving it (`PUBSUB SHARDNUMSUB`).
-fn shard_numsub(cluster: &RedisCluster, channel: &str) -> i64 {
-    let node = cluster.primary_for_key(channel);
-    let (_, n): (String, i64) = cluster.node(node).cmd(&["PUBSUB", "SHARDNUMSUB", channel]);
-    n
 }
 
 /// A RESP3 connection to `node` that has `SSUBSCRIBE`d `channel`, as a Redisson
@@ -46,6 +40,40 @@ async fn ssubscribe(
         .await
         .unwrap();
     (conn, pushes)
+}
+
+/// Subscribes `channel` on `node` as a Redisson waiter on this cluster does (`SSUBSCRIBE`
+/// on Redis >= 7, `SUBSCRIBE` before), confirmed; the task ends at its first message.
+async fn redisson_style_waiter(
+    node: &common::RedisServer,
+    channel: &str,
+) -> tokio::task::JoinHandle<()> {
+    use futures_util::StreamExt as _;
+    if common::server_major() >= 7 {
+        let (conn, mut pushes) = ssubscribe(node, channel).await;
+        return tokio::spawn(async move {
+            let _conn = conn;
+            while let Some(push) = pushes.recv().await {
+                if push.kind == redis::PushKind::SMessage {
+                    return;
+                }
+            }
+            panic!("push channel closed");
+        });
+    }
+    let mut classic = redis::Client::open(node.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    classic.subscribe(channel).await.unwrap();
+    tokio::spawn(async move {
+        classic
+            .on_message()
+            .next()
+            .await
+            .expect("subscription closed");
+    })
 }
 
 #[tokio::test]
@@ -153,9 +181,12 @@ async fn a_waiter_is_woken_by_a_sharded_release() {
         let held = a.lock(&name).lock().await.unwrap();
         let waiter = common::timed_waiter(b.lock(&name), Duration::ZERO);
         let subscribed = eventually_async(Duration::from_secs(5), || {
-            shard_numsub(cluster, &channel) >= 1
+            cluster.channel_subscribers(&channel) >= 1
         });
-        assert!(subscribed.await, "no SSUBSCRIBE on {channel}");
+        assert!(
+            subscribed.await,
+            "not subscribed on node {primary}: {channel}"
+        );
         let released = Instant::now();
         held.unlock().await.unwrap();
         let acquired = waiter.await.unwrap();
@@ -164,9 +195,11 @@ async fn a_waiter_is_woken_by_a_sharded_release() {
     }
 }
 
-/// Issue 14: the cross-process hand-over over sharded pub/sub: the release gives the
-/// lock to the registered waiter of another client and tells it with SPUBLISH on its
-/// wake channel, in the lock's slot. Without replica sync the waiter takes it from the
+/// Issue 14: the cross-process hand-over over sharded pub/sub (classic before Redis 7):
+/// the release gives the lock to the registered waiter of another client and tells it
+/// on its wake channel, in the lock's slot; the script counts that channel's listeners
+/// on its own node, so the waiter must be subscribed on the primary serving the slot,
+/// for names on every primary. Without replica sync the waiter takes it from the
 /// message; with it (the default on this cluster with replicas) it claims it with a
 /// synced attempt.
 #[tokio::test]
@@ -178,7 +211,10 @@ async fn a_release_on_a_cluster_hands_the_lock_to_a_waiting_client() {
         Client::connect(unsynced()).await.unwrap(),
         Client::connect(unsynced()).await.unwrap(),
     );
-    hand_over_on_a_cluster(cluster, &a, &b, "cluster-hand-over", true).await;
+    for primary in cluster.primaries() {
+        let name = cluster.key_on(primary, "cluster-hand-over-");
+        hand_over_on_a_cluster(cluster, &a, &b, &name, true).await;
+    }
     let (a, b) = (client(cluster).await, client(cluster).await);
     hand_over_on_a_cluster(cluster, &a, &b, "cluster-hand-over-synced", false).await;
 }
@@ -201,8 +237,11 @@ async fn hand_over_on_a_cluster(
     let wake = format!("redisson_lock__channel:{{{name}}}:{}", b.id());
     let registry = format!("redlatch_lock_waiters:{{{name}}}");
     let registered =
-        || shard_numsub(cluster, &wake) == 1 && node.cmd::<i64>(&["ZCARD", &registry]) == 1;
-    assert!(eventually_async(Duration::from_secs(5), registered).await);
+        || cluster.channel_subscribers(&wake) == 1 && node.cmd::<i64>(&["ZCARD", &registry]) == 1;
+    assert!(
+        eventually_async(Duration::from_secs(5), registered).await,
+        "{name}: waiter not registered and subscribed on its primary"
+    );
     held.unlock().await.unwrap();
     let guard = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await
@@ -226,7 +265,11 @@ async fn hand_over_on_a_cluster(
 
 #[tokio::test]
 async fn a_classic_subscriber_hears_nothing_but_a_sharded_one_hears_the_release() {
-    // Why sharded pub/sub is required: Redisson on a Redis 7 cluster SSUBSCRIBEs.
+    // Why sharded pub/sub is required: Redisson on a Redis 7 cluster SSUBSCRIBEs. Before
+    // Redis 7 there is no sharded pub/sub: classic it is, for Redisson and redlatch.
+    if common::older_than(7, "sharded pub/sub (SSUBSCRIBE)") {
+        return;
+    }
     use futures_util::StreamExt;
     let cluster = shared_cluster();
     let c = client(cluster).await;
@@ -311,12 +354,17 @@ async fn the_watchdog_renews_locks_spread_over_every_node() {
     }
 }
 
-/// Redisson's own scripts (tests/redisson/) as a Java client on a Redis 7 cluster runs
-/// them: its unlock publishes with `spublish`, its waiters `SSUBSCRIBE`.
+/// Redisson's own scripts (tests/redisson/) as a Java client on this cluster runs them:
+/// on Redis >= 7 its unlock publishes with `spublish`, its waiters `SSUBSCRIBE`; before,
+/// `publish` and `SUBSCRIBE`, on the primary serving the channel's slot either way.
 #[tokio::test]
 async fn redisson_scripted_clients_and_redlatch_wake_each_other_on_a_cluster() {
-    use futures_util::StreamExt as _;
     const JAVA: &str = "6f1c2b1e-1d4a-4b7e-9a51-3c2d7e8f9a10:57";
+    let publish = if common::server_major() >= 7 {
+        "spublish"
+    } else {
+        "publish"
+    };
     let cluster = shared_cluster();
     let c = client(cluster).await;
     let name = cluster.key_on(cluster.primaries()[1], "java-interop-");
@@ -342,7 +390,7 @@ async fn redisson_scripted_clients_and_redlatch_wake_each_other_on_a_cluster() {
             .arg("0")
             .arg(30_000)
             .arg(JAVA)
-            .arg("spublish")
+            .arg(publish)
             .arg(5_000)
             .query(&mut node.conn())
             .unwrap()
@@ -357,27 +405,25 @@ async fn redisson_scripted_clients_and_redlatch_wake_each_other_on_a_cluster() {
         (g, at)
     });
     let subscribed = eventually_async(Duration::from_secs(5), || {
-        shard_numsub(cluster, &channel) >= 1
+        cluster.channel_subscribers(&channel) >= 1
     });
-    assert!(subscribed.await, "the redlatch waiter never SSUBSCRIBEd");
+    assert!(
+        subscribed.await,
+        "the redlatch waiter never subscribed on its primary"
+    );
     let released = Instant::now();
     assert_eq!(java_unlock(), Some(1));
     let (guard, acquired) = waiter.await.unwrap();
     assert!(acquired.duration_since(released) < Duration::from_secs(5));
 
-    // A redlatch release wakes a Java-style sharded waiter, which then gets the lock.
-    let (_java_sub, mut pushes) = ssubscribe(node, &channel).await;
+    // A redlatch release wakes a Java-style waiter, which then gets the lock.
+    let java_waiter = redisson_style_waiter(node, &channel).await;
     assert!(java_lock().is_some(), "Java got a lock redlatch holds");
     guard.unlock().await.unwrap();
-    let woken = tokio::time::timeout(Duration::from_secs(5), async {
-        let mut stream = futures_util::stream::poll_fn(|cx| pushes.poll_recv(cx));
-        while let Some(push) = stream.next().await {
-            if push.kind == redis::PushKind::SMessage {
-                return;
-            }
-        }
-    });
-    woken.await.expect("the Java waiter was not woken");
+    tokio::time::timeout(Duration::from_secs(5), java_waiter)
+        .await
+        .expect("the Java waiter was not woken")
+        .unwrap();
     assert_eq!(java_lock(), None, "Java could not take the released lock");
     assert_eq!(java_unlock(), Some(1));
 }

@@ -6,8 +6,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::cluster::{key_slot, RedisCluster};
+use common::cluster::{key_in_slot, key_slot, RedisCluster};
 use common::eventually_async;
+use futures_util::future::join_all;
 use redlatch::{Client, Config, Error, SyncReplicas};
 
 fn config(cluster: &RedisCluster) -> Config {
@@ -214,6 +215,75 @@ async fn a_slot_migration_under_held_and_waited_locks_loses_nothing() {
     let freed = eventually_async(Duration::from_secs(5), || !has_lock(&cluster, to, &name));
     assert!(freed.await);
     c.lock(&name).lock().await.unwrap().unlock().await.unwrap();
+}
+
+/// `errorstat_<code>` of `INFO errorstats` on `node`: errors of that code it answered.
+fn errors_answered(node: &common::RedisServer, code: &str) -> u64 {
+    let info: String = node.cmd(&["INFO", "errorstats"]);
+    let prefix = format!("errorstat_{code}:count=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+/// Acquisitions queued together for a slot being migrated go, on a Redis < 7 cluster
+/// (group commit per slot), as one `batch.lua` call declaring several keys, none of which
+/// exists yet: the source answers ASK (keys it lacks), the target TRYAGAIN (a multi-key
+/// request, keys missing), for as long as the migration lasts. Each attempt (no wait:
+/// one attempt) keeps trying within the request's timeout, however many bounces that
+/// takes, and takes its free lock once the slot is settled, instead of failing with the
+/// ASK once the redirect budget (16 per request) is spent. (On Redis >= 7 the node's
+/// batch answers "not here" and each goes alone, with one key: no bounce.)
+#[tokio::test]
+async fn batched_attempts_bounced_by_a_migration_wait_for_its_end() {
+    let cluster = RedisCluster::start(3, 0);
+    let config = Config::cluster(cluster.urls()).master_timeout(Duration::from_secs(20));
+    let c = Client::connect(config).await.unwrap();
+    let [from, to] = [cluster.primaries()[0], cluster.primaries()[1]];
+    let slot = key_slot(cluster.key_on(from, "bounced-").as_bytes());
+    let names: Vec<String> = (0..8)
+        .map(|i| key_in_slot(slot, &format!("bounced-{i}-")))
+        .collect();
+    cluster.begin_migration(slot, from, to);
+    let before = errors_answered(cluster.node(to), "TRYAGAIN");
+    // Submitted in one poll: two fly alone, the others queue up as a batch.
+    let attempts = tokio::spawn(async move {
+        let locks: Vec<_> = names.iter().map(|n| c.lock(n)).collect();
+        let lease = Duration::from_secs(60);
+        let tries = locks
+            .iter()
+            .map(|l| l.try_lock_with_lease(Duration::ZERO, lease));
+        let mut outcomes = Vec::new();
+        for got in join_all(tries).await {
+            outcomes.push(match got {
+                Ok(Some(guard)) => guard.unlock().await.map(|()| "acquired"),
+                Ok(None) => Ok("refused"),
+                Err(e) => Err(e),
+            });
+        }
+        outcomes
+    });
+    // More bounces than 8 requests (at most one per lock) could take within the redirect
+    // budget (16 each), then the migration ends.
+    let bounces = 8 * 16 + 8;
+    let bounced = common::server_major() >= 7
+        || eventually_async(Duration::from_secs(15), || {
+            errors_answered(cluster.node(to), "TRYAGAIN") >= before + bounces
+        })
+        .await;
+    cluster.move_slot_keys(slot, from, to);
+    cluster.finish_migration(slot, from, to);
+    let outcomes = tokio::time::timeout(Duration::from_secs(30), attempts)
+        .await
+        .expect("the attempts never returned")
+        .unwrap();
+    for (i, o) in outcomes.iter().enumerate() {
+        assert!(
+            matches!(o, Ok("acquired")),
+            "attempt {i}: {o:?} (bounced {bounces} times: {bounced})"
+        );
+    }
+    assert!(bounced, "the batches never bounced {bounces} times");
 }
 
 #[tokio::test]

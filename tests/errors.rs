@@ -154,6 +154,29 @@ async fn a_key_of_another_type_is_reported_and_left_alone() {
     );
 }
 
+/// A lock on a read-only replica fails with the server's READONLY (the Sentinel transport
+/// looks the primary up again on it), on every version: Redis 7 refuses the script up
+/// front; Redis 6.2 runs it and wraps the refused write's error in its own "ERR Error
+/// running script" (so does it WRONGTYPE and OOM), which must not hide the code.
+#[tokio::test]
+async fn a_lock_on_a_replica_fails_with_readonly() {
+    let primary = RedisServer::start();
+    let replica =
+        RedisServer::start_with(&["--replicaof", "127.0.0.1", &primary.port().to_string()]);
+    let c = client(&replica).await;
+    let lock = c.lock("on-a-replica");
+    let err = tokio::time::timeout(Duration::from_secs(10), lock.try_lock(Duration::ZERO))
+        .await
+        .expect("no answer from the replica")
+        .unwrap_err();
+    match &err {
+        Error::Redis { source, .. } => {
+            assert_eq!(source.code(), Some("READONLY"), "{err}");
+        }
+        other => panic!("not the server's READONLY: {other}"),
+    }
+}
+
 #[tokio::test]
 async fn redis_going_down_gives_an_error_not_a_hang() {
     let mut server = RedisServer::start();

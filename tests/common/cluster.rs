@@ -243,6 +243,21 @@ impl RedisCluster {
         self.primary_for_slot(key_slot(key.as_bytes()))
     }
 
+    /// Subscribers of `channel` on the primary serving its slot, in the pub/sub a client
+    /// uses on this cluster: sharded (`PUBSUB SHARDNUMSUB`) on Redis >= 7, classic
+    /// (`PUBSUB NUMSUB`, which counts this node's own subscribers only) before. That node
+    /// is where redlatch and Redisson subscribe, and where the scripts count listeners.
+    pub fn channel_subscribers(&self, channel: &str) -> i64 {
+        let sub = if super::server_major() >= 7 {
+            "SHARDNUMSUB"
+        } else {
+            "NUMSUB"
+        };
+        let node = self.node(self.primary_for_key(channel));
+        let (_, n): (String, i64) = node.cmd(&["PUBSUB", sub, channel]);
+        n
+    }
+
     /// A key `prefix0`, `prefix1`, ... that node `primary` serves.
     pub fn key_on(&self, primary: usize, prefix: &str) -> String {
         let view = self.nodes();

@@ -13,7 +13,11 @@
 //!    the map is left alone. `TRYAGAIN` (a multi-key request while its slot is
 //!    migrating) and `CLUSTERDOWN` are retried after a short pause, for as long as the
 //!    request's timeout allows (a migration lasts as long as it lasts). Every redirect and
-//!    retry stays within the request's timeout; at most [`MAX_REDIRECTS`] redirects.
+//!    retry stays within the request's timeout; at most [`MAX_REDIRECTS`] redirects in a
+//!    row. A `TRYAGAIN` starts the count again: a multi-key request on a slot being
+//!    migrated whose keys neither node has all of is sent on by the source (ASK) and
+//!    refused by the target (TRYAGAIN), back and forth until the migration ends (Redis
+//!    < 7's group commit per slot sends such requests: batch.lua names several locks).
 //!    Each is safe: these errors are given before a command runs.
 //! 3. Every node runs the same script dialect: sharded (`SPUBLISH`) when the cluster
 //!    runs Redis >= 7, classic before.
@@ -262,6 +266,10 @@ impl Inner {
                     target = Some((to, true));
                 }
                 Redirect::Retry(pause) => {
+                    // A migration in progress, not a redirect loop: an ASK answered by
+                    // TRYAGAIN at its target (keys split, or missing, between the two
+                    // nodes) bounces for as long as the migration lasts (invariant 2).
+                    redirects = 0;
                     self.schedule_refresh();
                     tokio::time::sleep(pause.min(left)).await;
                 }

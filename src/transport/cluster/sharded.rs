@@ -11,8 +11,14 @@
 //!    closes or the server drops a subscription we did not drop (`SUNSUBSCRIBE` pushed
 //!    when the channel's slot moved to another node). A subscription to the wrong node
 //!    (`MOVED`) fails and is retried by the hub after the slot map is refreshed.
-//! 3. A cluster on Redis < 7 (no sharded pub/sub) uses one classic connection to any
-//!    primary: classic messages reach every node.
+//! 3. A cluster on Redis < 7 (no sharded pub/sub) subscribes with classic `SUBSCRIBE`,
+//!    placed the same way (invariant 1), as Redisson does there. Classic messages reach
+//!    every node, but the scripts count listeners on their own node only (`PUBSUB
+//!    NUMSUB`, `PUBLISH`'s answer): a waiter subscribed elsewhere would be missed by a
+//!    hand-over (pass_on.lua), by a release that must not bypass other clients'
+//!    waiters (release.lua), and by a revocation request's count. The server never
+//!    drops a classic subscription when its slot moves: it keeps hearing there, and
+//!    is placed again with the next resubscription (a lost connection).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,24 +28,46 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ErrorKind, PushInfo, PushKind, RedisError, RedisResult, Value};
 use tokio::sync::mpsc;
 
-use super::super::subscriber::{Classic, Message};
+use super::super::subscriber::Message;
 use super::super::{BoxFuture, Dialect, Subscriber};
 use super::Inner;
 use crate::error::Error;
 
+/// The pub/sub of a dialect: its commands and the pushes they bring.
+struct Kind {
+    subscribe: &'static str,
+    unsubscribe: &'static str,
+    /// A message on a subscribed channel.
+    message: PushKind,
+    /// A subscription ended (ours confirmed, or dropped by the server).
+    ended: PushKind,
+}
+
+const SHARDED: Kind = Kind {
+    subscribe: "SSUBSCRIBE",
+    unsubscribe: "SUNSUBSCRIBE",
+    message: PushKind::SMessage,
+    ended: PushKind::SUnsubscribe,
+};
+
+/// Redis < 7 (invariant 3).
+const CLASSIC: Kind = Kind {
+    subscribe: "SUBSCRIBE",
+    unsubscribe: "UNSUBSCRIBE",
+    message: PushKind::Message,
+    ended: PushKind::Unsubscribe,
+};
+
 /// Opens the cluster's subscriber: sharded, or classic before Redis 7 (invariant 3).
 pub(super) async fn open(inner: Arc<Inner>) -> RedisResult<Box<dyn Subscriber>> {
-    if inner.dialect == Dialect::Classic {
-        let node = inner
-            .owner(None)
-            .and_then(|a| inner.node(&a))
-            .map_err(lost)?;
-        let pubsub = node.client().get_async_pubsub().await?;
-        return Ok(Box::new(Classic::new(pubsub)));
-    }
+    let kind = match inner.dialect {
+        Dialect::Sharded => &SHARDED,
+        Dialect::Classic => &CLASSIC,
+    };
     let (tx, rx) = mpsc::unbounded_channel();
     Ok(Box::new(Sharded {
         inner,
+        kind,
         conns: HashMap::new(),
         placed: HashMap::new(),
         tx,
@@ -47,9 +75,10 @@ pub(super) async fn open(inner: Arc<Inner>) -> RedisResult<Box<dyn Subscriber>> 
     }))
 }
 
-/// Sharded subscriptions over the primaries (invariant 1).
+/// Subscriptions over the primaries, each channel on its slot's (invariant 1).
 struct Sharded {
     inner: Arc<Inner>,
+    kind: &'static Kind,
     /// One connection per primary that serves a subscribed channel.
     conns: HashMap<String, MultiplexedConnection>,
     /// Each subscribed channel's primary.
@@ -113,7 +142,7 @@ impl Subscriber for Sharded {
         Box::pin(async move {
             for (addr, group) in self.by_owner(channels)? {
                 let conn = self.conn(&addr).await?;
-                if let Err(e) = each(&conn, "SSUBSCRIBE", &group).await {
+                if let Err(e) = each(&conn, self.kind.subscribe, &group).await {
                     if let Some((to, slot)) = e.redirect_node() {
                         // Invariant 2: learn where it went; the hub retries.
                         self.inner.moved(slot, to);
@@ -140,7 +169,7 @@ impl Subscriber for Sharded {
             }
             for (addr, group) in groups {
                 if let Some(conn) = self.conns.get(&addr) {
-                    each(conn, "SUNSUBSCRIBE", &group).await?;
+                    each(conn, self.kind.unsubscribe, &group).await?;
                 }
             }
             Ok(())
@@ -158,23 +187,19 @@ impl Subscriber for Sharded {
                 };
                 let channel =
                     || text(push.data.first()).map(|b| String::from_utf8_lossy(&b).into_owned());
-                match push.kind {
-                    PushKind::SMessage => match channel() {
-                        Some(channel) => {
-                            let payload = text(push.data.get(1)).unwrap_or_default();
-                            return Some(Message { channel, payload });
-                        }
-                        None => continue,
-                    },
-                    PushKind::Disconnection => return None,
-                    // Dropped by the server: its slot moved (invariant 2).
-                    PushKind::SUnsubscribe
-                        if channel().is_some_and(|ch| self.placed.contains_key(&ch)) =>
-                    {
-                        self.inner.schedule_refresh();
-                        return None;
+                if push.kind == self.kind.message {
+                    if let Some(channel) = channel() {
+                        let payload = text(push.data.get(1)).unwrap_or_default();
+                        return Some(Message { channel, payload });
                     }
-                    _ => {}
+                } else if push.kind == PushKind::Disconnection {
+                    return None;
+                } else if push.kind == self.kind.ended
+                    && channel().is_some_and(|ch| self.placed.contains_key(&ch))
+                {
+                    // Dropped by the server: its slot moved (invariant 2).
+                    self.inner.schedule_refresh();
+                    return None;
                 }
             }
         })
