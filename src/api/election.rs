@@ -204,16 +204,17 @@ impl Election {
     ) -> Result<Option<Leadership>> {
         self.check()?;
         let value = value.into();
-        let deadline = Instant::now() + wait;
+        // No deadline when `wait` is beyond what an `Instant` holds (`Duration::MAX`).
+        let deadline = Instant::now().checked_add(wait);
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.map_or(wait, |d| d.saturating_duration_since(Instant::now()));
             let Some(guard) = self.lock().try_lock(left).await? else {
                 return Ok(None);
             };
             if let Some(l) = self.elected(guard, &value).await? {
                 return Ok(Some(l));
             }
-            if Instant::now() >= deadline {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(None);
             }
         }

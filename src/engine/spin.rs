@@ -70,7 +70,8 @@ pub(crate) async fn acquire(
         }
         // Invariants 1, 2.
         let pause = delays.next().unwrap_or(backoff.max_delay());
-        let wake = Instant::now() + pause;
+        // A back-off the user set may be `Duration::MAX`: saturated, never an overflow.
+        let wake = waiter::later(pause);
         let wake = deadline.map_or(wake, |d| wake.min(d));
         tokio::time::sleep_until(wake).await;
     }
