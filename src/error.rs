@@ -407,6 +407,14 @@ fn wrapped_error(mut text: &str) -> &str {
     text.trim_end()
 }
 
+/// Whether a script's `ERR` is an ACL refusal of a command it called: Redis 6.2 to 7.0
+/// say "The user executing the script can't run this command or subcommand"; Redis >= 7.2
+/// and Valkey say "ACL failure in script: User <u> has no permissions to run the '<cmd>'
+/// command" (or "... to access ..." a key or channel).
+pub(crate) fn is_script_acl_refusal(detail: &str) -> bool {
+    detail.contains("can't run this command") || detail.starts_with("ACL failure in script")
+}
+
 /// A [`Error::PermissionDenied`] whose server message names no command (a bare
 /// `NOPERM`, or Redis's "The user executing the script can't run this command or
 /// subcommand" for a call inside a script) names what we sent instead (`what`: the
@@ -429,9 +437,7 @@ pub(crate) fn name_refused(e: Error, what: impl FnOnce() -> String) -> Error {
         // A script that caught the refusal (`redis.pcall`) and raised it again: ERR.
         Error::Redis { addr, source }
             if source.code() == Some("ERR")
-                && source
-                    .detail()
-                    .is_some_and(|d| d.contains("can't run this command")) =>
+                && source.detail().is_some_and(is_script_acl_refusal) =>
         {
             let detail = source.detail().unwrap_or_default();
             Error::PermissionDenied {
@@ -519,5 +525,17 @@ mod tests {
         assert!(name_refused(named, || unreachable!())
             .to_string()
             .contains("'hexists'"));
+        // A refusal a script caught (`redis.pcall`) and raised again, as ERR: Redis 7.0's
+        // words, and Redis >= 7.2's and Valkey's.
+        for detail in [
+            "The user executing the script can't run this command or subcommand",
+            "ACL failure in script: User locker has no permissions to run the 'hexists' command",
+        ] {
+            let line = format!("-ERR {detail}\r\n");
+            let reply = redis::parse_redis_value(line.as_bytes()).unwrap();
+            let raised = from_master("a:1", reply.extract_error().unwrap_err());
+            let e = name_refused(raised, || "'evalsha'".into());
+            assert!(matches!(&e, Error::PermissionDenied { .. }), "{e:?}");
+        }
     }
 }
