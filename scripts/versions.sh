@@ -10,11 +10,13 @@
 # downloads nothing and builds no server. Cargo runs `--offline`: the crates must be
 # fetched already (any earlier `cargo build` did it).
 #
-# TEST...: test binaries (tests/NAME.rs); default: the core list below (the harness,
-# which checks that the server it starts is the one on the PATH; standalone,
-# Redlock, Cluster, Sentinel, fencing, fair, read-write, semaphores, errors, ACL).
-# `tls` needs a server built with TLS (BUILD_TLS=yes): on a build without it, `tls` is
-# reported skipped, not run. `redisson_jvm*` need java and mvn, so are not in the list.
+# TEST...: test binaries (tests/NAME.rs or redlatch-cli/tests/NAME.rs); default: the
+# core list below (the harness, which checks that the server it starts is the one on
+# the PATH; standalone, Redlock, Cluster, Sentinel, fencing, fair, read-write,
+# semaphores, errors, ACL). `all`: every test binary of both directories but
+# `redisson_jvm*` (they need java and mvn, and Maven may fetch Redisson: name them).
+# `tls` and `cli_tls` need a server built with TLS (BUILD_TLS=yes): on a build without
+# it they are reported skipped, not run.
 # Arguments after `--` go to each test binary (e.g. `-- --test-threads=1`).
 # VERSIONS_TIMEOUT (seconds, default 900) bounds each binary's run; at the end, the
 # binary and the servers it started (same process group) are killed.
@@ -55,8 +57,18 @@ if [ "${#tests[@]}" -eq 0 ]; then
         rwlock semaphores replicas redlock redlock_faults cluster cluster_batch
         batch_node_script batch_script_migrating cluster_faults sentinel tls)
 fi
+if [ "${tests[*]}" = all ]; then
+    tests=()
+    for f in tests/*.rs redlatch-cli/tests/*.rs; do
+        t=$(basename "$f" .rs)
+        case "$t" in redisson_jvm*) ;; *) tests+=("$t") ;; esac
+    done
+fi
 for t in "${tests[@]}"; do
-    [ -f "tests/$t.rs" ] || { echo "versions.sh: no test binary tests/$t.rs" >&2; exit 2; }
+    if [ ! -f "tests/$t.rs" ] && [ ! -f "redlatch-cli/tests/$t.rs" ]; then
+        echo "versions.sh: no test binary tests/$t.rs or redlatch-cli/tests/$t.rs" >&2
+        exit 2
+    fi
 done
 
 export PATH="$bin_dir:$PATH"
@@ -87,8 +99,8 @@ features="redlatch/tls,redlatch/metrics,redlatch/serde,redlatch-cli/tls"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 run=()
 for t in "${tests[@]}"; do
-    if [ "$t" = tls ] && ! has_tls; then
-        echo "tls: skipped (this server build has no TLS support)"
+    if { [ "$t" = tls ] || [ "$t" = cli_tls ]; } && ! has_tls; then
+        echo "$t: skipped (this server build has no TLS support)"
         continue
     fi
     run+=("$t")
