@@ -372,6 +372,24 @@ pub(crate) fn from_master(addr: &str, source: redis::RedisError) -> Error {
 /// script ("The user executing the script can't run this command ...") has no code, and
 /// Redis 7's own errors are never wrapped this way.
 fn unwrap_script_error(source: redis::RedisError) -> redis::RedisError {
+    // A script that raised again (`redis.error_reply`) what its `redis.pcall` got: Redis
+    // 6.2 prefixes an ACL refusal there with `@user_script: <line>: `, which then stands
+    // where the code should: given the shape Redis 7.0 gives it, `ERR <message>`.
+    if let Some(code) = source.code().filter(|c| c.starts_with("@user_script")) {
+        let text = format!("{code} {}", source.detail().unwrap_or_default());
+        let inner = wrapped_error(&text);
+        let first = inner.split(' ').next().unwrap_or_default();
+        let coded = first.len() >= 2 && first.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
+        let line = if coded {
+            format!("-{inner}\r\n")
+        } else {
+            format!("-ERR {inner}\r\n")
+        };
+        return match redis::parse_redis_value(line.as_bytes()).map(redis::Value::extract_error) {
+            Ok(Err(unwrapped)) => unwrapped,
+            _ => source,
+        };
+    }
     if source.code() != Some("ERR") {
         return source;
     }
@@ -483,6 +501,17 @@ mod tests {
         assert!(
             matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR") && source.detail().is_some_and(|d| d.ends_with("subcommand"))),
             "{e}"
+        );
+        // What renew.lua raises again on 6.2 when `redis.pcall('hexists', ...)` is refused:
+        // the prefix where the code should be; read as Redis 7.0 says it.
+        let raised = redis::parse_redis_value(
+            b"-@user_script: 1: The user executing the script can't run this command or subcommand\r\n",
+        )
+        .unwrap();
+        let e = from_master("a:1", raised.extract_error().unwrap_err());
+        assert!(
+            matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR") && source.detail() == Some("The user executing the script can't run this command or subcommand")),
+            "{e:?}"
         );
         let plain = redis::parse_redis_value(b"-ERR wrong number of arguments\r\n").unwrap();
         let e = from_master("a:1", plain.extract_error().unwrap_err());
