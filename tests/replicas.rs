@@ -144,7 +144,10 @@ async fn aof_sync_on_a_server_without_waitaof_is_refused_at_connect() {
     // Redis < 7.2 (Debian's 7.0, 6.2) has no WAITAOF.
     let server = RedisServer::start();
     if has_waitaof(&server) {
-        eprintln!("skipped: this server has WAITAOF (aof_sync_waits_for_... runs instead)");
+        eprintln!(
+            "skipped: {} has WAITAOF (aof_sync_waits_for_the_primary_and_replica_fsync runs instead)",
+            common::server_version()
+        );
         return;
     }
     let err = Client::connect(config(&server, SyncReplicas::Aof))
@@ -163,7 +166,10 @@ async fn aof_sync_on_a_server_without_waitaof_is_refused_at_connect() {
 async fn aof_sync_waits_for_the_primary_and_replica_fsync() {
     let probe = RedisServer::start();
     if !has_waitaof(&probe) {
-        eprintln!("skipped: WAITAOF needs Redis >= 7.2 or Valkey");
+        eprintln!(
+            "skipped: WAITAOF needs Redis >= 7.2 or Valkey (this server: {})",
+            common::server_version()
+        );
         return;
     }
     // Without an append-only file, WAITAOF cannot count the primary's fsync: refused
