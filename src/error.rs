@@ -372,6 +372,24 @@ pub(crate) fn from_master(addr: &str, source: redis::RedisError) -> Error {
 /// script ("The user executing the script can't run this command ...") has no code, and
 /// Redis 7's own errors are never wrapped this way.
 fn unwrap_script_error(source: redis::RedisError) -> redis::RedisError {
+    // A script that raised again (`redis.error_reply`) what its `redis.pcall` got: Redis
+    // 6.2 prefixes an ACL refusal there with `@user_script: <line>: `, which then stands
+    // where the code should: given the shape Redis 7.0 gives it, `ERR <message>`.
+    if let Some(code) = source.code().filter(|c| c.starts_with("@user_script")) {
+        let text = format!("{code} {}", source.detail().unwrap_or_default());
+        let inner = wrapped_error(&text);
+        let first = inner.split(' ').next().unwrap_or_default();
+        let coded = first.len() >= 2 && first.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
+        let line = if coded {
+            format!("-{inner}\r\n")
+        } else {
+            format!("-ERR {inner}\r\n")
+        };
+        return match redis::parse_redis_value(line.as_bytes()).map(redis::Value::extract_error) {
+            Ok(Err(unwrapped)) => unwrapped,
+            _ => source,
+        };
+    }
     if source.code() != Some("ERR") {
         return source;
     }
@@ -407,6 +425,14 @@ fn wrapped_error(mut text: &str) -> &str {
     text.trim_end()
 }
 
+/// Whether a script's `ERR` is an ACL refusal of a command it called: Redis 6.2 to 7.0
+/// say "The user executing the script can't run this command or subcommand"; Redis >= 7.2
+/// and Valkey say "ACL failure in script: User <u> has no permissions to run the '<cmd>'
+/// command" (or "... to access ..." a key or channel).
+pub(crate) fn is_script_acl_refusal(detail: &str) -> bool {
+    detail.contains("can't run this command") || detail.starts_with("ACL failure in script")
+}
+
 /// A [`Error::PermissionDenied`] whose server message names no command (a bare
 /// `NOPERM`, or Redis's "The user executing the script can't run this command or
 /// subcommand" for a call inside a script) names what we sent instead (`what`: the
@@ -429,9 +455,7 @@ pub(crate) fn name_refused(e: Error, what: impl FnOnce() -> String) -> Error {
         // A script that caught the refusal (`redis.pcall`) and raised it again: ERR.
         Error::Redis { addr, source }
             if source.code() == Some("ERR")
-                && source
-                    .detail()
-                    .is_some_and(|d| d.contains("can't run this command")) =>
+                && source.detail().is_some_and(is_script_acl_refusal) =>
         {
             let detail = source.detail().unwrap_or_default();
             Error::PermissionDenied {
@@ -478,6 +502,17 @@ mod tests {
             matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR") && source.detail().is_some_and(|d| d.ends_with("subcommand"))),
             "{e}"
         );
+        // What renew.lua raises again on 6.2 when `redis.pcall('hexists', ...)` is refused:
+        // the prefix where the code should be; read as Redis 7.0 says it.
+        let raised = redis::parse_redis_value(
+            b"-@user_script: 1: The user executing the script can't run this command or subcommand\r\n",
+        )
+        .unwrap();
+        let e = from_master("a:1", raised.extract_error().unwrap_err());
+        assert!(
+            matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR") && source.detail() == Some("The user executing the script can't run this command or subcommand")),
+            "{e:?}"
+        );
         let plain = redis::parse_redis_value(b"-ERR wrong number of arguments\r\n").unwrap();
         let e = from_master("a:1", plain.extract_error().unwrap_err());
         assert!(matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR")));
@@ -519,5 +554,17 @@ mod tests {
         assert!(name_refused(named, || unreachable!())
             .to_string()
             .contains("'hexists'"));
+        // A refusal a script caught (`redis.pcall`) and raised again, as ERR: Redis 7.0's
+        // words, and Redis >= 7.2's and Valkey's.
+        for detail in [
+            "The user executing the script can't run this command or subcommand",
+            "ACL failure in script: User locker has no permissions to run the 'hexists' command",
+        ] {
+            let line = format!("-ERR {detail}\r\n");
+            let reply = redis::parse_redis_value(line.as_bytes()).unwrap();
+            let raised = from_master("a:1", reply.extract_error().unwrap_err());
+            let e = name_refused(raised, || "'evalsha'".into());
+            assert!(matches!(&e, Error::PermissionDenied { .. }), "{e:?}");
+        }
     }
 }

@@ -386,6 +386,9 @@ fn sentinel() {
 #[cfg(feature = "tls")]
 #[test]
 fn tls() {
+    if common::tls::no_tls("the tls example") {
+        return;
+    }
     let certs = TestCerts::generate();
     let server = RedisServer::start_tls(&certs, true);
     let path = |p: PathBuf| p.to_string_lossy().into_owned();

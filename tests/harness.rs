@@ -39,6 +39,59 @@ fn server_starts_answers_and_is_killed_on_drop() {
     assert!(!dir.exists(), "temp dir {} not removed", dir.display());
 }
 
+/// The server a test starts is the `redis-server` first on the PATH (scripts/versions.sh
+/// puts another build there): its INFO names the version `--version` gave.
+#[test]
+fn the_started_server_is_the_one_on_the_path() {
+    let version = common::server_version();
+    let server = RedisServer::start();
+    let info: String = server.cmd(&["INFO", "server"]);
+    let [a, b, c] = version.version;
+    let own = format!("{a}.{b}.{c}");
+    if version.is_valkey() {
+        assert_eq!(
+            common::info_field(&info, "valkey_version"),
+            Some(&*own),
+            "{info}"
+        );
+        assert_eq!(
+            common::info_field(&info, "server_name"),
+            Some("valkey"),
+            "{info}"
+        );
+        // What Valkey answers as the Redis version it is compatible with.
+        let [ra, rb] = version.redis_compatible();
+        let redis = common::info_field(&info, "redis_version").unwrap_or_default();
+        assert!(redis.starts_with(&format!("{ra}.{rb}.")), "{info}");
+    } else {
+        assert_eq!(
+            common::info_field(&info, "redis_version"),
+            Some(&*own),
+            "{info}"
+        );
+    }
+    eprintln!("server: {version} (pid {})", server.pid());
+}
+
+#[test]
+fn version_lines_are_read_for_redis_and_valkey() {
+    use common::ServerVersion;
+    let redis = ServerVersion::parse(
+        "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d7c971a948f0",
+    )
+    .unwrap();
+    assert_eq!((redis.is_valkey(), redis.version), (false, [7, 0, 15]));
+    assert_eq!(redis.redis_compatible(), [7, 0]);
+    let old = ServerVersion::parse("Redis server v=6.2.16 sha=00000000:0 malloc=libc").unwrap();
+    assert_eq!(old.redis_compatible(), [6, 2]);
+    let valkey =
+        ServerVersion::parse("Valkey server v=8.0.1 sha=00000000:1 malloc=libc bits=64").unwrap();
+    assert_eq!((valkey.is_valkey(), valkey.version), (true, [8, 0, 1]));
+    assert_eq!(valkey.redis_compatible(), [7, 2]);
+    assert_eq!(valkey.to_string(), "Valkey 8.0.1");
+    assert_eq!(ServerVersion::parse("redis-server: not a version"), None);
+}
+
 #[test]
 fn kill_is_idempotent_and_stops_the_server() {
     let mut server = RedisServer::start();

@@ -10,9 +10,18 @@ use redlatch::{Client, Config, Error, SyncReplicas};
 
 /// A primary and its replica, the link up.
 fn pair() -> (RedisServer, RedisServer) {
-    let primary = RedisServer::start();
+    pair_with(&[])
+}
+
+/// [`pair`], both servers started with `args` too.
+fn pair_with(args: &[&str]) -> (RedisServer, RedisServer) {
+    let primary = RedisServer::start_with(args);
     let port = primary.port().to_string();
-    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let replica_args: Vec<&str> = ["--replicaof", "127.0.0.1", &port]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    let replica = RedisServer::start_with(&replica_args);
     let up = eventually(Duration::from_secs(10), || {
         let info: String = replica.cmd(&["INFO", "replication"]);
         info.contains("master_link_status:up")
@@ -27,7 +36,8 @@ fn pair() -> (RedisServer, RedisServer) {
             l.starts_with("slave0:")
                 && l.contains("state=online")
                 && !l.contains("offset=0,")
-                && (l.ends_with("lag=0") || l.ends_with("lag=1"))
+                // Valkey 8 lists `type=replica` after the lag: read the field.
+                && l.split(',').any(|f| f == "lag=0" || f == "lag=1")
         })
     });
     assert!(
@@ -122,13 +132,22 @@ async fn a_fair_and_a_fenced_acquire_are_synced_too() {
     assert!(!c.fenced_lock("fenced").is_locked().await.unwrap());
 }
 
+/// Whether `server` has the WAITAOF command (Redis >= 7.2, Valkey), asked of the server
+/// itself rather than judged by its version line.
+fn has_waitaof(server: &RedisServer) -> bool {
+    let info: redis::Value = server.cmd(&["COMMAND", "INFO", "WAITAOF"]);
+    matches!(info, redis::Value::Array(v) if v.first().is_some_and(|i| *i != redis::Value::Nil))
+}
+
 #[tokio::test]
 async fn aof_sync_on_a_server_without_waitaof_is_refused_at_connect() {
-    // Debian's Redis 7.0 has no WAITAOF (7.2+).
+    // Redis < 7.2 (Debian's 7.0, 6.2) has no WAITAOF.
     let server = RedisServer::start();
-    let version: String = server.cmd(&["INFO", "server"]);
-    if !version.contains("redis_version:7.0") {
-        eprintln!("skipped: this server may have WAITAOF");
+    if has_waitaof(&server) {
+        eprintln!(
+            "skipped: {} has WAITAOF (aof_sync_waits_for_the_primary_and_replica_fsync runs instead)",
+            common::server_version()
+        );
         return;
     }
     let err = Client::connect(config(&server, SyncReplicas::Aof))
@@ -138,4 +157,48 @@ async fn aof_sync_on_a_server_without_waitaof_is_refused_at_connect() {
         matches!(&err, Error::Config(m) if m.contains("WAITAOF")),
         "{err:?}"
     );
+}
+
+/// On a server with WAITAOF: refused at connect without an append-only file; with one
+/// on the primary and its replica, an acquisition returns once both have fsynced it, and
+/// a paused replica makes it fail typed, counting the primary's own fsync, and undone.
+#[tokio::test]
+async fn aof_sync_waits_for_the_primary_and_replica_fsync() {
+    let probe = RedisServer::start();
+    if !has_waitaof(&probe) {
+        eprintln!(
+            "skipped: WAITAOF needs Redis >= 7.2 or Valkey (this server: {})",
+            common::server_version()
+        );
+        return;
+    }
+    // Without an append-only file, WAITAOF cannot count the primary's fsync: refused
+    // at connect, the cause named (it used to fail each acquisition as "unusable data").
+    let err = Client::connect(config(&probe, SyncReplicas::Aof))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Config(m) if m.contains("appendonly yes") && m.contains(&probe.addr())),
+        "{err:?}"
+    );
+    drop(probe);
+    let (primary, replica) = pair_with(&["--appendonly", "yes"]);
+    // appendfsync everysec (the default): an fsync may be a second away.
+    let c = Client::connect(
+        Config::single(primary.url()).sync_replicas(SyncReplicas::Aof, Duration::from_secs(3)),
+    )
+    .await
+    .unwrap();
+    let guard = c.lock("aof").lock().await.unwrap();
+    let ty: String = replica.cmd(&["TYPE", "aof"]);
+    assert_eq!(ty, "hash", "lock() returned before the replica had it");
+    replica.pause();
+    let err = c.lock("aof-other").lock().await.unwrap_err();
+    replica.resume();
+    match &err {
+        Error::NotReplicated { acked, wanted, .. } => assert_eq!((*acked, *wanted), (1, 2)),
+        other => panic!("expected NotReplicated, got {other:?}"),
+    }
+    assert!(!c.lock("aof-other").is_locked().await.unwrap());
+    guard.unlock().await.unwrap();
 }

@@ -42,11 +42,11 @@ pub(crate) fn typed(name: &str, e: Error) -> Error {
             addr,
         },
         // A script that failed at run time: its user may not run a command it calls
-        // (Redis reports that as ERR inside scripts), or it met data it cannot use (our
+        // (Redis reports that as ERR inside scripts, worded per version), or it met data it cannot use (our
         // scripts raise nothing else). Both are permanent, not an outage to retry.
         Error::Redis { source, addr } if source.code() == Some("ERR") => {
             let detail = source.detail().unwrap_or_default().to_string();
-            if detail.contains("can't run this command") {
+            if crate::error::is_script_acl_refusal(&detail) {
                 Error::PermissionDenied { addr, detail }
             } else {
                 Error::BadData {
@@ -195,4 +195,31 @@ pub(crate) fn acquire_status(
         WRONG_TYPE => return Err(wrong_type(addr, name)),
         _ => return Err(protocol(addr, "acquire", &Value::Int(status))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script_err(line: &[u8]) -> Error {
+        let reply = redis::parse_redis_value(line).unwrap();
+        crate::error::from_master("a:1", reply.extract_error().unwrap_err())
+    }
+
+    #[test]
+    fn an_acl_refusal_inside_a_script_is_permission_denied_on_every_version() {
+        // As Redis 7.0.15, then Redis 7.4.1 and Valkey 8.0.1 (same words) answer a script
+        // calling HEXISTS for a user without +hexists.
+        for line in [
+            &b"-ERR The user executing the script can't run this command or subcommand script: 9a67, on @user_script:34.\r\n"[..],
+            &b"-ERR ACL failure in script: User locker has no permissions to run the 'hexists' command script: 9a67, on @user_script:34.\r\n"[..],
+        ] {
+            let e = typed("l", script_err(line));
+            assert!(matches!(&e, Error::PermissionDenied { .. }), "{e:?}");
+            assert!(e.is_permanent(), "{e:?}");
+        }
+        // Any other error a script raises is data it cannot use.
+        let e = typed("l", script_err(b"-ERR user_script:1: bad lock state\r\n"));
+        assert!(matches!(&e, Error::BadData { .. }), "{e:?}");
+    }
 }

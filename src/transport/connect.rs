@@ -188,8 +188,9 @@ fn majority_answered(pings: &[Result<Value>], quorum: usize) -> Result<()> {
     })
 }
 
-/// Refuses [`SyncReplicas::Aof`] on a server without `WAITAOF` (Redis < 7.2) at
-/// connect, rather than failing every acquisition later.
+/// Refuses [`SyncReplicas::Aof`] at connect, rather than failing every acquisition
+/// later, on a server without `WAITAOF` (Redis < 7.2) or without an append-only file
+/// (`appendonly no`: `WAITAOF` then refuses to count the primary's own fsync).
 async fn require_waitaof(link: &dyn Transport) -> Result<()> {
     let mut cmd = redis::cmd("COMMAND");
     cmd.arg("INFO").arg("WAITAOF");
@@ -197,13 +198,29 @@ async fn require_waitaof(link: &dyn Transport) -> Result<()> {
         .send(Lane::Side, link.connect_timeout(), Request::Cmd(&cmd))
         .await?;
     match reply {
-        Value::Array(items) if items.first().is_some_and(|i| *i != Value::Nil) => Ok(()),
-        _ => Err(Error::Config(format!(
-            "SyncReplicas::Aof needs WAITAOF (Redis >= 7.2), which {} lacks; use \
-             SyncReplicas::Auto or Count",
-            link.addr()
-        ))),
+        Value::Array(items) if items.first().is_some_and(|i| *i != Value::Nil) => {}
+        _ => {
+            return Err(Error::Config(format!(
+                "SyncReplicas::Aof needs WAITAOF (Redis >= 7.2), which {} lacks; use \
+                 SyncReplicas::Auto or Count",
+                link.addr()
+            )))
+        }
     }
+    let mut cmd = redis::cmd("INFO");
+    cmd.arg("persistence");
+    let reply = link
+        .send(Lane::Side, link.connect_timeout(), Request::Cmd(&cmd))
+        .await?;
+    let info: String = redis::from_redis_value(reply).unwrap_or_default();
+    if info.lines().any(|l| l.trim() == "aof_enabled:0") {
+        return Err(Error::Config(format!(
+            "SyncReplicas::Aof needs an append-only file on {} (appendonly yes), which \
+             it has off; use SyncReplicas::Auto or Count",
+            link.addr()
+        )));
+    }
+    Ok(())
 }
 
 /// Finds the primary of `master_name` through the sentinels (`clients`).

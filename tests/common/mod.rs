@@ -161,29 +161,83 @@ fn free_port_pair(offset: u16) -> u16 {
     }
 }
 
-/// The major version of the `redis-server` on the PATH (7 for 7.0.15), read once.
-pub fn server_major() -> u32 {
-    static MAJOR: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *MAJOR.get_or_init(|| {
+/// What `redis-server --version` says of the server on the PATH.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerVersion {
+    /// "Redis" or "Valkey".
+    pub name: String,
+    /// Its own version: `[8, 0, 1]` for Valkey 8.0.1.
+    pub version: [u32; 3],
+}
+
+impl ServerVersion {
+    /// Reads a `--version` line: `Redis server v=7.0.15 sha=...`, `Valkey server v=8.0.1 ...`.
+    pub fn parse(line: &str) -> Option<ServerVersion> {
+        let (name, rest) = line.split_once(" server v=")?;
+        let mut parts = rest.split(' ').next()?.split('.').map(|p| p.parse().ok());
+        let mut next = || parts.next().flatten();
+        let version = [next()?, next()?, next()?];
+        Some(ServerVersion {
+            name: name.trim().to_string(),
+            version,
+        })
+    }
+
+    pub fn is_valkey(&self) -> bool {
+        self.name.eq_ignore_ascii_case("valkey")
+    }
+
+    /// The Redis release whose commands and behaviour it has, `[major, minor]`: Redis's
+    /// own; Valkey forked Redis 7.2.4 and every Valkey release so far (7.2, 8.0, 8.1)
+    /// answers `redis_version:7.2.4` in INFO, without Redis 7.4's or 8's additions.
+    pub fn redis_compatible(&self) -> [u32; 2] {
+        if self.is_valkey() {
+            [7, 2]
+        } else {
+            [self.version[0], self.version[1]]
+        }
+    }
+}
+
+impl std::fmt::Display for ServerVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [a, b, c] = self.version;
+        write!(f, "{} {a}.{b}.{c}", self.name)
+    }
+}
+
+/// The `redis-server` on the PATH (the one every test starts), read once.
+pub fn server_version() -> &'static ServerVersion {
+    static VERSION: std::sync::OnceLock<ServerVersion> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
         let out = std::process::Command::new("redis-server")
             .arg("--version")
             .output()
             .expect("redis-server --version");
         let text = String::from_utf8_lossy(&out.stdout);
-        text.split("v=")
-            .nth(1)
-            .and_then(|v| v.split('.').next())
-            .and_then(|m| m.parse().ok())
-            .unwrap_or_else(|| panic!("cannot read a version in {text:?}"))
+        ServerVersion::parse(&text).unwrap_or_else(|| panic!("cannot read a version in {text:?}"))
     })
 }
 
-/// Whether the `redis-server` on the PATH is older than `major` (tests of a behaviour that
-/// version brought say why they skip, and pass).
+/// The major version of Redis the `redis-server` on the PATH is compatible with (7 for
+/// Redis 7.0.15, 6 for 6.2.16, 7 for Valkey 8.0.1: see [`ServerVersion::redis_compatible`]).
+pub fn server_major() -> u32 {
+    server_version().redis_compatible()[0]
+}
+
+/// Whether the `redis-server` on the PATH is older than Redis `major` (tests of a
+/// behaviour that version brought say why they skip, and pass).
 pub fn older_than(major: u32, what: &str) -> bool {
     let old = server_major() < major;
     if old {
-        eprintln!("skipped: {what} needs Redis >= {major}");
+        let server = server_version();
+        let [a, b] = server.redis_compatible();
+        let compatible = if server.is_valkey() {
+            format!(", Redis {a}.{b} compatible")
+        } else {
+            String::new()
+        };
+        eprintln!("skipped: {what} needs Redis >= {major} (this server: {server}{compatible})");
     }
     old
 }

@@ -142,3 +142,37 @@ impl Drop for TestCerts {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Whether the `redis-server` on the PATH was built with TLS (`BUILD_TLS=yes`; Debian's
+/// is, a plain `make` is not), read once: started with a TLS port and no certificate,
+/// a build with TLS stops complaining about the missing `tls-cert-file`; one without
+/// stops saying it has no TLS support (or, before 7, not knowing the directive).
+pub fn server_has_tls() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("redlatch-tls-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the TLS probe's dir");
+        let out = Command::new("redis-server")
+            .args(["--port", "0", "--tls-port", "1", "--dir"])
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run redis-server");
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        text.contains("tls-cert-file")
+    })
+}
+
+/// True, with a note, when the `redis-server` on the PATH has no TLS: the TLS test
+/// `what` then skips.
+pub fn no_tls(what: &str) -> bool {
+    let missing = !server_has_tls();
+    if missing {
+        eprintln!(
+            "skipped: {what} needs a server built with TLS (this server: {}, built without)",
+            super::server_version()
+        );
+    }
+    missing
+}
