@@ -182,10 +182,13 @@ async fn aof_sync_waits_for_the_primary_and_replica_fsync() {
         "{err:?}"
     );
     drop(probe);
-    let (primary, replica) = pair_with(&["--appendonly", "yes"]);
-    // appendfsync everysec (the default): an fsync may be a second away.
+    // appendfsync always: each write is fsynced at once, so a short sync timeout
+    // suffices. It must stay well below MAX_LAG_S (3 s): a replica paused for longer is
+    // no longer waited for (it stopped acknowledging), and the acquisition below would
+    // then rightly succeed on the primary's fsync alone (it did, with a 3 s timeout).
+    let (primary, replica) = pair_with(&["--appendonly", "yes", "--appendfsync", "always"]);
     let c = Client::connect(
-        Config::single(primary.url()).sync_replicas(SyncReplicas::Aof, Duration::from_secs(3)),
+        Config::single(primary.url()).sync_replicas(SyncReplicas::Aof, Duration::from_secs(1)),
     )
     .await
     .unwrap();
@@ -201,4 +204,16 @@ async fn aof_sync_waits_for_the_primary_and_replica_fsync() {
     }
     assert!(!c.lock("aof-other").is_locked().await.unwrap());
     guard.unlock().await.unwrap();
+    // The append-only file switched off after connect: WAITAOF is refused, after the
+    // lock script ran. Nothing was acknowledged: a typed NotReplicated, the hold undone
+    // (it was a BadData with an empty detail, the lock left granted).
+    let _: String = primary.cmd(&["CONFIG", "SET", "appendonly", "no"]);
+    let err = c.lock("aof-off").lock().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::NotReplicated { acked: 0, .. }),
+        "expected NotReplicated, got {err:?}"
+    );
+    assert!(!c.lock("aof-off").is_locked().await.unwrap());
+    let exists: i64 = primary.cmd(&["EXISTS", "aof-off"]);
+    assert_eq!(exists, 0, "the refused acquisition was left on the primary");
 }

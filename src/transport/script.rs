@@ -285,7 +285,10 @@ impl Invocation {
     /// Runs the call and then `then` in one round trip (a pipeline), as EVALSHA, or as
     /// EVAL after NOSCRIPT; the replies of both. A refusal of the script itself (OOM,
     /// WRONGTYPE, NOPERM) is returned as the script's own error, with its code, as
-    /// [`run`](Self::run) returns it, not wrapped in a pipeline failure.
+    /// [`run`](Self::run) returns it. A refusal of `then` alone is not the script's:
+    /// the script's reply is kept (it may have granted a lock the caller must undo) and
+    /// `then`'s error comes back as its reply, a [`Value::ServerError`] (a `WAITAOF`
+    /// refused because the server's append-only file was switched off since connect).
     pub(crate) async fn run_then<C: ConnectionLike + Send>(
         &self,
         conn: &mut C,
@@ -294,29 +297,28 @@ impl Invocation {
     ) -> RedisResult<(Value, Value)> {
         let both = |first: redis::Cmd| {
             let mut pipe = redis::pipe();
-            pipe.add_command(first).add_command(then.clone());
+            pipe.add_command(first)
+                .add_command(then.clone())
+                .ignore_errors();
             pipe
         };
-        let reply = match both(self.evalsha(dialect)).query_async(conn).await {
-            Err(e) if is_noscript(&e) => both(self.eval(dialect)).query_async(conn).await,
-            other => other,
-        };
-        reply.map_err(script_error)
-    }
-}
-
-/// The script's own error out of a pipeline failure whose first command (the script)
-/// failed; any other error as it is.
-fn script_error(e: redis::RedisError) -> redis::RedisError {
-    if e.code().is_some() {
-        return e;
-    }
-    let Some(items) = e.clone().into_server_errors() else {
-        return e;
-    };
-    match items.iter().find(|(index, _)| *index == 0) {
-        Some((_, first)) => first.clone().into(),
-        None => e,
+        let mut replies: Vec<Value> = both(self.evalsha(dialect)).query_async(conn).await?;
+        if replies
+            .first()
+            .is_some_and(|r| matches!(r, Value::ServerError(e) if e.code() == "NOSCRIPT"))
+        {
+            replies = both(self.eval(dialect)).query_async(conn).await?;
+        }
+        let mut replies = replies.into_iter();
+        match (replies.next(), replies.next()) {
+            (Some(Value::ServerError(e)), Some(_)) => Err(e.into()),
+            (Some(reply), Some(then)) => Ok((reply, then)),
+            _ => Err((
+                redis::ErrorKind::UnexpectedReturnType,
+                "a pipeline of two commands answered otherwise",
+            )
+                .into()),
+        }
     }
 }
 

@@ -244,6 +244,12 @@ impl Standalone {
         let (reply, acked) = match &wait {
             Some(wait) => {
                 let (reply, acked) = inv.run_then(conn, self.dialect, wait).await?;
+                if let Value::ServerError(e) = &acked {
+                    // The write ran, the wait was refused (a `WAITAOF` after the
+                    // append-only file was switched off): nothing acknowledged, so
+                    // the caller undoes it (NotReplicated); the cause goes to the log.
+                    tracing::warn!(node = %self.addr, error = %e, "replica sync refused by the server; counted as no acknowledgement");
+                }
                 (reply, self.replicas.acked(&acked))
             }
             None => (inv.run(conn, self.dialect).await?, 0),
