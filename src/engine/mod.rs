@@ -37,6 +37,7 @@ pub(crate) mod attempt;
 mod backoff;
 pub(crate) mod call;
 pub(crate) mod catalogue;
+mod clock;
 mod counters;
 pub(crate) mod election;
 mod expirable;

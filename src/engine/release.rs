@@ -54,7 +54,7 @@ pub(crate) async fn release(
     // cannot take the lock again meanwhile (it is waiting for this call).
     let (name, holder) = (&hold.name, &hold.holder);
     // `unavailable_timeout` may be `Duration::MAX`: saturated, never an overflow.
-    let give_up = super::waiter::later(engine.settings.unavailable_after).into_std();
+    let give_up = super::clock::later(engine.settings.unavailable_after).into_std();
     let decided = |rs: &[Option<Result<Release>>]| {
         let verdict = judge(engine, name, holder, kind, rs, false);
         !matches!(&verdict, Err(e) if !e.is_permanent() && !e.is_not_held())

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use super::attempt::Grant;
 use super::backoff::BackOff;
 use super::call::Call;
+use super::clock;
 use super::waiter::{self, deadline_after};
 use super::Engine;
 use crate::error::Result;
@@ -71,7 +72,7 @@ pub(crate) async fn acquire(
         // Invariants 1, 2.
         let pause = delays.next().unwrap_or(backoff.max_delay());
         // A back-off the user set may be `Duration::MAX`: saturated, never an overflow.
-        let wake = waiter::later(pause);
+        let wake = clock::later(pause);
         let wake = deadline.map_or(wake, |d| wake.min(d));
         tokio::time::sleep_until(wake).await;
     }

@@ -81,17 +81,7 @@ pub(crate) use handed::{leave_queue, received};
 /// Parameters of one `lock`/`try_lock` call (call.rs).
 pub(crate) use super::call::Call;
 
-/// `now + d`, or `None` (no deadline) when that is beyond what an `Instant` can hold.
-pub(crate) fn deadline_after(d: Duration) -> Option<Instant> {
-    Instant::now().checked_add(d)
-}
-
-/// `now + d`, saturated thirty years ahead: a bound that never panics, for timings
-/// the user may set to `Duration::MAX` (the unavailable timeout).
-pub(crate) fn later(d: Duration) -> Instant {
-    const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
-    Instant::now() + d.min(FAR)
-}
+pub(crate) use super::clock::{deadline_after, later};
 
 /// What the call's kind (its protocol, kinds/) and the deployment make of the wait,
 /// fixed for the call.
