@@ -59,6 +59,9 @@ fn pem_body(pem: &[u8]) -> Vec<String> {
 
 #[tokio::test]
 async fn lock_unlock_and_a_pubsub_wakeup_over_tls_with_the_test_ca() {
+    if common::tls::no_tls("lock unlock and a pubsub wakeup over tls with the test ca") {
+        return;
+    }
     let certs = TestCerts::generate();
     let server = RedisServer::start_tls(&certs, false);
     let a = Client::connect(trusting(&server, &certs)).await.unwrap();
@@ -94,6 +97,9 @@ async fn lock_unlock_and_a_pubsub_wakeup_over_tls_with_the_test_ca() {
 
 #[tokio::test]
 async fn redlock_over_three_tls_masters() {
+    if common::tls::no_tls("redlock over three tls masters") {
+        return;
+    }
     let certs = TestCerts::generate();
     let servers: Vec<_> = (0..3)
         .map(|_| RedisServer::start_tls(&certs, true))
@@ -112,6 +118,9 @@ async fn redlock_over_three_tls_masters() {
 
 #[tokio::test]
 async fn an_untrusted_server_certificate_is_a_typed_error_without_secrets() {
+    if common::tls::no_tls("an untrusted server certificate is a typed error without secrets") {
+        return;
+    }
     let certs = TestCerts::generate();
     let server = RedisServer::start_tls(&certs, false);
     let password = "s3cret-tls-password";
@@ -149,6 +158,9 @@ async fn an_untrusted_server_certificate_is_a_typed_error_without_secrets() {
 
 #[tokio::test]
 async fn a_server_that_requires_client_certificates() {
+    if common::tls::no_tls("a server that requires client certificates") {
+        return;
+    }
     let certs = TestCerts::generate();
     let server = RedisServer::start_tls(&certs, true);
 
@@ -178,6 +190,11 @@ async fn a_server_that_requires_client_certificates() {
 
 #[tokio::test]
 async fn rediss_to_a_port_that_does_not_speak_tls_fails_within_the_connect_timeout() {
+    if common::tls::no_tls(
+        "rediss to a port that does not speak tls fails within the connect timeout",
+    ) {
+        return;
+    }
     let certs = TestCerts::generate();
     let server = RedisServer::start_tls(&certs, false);
     // The connect timeout plus a loaded machine's margin; the alternative, a wait on

@@ -25,6 +25,9 @@ fn stderr_of(cmd: &mut assert_cmd::Command, code: i32) -> String {
 #[cfg(feature = "tls")]
 #[test]
 fn the_cli_runs_a_command_under_a_lock_over_tls() {
+    if common::tls::no_tls("the cli runs a command under a lock over tls") {
+        return;
+    }
     use common::tls::TestCerts;
     use common::RedisServer;
 
