@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::inside::Values;
 use common::{calls, eventually_async, numsub, RedisServer};
 use redlatch::{Client, Config, Error, FasterMultiLock, MAX_GROUP_VALUES, MAX_LEASE};
 
@@ -128,7 +129,7 @@ async fn the_wire_layout_is_redissons_holder_expiry_and_count_per_value() {
 async fn overlapping_sets_from_several_clients_never_share_a_value() {
     let server = RedisServer::start();
     let values = ["v0", "v1", "v2", "v3", "v4"];
-    let holders: Arc<parking_lot::Mutex<HashMap<&'static str, u32>>> = Default::default();
+    let holders: Arc<Values> = Default::default();
     let mut tasks = Vec::new();
     for c in 0..3 {
         let client = client(&server).await;
@@ -145,16 +146,7 @@ async fn overlapping_sets_from_several_clients_never_share_a_value() {
             tasks.push(tokio::spawn(async move {
                 for _ in 0..6 {
                     let g = lock.lock().await.unwrap();
-                    for v in &set {
-                        let mut h = holders.lock();
-                        let e = h.entry(v).or_default();
-                        assert_eq!(*e, 0, "{v} held twice");
-                        *e += 1;
-                    }
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    for v in &set {
-                        *holders.lock().get_mut(v).unwrap() -= 1;
-                    }
+                    holders.hold(&set).await;
                     g.unlock().await.unwrap();
                 }
             }));
@@ -494,7 +486,7 @@ async fn redlock_grants_all_values_by_majority() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_overlapping_sets_never_share_a_value() {
     let servers = common::start_many(3);
-    let holders: Arc<parking_lot::Mutex<HashMap<&'static str, u32>>> = Default::default();
+    let holders: Arc<Values> = Default::default();
     let mut tasks = Vec::new();
     for c in 0..2 {
         let client = Client::connect(redlock_config(&servers)).await.unwrap();
@@ -513,16 +505,7 @@ async fn redlock_overlapping_sets_never_share_a_value() {
             tasks.push(tokio::spawn(async move {
                 for _ in 0..5 {
                     let g = lock.lock().await.unwrap();
-                    for v in &set {
-                        let mut h = holders.lock();
-                        let e = h.entry(v).or_default();
-                        assert_eq!(*e, 0, "{v} held twice");
-                        *e += 1;
-                    }
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    for v in &set {
-                        *holders.lock().get_mut(v).unwrap() -= 1;
-                    }
+                    holders.hold(&set).await;
                     g.unlock().await.unwrap();
                 }
             }));

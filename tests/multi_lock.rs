@@ -3,10 +3,10 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::inside::Values;
 use common::{eventually_async, numsub, RedisServer};
 use redlatch::{Client, Config, Error, MultiLock};
 
@@ -18,7 +18,7 @@ async fn client(server: &RedisServer) -> Client {
 async fn overlapping_sets_in_different_orders_never_deadlock_nor_overlap() {
     let server = RedisServer::start();
     let names = ["m:a", "m:b", "m:c", "m:d"];
-    let holders: Arc<parking_lot::Mutex<HashMap<&'static str, u32>>> = Default::default();
+    let holders: Arc<Values> = Default::default();
     let mut tasks = Vec::new();
     for c in 0..3 {
         let client = client(&server).await;
@@ -34,16 +34,7 @@ async fn overlapping_sets_in_different_orders_never_deadlock_nor_overlap() {
             tasks.push(tokio::spawn(async move {
                 for _ in 0..8 {
                     let g = m.lock().await.unwrap();
-                    for n in &set {
-                        let mut h = holders.lock();
-                        let e = h.entry(n).or_default();
-                        assert_eq!(*e, 0, "{n} held twice");
-                        *e += 1;
-                    }
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    for n in &set {
-                        *holders.lock().get_mut(n).unwrap() -= 1;
-                    }
+                    holders.hold(&set).await;
                     g.unlock().await.unwrap();
                 }
             }));

@@ -15,6 +15,7 @@ use std::time::Duration;
 use common::cluster::RedisCluster;
 use common::eventually_async;
 use common::jvm::{self, addr_of, mono_nanos, Deployment, Jvm};
+use common::jvm_family;
 use common::mixed::{self, Checker, Kind, Run};
 use redlatch::{Client, Config};
 
@@ -239,111 +240,16 @@ async fn the_family_wakes_across_the_two_on_a_cluster_4_7() {
     );
     let client = Client::connect(mixed::config_of(&spec)).await.unwrap();
 
-    // Read-write lock: Java's writer wakes our reader; our writer wakes Java's reader.
-    java.call("w", "lock write rw").await.ok();
-    let reader = {
-        let r = client.read_write_lock("rw").read();
-        tokio::spawn(async move { r.lock().await.unwrap() })
+    let subscribed = |channel: &'static str| {
+        let cluster = &cluster;
+        async move {
+            until_subscribed(cluster, channel).await;
+        }
     };
-    until_subscribed(&cluster, "redisson_rwlock:{rw}").await;
-    java.call("w", "unlock write rw").await.ok();
-    let g = tokio::time::timeout(Duration::from_secs(30), reader)
-        .await
-        .expect("rwlock: Java's write unlock did not wake our reader")
-        .unwrap();
-    g.unlock().await.unwrap();
-    let g = client.read_write_lock("rw").write().lock().await.unwrap();
-    let call = java.send("r", "lock read rw");
-    until_subscribed(&cluster, "redisson_rwlock:{rw}").await;
-    g.unlock().await.unwrap();
-    call.reply().await.ok();
-    java.call("r", "unlock read rw").await.ok();
-    jvm::record(&id, "RReadWriteLock", version, "cluster", "pass");
-
-    // Semaphore both ways.
-    assert!(java.call("s", "sem sem trysetpermits 1").await.bool());
-    java.call("s", "sem sem acquire 1").await.ok();
-    let sem = client.semaphore("sem");
-    let ours = {
-        let sem = client.semaphore("sem");
-        tokio::spawn(async move { sem.acquire().await.unwrap().forget() })
-    };
-    until_subscribed(&cluster, "redisson_sc:{sem}").await;
-    java.call("s", "sem sem release 1").await.ok();
-    tokio::time::timeout(Duration::from_secs(30), ours)
-        .await
-        .expect("semaphore: Java's release did not wake us")
-        .unwrap();
-    let call = java.send("s", "sem sem acquire 1");
-    until_subscribed(&cluster, "redisson_sc:{sem}").await;
-    sem.release().await.unwrap();
-    call.reply().await.ok();
-    jvm::record(&id, "RSemaphore", version, "cluster", "pass");
-
-    // Latch: Java's count-down opens our wait; ours opens Java's.
-    assert!(java.call("l", "latch gate trysetcount 1").await.bool());
-    let ours = {
-        let latch = client.count_down_latch("gate");
-        tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(30)).await.unwrap() })
-    };
-    until_subscribed(&cluster, "redisson_countdownlatch__channel__{gate}").await;
-    java.call("l", "latch gate countdown").await.ok();
-    assert!(ours.await.unwrap());
-    assert!(client
-        .count_down_latch("gate")
-        .try_set_count(1)
-        .await
-        .unwrap());
-    let call = java.send("l", "latch gate await 30000");
-    until_subscribed(&cluster, "redisson_countdownlatch__channel__{gate}").await;
-    client.count_down_latch("gate").count_down().await.unwrap();
-    assert!(call.reply().await.bool());
-    jvm::record(&id, "RCountDownLatch", version, "cluster", "pass");
-
-    // Fenced lock: one token sequence across the two.
-    let t1: u64 = java
-        .call("f", "lock fenced fence")
-        .await
-        .val()
-        .parse()
-        .unwrap();
-    java.call("f", "unlock fenced fence").await.ok();
-    let g = client.fenced_lock("fence").lock().await.unwrap();
-    let t2 = g.fencing_token().unwrap();
-    g.unlock().await.unwrap();
-    let t3: u64 = java
-        .call("f", "lock fenced fence")
-        .await
-        .val()
-        .parse()
-        .unwrap();
-    java.call("f", "unlock fenced fence").await.ok();
-    assert!(t1 < t2 && t2 < t3, "tokens {t1} {t2} {t3}");
-    jvm::record(&id, "RFencedLock", version, "cluster", "pass");
-
-    // Permit-expirable semaphore: Java's release wakes our waiter and back.
-    assert!(java.call("x", "xsem xs trysetpermits 1").await.bool());
-    let permit = java.call("x", "xsem xs acquire").await.val().to_string();
-    let ours = {
-        let sem = client.permit_expirable_semaphore("xs");
-        tokio::spawn(async move { sem.acquire().await.unwrap() })
-    };
-    until_subscribed(&cluster, "redisson_sc:{xs}").await;
-    java.call("x", &format!("xsem xs release {permit}"))
-        .await
-        .ok();
-    let p = tokio::time::timeout(Duration::from_secs(30), ours)
-        .await
-        .expect("expirable semaphore: Java's release did not wake us")
-        .unwrap();
-    let call = java.send("x", "xsem xs acquire");
-    until_subscribed(&cluster, "redisson_sc:{xs}").await;
-    p.release().await.unwrap();
-    let permit = call.reply().await.val().to_string();
-    java.call("x", &format!("xsem xs release {permit}"))
-        .await
-        .ok();
-    jvm::record(&id, "RPermitExpirableSemaphore", version, "cluster", "pass");
+    jvm_family::wake_both_ways(&java, &client, subscribed, |primitive| {
+        jvm::record(&id, primitive, version, "cluster", "pass")
+    })
+    .await;
 
     // Multi-lock over names on different nodes.
     let (a, b) = (cluster.key_on(0, "ma"), cluster.key_on(1, "mb"));

@@ -73,6 +73,37 @@ async fn until_retried(server: &RedisServer, before: u64) {
     );
 }
 
+/// Sends `cmd` to Java thread `thread` and returns once that call sleeps on Redisson's
+/// latch: subscribed on `name`'s channel, retried after subscribing, and unanswered
+/// 200 ms later. Whatever gets it in after this is a wake-up.
+async fn java_asleep(s: &Setup, thread: &str, cmd: &str, name: &str) -> jvm::Call {
+    let before = scripts_run(&s.server);
+    let mut call = s.java.send(thread, cmd);
+    until_subscribers(&s.server, name, 1).await;
+    until_retried(&s.server, before).await;
+    assert!(
+        call.answered_within(Duration::from_millis(200))
+            .await
+            .is_none(),
+        "Java's {cmd} got in before any release"
+    );
+    call
+}
+
+/// Runs `release`, waits for `call`'s answer and prints how long after the release it
+/// came (`what`: who released, who was woken).
+async fn woken_by(
+    call: jvm::Call,
+    release: impl std::future::Future<Output = ()>,
+    what: &str,
+) -> jvm::Reply {
+    let released = mono_nanos();
+    release.await;
+    let got = call.reply().await;
+    println!("{what} {:.2} ms", ms(got.nanos - released));
+    got
+}
+
 /// Takes and releases plain lock `name` at once if it is free.
 async fn free_for_us(client: &Client, name: &str) -> bool {
     match client.lock(name).try_lock(Duration::ZERO).await.unwrap() {
@@ -223,22 +254,10 @@ async fn read_write_lock_both_ways_and_downgrade(version: &str) {
     // Our writer keeps out Java's readers and writers; its release wakes them.
     assert!(!java.call("j1", "trylock read rw 0").await.bool());
     assert!(!java.call("j2", "trylock write rw 0").await.bool());
-    let before = scripts_run(server);
-    let mut reader = java.send("j1", "lock read rw");
-    until_subscribers(server, "rw", 1).await;
-    until_retried(server, before).await;
-    assert!(reader
-        .answered_within(Duration::from_millis(200))
-        .await
-        .is_none());
-    let released = mono_nanos();
-    wg.unlock().await.unwrap();
-    let got = reader.reply().await;
-    got.ok();
-    println!(
-        "Redisson {version}: rwlock: redlatch write unlock -> Java reader {:.2} ms",
-        ms(got.nanos - released)
-    );
+    let reader = java_asleep(&s, "j1", "lock read rw", "rw").await;
+    let release = async { wg.unlock().await.unwrap() };
+    let what = format!("Redisson {version}: rwlock: redlatch write unlock -> Java reader");
+    woken_by(reader, release, &what).await.ok();
     java.call("j1", "unlock read rw").await.ok();
 
     // Java downgrade: write, then read on the same thread, then the write released: a
@@ -281,22 +300,10 @@ async fn semaphore_both_ways(version: &str) {
     assert_eq!(sem.available().await.unwrap(), 2);
     sem.acquire_many(2).await.unwrap().forget();
     assert!(!java.call("j", "sem sem tryacquire 1 0").await.bool());
-    let before = scripts_run(server);
-    let mut waiting = java.send("j", "sem sem acquire 1");
-    until_subscribers(server, "sem", 1).await;
-    until_retried(server, before).await;
-    assert!(waiting
-        .answered_within(Duration::from_millis(200))
-        .await
-        .is_none());
-    let released = mono_nanos();
-    sem.release().await.unwrap();
-    let got = waiting.reply().await;
-    got.ok();
-    println!(
-        "Redisson {version}: semaphore: redlatch release -> Java acquire {:.2} ms",
-        ms(got.nanos - released)
-    );
+    let waiting = java_asleep(&s, "j", "sem sem acquire 1", "sem").await;
+    let release = async { sem.release().await.unwrap() };
+    let what = format!("Redisson {version}: semaphore: redlatch release -> Java acquire");
+    woken_by(waiting, release, &what).await.ok();
     assert_eq!(java.call("j", "sem sem available").await.val(), "0");
     let ours = {
         let sem = s.client.semaphore("sem");
@@ -348,21 +355,10 @@ async fn permit_expirable_semaphore_both_ways(version: &str) {
         java.call("j", "xsem xs tryacquire 0").await.outcome,
         jvm::Outcome::Bool(false)
     );
-    let before = scripts_run(server);
-    let mut waiting = java.send("j", "xsem xs acquire");
-    until_subscribers(server, "xs", 1).await;
-    until_retried(server, before).await;
-    assert!(waiting
-        .answered_within(Duration::from_millis(200))
-        .await
-        .is_none());
-    let released = mono_nanos();
-    permit.release().await.unwrap();
-    let got = waiting.reply().await;
-    println!(
-        "Redisson {version}: expirable semaphore: redlatch release -> Java acquire {:.2} ms",
-        ms(got.nanos - released)
-    );
+    let waiting = java_asleep(&s, "j", "xsem xs acquire", "xs").await;
+    let release = async { permit.release().await.unwrap() };
+    let what = format!("Redisson {version}: expirable semaphore: redlatch release -> Java acquire");
+    let got = woken_by(waiting, release, &what).await;
     let id = got.val().to_string();
     java.call("j", &format!("xsem xs release {id}")).await.ok();
     // A Java permit with a lease frees itself for redlatch.

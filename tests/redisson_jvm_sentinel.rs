@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::jvm::{self, addr_of, Deployment, Jvm};
+use common::jvm_family;
 use common::mixed::{self, Checker, Kind, Run};
 use common::sentinel::SentinelSet;
 use redlatch::Client;
@@ -168,106 +169,10 @@ async fn the_family_across_the_two_through_sentinel_4_7() {
         );
     };
 
-    // Read-write lock: Java's write unlock wakes our reader; ours wakes Java's reader.
-    java.call("w", "lock write rw").await.ok();
-    let reader = {
-        let r = client.read_write_lock("rw").read();
-        tokio::spawn(async move { r.lock().await.unwrap() })
-    };
-    subscribed("redisson_rwlock:{rw}").await;
-    java.call("w", "unlock write rw").await.ok();
-    reader.await.unwrap().unlock().await.unwrap();
-    let g = client.read_write_lock("rw").write().lock().await.unwrap();
-    let call = java.send("r", "lock read rw");
-    subscribed("redisson_rwlock:{rw}").await;
-    g.unlock().await.unwrap();
-    call.reply().await.ok();
-    java.call("r", "unlock read rw").await.ok();
-    jvm::record(&id, "RReadWriteLock", version, "sentinel", "pass");
-
-    // Semaphore both ways.
-    assert!(java.call("s", "sem sem trysetpermits 1").await.bool());
-    java.call("s", "sem sem acquire 1").await.ok();
-    let ours = {
-        let sem = client.semaphore("sem");
-        tokio::spawn(async move { sem.acquire().await.unwrap().forget() })
-    };
-    subscribed("redisson_sc:{sem}").await;
-    java.call("s", "sem sem release 1").await.ok();
-    ours.await.unwrap();
-    let call = java.send("s", "sem sem acquire 1");
-    subscribed("redisson_sc:{sem}").await;
-    client.semaphore("sem").release().await.unwrap();
-    call.reply().await.ok();
-    jvm::record(&id, "RSemaphore", version, "sentinel", "pass");
-
-    // Expirable semaphore both ways.
-    assert!(java.call("x", "xsem xs trysetpermits 1").await.bool());
-    let permit = java.call("x", "xsem xs acquire").await.val().to_string();
-    let ours = {
-        let sem = client.permit_expirable_semaphore("xs");
-        tokio::spawn(async move { sem.acquire().await.unwrap() })
-    };
-    subscribed("redisson_sc:{xs}").await;
-    java.call("x", &format!("xsem xs release {permit}"))
-        .await
-        .ok();
-    let p = ours.await.unwrap();
-    let call = java.send("x", "xsem xs acquire");
-    subscribed("redisson_sc:{xs}").await;
-    p.release().await.unwrap();
-    let permit = call.reply().await.val().to_string();
-    java.call("x", &format!("xsem xs release {permit}"))
-        .await
-        .ok();
-    jvm::record(
-        &id,
-        "RPermitExpirableSemaphore",
-        version,
-        "sentinel",
-        "pass",
-    );
-
-    // Latch both ways.
-    assert!(java.call("l", "latch gate trysetcount 1").await.bool());
-    let ours = {
-        let latch = client.count_down_latch("gate");
-        tokio::spawn(async move { latch.wait_timeout(Duration::from_secs(30)).await.unwrap() })
-    };
-    subscribed("redisson_countdownlatch__channel__{gate}").await;
-    java.call("l", "latch gate countdown").await.ok();
-    assert!(ours.await.unwrap());
-    assert!(client
-        .count_down_latch("gate")
-        .try_set_count(1)
-        .await
-        .unwrap());
-    let call = java.send("l", "latch gate await 30000");
-    subscribed("redisson_countdownlatch__channel__{gate}").await;
-    client.count_down_latch("gate").count_down().await.unwrap();
-    assert!(call.reply().await.bool());
-    jvm::record(&id, "RCountDownLatch", version, "sentinel", "pass");
-
-    // Fenced tokens: one sequence.
-    let t1: u64 = java
-        .call("f", "lock fenced fence")
-        .await
-        .val()
-        .parse()
-        .unwrap();
-    java.call("f", "unlock fenced fence").await.ok();
-    let g = client.fenced_lock("fence").lock().await.unwrap();
-    let t2 = g.fencing_token().unwrap();
-    g.unlock().await.unwrap();
-    let t3: u64 = java
-        .call("f", "lock fenced fence")
-        .await
-        .val()
-        .parse()
-        .unwrap();
-    java.call("f", "unlock fenced fence").await.ok();
-    assert!(t1 < t2 && t2 < t3, "tokens {t1} {t2} {t3}");
-    jvm::record(&id, "RFencedLock", version, "sentinel", "pass");
+    jvm_family::wake_both_ways(&java, &client, subscribed, |primitive| {
+        jvm::record(&id, primitive, version, "sentinel", "pass")
+    })
+    .await;
 
     // Fair lock: Java holds, then a redlatch waiter and a Java waiter queue: FIFO.
     let queue = "redisson_lock_queue:{fq}";

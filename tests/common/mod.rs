@@ -11,6 +11,8 @@
 //! * [`redisson::JavaFairLock`]: Redisson's fair lock as a Java client drives it.
 //! * [`jvm::Jvm`]: the real Redisson client in a JVM (interop/redisson/), commanded over
 //!   stdin/stdout; [`jvm::record`] writes the compatibility matrix's result lines.
+//! * [`jvm_family::wake_both_ways`]: the family's wake-ups both ways with Redisson, on any
+//!   deployment.
 //! * [`mixed::run`]: a mixed contention run (Java threads, redlatch tasks and processes,
 //!   `redlatch run`) on one name, every section checked by one [`mixed::Checker`].
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
@@ -21,6 +23,7 @@ pub mod cluster;
 pub mod fair;
 pub mod inside;
 pub mod jvm;
+pub mod jvm_family;
 pub mod mixed;
 pub mod redisson;
 pub mod redlock;
