@@ -51,6 +51,11 @@ status=0
 cargo test --workspace --features "$features" --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
 matrix
 sed -nE 's/^test (.*) \.\.\. FAILED$/redlatch: FAILED \1/p' "$log"
+# On a failure, each panic's place and message, repeated here: a failed run's
+# backtraces can push them out of a CI log's excerpt.
+if [ "$status" -ne 0 ]; then
+    awk '/^thread .* panicked at / { print "redlatch: " $0; getline; print "redlatch:   " $0 }' "$log" | head -40
+fi
 if [ "$status" -ne 0 ] && ! grep -q '^test result: ' "$log"; then
     echo "redlatch: cargo test failed before running tests (exit $status)"
 fi

@@ -246,13 +246,19 @@ fn tally(results: &[Option<Result<Acquire>>]) -> Tally {
 
 /// How long a waiter may sleep without a message: until the earliest lease on a
 /// master that refused us runs out.
+///
+/// Redis keeps a key while its clock, in whole milliseconds, has not passed the
+/// expiry: a PTTL of `ms` (0 included: the last millisecond) means gone within `ms + 1`
+/// ms. A PTTL of 0 is a lease about to end, not a lease without end; sleeping the
+/// fallback there left a waiter idle for a whole watchdog timeout after the lease
+/// ran out, when its retry came in the lease's last millisecond (a fast machine).
 fn retry_hint(inner: &Engine, pttls: &[i64]) -> Duration {
     let fallback = inner.settings.watchdog_timeout;
     let stale = inner.settings.fair_stale_timeout / 3;
     pttls
         .iter()
         .map(|&ms| match ms {
-            ms if ms > 0 => Duration::from_millis(ms as u64),
+            ms if ms >= 0 => Duration::from_millis(ms as u64 + 1),
             -2 => stale,
             _ => fallback,
         })

@@ -109,6 +109,14 @@ impl Server {
         s.locks.get(name).map_or(Vec::new(), |l| l.holds.clone())
     }
 
+    /// Makes the lease of `name` run out `left` from now (finer than the millisecond a
+    /// script can set: a lease in its last millisecond reads PTTL 0, as on Redis).
+    pub(crate) fn expire_in(&self, name: &str, left: Duration) {
+        if let Some(l) = self.state.lock().locks.get_mut(name) {
+            l.expires = Some(Instant::now() + left);
+        }
+    }
+
     /// The tickets in the waiter registry `waiters`, oldest first.
     pub(crate) fn registry(&self, waiters: &str) -> Vec<String> {
         let s = self.state.lock();

@@ -85,6 +85,28 @@ async fn another_clients_waiter_is_handed_the_lock_by_the_release_script() {
     assert!(server.registry(&keys::waiters("n")).is_empty());
 }
 
+/// A lease in its last millisecond reads PTTL 0: the waiter retries within a
+/// millisecond and gets the lock, instead of sleeping a whole watchdog timeout (the
+/// holder here stalled: it neither renews nor releases, so no message comes).
+#[tokio::test(start_paused = true)]
+async fn a_lease_read_in_its_last_millisecond_is_retried_at_once() {
+    let server = Server::new();
+    server.set_latency(Duration::ZERO);
+    let (a, b) = (client(&server), client(&server));
+    let (ma, mb) = (holder(&a, 1), holder(&b, 1));
+    let _stalled = take(&a, "n", &ma).await;
+    server.expire_in("n", Duration::from_micros(500));
+    let started = tokio::time::Instant::now();
+    let held = take(&b, "n", &mb).await;
+    assert!(
+        started.elapsed() <= Duration::from_millis(2),
+        "retried at once, not after the fallback: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.holders("n"), vec![(mb.to_string(), 1)]);
+    give_back(&b, &held).await;
+}
+
 /// Runs B's `lock()` against a lock A holds, polling it `steps` times (A releases
 /// before poll `release_at`), then drops it wherever it is and checks that nothing is
 /// left: on the server (no hold, no registration, no unclaimed hand-over) and in either
