@@ -5,7 +5,7 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::api::lock::Lock;
-use crate::engine::facade::Inspected;
+use crate::engine::facade::{self, Inspected};
 use crate::error::Result;
 use crate::keys;
 
@@ -140,9 +140,7 @@ fn decode(answer: Inspected) -> MasterStatus {
         }
     };
     st.key_type = text(&v[0]).unwrap_or_default();
-    st.ttl = int(&v[1])
-        .filter(|t| *t > 0)
-        .map(|t| Duration::from_millis(t as u64));
+    st.ttl = int(&v[1]).and_then(facade::lease_left);
     if let Value::Array(items) = &v[2] {
         st.holders = items
             .chunks(2)

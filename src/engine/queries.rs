@@ -70,7 +70,7 @@ impl Engine {
             .query(spec, redis::cmd("PTTL").arg(&*spec.name))
             .await?;
         let ttl = majority_floor(v.iter().map(as_int).collect(), self.quorum);
-        Ok((ttl > 0).then(|| Duration::from_millis(ttl as u64)))
+        Ok(lease_left(ttl))
     }
 
     /// Deletes `spec` whoever holds it and wakes its waiters; true if a lock was
@@ -145,5 +145,25 @@ fn as_int(v: &Value) -> i64 {
             .and_then(|s| s.parse().ok())
             .unwrap_or(0),
         _ => 0,
+    }
+}
+
+/// A PTTL as the lease left: `None` for a missing key (-2) or one without expiry (-1).
+/// 0 is a lease in its last millisecond (Redis drops a key once its millisecond clock
+/// passes the expiry), still held: `Some(ZERO)`.
+pub(crate) fn lease_left(pttl: i64) -> Option<Duration> {
+    u64::try_from(pttl).ok().map(Duration::from_millis)
+}
+
+#[cfg(test)]
+mod lease_left_tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_in_its_last_millisecond_is_still_held() {
+        assert_eq!(lease_left(0), Some(Duration::ZERO));
+        assert_eq!(lease_left(1500), Some(Duration::from_millis(1500)));
+        assert_eq!(lease_left(-1), None);
+        assert_eq!(lease_left(-2), None);
     }
 }
