@@ -140,9 +140,10 @@ fn decode(answer: Inspected) -> MasterStatus {
         }
     };
     st.key_type = text(&v[0]).unwrap_or_default();
+    // PTTL 0: the lease's last millisecond (the key is still there), not "no expiry".
     st.ttl = int(&v[1])
-        .filter(|t| *t > 0)
-        .map(|t| Duration::from_millis(t as u64));
+        .and_then(|t| u64::try_from(t).ok())
+        .map(Duration::from_millis);
     if let Value::Array(items) = &v[2] {
         st.holders = items
             .chunks(2)
@@ -254,5 +255,32 @@ mod ser {
             holder,
             deadline_ms: *deadline_ms,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The status of a hash whose key reads PTTL `pttl`.
+    fn with_pttl(pttl: i64) -> MasterStatus {
+        let mut reply = vec![Value::Nil; 10];
+        reply[0] = Value::SimpleString("hash".into());
+        reply[1] = Value::Int(pttl);
+        decode(Inspected {
+            serving: "127.0.0.1:1".into(),
+            replicas: None,
+            reply: Ok(reply),
+        })
+    }
+
+    /// A PTTL of 0 is a lease in its last millisecond (Redis keeps the key until its
+    /// millisecond clock has passed the expiry), not a key without expiry.
+    #[test]
+    fn a_lease_in_its_last_millisecond_has_a_ttl_of_zero() {
+        assert_eq!(with_pttl(1500).ttl, Some(Duration::from_millis(1500)));
+        assert_eq!(with_pttl(0).ttl, Some(Duration::ZERO));
+        assert_eq!(with_pttl(-1).ttl, None, "no expiry");
+        assert_eq!(with_pttl(-2).ttl, None, "no key");
     }
 }

@@ -65,12 +65,15 @@ impl Engine {
 
     /// How long `spec` stays held unless renewed (what a majority agrees on at least);
     /// `None` if it is not locked or has no expiry.
+    ///
+    /// A PTTL of 0 is a lease in its last millisecond (Redis keeps a key until its
+    /// millisecond clock has passed the expiry): still held, `Some(ZERO)`, not "free".
     pub(crate) async fn remaining_ttl(&self, spec: &LockSpec) -> Result<Option<Duration>> {
         let v = self
             .query(spec, redis::cmd("PTTL").arg(&*spec.name))
             .await?;
         let ttl = majority_floor(v.iter().map(as_int).collect(), self.quorum);
-        Ok((ttl > 0).then(|| Duration::from_millis(ttl as u64)))
+        Ok(u64::try_from(ttl).ok().map(Duration::from_millis))
     }
 
     /// Deletes `spec` whoever holds it and wakes its waiters; true if a lock was
