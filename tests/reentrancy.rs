@@ -76,7 +76,15 @@ async fn another_task_of_the_same_client_waits_until_release() {
         Some("other-task".into())
     );
     // That try_lock re-entered (count 2) and its guard was dropped: still held once.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A dropped guard releases in the background, so the count comes down when that
+    // release has run, not at a fixed time after the drop.
+    let field = g.holder().to_string();
+    let once = || server.cmd::<i64>(&["HGET", "other-task", &field]) == 1;
+    assert!(
+        common::eventually_async(Duration::from_secs(5), once).await,
+        "count {} after the re-entered guard was dropped",
+        server.cmd::<i64>(&["HGET", "other-task", &field])
+    );
     assert_eq!(lock.hold_count().await.unwrap(), 1);
     assert!(!waiter.is_finished());
     g.unlock().await.unwrap();

@@ -169,9 +169,11 @@ async fn under_redlock_the_request_reaches_every_master_and_the_holder() {
     let asked = asker.lock("rl-job").request_release().await.unwrap();
     assert_eq!(asked.holders, [guard.holder().to_string()]);
     assert!(fired(&revoke, Duration::from_secs(10)).await);
-    for s in &servers {
-        let marked: i64 = s.cmd(&["HEXISTS", "redlatch_revoke:{rl-job}", guard.holder()]);
-        assert_eq!(marked, 1);
-    }
+    // request_release() waited for each master at most the master timeout: one that
+    // answered later (a loaded machine) writes its marker just after.
+    let marked = |s: &RedisServer| {
+        s.cmd::<i64>(&["HEXISTS", "redlatch_revoke:{rl-job}", guard.holder()]) == 1
+    };
+    assert!(eventually_async(Duration::from_secs(5), || servers.iter().all(marked)).await);
     guard.unlock().await.unwrap();
 }

@@ -215,11 +215,31 @@ fn status_json_shows_the_holder_on_every_master() {
     .is_empty()));
     let id = read(&dir.file("holder")).trim().to_string();
 
-    let out = output(
-        &with(args(&["status", "st", "--json"]), redis_args(&refs)),
-        0,
+    let status = || -> Value {
+        let out = output(
+            &with(args(&["status", "st", "--json"]), redis_args(&refs)),
+            0,
+        );
+        serde_json::from_slice(&out.stdout).expect("status --json is JSON")
+    };
+    // The holder got the lock once every master answered or the master timeout (50 ms
+    // under Redlock) passed: a master answering later (a loaded machine) runs the
+    // acquisition and the token's write-back just after.
+    let mut doc = status();
+    let on_every_master = |doc: &Value| {
+        let ms = doc["masters"].as_array().unwrap();
+        ms.iter().all(|m| {
+            m["holders"][0]["holder"] == id.as_str()
+                && m["fencing_counter"] == ms[0]["fencing_counter"]
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            doc = status();
+            on_every_master(&doc)
+        }),
+        "{doc}"
     );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("status --json is JSON");
     assert_eq!(doc["name"], "st");
     assert_eq!(doc["masters_total"], 3);
     assert_eq!(doc["quorum"], 2);
@@ -248,18 +268,18 @@ fn status_json_shows_the_holder_on_every_master() {
 
     std::fs::write(dir.file("stop"), "").unwrap();
     assert_eq!(holder.wait(Duration::from_secs(30)).code(), Some(0));
-    let out = output(
-        &with(args(&["status", "st", "--json"]), redis_args(&refs)),
-        0,
-    )
-    .stdout;
-    let doc: Value = serde_json::from_slice(&out).unwrap();
+    // Released at a majority before the holder exited; the last master's release
+    // lands when it does (promised only eventually).
+    let doc = status();
     assert_eq!(doc["locked"], false);
-    assert!(doc["masters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|m| m["type"] == "none"));
+    let mut doc = doc;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            doc = status();
+            (doc["masters"].as_array().unwrap().iter()).all(|m| m["type"] == "none")
+        }),
+        "{doc}"
+    );
 }
 
 #[test]

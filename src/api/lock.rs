@@ -514,7 +514,8 @@ impl Lock {
     }
 
     /// How long the lock stays held if nobody renews it (what a majority agrees on at
-    /// least); `None` if it is not locked or has no expiry.
+    /// least); `None` if it is not locked or has no expiry. A lease in its last
+    /// millisecond (Redis's PTTL 0) is still held: `Some(Duration::ZERO)`.
     ///
     /// # Errors
     /// As [`is_locked`](Self::is_locked).

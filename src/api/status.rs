@@ -254,3 +254,30 @@ mod ser {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The status of a hash whose key reads PTTL `pttl`.
+    fn with_pttl(pttl: i64) -> MasterStatus {
+        let mut reply = vec![Value::Nil; 10];
+        reply[0] = Value::SimpleString("hash".into());
+        reply[1] = Value::Int(pttl);
+        decode(Inspected {
+            serving: "127.0.0.1:1".into(),
+            replicas: None,
+            reply: Ok(reply),
+        })
+    }
+
+    /// A PTTL of 0 is a lease in its last millisecond (Redis keeps the key until its
+    /// millisecond clock has passed the expiry), not a key without expiry.
+    #[test]
+    fn a_lease_in_its_last_millisecond_has_a_ttl_of_zero() {
+        assert_eq!(with_pttl(1500).ttl, Some(Duration::from_millis(1500)));
+        assert_eq!(with_pttl(0).ttl, Some(Duration::ZERO));
+        assert_eq!(with_pttl(-1).ttl, None, "no expiry");
+        assert_eq!(with_pttl(-2).ttl, None, "no key");
+    }
+}

@@ -171,6 +171,7 @@ impl Server {
                         Value::BulkString(n.to_string().into_bytes())
                     })),
                     Some("HGET") => Ok(s.hget(&args[1], &args[2]).map_or(Value::Nil, Value::Int)),
+                    Some("PTTL") => Ok(Value::Int(s.pttl(&args[1]))),
                     Some("PING") => Ok(Value::SimpleString("PONG".into())),
                     other => panic!("the fake server does not model {other:?}"),
                 }

@@ -5,6 +5,7 @@
 
 mod counters;
 mod faults;
+mod queries;
 mod waiting;
 
 use std::future::Future;
