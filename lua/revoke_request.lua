@@ -30,9 +30,13 @@ for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
     end
 end
 if #holders > 0 then
+    -- PTTL 0 is the lock's last millisecond (Redis drops a key once its millisecond
+    -- clock passes the expiry): the marker goes 1 ms later, not after ARGV[2].
     local ttl = redis.call('pttl', KEYS[1])
-    if ttl <= 0 then
+    if ttl < 0 then
         ttl = tonumber(ARGV[2])
+    elseif ttl == 0 then
+        ttl = 1
     end
     redis.call('pexpire', KEYS[2], ttl)
 end
