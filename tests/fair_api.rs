@@ -84,16 +84,15 @@ async fn an_expired_explicit_lease_passes_the_fair_lock_to_the_head_waiter() {
     let client = connect(single(&server, 30 * SEC)).await;
     let name = "leased";
     let lock = client.fair_lock(name);
-    let held = lock
-        .lock_with_lease(Duration::from_millis(800))
-        .await
-        .unwrap();
+    // Long enough to still run while the waiter queues, on a slow machine too.
+    let lease = 3 * SEC;
+    let held = lock.lock_with_lease(lease).await.unwrap();
     let ttl = lock.remaining_ttl().await.unwrap().unwrap();
-    assert!(ttl <= Duration::from_millis(800), "{ttl:?}");
+    assert!(ttl <= lease, "{ttl:?}");
     let (a, task_a) = spawn_lock(&lock);
     wait_queued(&server, name, &a).await;
     // No release, no message: the waiter's wait is bounded by the lease it saw.
-    let ga = join(task_a, 5 * SEC).await;
+    let ga = join(task_a, 10 * SEC).await;
     assert!(matches!(held.unlock().await, Err(Error::NotHeld { .. })));
     ga.unlock().await.unwrap();
     assert_eq!(dbsize(&server), 0);
