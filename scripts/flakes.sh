@@ -20,7 +20,7 @@ runs=$1
 shift
 
 . scripts/ensure-redis.sh
-features="redlatch/tls,redlatch/metrics,redlatch-cli/tls"
+. scripts/features.sh
 run_timeout="${FLAKES_RUN_TIMEOUT:-1800}"
 logs="${FLAKES_LOG_DIR:-${CARGO_TARGET_DIR:-target}/flakes}"
 mkdir -p "$logs"

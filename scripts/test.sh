@@ -26,7 +26,7 @@ elif [ "${REDLATCH_REQUIRE_JAVA:-}" = 1 ]; then
 else
     echo "Redisson JVM interop: SKIPPED (no java or mvn on the PATH; tests/redisson_jvm*.rs return at once)"
 fi
-features="redlatch/tls,redlatch/metrics,redlatch/serde,redlatch-cli/tls"
+. scripts/features.sh
 cargo build --workspace --all-targets --features "$features" --quiet
 
 matrix() {

@@ -95,7 +95,7 @@ has_tls() {
     grep -qi "tls-cert-file" <<<"$out"
 }
 
-features="redlatch/tls,redlatch/metrics,redlatch/serde,redlatch-cli/tls"
+. scripts/features.sh
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 run=()
 for t in "${tests[@]}"; do
