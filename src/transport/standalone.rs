@@ -159,8 +159,11 @@ impl Standalone {
         &self.client
     }
 
+    /// `source` as the error of this master: named for its cause (error.rs
+    /// `from_link`: authentication, database, protocol, then the server's codes).
     fn err(&self, source: redis::RedisError) -> Error {
-        crate::error::from_master(&self.addr, source)
+        let settings = self.client.get_connection_info().redis_settings();
+        crate::error::from_link(&self.addr, settings.username(), settings.db(), source)
     }
 
     /// A connection from slot `i`, opening one through the pool when the slot is empty.
@@ -187,7 +190,9 @@ impl Standalone {
         // Invariant 6. A connection that cannot load them is not kept.
         if let Err(e) = load_all(&mut conn, &self.scripts, self.dialect).await {
             drop(Pooled::take(pooled));
-            return Err(self.err(e));
+            return Err(crate::error::name_refused(self.err(e), || {
+                "'script|load' (scripts are loaded on each new connection)".into()
+            }));
         }
         if self.replicas.needs_count() {
             if let Err(e) = self.count_replicas(&mut conn).await {
