@@ -596,6 +596,51 @@ mod tests {
     }
 
     #[test]
+    fn connection_errors_are_named_for_their_cause() {
+        let server = |line: &str| {
+            let reply = redis::parse_redis_value(line.as_bytes()).unwrap();
+            reply.extract_error().unwrap_err()
+        };
+        let e = from_link(
+            "a:1",
+            None,
+            0,
+            server("-NOAUTH Authentication required.\r\n"),
+        );
+        assert!(
+            matches!(&e, Error::Authentication { user, .. } if user == "default"),
+            "{e:?}"
+        );
+        let wrong = server("-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+        let e = from_link("a:1", Some("locker"), 0, wrong);
+        assert!(
+            matches!(&e, Error::Authentication { user, .. } if user == "locker"),
+            "{e:?}"
+        );
+        let failed = redis::RedisError::from((
+            redis::ErrorKind::AuthenticationFailed,
+            "Password authentication failed",
+        ));
+        assert!(e.is_permanent() && !e.is_unavailable());
+        let e = from_link("a:1", Some("u"), 0, failed);
+        assert!(matches!(&e, Error::Authentication { .. }), "{e:?}");
+        let e = from_link(
+            "a:1",
+            None,
+            0,
+            server("-CLUSTERDOWN The cluster is down\r\n"),
+        );
+        assert!(matches!(&e, Error::ClusterDown { .. }), "{e:?}");
+        assert!(e.is_unavailable() && !e.is_permanent());
+        assert_eq!(
+            e.to_string(),
+            "master a:1: the cluster is down (CLUSTERDOWN The cluster is down)"
+        );
+        let other = from_link("a:1", None, 0, server("-ERR unknown command\r\n"));
+        assert!(matches!(&other, Error::Redis { .. }), "{other:?}");
+    }
+
+    #[test]
     fn a_bare_noperm_names_what_was_sent() {
         let kind = redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm);
         let bare = redis::RedisError::from((kind, ""));
