@@ -106,6 +106,45 @@ pub enum Error {
         detail: String,
     },
 
+    /// A master refused our credentials: it requires a password and none was given
+    /// (`NOAUTH`), or the password is wrong, or the ACL user does not exist or is
+    /// disabled (`WRONGPASS`). Not retried: fix the URL's user and password. The
+    /// message names the user and the master, never the password.
+    #[error("master {addr}: authentication failed for user {user:?}: {reason}")]
+    Authentication {
+        /// `host:port` of the master.
+        addr: String,
+        /// The ACL user the connection authenticates as (`default` when the URL names
+        /// none).
+        user: String,
+        /// What the server said, in short.
+        reason: String,
+    },
+
+    /// The server at a master's address does not speak RESP, the Redis protocol (a
+    /// wrong port: an HTTP server, a database of another kind). Not retried: fix the
+    /// address.
+    #[error(
+        "master {addr}: the server does not speak RESP, the Redis protocol (is it the Redis port?)"
+    )]
+    NotRedis {
+        /// `host:port` of the master.
+        addr: String,
+    },
+
+    /// A Redis Cluster node answered `CLUSTERDOWN`: the cluster does not serve the
+    /// lock's hash slot (a primary and its replicas are down, or the cluster lost its
+    /// majority). Retried as an outage, within the caller's bound (the wait of
+    /// `try_lock`, `unavailable_timeout` for `lock()`); this is the error when the
+    /// bound runs out while the cluster is down.
+    #[error("master {addr}: the cluster is down (CLUSTERDOWN {detail})")]
+    ClusterDown {
+        /// `host:port` of the node that answered.
+        addr: String,
+        /// The server's message.
+        detail: String,
+    },
+
     /// A master is out of memory (`OOM`, maxmemory reached with a no-eviction policy):
     /// the lock was not written there. Not retried by this call.
     #[error("master {addr}: out of memory, the lock was not written: {detail}")]
@@ -297,6 +336,8 @@ impl Error {
             | Error::InvalidCount(_)
             | Error::WrongType { .. }
             | Error::PermissionDenied { .. }
+            | Error::Authentication { .. }
+            | Error::NotRedis { .. }
             | Error::OutOfMemory { .. }
             | Error::Upgrade { .. }
             | Error::Reentry { .. }
@@ -328,7 +369,7 @@ impl Error {
     /// ```
     pub fn is_unavailable(&self) -> bool {
         match self {
-            Error::Timeout { .. } | Error::NoQuorum { .. } => true,
+            Error::Timeout { .. } | Error::NoQuorum { .. } | Error::ClusterDown { .. } => true,
             Error::Redis { source, .. } => {
                 source.is_io_error()
                     || source.is_connection_dropped()
@@ -355,10 +396,46 @@ pub(crate) fn from_master(addr: &str, source: redis::RedisError) -> Error {
             addr: addr.to_string(),
             detail: detail(),
         },
+        Some("CLUSTERDOWN") => Error::ClusterDown {
+            addr: addr.to_string(),
+            detail: detail(),
+        },
         _ => Error::Redis {
             addr: addr.to_string(),
             source,
         },
+    }
+}
+
+/// The error of a connection to a master as `user` (the URL's, `None`: `default`) on
+/// database `db`: what setting it up can meet, named for what it is, beside what
+/// [`from_master`] names. A refused password or a missing one
+/// ([`Error::Authentication`]), a database the server does not have (a
+/// [`Error::Config`] naming the index), a reply that is not RESP ([`Error::NotRedis`]).
+pub(crate) fn from_link(
+    addr: &str,
+    user: Option<&str>,
+    db: i64,
+    source: redis::RedisError,
+) -> Error {
+    let auth = |reason: &str| Error::Authentication {
+        addr: addr.to_string(),
+        user: user.unwrap_or("default").to_string(),
+        reason: reason.to_string(),
+    };
+    match (source.kind(), source.code()) {
+        (redis::ErrorKind::AuthenticationFailed, _) | (_, Some("WRONGPASS")) => {
+            auth("the password is wrong, or the user does not exist or is disabled (WRONGPASS)")
+        }
+        (_, Some("NOAUTH")) => auth("the server requires a password and none was given (NOAUTH)"),
+        (redis::ErrorKind::Parse, _) => Error::NotRedis {
+            addr: addr.to_string(),
+        },
+        _ if source.to_string().contains("refused to switch database") => Error::Config(format!(
+            "master {addr}: database {db} cannot be used: {}",
+            source.detail().unwrap_or("SELECT refused")
+        )),
+        _ => from_master(addr, source),
     }
 }
 
@@ -516,6 +593,51 @@ mod tests {
         let plain = redis::parse_redis_value(b"-ERR wrong number of arguments\r\n").unwrap();
         let e = from_master("a:1", plain.extract_error().unwrap_err());
         assert!(matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR")));
+    }
+
+    #[test]
+    fn connection_errors_are_named_for_their_cause() {
+        let server = |line: &str| {
+            let reply = redis::parse_redis_value(line.as_bytes()).unwrap();
+            reply.extract_error().unwrap_err()
+        };
+        let e = from_link(
+            "a:1",
+            None,
+            0,
+            server("-NOAUTH Authentication required.\r\n"),
+        );
+        assert!(
+            matches!(&e, Error::Authentication { user, .. } if user == "default"),
+            "{e:?}"
+        );
+        let wrong = server("-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+        let e = from_link("a:1", Some("locker"), 0, wrong);
+        assert!(
+            matches!(&e, Error::Authentication { user, .. } if user == "locker"),
+            "{e:?}"
+        );
+        let failed = redis::RedisError::from((
+            redis::ErrorKind::AuthenticationFailed,
+            "Password authentication failed",
+        ));
+        assert!(e.is_permanent() && !e.is_unavailable());
+        let e = from_link("a:1", Some("u"), 0, failed);
+        assert!(matches!(&e, Error::Authentication { .. }), "{e:?}");
+        let e = from_link(
+            "a:1",
+            None,
+            0,
+            server("-CLUSTERDOWN The cluster is down\r\n"),
+        );
+        assert!(matches!(&e, Error::ClusterDown { .. }), "{e:?}");
+        assert!(e.is_unavailable() && !e.is_permanent());
+        assert_eq!(
+            e.to_string(),
+            "master a:1: the cluster is down (CLUSTERDOWN The cluster is down)"
+        );
+        let other = from_link("a:1", None, 0, server("-ERR unknown command\r\n"));
+        assert!(matches!(&other, Error::Redis { .. }), "{other:?}");
     }
 
     #[test]

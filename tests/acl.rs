@@ -6,71 +6,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::acl::{user, CHANNELS, MINIMAL};
 use common::RedisServer;
 use redlatch::{Client, Config, Error};
-
-/// The minimal ACL of docs/errors.md, command by command (keep the two in step).
-const MINIMAL: &[&str] = &[
-    "+ping",
-    "+evalsha",
-    "+eval",
-    "+script|load",
-    "+info",
-    "+subscribe",
-    "+unsubscribe",
-    // Called by the scripts:
-    "+hincrby",
-    "+hexists",
-    "+hget",
-    "+exists",
-    "+pexpire",
-    "+pexpireat",
-    "+pttl",
-    "+del",
-    "+publish",
-    "+pubsub|numsub",
-    "+get",
-    "+set",
-    "+incr",
-    "+type",
-    "+time",
-    "+lindex",
-    "+lpos",
-    "+lrange",
-    "+lpop",
-    "+lrem",
-    "+rpush",
-    "+zadd",
-    "+zincrby",
-    "+zrange",
-    "+zrangebyscore",
-    "+zrem",
-    "+zscore",
-    // `Lock::status` (operators):
-    "+hgetall",
-];
-
-/// Creates user `locker` with the minimal ACL minus `without`, on keys `~*` and the
-/// lock channels only; returns its URL.
-fn user(server: &RedisServer, without: &[&str]) -> String {
-    let mut args = vec![
-        "ACL",
-        "SETUSER",
-        "locker",
-        "reset",
-        "on",
-        ">s3cret",
-        "~*",
-        // Redis 6.2's `reset` leaves `allchannels` (its acl-pubsub-default), to which
-        // no pattern may be added; Redis 7's already resets them.
-        "resetchannels",
-        "&redisson_lock__channel*",
-        "-@all",
-    ];
-    args.extend(MINIMAL.iter().filter(|c| !without.contains(c)));
-    server.cmd::<String>(&args);
-    format!("redis://locker:s3cret@127.0.0.1:{}", server.port())
-}
 
 async fn connect(url: String) -> Client {
     // Renewed every 0.5 s: a loaded machine may delay a renewal by a second.
@@ -245,4 +183,59 @@ async fn a_master_out_of_memory_is_reported_at_once() {
     assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
     server.cmd::<String>(&["CONFIG", "SET", "maxmemory", "0"]);
     assert!(lock.try_lock(Duration::ZERO).await.unwrap().is_some());
+}
+
+/// The "Minimal ACL" block of docs/errors.md grants exactly what these tests run under.
+#[test]
+fn the_documented_minimal_acl_is_the_tested_one() {
+    let doc = include_str!("../docs/errors.md");
+    let block = doc
+        .split("**Minimal ACL**")
+        .nth(1)
+        .and_then(|rest| rest.split("```text").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/errors.md has a Minimal ACL text block");
+    let granted: Vec<&str> = block
+        .split_whitespace()
+        .filter(|w| (w.starts_with('+') || w.starts_with('&')) && *w != "-@all")
+        .collect();
+    let mut tested: Vec<&str> = MINIMAL.iter().chain(CHANNELS).copied().collect();
+    let mut documented = granted.clone();
+    tested.sort_unstable();
+    documented.sort_unstable();
+    assert_eq!(
+        documented, tested,
+        "docs/errors.md and tests/common/acl.rs differ"
+    );
+}
+
+/// A user who may not load the scripts (only `+ping`, as an operator might start from)
+/// is refused at connect, and the refusal names what was refused: `script|load`, the
+/// preload of every new connection, not a bare "permission denied:".
+#[tokio::test]
+async fn a_refusal_at_connect_names_the_refused_command() {
+    let server = RedisServer::start();
+    server.cmd::<String>(&[
+        "ACL",
+        "SETUSER",
+        "locker",
+        "reset",
+        "on",
+        ">pw-not-shown",
+        "~*",
+        "resetchannels",
+        "&redisson_lock__channel:*",
+        "+ping",
+    ]);
+    let url = format!("redis://locker:pw-not-shown@127.0.0.1:{}", server.port());
+    let err = refused_at_once(async { Client::connect(Config::single(url)).await.map(drop) }).await;
+    assert!(matches!(err, Error::PermissionDenied { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("'script|load'"), "{text}");
+    assert!(text.contains(&server.addr()), "{text}");
+    assert!(!text.contains("pw-not-shown"), "{text}");
+    assert!(
+        !text.contains('\n') && text.len() < 300,
+        "one short line: {text}"
+    );
 }

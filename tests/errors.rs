@@ -241,3 +241,221 @@ async fn status_shows_the_type_of_a_key_that_is_not_a_lock() {
     assert!(st[0].error.is_none(), "{:?}", st[0].error);
     assert!(st[0].holders.is_empty());
 }
+
+/// The password of [`protected`].
+const PASSWORD: &str = "pw-never-shown";
+
+/// A server that requires [`PASSWORD`] of user `default`, with the ACL user `locker`
+/// (password [`PASSWORD`] too); set after start (the harness checks it without one).
+fn protected() -> RedisServer {
+    let server = RedisServer::start();
+    server.cmd::<String>(&[
+        "ACL",
+        "SETUSER",
+        "locker",
+        "on",
+        ">pw-never-shown",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
+    server.cmd::<String>(&["CONFIG", "SET", "requirepass", PASSWORD]);
+    server
+}
+
+/// One short line (no pipeline of 49 script errors), without the password.
+fn assert_short(err: &Error) {
+    let text = err.to_string();
+    assert!(
+        !text.contains('\n') && text.len() < 200,
+        "one short line: {text}"
+    );
+    for shown in [text, format!("{err:?}")] {
+        assert!(
+            !shown.contains(PASSWORD) && !shown.contains("wrong-pw"),
+            "{shown}"
+        );
+    }
+}
+
+/// No password, a wrong one, an unknown user: each a typed, permanent authentication
+/// error naming the user and the master, returned at once (it is not an outage).
+#[tokio::test]
+async fn authentication_failures_are_typed_permanent_and_name_the_user() {
+    let server = protected();
+    let port = server.port();
+    for (url, user) in [
+        (format!("redis://127.0.0.1:{port}"), "default"),
+        (format!("redis://:wrong-pw@127.0.0.1:{port}"), "default"),
+        (
+            format!("redis://nobody:{PASSWORD}@127.0.0.1:{port}"),
+            "nobody",
+        ),
+        (
+            format!("redis://locker:wrong-pw@127.0.0.1:{port}"),
+            "locker",
+        ),
+    ] {
+        let started = Instant::now();
+        let err = Client::connect(Config::single(url.clone()))
+            .await
+            .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        match &err {
+            Error::Authentication { addr, user: u, .. } => {
+                assert_eq!((addr.as_str(), u.as_str()), (server.addr().as_str(), user));
+            }
+            other => panic!(
+                "{}: not an authentication error: {other:?}",
+                redlatch::redact_url(&url)
+            ),
+        }
+        assert!(err.is_permanent() && !err.is_unavailable(), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("{user:?}")) && text.contains(&server.addr()),
+            "{text}"
+        );
+        assert_short(&err);
+    }
+    let ok = format!("redis://locker:{PASSWORD}@127.0.0.1:{port}");
+    let client = Client::connect(Config::single(ok)).await.unwrap();
+    client
+        .lock("auth")
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
+
+/// A database the server does not have: a configuration error naming it and the master.
+#[tokio::test]
+async fn a_database_out_of_range_is_a_configuration_error() {
+    let server = RedisServer::start();
+    let err = Client::connect(Config::single(format!("{}/99", server.url())))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("database 99") && text.contains(&server.addr()),
+        "{text}"
+    );
+    assert!(err.is_permanent(), "{err}");
+    assert_short(&err);
+}
+
+/// An address where an HTTP server answers: an error saying it does not speak RESP.
+#[tokio::test]
+async fn a_server_that_is_not_redis_is_named_as_such() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Answers the first few connections as an HTTP server answers a request it cannot
+    // read, then stops (bounded: the test opens one or two).
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(8) {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = stream.read(&mut [0; 1024]);
+            let _ = stream.write_all(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let err = Client::connect(Config::single(format!("redis://{addr}")))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotRedis { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("does not speak RESP") && text.contains(&addr.to_string()),
+        "{text}"
+    );
+    assert!(err.is_permanent(), "{err}");
+    assert_short(&err);
+}
+
+/// The error and, under a quorum error, its cause.
+fn cause(err: &Error) -> &Error {
+    match err {
+        Error::NoQuorum {
+            source: Some(e), ..
+        } => cause(e),
+        e => e,
+    }
+}
+
+/// Slack over a bound for scheduling on a loaded machine (2 cores, other builds).
+const SLACK: Duration = Duration::from_millis(1500);
+
+/// A Redis Cluster that lost a primary and its replica answers CLUSTERDOWN on every
+/// node: a bounded call keeps its bound (its wait, or `unavailable_timeout`, plus one
+/// master timeout) and fails with `ClusterDown` naming the node, not "timed out".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_that_is_down_says_so_within_the_bound() {
+    let mut cluster = common::cluster::RedisCluster::start(3, 1);
+    let primaries = cluster.primaries();
+    let (gone, up) = (primaries[0], primaries[1]);
+    let name = cluster.key_on(up, "down-");
+    let master_timeout = Duration::from_millis(500);
+    let unavailable = Duration::from_secs(2);
+    let config = Config::cluster(vec![cluster.node(up).url()])
+        .master_timeout(master_timeout)
+        .unavailable_timeout(unavailable);
+    let client = Client::connect(config).await.unwrap();
+    client
+        .lock(name.clone())
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+    let replica = cluster.replica_of(gone);
+    cluster.kill(replica);
+    cluster.kill(gone);
+    let live: Vec<usize> = (0..cluster.len())
+        .filter(|&i| i != gone && i != replica)
+        .collect();
+    assert!(
+        common::eventually(Duration::from_secs(30), || live.iter().all(|&i| {
+            let info: String = cluster.node(i).cmd(&["CLUSTER", "INFO"]);
+            common::info_field(&info, "cluster_state") == Some("fail")
+        })),
+        "the cluster never went down: {}",
+        cluster.diagnostics()
+    );
+    let lock = client.lock(name.clone());
+    let wait = Duration::from_secs(2);
+    let started = Instant::now();
+    let err = lock.try_lock(wait).await.unwrap_err();
+    let took = started.elapsed();
+    eprintln!("try_lock({wait:?}) took {took:?}: {err}");
+    assert!(
+        took <= wait + master_timeout + SLACK,
+        "try_lock({wait:?}) took {took:?}"
+    );
+    assert!(matches!(cause(&err), Error::ClusterDown { .. }), "{err:?}");
+    assert!(err.is_unavailable() && !err.is_permanent(), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("CLUSTERDOWN") && text.contains("127.0.0.1:"),
+        "{text}"
+    );
+    let started = Instant::now();
+    let err = lock.lock().await.unwrap_err();
+    let took = started.elapsed();
+    eprintln!("lock() with unavailable_timeout({unavailable:?}) took {took:?}: {err}");
+    assert!(
+        took <= unavailable + master_timeout + SLACK,
+        "lock() took {took:?}"
+    );
+    assert!(matches!(cause(&err), Error::ClusterDown { .. }), "{err:?}");
+}

@@ -262,3 +262,110 @@ fn the_blocking_api_reenters_per_thread() {
     drop(outer);
     assert!(!lock.is_locked().unwrap());
 }
+
+/// The WARN events of the current thread while it is alive (the tests below run on
+/// the current-thread runtime, so the waiting calls log on this thread).
+#[derive(Clone, Default)]
+struct Warnings(Arc<parking_lot::Mutex<Vec<String>>>);
+
+struct Text<'a>(&'a mut String);
+
+impl tracing::field::Visit for Text<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {}={value:?}", field.name()));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.push_str(&format!(" {}={value}", field.name()));
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            let mut text = String::new();
+            event.record(&mut Text(&mut text));
+            self.0.lock().push(text);
+        }
+    }
+}
+
+impl Warnings {
+    fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
+        use tracing_subscriber::layer::SubscriberExt;
+        let warnings = Warnings::default();
+        let subscriber = tracing_subscriber::registry().with(warnings.clone());
+        (warnings, tracing::subscriber::set_default(subscriber))
+    }
+
+    /// The WARNs about waiting for one's own hold.
+    fn self_waits(&self) -> Vec<String> {
+        let all = self.0.lock();
+        all.iter()
+            .filter(|w| w.contains("guard.scope"))
+            .cloned()
+            .collect()
+    }
+}
+
+/// `let g = lock.lock().await?; helper().await` where `helper` takes the lock again
+/// outside `g.scope(...)`: the nested call waits for its own task's hold (forever with
+/// `lock()`). After a few seconds with nothing else of the task running it is told,
+/// once, with the lock's name and the way out.
+#[tokio::test]
+async fn a_call_waiting_for_its_own_tasks_hold_is_told_once() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let (warnings, _guard) = Warnings::capture();
+    let lock = client.lock("self-wait");
+    let guard = lock.lock().await.unwrap();
+    let helper = || async { lock.try_lock(Duration::from_secs(11)).await };
+    // Past two windows of 5 s: one WARN per wait, not one per window.
+    assert!(helper().await.unwrap().is_none(), "it waits for itself");
+    let said = warnings.self_waits();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("lock=self-wait"), "{said:?}");
+    // In the guard's scope the same call re-enters at once, and says nothing.
+    let inner = guard.scope(helper()).await.unwrap().unwrap();
+    inner.unlock().await.unwrap();
+    guard.unlock().await.unwrap();
+    assert_eq!(warnings.self_waits().len(), 1);
+}
+
+/// Two futures of one task contending on purpose keep their semantics (they exclude
+/// each other, the second enters when the first leaves) and no WARN: `join!` with a
+/// holder that stays busy past the WARN's 5 s (its task keeps running), and
+/// `for_each_concurrent` over items that hold it briefly.
+#[tokio::test]
+async fn siblings_contending_in_one_task_are_not_told_they_wait_for_themselves() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let (warnings, _guard) = Warnings::capture();
+    let lock = client.lock("siblings");
+    let released = std::sync::atomic::AtomicBool::new(false);
+    let taken = tokio::sync::Notify::new();
+    let busy_holder = async {
+        let guard = lock.lock().await.unwrap();
+        taken.notify_one();
+        for _ in 0..70 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        released.store(true, std::sync::atomic::Ordering::SeqCst);
+        guard.unlock().await.unwrap();
+    };
+    let waiter = async {
+        taken.notified().await; // after the holder took it
+        let guard = lock.lock().await.unwrap();
+        assert!(
+            released.load(std::sync::atomic::Ordering::SeqCst),
+            "entered while held"
+        );
+        guard.unlock().await.unwrap();
+    };
+    tokio::join!(busy_holder, waiter);
+    let inside = Inside::default();
+    stream::iter(0..6)
+        .for_each_concurrent(6, |_| inside.section(&lock))
+        .await;
+    assert_eq!(inside.most(), 1);
+    assert_eq!(warnings.self_waits(), Vec::<String>::new());
+}

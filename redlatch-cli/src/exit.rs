@@ -8,7 +8,8 @@ pub const USAGE: u8 = 64;
 /// The key named by NAME holds something that is not a lock, or a lock key holds
 /// data the scripts cannot use (EX_DATAERR).
 pub const DATA: u8 = 65;
-/// Redis unreachable, no quorum of masters, or a master refused (EX_UNAVAILABLE).
+/// Redis unreachable, no quorum of masters, a cluster down (CLUSTERDOWN), or a
+/// server that does not speak the Redis protocol (EX_UNAVAILABLE).
 pub const UNAVAILABLE: u8 = 69;
 /// A bug or an unexpected condition in redlatch itself (EX_SOFTWARE).
 pub const INTERNAL: u8 = 70;
@@ -16,7 +17,8 @@ pub const INTERNAL: u8 = 70;
 pub const NOT_ACQUIRED: u8 = 75;
 /// The lock was lost while CMD ran; CMD was terminated (or had already ended).
 pub const LOST: u8 = 76;
-/// The ACL user lacks a command, key or channel the lock needs (EX_NOPERM).
+/// The ACL user lacks a command, key or channel the lock needs, or the master refused
+/// the credentials (no password, a wrong one, an unknown user) (EX_NOPERM).
 pub const NO_PERMISSION: u8 = 77;
 /// A master is out of memory and refused the write (EX_TEMPFAIL-like, but distinct).
 pub const OUT_OF_MEMORY: u8 = 71;
@@ -37,14 +39,16 @@ Exit status of `redlatch run`:
   64       usage error: bad flag, bad duration, missing `--`, invalid URL or name
   65       the key NAME holds a value that is not a lock, or unusable data
            (e.g. a fencing counter that is not a number)
-  69       Redis unreachable, or no majority of the masters answered
+  69       Redis unreachable, no majority of the masters answered, the cluster
+           is down (CLUSTERDOWN), or the address is not a Redis server
   70       internal error
   71       a master is out of memory (OOM) and refused the write
   75       the lock was not acquired within --wait (--conflict-exit-code N: N)
   76       the lock was lost while CMD ran (CMD was sent SIGTERM, then SIGKILL after
            --kill-grace; while renewals fail, SIGTERM --kill-grace before the validity
            ends and SIGKILL at its end), or the release found it already gone
-  77       permission denied: the ACL user lacks a command, key or channel (NOPERM)
+  77       permission denied: the ACL user lacks a command, key or channel (NOPERM),
+           or authentication failed (no password, wrong password, unknown user)
   78       not supported in this deployment (e.g. a semaphore under Redlock),
            also when the lock was lost because its renewals were refused
   126      CMD is not executable
@@ -96,7 +100,7 @@ pub fn code_of(e: &redlatch::Error) -> u8 {
         | E::InvalidLease(_)
         | E::InvalidCount(_) => USAGE,
         E::WrongType { .. } | E::BadData { .. } => DATA,
-        E::PermissionDenied { .. } => NO_PERMISSION,
+        E::PermissionDenied { .. } | E::Authentication { .. } => NO_PERMISSION,
         E::OutOfMemory { .. } => OUT_OF_MEMORY,
         E::Unsupported { .. } => UNSUPPORTED,
         E::NoQuorum {
@@ -104,9 +108,12 @@ pub fn code_of(e: &redlatch::Error) -> u8 {
             ..
         } if inner.is_permanent() => code_of(inner),
         E::NotHeld { .. } => LOST,
-        E::Redis { .. } | E::Timeout { .. } | E::NoQuorum { .. } | E::NotReplicated { .. } => {
-            UNAVAILABLE
-        }
+        E::Redis { .. }
+        | E::Timeout { .. }
+        | E::NoQuorum { .. }
+        | E::NotReplicated { .. }
+        | E::ClusterDown { .. }
+        | E::NotRedis { .. } => UNAVAILABLE,
         _ => INTERNAL,
     }
 }

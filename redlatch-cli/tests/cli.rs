@@ -195,6 +195,73 @@ fn unreachable_redis_is_69_quickly() {
         .code(69);
 }
 
+/// Under the minimal ACL of docs/errors.md (the user tests/acl.rs runs the library's
+/// scenarios under), `redlatch run` takes, holds and releases the lock and prints
+/// nothing: no warning about a channel it may not subscribe to.
+#[test]
+fn run_under_the_minimal_acl_is_quiet() {
+    let server = RedisServer::start();
+    let url = common::acl::user(&server, &[]);
+    let out = output(
+        &args(&[
+            "run",
+            "acl:quiet",
+            "--redis",
+            &url,
+            "--",
+            "sh",
+            "-c",
+            "sleep 1",
+        ]),
+        0,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert!(out.stdout.is_empty());
+    // Without the revoke channel it would still work, but say why it cannot listen.
+    let url = common::acl::user(&server, &["&redlatch_revoke__channel*"]);
+    let out = output(
+        &args(&[
+            "run",
+            "acl:quiet",
+            "--redis",
+            &url,
+            "--",
+            "sh",
+            "-c",
+            "sleep 1",
+        ]),
+        0,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("release requests"), "{stderr}");
+}
+
+/// A user who may not load the scripts is refused at connect: exit 77, and the line
+/// names the refused command (`script|load`), not a bare "permission denied:".
+#[test]
+fn a_refusal_at_connect_exits_77_naming_the_command() {
+    let server = RedisServer::start();
+    server.cmd::<String>(&[
+        "ACL",
+        "SETUSER",
+        "locker",
+        "reset",
+        "on",
+        ">pw",
+        "~*",
+        "resetchannels",
+        "&redisson_lock__channel:*",
+        "+ping",
+    ]);
+    let url = format!("redis://locker:pw@127.0.0.1:{}", server.port());
+    let out = output(&args(&["run", "a", "--redis", &url, "--", "true"]), 77);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("permission denied: "), "{stderr}");
+    assert!(stderr.contains("'script|load'"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
 #[test]
 fn status_json_shows_the_holder_on_every_master() {
     let servers = start_many(3);

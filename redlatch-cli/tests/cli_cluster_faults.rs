@@ -131,3 +131,51 @@ fn the_overlap_counter_sees_an_overlap() {
     assert_eq!(overlaps("start a\nend a\nstart b\nend b\n"), 0);
     assert_eq!(overlaps("start a\nstart b\nend a\nend b\n"), 1);
 }
+
+/// Slack over a bound for scheduling on a loaded machine (2 cores, other builds) and
+/// the process's start.
+const SLACK: Duration = Duration::from_millis(1500);
+
+/// Every node answers `CLUSTERDOWN` (a primary and its replica killed): `redlatch run
+/// --wait 3s` exits 69 within the wait plus one master timeout (1 s, the CLI's for a
+/// cluster) plus slack, and says CLUSTERDOWN and the node, not "timed out".
+#[test]
+fn a_cluster_that_is_down_exits_69_saying_clusterdown_within_the_wait() {
+    let mut cluster = RedisCluster::start(3, 1);
+    let primaries = cluster.primaries();
+    let (gone, up) = (primaries[0], primaries[1]);
+    let name = cluster.key_on(up, "cli-down-");
+    let seed = cluster.node(up).url();
+    let replica = cluster.replica_of(gone);
+    cluster.kill(replica);
+    cluster.kill(gone);
+    let live: Vec<usize> = (0..cluster.len())
+        .filter(|&i| i != gone && i != replica)
+        .collect();
+    assert!(
+        common::eventually(Duration::from_secs(30), || live.iter().all(|&i| {
+            let info: String = cluster.node(i).cmd(&["CLUSTER", "INFO"]);
+            common::info_field(&info, "cluster_state") == Some("fail")
+        })),
+        "the cluster never went down: {}",
+        cluster.diagnostics()
+    );
+    let wait = Duration::from_secs(3);
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_redlatch"))
+        .args(["run", &name, "--wait", "3s", "--redis", &seed, "--", "true"])
+        .env_remove("REDLATCH_REDIS")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("redlatch run --wait 3s took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(69), "{stderr}");
+    assert!(
+        took <= wait + Duration::from_secs(1) + SLACK,
+        "took {took:?}: {stderr}"
+    );
+    assert!(stderr.contains("CLUSTERDOWN"), "{stderr}");
+    assert!(stderr.contains("127.0.0.1:"), "{stderr}");
+}

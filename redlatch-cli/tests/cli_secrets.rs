@@ -125,3 +125,33 @@ fn library_errors_and_debug_never_show_the_password() {
         }
     }
 }
+
+/// A refused authentication (no password, a wrong one, an unknown user) exits 77 with
+/// one short line naming the user and the master, not 69 with a page of pipeline errors.
+#[test]
+fn authentication_failures_exit_77_naming_the_user() {
+    let server = protected(PASSWORD);
+    let port = server.port();
+    for (url, user) in [
+        (format!("redis://127.0.0.1:{port}"), "default"),
+        (
+            format!("redis://:wrong-{PASSWORD}@127.0.0.1:{port}"),
+            "default",
+        ),
+        (
+            format!("redis://nobody:{PASSWORD}@127.0.0.1:{port}"),
+            "nobody",
+        ),
+    ] {
+        let args: Vec<String> = ["run", "auth:lock", "--redis", &url, "--", "true"]
+            .map(String::from)
+            .to_vec();
+        let out = cli_util::output(&args, 77);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("authentication failed"), "{stderr}");
+        assert!(stderr.contains(&format!("user {user:?}")), "{stderr}");
+        assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+        assert!(!stderr.contains(PASSWORD), "{stderr}");
+    }
+}

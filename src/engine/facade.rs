@@ -17,6 +17,7 @@ use super::gate::Gates;
 use super::holds::Holds;
 use super::kind::Kind;
 use super::master::Master;
+use super::self_wait::Watched;
 use super::tickets::Tickets;
 use super::{attempt, holder, rw, spin, waiter, watchdog};
 use super::{Engine, Settings};
@@ -196,12 +197,21 @@ impl Engine {
             self.refuse_upgrade(&call)?;
         }
         self.refuse_reentry(&call)?;
-        self.hint_self_wait(spec, &call.holder);
-        let protocol = spec.kind.protocol();
-        let grant = if protocol.spins() {
-            spin::acquire(self, &call, spec.backoff).await?
-        } else {
-            waiter::acquire(self, &call).await?
+        let acquire = async {
+            match spec.kind.protocol().spins() {
+                true => spin::acquire(self, &call, spec.backoff).await,
+                false => waiter::acquire(self, &call).await,
+            }
+        };
+        // A call of its own while its task holds the lock may wait for itself
+        // (self_wait.rs): watched, to say so.
+        let watched = match spec.holding {
+            Holding::PerCall => Watched::arm(&self.holds, &spec.name, spec.kind, &call.holder),
+            _ => None,
+        };
+        let grant = match watched {
+            Some(watched) => watched.watch(acquire).await?,
+            None => acquire.await?,
         };
         let Some(grant) = grant else {
             return Ok(None);
@@ -242,23 +252,6 @@ impl Engine {
         }
         let hold = (self.holds).taken_in(&spec.name, spec.kind, holder::context())?;
         Some(hold.holder.clone())
-    }
-
-    /// A call of a task that already holds this lock outside the guard's scope is
-    /// another holder and waits for that guard: right for sibling futures (`join!`),
-    /// a self-wait for a nested call. Said at DEBUG, with the way out.
-    fn hint_self_wait(&self, spec: &LockSpec, holder: &str) {
-        if spec.holding != Holding::PerCall || self.holds.get(&spec.name, holder).is_some() {
-            return;
-        }
-        if (self.holds)
-            .taken_in(&spec.name, spec.kind, holder::context())
-            .is_some()
-        {
-            tracing::debug!(target: "redlatch", lock = %spec.name,
-                "this task already holds the lock; this call is another holder and waits \
-                 for it (to re-enter, nest the call in guard.scope())");
-        }
     }
 
     /// A task holding the read lock (and not the write lock) may not wait for the

@@ -21,7 +21,7 @@
 //! * [`signal`]: waiting for a counter; calls that run to their end if cancelled.
 //! * [`watchdog`]: renewing the leases of held locks.
 //! * [`held`], [`holds`], [`holder`], [`gate`], [`offers`]: the client's local
-//!   bookkeeping.
+//!   bookkeeping; `self_wait`: telling a call that may wait for its own task's hold.
 //! * [`tickets`]: waits that a release in another client may hand the lock to.
 //!
 //! The API layer uses only the façade: [`Engine`]'s methods (in [`facade`],
@@ -60,6 +60,7 @@ pub(crate) mod release;
 pub(crate) mod renew;
 pub(crate) mod revoke;
 pub(crate) mod rw;
+mod self_wait;
 pub(crate) mod shards;
 pub(crate) mod signal;
 mod spin;

@@ -155,7 +155,8 @@ impl Script {
 }
 
 /// Loads `scripts` (their `dialect` text) on `conn` in one round trip (a pipeline of
-/// SCRIPT LOAD).
+/// SCRIPT LOAD). A refusal is the first script's error, with its code and message
+/// (`NOAUTH`, `NOPERM ... 'script|load'`), not one line per script.
 pub(crate) async fn load_all<C: ConnectionLike + Send>(
     conn: &mut C,
     scripts: &[&'static Script],
@@ -166,12 +167,16 @@ pub(crate) async fn load_all<C: ConnectionLike + Send>(
     }
     let mut pipe = redis::pipe();
     for s in scripts {
-        pipe.cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(&*s.text(dialect).source)
-            .ignore();
+        pipe.cmd("SCRIPT").arg("LOAD").arg(&*s.text(dialect).source);
     }
-    pipe.query_async::<()>(conn).await
+    let replies: Vec<Value> = pipe.ignore_errors().query_async(conn).await?;
+    match replies.into_iter().find_map(|r| match r {
+        Value::ServerError(e) => Some(e),
+        _ => None,
+    }) {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
 }
 
 /// One call of a [`Script`].

@@ -105,7 +105,8 @@ async fn find_primary(setup: &SentinelSetup) -> Result<Standalone> {
 
 async fn primary_named_by(setup: &SentinelSetup, sentinel: &redis::Client) -> Result<Standalone> {
     let at = sentinel.get_connection_info().addr().to_string();
-    let err = |source| crate::error::from_master(&at, source);
+    let settings = sentinel.get_connection_info().redis_settings();
+    let err = |source| crate::error::from_link(&at, settings.username(), 0, source);
     let ask = async {
         let mut conn = sentinel.get_multiplexed_async_connection().await?;
         redis::cmd("SENTINEL")

@@ -159,8 +159,11 @@ impl Standalone {
         &self.client
     }
 
+    /// `source` as the error of this master: named for its cause (error.rs
+    /// `from_link`: authentication, database, protocol, then the server's codes).
     fn err(&self, source: redis::RedisError) -> Error {
-        crate::error::from_master(&self.addr, source)
+        let settings = self.client.get_connection_info().redis_settings();
+        crate::error::from_link(&self.addr, settings.username(), settings.db(), source)
     }
 
     /// A connection from slot `i`, opening one through the pool when the slot is empty.
@@ -187,7 +190,7 @@ impl Standalone {
         // Invariant 6. A connection that cannot load them is not kept.
         if let Err(e) = load_all(&mut conn, &self.scripts, self.dialect).await {
             drop(Pooled::take(pooled));
-            return Err(self.err(e));
+            return Err(preload_refused(self.err(e)));
         }
         if self.replicas.needs_count() {
             if let Err(e) = self.count_replicas(&mut conn).await {
@@ -462,6 +465,23 @@ pub(crate) fn settings_at(
     })
 }
 
+/// A refused script preload (invariant 6) names `script|load`, also where the server
+/// does not (a bare `NOPERM`; Redis 6.2 says "the 'script' command or its
+/// subcommand").
+fn preload_refused(e: Error) -> Error {
+    match e {
+        Error::PermissionDenied { addr, detail } if !detail.contains("script|load") => {
+            let what = "'script|load' (every new connection loads the scripts)";
+            let detail = match detail.trim() {
+                "" => format!("the user may not run {what}"),
+                said => format!("{said}: refused {what}"),
+            };
+            Error::PermissionDenied { addr, detail }
+        }
+        other => other,
+    }
+}
+
 /// The answer of a [`Request::Synced`] (replicas.rs invariant 2).
 pub(crate) fn synced_reply(reply: Value, acked: usize, wanted: usize, node: &str) -> Value {
     Value::Array(vec![
@@ -470,4 +490,32 @@ pub(crate) fn synced_reply(reply: Value, acked: usize, wanted: usize, node: &str
         Value::Int(wanted as i64),
         Value::BulkString(node.as_bytes().to_vec()),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_preload_names_script_load_on_every_version() {
+        let refused = |detail: &str| Error::PermissionDenied {
+            addr: "a:1".into(),
+            detail: detail.into(),
+        };
+        // Redis 7 names it: kept as it is.
+        let seven = "this user has no permissions to run the 'script|load' command";
+        let e = preload_refused(refused(seven));
+        assert!(matches!(&e, Error::PermissionDenied { detail, .. } if detail == seven));
+        // Redis 6.2 names the command only; a bare NOPERM nothing.
+        for said in [
+            "this user has no permissions to run the 'script' command or its subcommand",
+            "",
+        ] {
+            let text = preload_refused(refused(said)).to_string();
+            assert!(text.contains("'script|load'"), "{text}");
+            assert!(!text.contains(": :"), "{text}");
+        }
+        let other = preload_refused(Error::Config("x".into()));
+        assert!(matches!(other, Error::Config(_)));
+    }
 }

@@ -3,6 +3,7 @@
 //! (the CLI's tests, in redlatch-cli/tests/, include it with `#[path = "../../tests/common/mod.rs"]`).
 //!
 //! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
+//! * [`acl`]: the minimal ACL of docs/errors.md, and a user with it.
 //! * [`tls::TestCerts`]: a test CA and certificates for TLS servers and clients.
 //! * [`cluster::RedisCluster`]: a Redis Cluster of such servers (primaries, replicas), with
 //!   failover and slot-migration helpers; [`cluster::shared_cluster`] for tests that only
@@ -19,6 +20,7 @@
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 
+pub mod acl;
 pub mod cluster;
 pub mod fair;
 pub mod inside;

@@ -11,8 +11,13 @@
 //!    sent there. `ASK addr` (a slot being migrated, the key already moved): the
 //!    request is sent to `addr` once, preceded by `ASKING` on the same connection, and
 //!    the map is left alone. `TRYAGAIN` (a multi-key request while its slot is
-//!    migrating) and `CLUSTERDOWN` are retried after a short pause, for as long as the
-//!    request's timeout allows (a migration lasts as long as it lasts). Every redirect and
+//!    migrating) is retried after a short pause, for as long as the request's timeout
+//!    allows (a migration lasts as long as it lasts); a request whose time runs out so
+//!    fails with the last `TRYAGAIN`, not a bare timeout. `CLUSTERDOWN` (the cluster
+//!    does not serve the slot: a shard without a primary, a lost majority) is not
+//!    retried here: it is returned at once as `Error::ClusterDown`, an outage the engine
+//!    retries within the caller's bound (the wait, or the unavailable timeout), with a
+//!    slot-map refresh scheduled. Every redirect and
 //!    retry stays within the request's timeout; at most [`MAX_REDIRECTS`] redirects in a
 //!    row. A `TRYAGAIN` starts the count again: a multi-key request on a slot being
 //!    migrated whose keys neither node has all of is sent on by the source (ASK) and
@@ -222,13 +227,16 @@ impl Inner {
         let key = request.key();
         let mut target: Option<(String, bool)> = None;
         let mut redirects = 0;
+        // The last TRYAGAIN retried: what the request ends with if its time runs out
+        // while the cluster keeps saying it (not a bare timeout).
+        let mut retried: Option<Error> = None;
         loop {
             let left = timeout.saturating_sub(started.elapsed());
             if left.is_zero() {
-                return Err(Error::Timeout {
+                return Err(retried.unwrap_or_else(|| Error::Timeout {
                     addr: self.label.clone(),
                     after: timeout,
-                });
+                }));
             }
             let (node, asking) = match target.take() {
                 Some((addr, asking)) => (self.node(&addr)?, asking),
@@ -246,11 +254,16 @@ impl Inner {
                 Some(r @ Redirect::Retry(_)) => r,
                 Some(r) if redirects < MAX_REDIRECTS => r,
                 _ => {
+                    // (CLUSTERDOWN too: retried by the caller, within its bound.)
                     if e.is_unavailable() {
                         // The node may have failed over (invariant 1).
                         self.schedule_refresh();
                     }
-                    return Err(e);
+                    // Out of time while the cluster is down: that is the cause.
+                    return Err(match retried {
+                        Some(r) if e.is_timeout() => r,
+                        _ => e,
+                    });
                 }
             };
             match redirect {
@@ -271,6 +284,7 @@ impl Inner {
                     // nodes) bounces for as long as the migration lasts (invariant 2).
                     redirects = 0;
                     self.schedule_refresh();
+                    retried = Some(e);
                     tokio::time::sleep(pause.min(left)).await;
                 }
             }
@@ -381,7 +395,6 @@ fn redirect(e: &Error) -> Option<Redirect> {
         }
         "ASK" => Some(Redirect::Ask(source.redirect_node()?.0.to_string())),
         "TRYAGAIN" => Some(Redirect::Retry(Duration::from_millis(20))),
-        "CLUSTERDOWN" => Some(Redirect::Retry(Duration::from_millis(100))),
         _ => None,
     }
 }
