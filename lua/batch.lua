@@ -117,7 +117,7 @@ if nf > 0 then
     local counts = redis.call('pubsub', NUMSUB, unpack(channels))
     local queued = redis.call('exists', unpack(waiting)) > 0
     for j = 1, nf do
-        local shared = counts[2 * j]
+        local shared = counts[2 * j] + classic_listeners(channels[j])
         if queued or shared > 0 then
             local k, channel = freed[j], channels[j]
             local marker = redis.call('pubsub', NUMSUB, channel .. ':redlatch-waiters')[2]

@@ -93,7 +93,7 @@ if #freed > 0 then
     for j, k in ipairs(freed) do channels[j] = ARGV[6 * k] end
     local counts = redis.call('pubsub', NUMSUB, unpack(channels))
     for j, k in ipairs(freed) do
-        local shared = counts[2 * j]
+        local shared = counts[2 * j] + classic_listeners(channels[j])
         if shared > 0 then
             local marker = redis.call('pubsub', NUMSUB, channels[j] .. ':redlatch-waiters')[2]
             pass_on_counted(ARGV[6 * k - 2], ARGV[6 * k - 1], channels[j], shared, marker)

@@ -1,4 +1,27 @@
 -- dialect_sharded.lua: prepended to every script run on a Redis >= 7 cluster: unlock
 -- messages go out with sharded pub/sub (SPUBLISH), where Redisson's waiters and ours
--- SSUBSCRIBE; classic and sharded pub/sub do not reach each other.
+-- SSUBSCRIBE. Classic and sharded pub/sub do not reach each other, and Redisson does
+-- not always subscribe sharded there (3.27 picks classic on some starts; 3.29+ with
+-- shardedSubscriptionMode OFF always does): so a message on a channel Redisson may
+-- listen on also goes out with a classic PUBLISH when a classic subscriber that is not
+-- redlatch's listens on this node.
+--
+-- PUBLISH / NUMSUB name the dialect's commands, for channels only redlatch listens on.
+-- classic_listeners(channel): the classic subscribers of `channel` on this node that
+-- are not redlatch waiters. A redlatch client on such a cluster subscribes each channel
+-- both ways on the slot's primary, classic beside sharded to hear Redisson's classic
+-- releases, and then also subscribes "<channel>:redlatch-waiters" classic: that marker
+-- is subtracted, so our own subscriptions never make a release PUBLISH classic (a
+-- classic PUBLISH on a cluster goes to every node over the cluster bus).
+-- publish(channel, message): SPUBLISH, and PUBLISH too when classic_listeners > 0.
+-- Returns the sharded receivers (what SPUBLISH answered).
 local PUBLISH, NUMSUB = 'spublish', 'shardnumsub'
+local function classic_listeners(channel)
+    local n = redis.call('pubsub', 'numsub', channel, channel .. ':redlatch-waiters')
+    return math.max(0, n[2] - n[4])
+end
+local function publish(channel, message)
+    local heard = redis.call('spublish', channel, message)
+    if classic_listeners(channel) > 0 then redis.call('publish', channel, message) end
+    return heard
+end

@@ -76,7 +76,7 @@ local function evict(now)
         redis.call('lpop', KEYS[2])
         redis.call('zrem', KEYS[3], head)
         if deadline ~= false then
-            redis.call(PUBLISH, KEYS[4] .. ':' .. head, '0')
+            publish(KEYS[4] .. ':' .. head, '0')
         end
         evicted = evicted + 1
     end
@@ -149,8 +149,8 @@ end
 local function wake_next(message)
     local head = redis.call('lindex', KEYS[2], 0)
     if head ~= false then
-        redis.call(PUBLISH, KEYS[4] .. ':' .. head, message)
+        publish(KEYS[4] .. ':' .. head, message)
     else
-        redis.call(PUBLISH, KEYS[4], message)
+        publish(KEYS[4], message)
     end
 end

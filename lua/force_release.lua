@@ -13,7 +13,7 @@
 if redis.call('type', KEYS[1]).ok == 'hash' then
     redis.call('del', KEYS[1])
     if KEYS[2] then redis.call('del', KEYS[2] .. ':handed') end
-    redis.call(PUBLISH, ARGV[1], ARGV[2])
+    publish(ARGV[1], ARGV[2])
     return 1
 end
 if redis.call('exists', KEYS[1]) == 1 then

@@ -21,6 +21,6 @@ for i = 2, #ARGV do
     end
 end
 if dropped == 1 then
-    redis.call(PUBLISH, KEYS[2], '0')
+    publish(KEYS[2], '0')
 end
 return dropped

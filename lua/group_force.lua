@@ -9,7 +9,7 @@
 -- "0" on the channel in any case, as Redisson's forceUnlock does.
 local key = KEYS[1]
 if redis.call('type', key).ok ~= 'hash' then
-    redis.call(PUBLISH, KEYS[2], '0')
+    publish(KEYS[2], '0')
     return 0
 end
 local removed = 0
@@ -20,5 +20,5 @@ for i = 1, #ARGV do
         removed = removed + 1
     end
 end
-redis.call(PUBLISH, KEYS[2], '0')
+publish(KEYS[2], '0')
 return removed

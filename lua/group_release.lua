@@ -44,7 +44,7 @@ for i = 3, #ARGV do
     end
 end
 if freed then
-    redis.call(PUBLISH, KEYS[2], '0')
+    publish(KEYS[2], '0')
 end
 if missing then
     return nil

@@ -11,6 +11,6 @@ if v <= 0 then
     redis.call('del', KEYS[1])
 end
 if v == 0 then
-    redis.call(PUBLISH, KEYS[2], ARGV[1])
+    publish(KEYS[2], ARGV[1])
 end
 return math.max(v, 0)

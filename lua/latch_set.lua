@@ -9,7 +9,7 @@
 -- Returns 1 if the count was set (and ARGV[1] published), 0 if the latch is set already.
 if redis.call('exists', KEYS[1]) == 0 then
     redis.call('set', KEYS[1], ARGV[2])
-    redis.call(PUBLISH, KEYS[2], ARGV[1])
+    publish(KEYS[2], ARGV[1])
     return 1
 end
 return 0

@@ -20,9 +20,12 @@
 --
 -- Invariants:
 -- 1. A subscriber of the shared channel that is not a redlatch waiter (a Redisson
---    waiter, an older redlatch) is counted as NUMSUB(shared) - NUMSUB(marker); when
---    there is one, "0" is published on the shared channel, which wakes every waiter
---    (Redisson's own behaviour), and the lock is left free for them to compete.
+--    waiter, an older redlatch) is counted as NUMSUB(shared) - NUMSUB(marker), plus
+--    on a Redis 7 cluster the classic subscribers that are not redlatch's
+--    (classic_listeners, dialect_sharded.lua: a Redisson that subscribes classic); when
+--    there is one, "0" is published on the shared channel (publish: both ways where a
+--    classic one listens), which wakes every waiter (Redisson's own behaviour), and the
+--    lock is left free for them to compete.
 -- 2. Otherwise the head ticket leaves the registry. If anyone listens on its client's
 --    own channel here, the lock now belongs to the ticket's holder (count 1, PEXPIRE
 --    the ticket's lease, "<registry>:handed" = the ticket) and the client is sent
@@ -60,7 +63,7 @@ end
 
 local function pass_on_counted(lock, waiters, channel, shared, marker)
     if shared > marker then
-        redis.call(PUBLISH, channel, '0')
+        publish(channel, '0')
         return 0
     end
     local skipped = false
@@ -68,12 +71,12 @@ local function pass_on_counted(lock, waiters, channel, shared, marker)
         local head = redis.pcall('zrange', waiters, 0, 0)
         if head.err then
             -- Invariant 5: the registry is not here (its slot is being migrated).
-            redis.call(PUBLISH, channel, '0')
+            publish(channel, '0')
             return 0
         end
         local ticket = head[1]
         if not ticket then
-            if skipped then redis.call(PUBLISH, channel, '0') end
+            if skipped then publish(channel, '0') end
             return 0
         end
         redis.call('zrem', waiters, ticket)
@@ -81,7 +84,7 @@ local function pass_on_counted(lock, waiters, channel, shared, marker)
         local own = client and channel .. ':' .. client
         if own and redis.call('pubsub', NUMSUB, own)[2] > 0 then
             if not settled(waiters) then
-                redis.call(PUBLISH, channel, '0')
+                publish(channel, '0')
                 return 0
             end
             redis.call('hincrby', lock, client .. ':' .. task, 1)
@@ -97,5 +100,5 @@ end
 local function pass_on(lock, waiters, channel)
     redis.pcall('del', waiters .. ':handed')
     local n = redis.call('pubsub', NUMSUB, channel, channel .. ':redlatch-waiters')
-    return pass_on_counted(lock, waiters, channel, n[2], n[4])
+    return pass_on_counted(lock, waiters, channel, n[2] + classic_listeners(channel), n[4])
 end

@@ -49,6 +49,7 @@ if type(redis.pcall('del', KEYS[1], KEYS[2] .. ':handed')) ~= 'number' then
     redis.call('del', KEYS[1])
 end
 local n = redis.call('pubsub', NUMSUB, ARGV[1], ARGV[1] .. ':redlatch-waiters')
+n[2] = n[2] + classic_listeners(ARGV[1])
 if ARGV[5] and n[2] <= 1 and settled(KEYS[2]) then
     redis.call('hincrby', KEYS[1], ARGV[5], 1)
     redis.call('pexpire', KEYS[1], ARGV[6])

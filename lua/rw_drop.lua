@@ -39,5 +39,5 @@ elseif mode == 'read' or string.sub(ARGV[1], -6) == ':write' then
 else
     return 1
 end
-redis.call(PUBLISH, KEYS[2], ARGV[2])
+publish(KEYS[2], ARGV[2])
 return 1

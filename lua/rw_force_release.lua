@@ -10,7 +10,7 @@
 -- type fails with WRONGTYPE.
 if redis.call('hget', KEYS[1], 'mode') == ARGV[1] then
     redis.call('del', KEYS[1])
-    redis.call(PUBLISH, KEYS[2], ARGV[2])
+    publish(KEYS[2], ARGV[2])
     return 1
 end
 return 0

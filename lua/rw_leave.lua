@@ -8,7 +8,7 @@
 --
 -- Returns 1 if the intent was removed, 0 if there was none.
 if redis.call('zrem', KEYS[1], ARGV[1]) == 1 then
-    redis.call(PUBLISH, KEYS[2], ARGV[2])
+    publish(KEYS[2], ARGV[2])
     return 1
 end
 return 0

@@ -38,5 +38,5 @@ if redis.call('hlen', KEYS[1]) > 1 then
     end
 end
 redis.call('del', KEYS[1])
-redis.call(PUBLISH, KEYS[2], ARGV[1])
+publish(KEYS[2], ARGV[1])
 return 2

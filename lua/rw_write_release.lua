@@ -36,5 +36,5 @@ end
 if result == 2 then
     redis.call('del', KEYS[1])
 end
-redis.call(PUBLISH, KEYS[2], ARGV[1])
+publish(KEYS[2], ARGV[1])
 return result

@@ -13,5 +13,5 @@ if ARGV[2] == 'exists' and redis.call('exists', KEYS[1]) == 0 then
     return false
 end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
-redis.call(PUBLISH, KEYS[2], value)
+publish(KEYS[2], value)
 return value

@@ -25,5 +25,5 @@ if ARGV[1] == 'try' and ARGV[3] ~= nil then
 else
     redis.call('set', KEYS[1], new)
 end
-redis.call(PUBLISH, KEYS[2], new)
+publish(KEYS[2], new)
 return 1

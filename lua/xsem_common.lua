@@ -20,6 +20,6 @@ local function reclaim(counter, timeouts, channel, now)
     redis.call('zrem', timeouts, unpack(expired))
     local value = redis.call('incrby', counter, #expired)
     if value > 0 then
-        redis.call(PUBLISH, channel, value)
+        publish(channel, value)
     end
 end

@@ -15,7 +15,7 @@ if expires == false then
 end
 redis.call('zrem', KEYS[2], ARGV[1])
 local value = redis.call('incrby', KEYS[1], 1)
-redis.call(PUBLISH, KEYS[3], value)
+publish(KEYS[3], value)
 if tonumber(expires) <= now then
     return 0
 end

@@ -21,5 +21,5 @@ end
 reclaim(KEYS[1], KEYS[2], KEYS[3], now)
 local removed = redis.call('zrem', KEYS[2], unpack(ARGV))
 redis.call('incrby', KEYS[1], removed)
-redis.call(PUBLISH, KEYS[3], removed)
+publish(KEYS[3], removed)
 return removed

@@ -15,7 +15,7 @@
 local available = redis.call('get', KEYS[1])
 if available == false then
     redis.call('set', KEYS[1], ARGV[1])
-    redis.call(PUBLISH, KEYS[3], ARGV[1])
+    publish(KEYS[3], ARGV[1])
     return 1
 end
 local total = tonumber(available) + redis.call('zcard', KEYS[2])
@@ -23,5 +23,5 @@ if total == tonumber(ARGV[1]) then
     return 0
 end
 redis.call('incrby', KEYS[1], tonumber(ARGV[1]) - total)
-redis.call(PUBLISH, KEYS[3], ARGV[1])
+publish(KEYS[3], ARGV[1])
 return 1

@@ -180,7 +180,7 @@ pub(crate) const WAITERS: &str = "redlatch_lock_waiters";
 /// The channel that only says "a redlatch waiter listens on this lock's channels"
 /// (never carries a message; lua/pass_on.lua counts its subscribers).
 pub(crate) fn marker(name: &str) -> String {
-    format!("{}:redlatch-waiters", channel(name))
+    format!("{}{MARKER}", channel(name))
 }
 
 /// A fair waiter's own wake-up channel; with a client id in place of the holder, a
@@ -189,9 +189,37 @@ pub(crate) fn waiter_channel(name: &str, holder: &str) -> String {
     format!("{}:{holder}", channel(name))
 }
 
+/// The suffix of [`marker`]; on a Redis 7 cluster also of each channel's classic
+/// marker (lua/dialect_sharded.lua).
+pub(crate) const MARKER: &str = ":redlatch-waiters";
+
+/// Whether only redlatch publishes on `channel`: a marker, or a channel that ends in a
+/// client id (a plain lock's hand-over channel, a revocation's). Redisson's releases may
+/// publish on every other channel a waiter listens on (lock, read-write, fair waiter,
+/// semaphore and latch channels).
+pub(crate) fn redlatch_only(channel: &str) -> bool {
+    if channel.ends_with(MARKER) {
+        return true;
+    }
+    let last = channel.rsplit(':').next().unwrap_or_default();
+    uuid::Uuid::try_parse(last).is_ok_and(|_| last.len() == 36)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn channels_only_redlatch_publishes_on_are_told_apart() {
+        let id = uuid::Uuid::new_v4().to_string();
+        assert!(redlatch_only(&marker("a")));
+        assert!(redlatch_only(&waiter_channel("a", &id)));
+        assert!(!redlatch_only(&channel("a")));
+        assert!(!redlatch_only(&waiter_channel("a", &format!("{id}:7"))));
+        assert!(!redlatch_only(&sem_channel("a")));
+        assert!(!redlatch_only(&latch_channel("a")));
+        assert!(!redlatch_only(&rw_channel("a")));
+    }
 
     #[test]
     fn braces_are_added_unless_the_name_has_a_hash_tag() {

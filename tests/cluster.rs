@@ -264,9 +264,10 @@ async fn hand_over_on_a_cluster(
 }
 
 #[tokio::test]
-async fn a_classic_subscriber_hears_nothing_but_a_sharded_one_hears_the_release() {
-    // Why sharded pub/sub is required: Redisson on a Redis 7 cluster SSUBSCRIBEs. Before
-    // Redis 7 there is no sharded pub/sub: classic it is, for Redisson and redlatch.
+async fn a_classic_and_a_sharded_subscriber_both_hear_the_release() {
+    // Redisson on a Redis 7 cluster SSUBSCRIBEs by default, but 3.27 on some starts and
+    // 3.29+ with shardedSubscriptionMode OFF SUBSCRIBE: a release reaches both kinds
+    // (docs/redisson-compat.md). Before Redis 7 there is no sharded pub/sub.
     if common::older_than(7, "sharded pub/sub (SSUBSCRIBE)") {
         return;
     }
@@ -294,8 +295,11 @@ async fn a_classic_subscriber_hears_nothing_but_a_sharded_one_hears_the_release(
     });
     smessage.await.expect("no smessage on the lock's channel");
     let mut messages = classic.on_message();
-    let heard = tokio::time::timeout(Duration::from_millis(300), messages.next()).await;
-    assert!(heard.is_err(), "a classic subscriber heard it: {heard:?}");
+    let heard = tokio::time::timeout(Duration::from_secs(5), messages.next())
+        .await
+        .expect("the classic subscriber heard nothing")
+        .expect("the classic subscription ended");
+    assert_eq!(heard.get_payload::<String>().unwrap(), "0");
 }
 
 #[tokio::test]

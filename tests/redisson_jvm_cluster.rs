@@ -1,11 +1,9 @@
 //! redlatch against the real Redisson client on a Redis Cluster: the plain lock both ways
-//! and a mixed contention run on the three versions, the family's wake-ups on 4.7, and the
-//! subscription modes: redlatch waits and wakes with sharded pub/sub (`SSUBSCRIBE` /
-//! `SPUBLISH`) on a Redis 7 cluster, as Redisson does by default; a Redisson client
-//! configured for classic pub/sub (`shardedSubscriptionMode = OFF`) is not woken by
-//! redlatch's releases (nor redlatch by its) and falls back on the lease. Before Redis 7
-//! (no sharded pub/sub) both use classic pub/sub on the primary serving the channel's
-//! slot; the classic-versus-sharded test skips there.
+//! and a mixed contention run on the three versions, and the family's wake-ups on 4.7.
+//! redlatch waits and wakes with sharded pub/sub (`SSUBSCRIBE` / `SPUBLISH`) on a Redis 7
+//! cluster, as Redisson does by default, and also hears and reaches a Redisson that
+//! subscribes classic there (tests/redisson_jvm_pubsub_modes.rs). Before Redis 7 (no
+//! sharded pub/sub) both use classic pub/sub on the primary serving the channel's slot.
 
 mod common;
 
@@ -17,13 +15,9 @@ use common::eventually_async;
 use common::jvm::{self, addr_of, mono_nanos, Deployment, Jvm};
 use common::jvm_family;
 use common::mixed::{self, Checker, Kind, Run};
-use redlatch::{Client, Config};
+use redlatch::Client;
 
 const WATCHDOG_MS: u64 = 5000;
-
-/// Redisson 3.27 on a Redis 7 cluster (both outcomes are tested, whichever a run gets).
-const OLD_CLUSTER_NOTE: &str = "diff: picks sharded or classic pub/sub at start-up by a probe \
-     that can fail; when classic, no cross-client wake-up (waiters wait out the lease)";
 
 #[tokio::test]
 #[ignore = "the redlatch process of the mixed runs (REDLATCH_MIXED_HELPER)"]
@@ -93,12 +87,11 @@ async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
     let channel = format!("redisson_lock__channel:{{{name}}}");
     let node = cluster.node(cluster.primary_for_key(name));
 
-    // redlatch holds (10 s lease), Java waits: which pub/sub did this Redisson pick?
+    // redlatch holds (10 s lease), Java waits (with whichever pub/sub it picked).
     let lease = Duration::from_secs(10);
     let guard = client.lock(name).lock_with_lease(lease).await.unwrap();
-    let leased_at = mono_nanos();
     let scripts_before = scripts_run(node);
-    let mut waiting = java.send("t1", &format!("lock lock {name}"));
+    let waiting = java.send("t1", &format!("lock lock {name}"));
     let theirs = until_subscribed(&cluster, &channel).await;
     assert!(
         eventually_async(Duration::from_secs(10), || scripts_run(node)
@@ -106,46 +99,6 @@ async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
         .await,
         "Redisson never retried after subscribing"
     );
-    // Before Redis 7 both sides use classic pub/sub (no sharded one) and wake each other.
-    if mode(theirs) == "classic" && common::server_major() >= 7 {
-        // Redisson 3.27 only: its start-up probe for sharded pub/sub failed (see
-        // docs/redisson-compat.md); it subscribes and publishes classic, redlatch sharded:
-        // neither hears the other, waiters fall back on the lease. Exclusion holds.
-        assert_eq!(
-            version,
-            jvm::OLD,
-            "Redisson {version} chose classic pub/sub"
-        );
-        guard.unlock().await.unwrap();
-        if mono_nanos() - leased_at < 5_000_000_000 {
-            assert!(
-                waiting
-                    .answered_within(Duration::from_millis(1000))
-                    .await
-                    .is_none(),
-                "a classic Redisson waiter was woken by a sharded release"
-            );
-        }
-        let got = waiting.reply().await;
-        got.ok();
-        assert!(
-            !client
-                .lock(name)
-                .try_lock(Duration::ZERO)
-                .await
-                .unwrap()
-                .is_some_and(|_| true),
-            "redlatch got a lock Java holds"
-        );
-        println!(
-            "Redisson {version} on a cluster chose classic pub/sub this run: its waiter got the \
-             lock {:.0} ms after ours was taken (lease {lease:?}), not at our release",
-            ms(got.nanos - leased_at)
-        );
-        java.call("t1", &format!("unlock lock {name}")).await.ok();
-        jvm::record(&id, "RLock", version, "cluster", OLD_CLUSTER_NOTE);
-        return;
-    }
     let ours_released = mono_nanos();
     guard.unlock().await.unwrap();
     let got = tokio::time::timeout(Duration::from_secs(30), waiting.reply())
@@ -213,12 +166,7 @@ async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
         &checker,
     );
     assert_eq!(report.errors, 0);
-    let result = if version == jvm::OLD && common::server_major() >= 7 {
-        OLD_CLUSTER_NOTE
-    } else {
-        "pass"
-    };
-    jvm::record(&id, "RLock", version, "cluster", result);
+    jvm::record(&id, "RLock", version, "cluster", "pass");
 }
 
 /// The family's wake-ups across the two on a cluster (4.7): fair lock, read-write lock,
@@ -318,70 +266,4 @@ async fn the_family_wakes_across_the_two_on_a_cluster_4_7() {
     .await;
     report.check(&run, "Redisson 4.7 cluster fair mixed run", &checker);
     jvm::record(&id, "RFairLock", version, "cluster", "pass");
-}
-
-/// Redisson told to use classic pub/sub on a Redis 7 cluster (`shardedSubscriptionMode =
-/// OFF`, 3.52 and 4.7; 3.27 has no such setting) and redlatch (sharded there) do not hear
-/// each other: a Java waiter is not woken by redlatch's release and only gets the lock when
-/// the lease runs out. Exclusion holds; only the wake-up is lost. The matrix notes it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn classic_subscriptions_on_a_cluster_miss_redlatchs_sharded_wakeups() {
-    if !jvm::available() || common::older_than(7, "sharded pub/sub (redlatch's releases)") {
-        return;
-    }
-    let version = jvm::V4;
-    let id = format!("redisson_jvm_cluster-classic-{version}");
-    jvm::clear_record(&id);
-    let cluster = RedisCluster::start(3, 0);
-    let java = Jvm::start(version, &deployment(&cluster), "sharded=OFF").await;
-    let client = Client::connect(Config::cluster(cluster.urls()))
-        .await
-        .unwrap();
-    let lease = Duration::from_secs(10);
-    let guard = client.lock("classic").lock_with_lease(lease).await.unwrap();
-    let leased_at = mono_nanos();
-    let node = cluster.node(cluster.primary_for_key("classic"));
-    let scripts_before = scripts_run(node);
-    let mut waiting = java.send("t1", "lock lock classic");
-    let seen = until_subscribed(&cluster, "redisson_lock__channel:{classic}").await;
-    // Redisson tries once, subscribes, tries again, then sleeps on its latch: released
-    // before that second try, the lock would simply be taken by it.
-    assert!(
-        eventually_async(Duration::from_secs(10), || scripts_run(node)
-            >= scripts_before + 2)
-        .await,
-        "Redisson never retried after subscribing"
-    );
-    assert_eq!(
-        mode(seen),
-        "classic",
-        "Redisson with shardedSubscriptionMode=OFF"
-    );
-    guard.unlock().await.unwrap();
-    // Our release went out on SPUBLISH: the classic subscriber hears nothing, and Java
-    // sleeps for the TTL its last attempt saw, most of the 10 s lease unless this machine
-    // took seconds to get here (then only the final acquisition is checked).
-    if mono_nanos() - leased_at < 5_000_000_000 {
-        assert!(
-            waiting
-                .answered_within(Duration::from_millis(1000))
-                .await
-                .is_none(),
-            "a classic Redisson waiter was woken by a sharded release"
-        );
-    }
-    let got = waiting.reply().await;
-    got.ok();
-    println!(
-        "Redisson {version} classic pub/sub on a cluster: got the lock {:.0} ms after our acquisition (lease {lease:?}), not at our release",
-        ms(got.nanos - leased_at)
-    );
-    java.call("t1", "unlock lock classic").await.ok();
-    jvm::record(
-        &id,
-        "RLock",
-        version,
-        "cluster (Redisson shardedSubscriptionMode=OFF)",
-        "diff: no cross-client wake-up (redlatch is sharded on Redis 7); waiters fall back on the lease TTL",
-    );
 }

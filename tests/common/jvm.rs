@@ -386,6 +386,14 @@ impl Jvm {
         jvm
     }
 
+    /// Shuts the Redisson client down and starts a new one in the same JVM (connected
+    /// as [`Jvm::start`] does): what a client decides once at start-up (3.27's probe for
+    /// sharded pub/sub) is decided again, without a JVM's start-up time.
+    pub async fn reconnect(&mut self, deployment: &Deployment, opts: &str) {
+        let r = self.call("-", &deployment.connect_line(opts)).await;
+        self.client_id = r.val().to_string();
+    }
+
     /// The Redisson version this JVM runs.
     pub fn version(&self) -> &str {
         &self.version

@@ -15,12 +15,19 @@ use super::jvm::Jvm;
 /// How long a woken waiter may take to get in: far beyond any wake-up, short of a hang.
 const WOKEN_WITHIN: Duration = Duration::from_secs(30);
 
-/// Awaits `task`, failing with `what` if it has not finished within [`WOKEN_WITHIN`].
-async fn woken<T>(task: tokio::task::JoinHandle<T>, what: &str) -> T {
-    tokio::time::timeout(WOKEN_WITHIN, task)
+/// Awaits `task`, failing with `what` if it has not finished within `within`.
+async fn woken<T>(within: Duration, task: tokio::task::JoinHandle<T>, what: &str) -> T {
+    tokio::time::timeout(within, task)
         .await
-        .unwrap_or_else(|_| panic!("{what}"))
+        .unwrap_or_else(|_| panic!("{what} within {within:?}"))
         .unwrap()
+}
+
+/// Awaits a Java call's reply, failing with `what` if it has not come within `within`.
+async fn answered(within: Duration, call: super::jvm::Call, what: &str) -> super::jvm::Reply {
+    tokio::time::timeout(within, call.reply())
+        .await
+        .unwrap_or_else(|_| panic!("{what} within {within:?}"))
 }
 
 /// Runs the five kinds both ways. `subscribed(channel)` returns once some client
@@ -28,6 +35,22 @@ async fn woken<T>(task: tokio::task::JoinHandle<T>, what: &str) -> T {
 /// a wake-up is what gets it in); `record(primitive)` is called as each kind passes.
 pub async fn wake_both_ways<S, F>(java: &Jvm, client: &Client, subscribed: S, record: impl Fn(&str))
 where
+    S: Fn(&'static str) -> F,
+    F: Future<Output = ()>,
+{
+    wake_both_ways_within(java, client, WOKEN_WITHIN, subscribed, record).await
+}
+
+/// [`wake_both_ways`], each waiter on either side woken within `within` (shorter than
+/// the leases: a missed message then fails the test instead of the lease letting the
+/// waiter in).
+pub async fn wake_both_ways_within<S, F>(
+    java: &Jvm,
+    client: &Client,
+    within: Duration,
+    subscribed: S,
+    record: impl Fn(&str),
+) where
     S: Fn(&'static str) -> F,
     F: Future<Output = ()>,
 {
@@ -40,6 +63,7 @@ where
     subscribed("redisson_rwlock:{rw}").await;
     java.call("w", "unlock write rw").await.ok();
     let g = woken(
+        within,
         reader,
         "rwlock: Java's write unlock did not wake our reader",
     )
@@ -49,7 +73,13 @@ where
     let call = java.send("r", "lock read rw");
     subscribed("redisson_rwlock:{rw}").await;
     g.unlock().await.unwrap();
-    call.reply().await.ok();
+    answered(
+        within,
+        call,
+        "rwlock: our write unlock did not wake Java's reader",
+    )
+    .await
+    .ok();
     java.call("r", "unlock read rw").await.ok();
     record("RReadWriteLock");
 
@@ -62,11 +92,13 @@ where
     };
     subscribed("redisson_sc:{sem}").await;
     java.call("s", "sem sem release 1").await.ok();
-    woken(ours, "semaphore: Java's release did not wake us").await;
+    woken(within, ours, "semaphore: Java's release did not wake us").await;
     let call = java.send("s", "sem sem acquire 1");
     subscribed("redisson_sc:{sem}").await;
     client.semaphore("sem").release().await.unwrap();
-    call.reply().await.ok();
+    answered(within, call, "semaphore: our release did not wake Java")
+        .await
+        .ok();
     record("RSemaphore");
 
     // Permit-expirable semaphore: Java's release wakes our waiter, and back.
@@ -80,11 +112,23 @@ where
     java.call("x", &format!("xsem xs release {permit}"))
         .await
         .ok();
-    let p = woken(ours, "expirable semaphore: Java's release did not wake us").await;
+    let p = woken(
+        within,
+        ours,
+        "expirable semaphore: Java's release did not wake us",
+    )
+    .await;
     let call = java.send("x", "xsem xs acquire");
     subscribed("redisson_sc:{xs}").await;
     p.release().await.unwrap();
-    let permit = call.reply().await.val().to_string();
+    let permit = answered(
+        within,
+        call,
+        "expirable semaphore: our release did not wake Java",
+    )
+    .await
+    .val()
+    .to_string();
     java.call("x", &format!("xsem xs release {permit}"))
         .await
         .ok();
@@ -94,7 +138,7 @@ where
     assert!(java.call("l", "latch gate trysetcount 1").await.bool());
     let ours = {
         let latch = client.count_down_latch("gate");
-        tokio::spawn(async move { latch.wait_timeout(WOKEN_WITHIN).await.unwrap() })
+        tokio::spawn(async move { latch.wait_timeout(within).await.unwrap() })
     };
     subscribed("redisson_countdownlatch__channel__{gate}").await;
     java.call("l", "latch gate countdown").await.ok();
@@ -107,10 +151,19 @@ where
         .try_set_count(1)
         .await
         .unwrap());
-    let call = java.send("l", "latch gate await 30000");
+    let call = java.send("l", &format!("latch gate await {}", within.as_millis()));
     subscribed("redisson_countdownlatch__channel__{gate}").await;
     client.count_down_latch("gate").count_down().await.unwrap();
-    assert!(call.reply().await.bool());
+    assert!(
+        answered(
+            within * 2,
+            call,
+            "latch: our count-down did not open Java's wait"
+        )
+        .await
+        .bool(),
+        "latch: our count-down did not open Java's wait"
+    );
     record("RCountDownLatch");
 
     // Fenced lock: one token sequence across the two.

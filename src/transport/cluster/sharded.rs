@@ -1,6 +1,8 @@
 //! The cluster's subscriber: sharded pub/sub (Redis >= 7), as Redisson uses on such
-//! clusters. Classic and sharded pub/sub do not deliver to each other, so waiters
-//! `SSUBSCRIBE` where releases `SPUBLISH` (the sharded script dialect).
+//! clusters by default. Classic and sharded pub/sub do not deliver to each other, so
+//! waiters `SSUBSCRIBE` where releases `SPUBLISH` (the sharded script dialect), and
+//! also listen classic where a Redisson that subscribes classic may publish (invariant
+//! 4).
 //!
 //! Invariants:
 //! 1. A channel is subscribed on the primary serving its slot, over one RESP3
@@ -19,6 +21,15 @@
 //!    waiters (release.lua), and by a revocation request's count. The server never
 //!    drops a classic subscription when its slot moves: it keeps hearing there, and
 //!    is placed again with the next resubscription (a lost connection).
+//! 4. On Redis >= 7 a channel Redisson's releases may publish on (all but
+//!    [`keys::redlatch_only`]'s) is also subscribed classic, on the same connection,
+//!    with its classic marker `<channel>:redlatch-waiters`: Redisson 3.27 subscribes and
+//!    publishes classic on some starts, 3.29+ always with `shardedSubscriptionMode`
+//!    OFF. A classic message wakes the channel as a sharded one does. The scripts count
+//!    classic subscribers minus classic markers as foreign listeners
+//!    (lua/dialect_sharded.lua), so ours never make a release `PUBLISH` classic; a
+//!    subscription is confirmed when every part of it is. The server never drops the
+//!    classic parts (invariant 3): a lost sharded part resubscribes them all.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,6 +43,7 @@ use super::super::subscriber::Message;
 use super::super::{BoxFuture, Dialect, Subscriber};
 use super::Inner;
 use crate::error::Error;
+use crate::keys;
 
 /// The pub/sub of a dialect: its commands and the pushes they bring.
 struct Kind {
@@ -41,6 +53,8 @@ struct Kind {
     message: PushKind,
     /// A subscription ended (ours confirmed, or dropped by the server).
     ended: PushKind,
+    /// Classic twins of the channels Redisson may publish on (invariant 4).
+    twins: bool,
 }
 
 const SHARDED: Kind = Kind {
@@ -48,6 +62,7 @@ const SHARDED: Kind = Kind {
     unsubscribe: "SUNSUBSCRIBE",
     message: PushKind::SMessage,
     ended: PushKind::SUnsubscribe,
+    twins: true,
 };
 
 /// Redis < 7 (invariant 3).
@@ -56,6 +71,7 @@ const CLASSIC: Kind = Kind {
     unsubscribe: "UNSUBSCRIBE",
     message: PushKind::Message,
     ended: PushKind::Unsubscribe,
+    twins: false,
 };
 
 /// Opens the cluster's subscriber: sharded, or classic before Redis 7 (invariant 3).
@@ -123,12 +139,12 @@ impl Sharded {
     }
 }
 
-/// Runs `command channel` for each channel, concurrently on `conn` (one command per
-/// channel: each is answered by exactly one confirmation).
-async fn each(conn: &MultiplexedConnection, command: &str, channels: &[&str]) -> RedisResult<()> {
-    let calls = channels.iter().map(|ch| {
+/// Runs each `(command, channel)`, concurrently on `conn` (one command per channel:
+/// each is answered by exactly one confirmation).
+async fn each(conn: &MultiplexedConnection, commands: &[(&str, String)]) -> RedisResult<()> {
+    let calls = commands.iter().map(|(command, ch)| {
         let mut conn = conn.clone();
-        let cmd = redis::cmd(command).arg(*ch).clone();
+        let cmd = redis::cmd(command).arg(ch).clone();
         async move { cmd.query_async::<Value>(&mut conn).await }
     });
     for reply in join_all(calls).await {
@@ -137,12 +153,34 @@ async fn each(conn: &MultiplexedConnection, command: &str, channels: &[&str]) ->
     Ok(())
 }
 
+impl Kind {
+    /// The commands that (un)subscribe `channels` (`sharded`: the dialect's own command,
+    /// else classic's): each channel, and its classic twin and marker (invariant 4).
+    fn commands(
+        &self,
+        channels: &[&str],
+        sharded: &'static str,
+        classic: &'static str,
+    ) -> Vec<(&'static str, String)> {
+        let mut out = Vec::with_capacity(channels.len());
+        for ch in channels {
+            out.push((sharded, ch.to_string()));
+            if self.twins && !keys::redlatch_only(ch) {
+                out.push((classic, ch.to_string()));
+                out.push((classic, format!("{ch}{}", keys::MARKER)));
+            }
+        }
+        out
+    }
+}
+
 impl Subscriber for Sharded {
     fn subscribe<'a>(&'a mut self, channels: &'a [String]) -> BoxFuture<'a, RedisResult<()>> {
         Box::pin(async move {
             for (addr, group) in self.by_owner(channels)? {
                 let conn = self.conn(&addr).await?;
-                if let Err(e) = each(&conn, self.kind.subscribe, &group).await {
+                let commands = self.kind.commands(&group, self.kind.subscribe, "SUBSCRIBE");
+                if let Err(e) = each(&conn, &commands).await {
                     if let Some((to, slot)) = e.redirect_node() {
                         // Invariant 2: learn where it went; the hub retries.
                         self.inner.moved(slot, to);
@@ -169,7 +207,10 @@ impl Subscriber for Sharded {
             }
             for (addr, group) in groups {
                 if let Some(conn) = self.conns.get(&addr) {
-                    each(conn, self.kind.unsubscribe, &group).await?;
+                    let commands = self
+                        .kind
+                        .commands(&group, self.kind.unsubscribe, "UNSUBSCRIBE");
+                    each(conn, &commands).await?;
                 }
             }
             Ok(())
@@ -187,7 +228,9 @@ impl Subscriber for Sharded {
                 };
                 let channel =
                     || text(push.data.first()).map(|b| String::from_utf8_lossy(&b).into_owned());
-                if push.kind == self.kind.message {
+                if push.kind == self.kind.message
+                    || (self.kind.twins && push.kind == PushKind::Message)
+                {
                     if let Some(channel) = channel() {
                         let payload = text(push.data.get(1)).unwrap_or_default();
                         return Some(Message { channel, payload });

@@ -47,7 +47,8 @@ import org.redisson.config.SentinelServersConfig;
  *       name. Keys: {@code watchdog=MS} (lockWatchdogTimeout), {@code synced=true|false}
  *       (checkLockSyncedSlaves), {@code syncms=MS} (slavesSyncTimeout),
  *       {@code sharded=AUTO|ON|OFF} (cluster subscription mode), {@code fairwait=MS}
- *       (fairLockWaitTimeout). Replies {@code val CLIENT_ID}.</li>
+ *       (fairLockWaitTimeout). Replies {@code val CLIENT_ID}. Connecting again shuts the
+ *       previous client down and starts a new one.</li>
  *   <li>{@code holder}: {@code val CLIENT_ID:THREAD_ID}, this thread's field in a lock hash.</li>
  *   <li>{@code lock KIND NAME [LEASE_MS]}, {@code trylock KIND NAME WAIT_MS [LEASE_MS]},
  *       {@code unlock KIND NAME}, {@code forceunlock KIND NAME}, {@code islocked KIND NAME},
@@ -169,6 +170,12 @@ public final class Driver {
     }
 
     private static String connect(String[] cmd) throws Exception {
+        // Connecting again starts a new Redisson client (as a new JVM would: 3.27 probes
+        // for sharded pub/sub once per client); the previous one is shut down first.
+        if (client != null) {
+            client.shutdown();
+            client = null;
+        }
         String mode = cmd[1];
         String[] addrs = cmd[2].split(",");
         Config config = new Config();
