@@ -40,7 +40,8 @@ Exit status of `redlatch run`:
   69       Redis unreachable, or no majority of the masters answered
   70       internal error
   71       a master is out of memory (OOM) and refused the write
-  75       the lock was not acquired within --wait (--conflict-exit-code N: N)
+  75       the lock was not acquired within --wait (--conflict-exit-code N: N,
+           and nothing is printed, as flock -E)
   76       the lock was lost while CMD ran (CMD was sent SIGTERM, then SIGKILL after
            --kill-grace; while renewals fail, SIGTERM --kill-grace before the validity
            ends and SIGKILL at its end), or the release found it already gone
@@ -71,9 +72,21 @@ impl Failure {
         Self::new(USAGE, message)
     }
 
-    /// Prints `redlatch: <message>` on stderr and returns the exit code.
+    /// The lock (election, latch) was busy past the wait: with `-E N` given, exit N
+    /// and say nothing, as flock(1) does; without it, exit 75 with `message`.
+    pub fn conflict(code: Option<u8>, message: impl Into<String>) -> Self {
+        match code {
+            Some(code) => Self::new(code, ""),
+            None => Self::new(NOT_ACQUIRED, message),
+        }
+    }
+
+    /// Prints `redlatch: <message>` on stderr (nothing for a silent conflict) and
+    /// returns the exit code.
     pub fn report(self) -> ExitCode {
-        eprintln!("redlatch: {}", self.message);
+        if !self.message.is_empty() {
+            eprintln!("redlatch: {}", self.message);
+        }
         ExitCode::from(self.code)
     }
 }
