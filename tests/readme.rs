@@ -1,7 +1,8 @@
 //! The crate's front page (README.md, the crate docs by `include_str!` in src/lib.rs)
 //! renders on docs.rs, where a relative link or image has nothing to point at: every
 //! link and image in README.md is an absolute URL (or an anchor on the page itself), and
-//! each one into this repository names a file or folder that exists here.
+//! each one into this repository names a file or folder that exists here. And its
+//! Quickstart is examples/readme_quickstart.rs, which tests/examples.rs runs.
 
 use std::path::Path;
 
@@ -121,5 +122,33 @@ fn the_scanner_finds_relative_links() {
     assert_eq!(
         repository_path("https://github.com/redlatch/redlatch/blob/main/docs/cli.md#x").as_deref(),
         Some("docs/cli.md")
+    );
+}
+
+#[test]
+fn the_quickstart_is_the_example_that_runs() {
+    let readme = readme();
+    let start = readme.find("## Quickstart").expect("a Quickstart section");
+    let block = &readme[start..];
+    let code = block
+        .find("```rust")
+        .expect("a rust block in the Quickstart");
+    let code = &block[code..];
+    let code = &code[code.find('\n').unwrap() + 1..];
+    let code = &code[..code.find("```").unwrap()];
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/readme_quickstart.rs"),
+    )
+    .expect("examples/readme_quickstart.rs");
+    // Without its own doc comment and the attribute that keeps rustfmt off it.
+    let example: String = example
+        .lines()
+        .filter(|l| !l.starts_with("//!") && !l.starts_with("#[rustfmt::skip]"))
+        .skip_while(|l| l.is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        code, example,
+        "README's Quickstart and examples/readme_quickstart.rs differ"
     );
 }
