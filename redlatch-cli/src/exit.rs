@@ -50,8 +50,9 @@ Exit status of `redlatch run`:
            also when the lock was lost because its renewals were refused
   126      CMD is not executable
   127      CMD was not found
-`status`, `unlock` and `latch` use 0 for success and the same codes for errors
-(`latch set` and `latch wait`: 75 when the latch is counting already / still counting).";
+`unlock` and `latch` use 0 for success and the same codes for errors (`latch set` and
+`latch wait`: 75 when the latch is counting already / still counting); `status` exits 0
+when NAME is held and 1 when it is free, as `leader` does when someone leads or nobody.";
 
 /// A failure to report: one line on stderr, then exit with `code`.
 #[derive(Debug)]
