@@ -15,7 +15,7 @@ use redlatch::Config;
 const NAME: &str = "examples:blocking:billing-run";
 
 fn main() -> redlatch::Result<()> {
-    let config = Config::from_env().unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"));
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?;
     let client = Client::connect(config)?;
     let started = Instant::now();
 

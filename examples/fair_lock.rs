@@ -15,7 +15,7 @@ const NAME: &str = "examples:fair:nightly-report";
 
 #[tokio::main]
 async fn main() -> redlatch::Result<()> {
-    let config = Config::from_env().unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"));
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?;
     let holder = Client::connect(config.clone()).await?;
     let started = Instant::now();
 

@@ -38,7 +38,7 @@ impl Storage {
 
 #[tokio::main]
 async fn main() -> redlatch::Result<()> {
-    let config = Config::from_env().unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"));
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?;
     let (client_a, client_b) = (
         Client::connect(config.clone()).await?,
         Client::connect(config).await?,

@@ -15,7 +15,7 @@ use redlatch::{Client, Config};
 
 #[tokio::main]
 async fn main() -> redlatch::Result<()> {
-    let config = Config::from_env().unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"));
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?;
     let coordinator = Client::connect(config.clone()).await?;
     // One latch per run: a run killed half-way leaves its count behind, and
     // try_set_count refuses to set a latch that is still counting.

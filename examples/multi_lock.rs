@@ -16,7 +16,7 @@ const B: &str = "examples:multi:account-2";
 
 #[tokio::main]
 async fn main() -> redlatch::Result<()> {
-    let config = Config::from_env().unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"));
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?;
     let client = Client::connect(config.clone()).await?;
     let other = Client::connect(config).await?;
     let started = Instant::now();

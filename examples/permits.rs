@@ -17,7 +17,7 @@ const NAME: &str = "examples:permits:builds";
 
 #[tokio::main]
 async fn main() -> redlatch::Result<()> {
-    let config = Config::from_env().unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"));
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?;
     let (crashing, survivor) = (
         Client::connect(config.clone()).await?,
         Client::connect(config).await?,

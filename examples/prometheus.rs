@@ -16,7 +16,7 @@ async fn main() -> redlatch::Result<()> {
     let handle = PrometheusBuilder::new()
         .install_recorder()
         .expect("no other metrics recorder is installed");
-    let config = Config::from_env().unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"));
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?;
     let client = Client::connect(config).await?;
 
     let workers: Vec<_> = (0..3)

@@ -9,7 +9,7 @@ use redlatch::{Client, Config};
 
 #[tokio::main]
 async fn main() -> redlatch::Result<()> {
-    let config = Config::from_env().unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"));
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?;
     let client = Client::connect(config).await?;
     println!("client {} on {:?}", client.id(), client.masters());
 

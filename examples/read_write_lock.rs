@@ -19,7 +19,7 @@ const NAME: &str = "examples:rw:catalog";
 
 #[tokio::main]
 async fn main() -> redlatch::Result<()> {
-    let config = Config::from_env().unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"));
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?;
     let client = Client::connect(config.clone()).await?;
     let started = Instant::now();
     let readers_inside = Arc::new(AtomicUsize::new(0));

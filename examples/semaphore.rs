@@ -18,7 +18,7 @@ const NAME: &str = "examples:semaphore:gpu-slots";
 
 #[tokio::main]
 async fn main() -> redlatch::Result<()> {
-    let config = Config::from_env().unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"));
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?;
     let clients = [
         Client::connect(config.clone()).await?,
         Client::connect(config).await?,

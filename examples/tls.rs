@@ -17,8 +17,7 @@ use redlatch::{Client, Config};
 
 #[tokio::main]
 async fn main() -> redlatch::Result<()> {
-    let mut config =
-        Config::from_env().unwrap_or_else(|_| Config::single("rediss://127.0.0.1:6380"));
+    let mut config = Config::from_env_or(Config::single("rediss://127.0.0.1:6380"))?;
     if let Ok(ca) = std::env::var("REDLATCH_TLS_CA") {
         config = config.tls_root_ca_file(ca);
     }

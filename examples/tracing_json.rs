@@ -45,8 +45,7 @@ async fn main() -> redlatch::Result<()> {
         .init();
 
     // A 3 s watchdog: the lease is renewed every second, so a lost lock shows soon.
-    let config = Config::from_env()
-        .unwrap_or_else(|_| Config::single("redis://127.0.0.1:6379"))
+    let config = Config::from_env_or(Config::single("redis://127.0.0.1:6379"))?
         .watchdog_timeout(Duration::from_secs(3));
     let client = Client::connect(config.clone()).await?;
     let other = Client::connect(config).await?;

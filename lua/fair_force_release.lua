@@ -3,12 +3,24 @@
 --
 -- KEYS[1..5] lock, queue, deadlines, channel prefix, liveness (see fair_evict.lua)
 -- ARGV[1]  unlock message, "0"
+-- ARGV[2]  optional: the revoke channel prefix, as in force_release.lua (each holder's
+--          client is told, and renews at once to find its hold gone)
 --
 -- Returns 1 if a lock was deleted, 0 if there was none; the queue is kept. A key of
 -- another type is left alone and fails with WRONGTYPE.
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'hash' and kind ~= 'none' then
     return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+end
+if kind == 'hash' and ARGV[2] then
+    local told = {}
+    for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+        local client = string.match(field, '^([^:]+):')
+        if client and not told[client] then
+            told[client] = true
+            redis.call(PUBLISH, ARGV[2] .. ':' .. client, 'deleted')
+        end
+    end
 end
 redis.call('del', KEYS[1])
 evict(now_ms())

@@ -4,6 +4,9 @@
 -- KEYS[2]  optional: the waiter registry "redlatch_lock_waiters:{name}" (pass_on.lua)
 -- ARGV[1]  unlock channel "redisson_lock__channel:{name}" (not a key: see release.lua)
 -- ARGV[2]  unlock message, "0"
+-- ARGV[3]  optional: the revoke channel prefix "redlatch_revoke__channel:{name}"; each
+--          holder's client listening there (revoke.rs) is told, and renews at once to
+--          find its hold gone, instead of at its next renewal round
 --
 -- Returns 1 if a lock was deleted (and the message published), 0 if there was none.
 -- A key of another type is left alone and fails with WRONGTYPE.
@@ -11,6 +14,16 @@
 -- ("<registry>:handed"), so that waiter leaving later (unwait.lua) cannot take a hold
 -- its task has acquired since.
 if redis.call('type', KEYS[1]).ok == 'hash' then
+    if ARGV[3] then
+        local told = {}
+        for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+            local client = string.match(field, '^([^:]+):')
+            if client and not told[client] then
+                told[client] = true
+                redis.call(PUBLISH, ARGV[3] .. ':' .. client, 'deleted')
+            end
+        end
+    end
     redis.call('del', KEYS[1])
     if KEYS[2] then redis.call('del', KEYS[2] .. ':handed') end
     publish(ARGV[1], ARGV[2])

@@ -148,10 +148,60 @@ async fn a_key_of_another_type_is_reported_and_left_alone() {
         ));
     }
     assert_eq!(server.cmd::<String>(&["GET", "str"]), "value");
-    assert!(
-        c.lock("str").is_locked().await.unwrap(),
-        "EXISTS sees the key"
-    );
+    // is_locked() reports it as lock() does: the key and its master named.
+    match c.lock("str").is_locked().await {
+        Err(Error::WrongType { name, addr }) => {
+            assert_eq!(name, "str");
+            assert_eq!(addr, server.addr());
+        }
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+}
+
+/// A hash without expiry at a lock's name (never written so by a lock script: each
+/// sets a lease) would never free: `lock()` reports it at once instead of waiting
+/// forever, and `is_locked()` the same way, naming key and master.
+#[tokio::test]
+async fn a_lock_key_without_expiry_is_bad_data_not_a_wait() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let _: i64 = server.cmd(&["HSET", "stuck", "someone:1", "1"]);
+    for lock in [
+        c.lock("stuck"),
+        c.fair_lock("stuck"),
+        c.fenced_lock("stuck"),
+    ] {
+        let started = Instant::now();
+        let waited = tokio::time::timeout(Duration::from_secs(20), lock.lock()).await;
+        let err = waited.expect("lock() must not wait on it").unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(20));
+        match &err {
+            Error::BadData { name, addr, detail } => {
+                assert_eq!(name, "stuck");
+                assert_eq!(addr, &server.addr());
+                assert!(detail.contains("no expiry"), "{detail}");
+            }
+            other => panic!("expected BadData, got {other:?}"),
+        }
+        assert!(err.is_permanent());
+        let err = lock.is_locked().await.unwrap_err();
+        assert!(
+            matches!(&err, Error::BadData { detail, .. } if detail.contains("no expiry")),
+            "{err}"
+        );
+        let tried = lock.try_lock(Duration::from_secs(5)).await;
+        assert!(matches!(tried, Err(Error::BadData { .. })), "{tried:?}");
+    }
+    assert_eq!(server.cmd::<i64>(&["HGET", "stuck", "someone:1"]), 1);
+    // With a lease, the same hash is a lock held by someone: busy, not an error.
+    let _: i64 = server.cmd(&["PEXPIRE", "stuck", "60000"]);
+    assert!(c.lock("stuck").is_locked().await.unwrap());
+    assert!(c
+        .lock("stuck")
+        .try_lock(Duration::from_millis(50))
+        .await
+        .unwrap()
+        .is_none());
 }
 
 /// A lock on a read-only replica fails with the server's READONLY (the Sentinel transport

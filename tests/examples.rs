@@ -37,6 +37,7 @@ const EXAMPLE_VARS: &[&str] = &[
     "REDLATCH_CLUSTER",
     "REDLATCH_SENTINELS",
     "REDLATCH_SENTINEL_MASTER",
+    "REDLATCH_MODE",
     "REDLATCH_MASTER_USER",
     "REDLATCH_MASTER_PASSWORD",
     "REDLATCH_TLS_CA",
@@ -195,6 +196,43 @@ fn quickstart() {
     );
 }
 
+/// The README's Quickstart says what it did.
+#[test]
+fn readme_quickstart() {
+    let out = run_single(
+        "readme_quickstart",
+        &[
+            "locked orders:42 as ",
+            "re-entered: hold count 2",
+            "unlocked; locked now: false",
+            "locked again within 3 s",
+        ],
+    );
+    assert_eq!(out.lines().count(), 4, "{out}");
+}
+
+/// An environment that is set but invalid is an error, not a fallback to the local
+/// default (`Config::from_env_or`): the Quickstart stops, naming the bad value.
+#[test]
+fn an_invalid_environment_stops_the_quickstart() {
+    let server = RedisServer::start();
+    let mut cmd = Command::new(examples_dir().join("readme_quickstart"));
+    for var in EXAMPLE_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("REDLATCH_REDIS", server.url())
+        .env("REDLATCH_MODE", "clusterr")
+        .stdin(Stdio::null());
+    let out = run_bounded(cmd, RUN_TIMEOUT, "readme_quickstart");
+    assert!(
+        !out.ok,
+        "ran despite REDLATCH_MODE=clusterr: {}",
+        out.stdout
+    );
+    assert!(out.stderr.contains("clusterr"), "{}", out.stderr);
+    assert_eq!(out.stdout, "", "it did something");
+}
+
 #[test]
 fn fair_lock() {
     let out = run_single("fair_lock", &["fair lock served: "]);
@@ -341,6 +379,38 @@ fn tracing_json() {
             .any(|l| l.contains("\"target\":\"redlatch") && l.contains("examples:tracing:report")),
         "no span of the library:\n{out}"
     );
+}
+
+/// docs/observability.md's fmt set-up: exactly one line per operation, in order, each
+/// with its outcome, and nothing else at `redlatch=info`.
+#[test]
+fn operation_log() {
+    let out = run_single("operation_log", &["operations: 5"]);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.starts_with("operations:"))
+        .collect();
+    let expected = [
+        ("lock{", "acquired"),
+        ("try_lock{", "timed_out"),
+        ("unlock{", "released"),
+        ("try_lock{", "acquired"),
+        ("unlock{", "released"),
+    ];
+    assert_eq!(
+        lines.len(),
+        expected.len(),
+        "one line per operation:\n{out}"
+    );
+    for (line, (span, outcome)) in lines.iter().zip(expected) {
+        assert!(line.contains(&format!(" INFO {span}")), "{span}: {line}");
+        assert!(
+            line.contains(&format!("outcome=\"{outcome}\"")),
+            "{outcome}: {line}"
+        );
+        assert!(line.contains("lock=examples:operation-log"), "{line}");
+        assert!(!line.contains('\x1b'), "{line:?}");
+    }
 }
 
 #[cfg(feature = "metrics")]

@@ -177,3 +177,46 @@ async fn under_redlock_the_request_reaches_every_master_and_the_holder() {
     assert!(eventually_async(Duration::from_secs(5), || servers.iter().all(marked)).await);
     guard.unlock().await.unwrap();
 }
+
+/// A force-unlock by another client tells the holder's listening client (the revoke
+/// channel, without a request): it renews at once, finds the hold gone and declares
+/// it lost, well before the next renewal round (a third of the 30 s watchdog). Not a
+/// release request: `revoke_requested()` does not fire. A fair lock the same.
+#[tokio::test]
+async fn a_force_unlock_elsewhere_is_noticed_at_once_by_a_listening_holder() {
+    let server = RedisServer::start();
+    let (holder, other) = (client(server.url()).await, client(server.url()).await);
+    for lock in [holder.lock("forced"), holder.fair_lock("forced-fair")] {
+        let guard = lock.lock().await.unwrap();
+        let revoke = guard.revoke_requested();
+        let channel = format!(
+            "redlatch_revoke__channel:{{{}}}:{}",
+            lock.name(),
+            holder.id()
+        );
+        assert!(
+            eventually_async(Duration::from_secs(10), || {
+                common::numsub(&server, &channel) == 1
+            })
+            .await
+        );
+        let forced = match lock.kind() {
+            redlatch::Kind::Fair => other.fair_lock(lock.name()),
+            _ => other.lock(lock.name()),
+        };
+        assert!(forced.force_unlock().await.unwrap());
+        // The round would come up to 10 s later; 5 s is slack for a loaded machine.
+        assert!(
+            fired(&guard.lost(), Duration::from_secs(5)).await,
+            "{}: the force-unlock was not noticed at once",
+            lock.name()
+        );
+        let reason = guard.lost_reason();
+        assert!(
+            matches!(reason, Some(redlatch::LostReason::ExpiredOrDeleted)),
+            "{}: {reason:?}",
+            lock.name()
+        );
+        assert!(!revoke.is_cancelled(), "a force-unlock is not a request");
+    }
+}

@@ -39,6 +39,23 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Parses a wait (`-w`, `--wait`) as flock(1) does: a bare number is seconds (`10`,
+/// `0.5`), anything else a duration as [`parse`] reads it (`500ms`, `1m30s`).
+pub fn parse_wait(text: &str) -> Result<Duration, String> {
+    let s = text.trim();
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let secs: f64 = s.parse().map_err(|_| {
+            format!("invalid number of seconds {text:?} ({EXPECTED}, or seconds: 10)")
+        })?;
+        // 30 days and a bit: from_secs_f64 must not panic, and MAX is the limit.
+        if secs > MAX.as_secs_f64() {
+            return Err(format!("duration {text:?} is longer than 30 days"));
+        }
+        return Ok(Duration::from_secs_f64(secs));
+    }
+    parse(text)
+}
+
 /// Formats a duration compactly for humans: `850ms`, `12.3s`, `4m05s`, `2h10m`.
 pub fn human(d: Duration) -> String {
     let ms = d.as_millis();
@@ -93,6 +110,24 @@ mod tests {
         assert_eq!(parse("30d"), Ok(MAX));
         assert_eq!(parse("720h"), Ok(MAX));
         assert_eq!(parse("250us"), Ok(Duration::from_micros(250)));
+    }
+
+    #[test]
+    fn a_bare_wait_is_seconds_as_flock_takes_it() {
+        assert_eq!(parse_wait("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_wait("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_wait("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_wait("2592000"), Ok(MAX));
+        assert_eq!(parse_wait("250ms"), Ok(Duration::from_millis(250)));
+        for bad in ["", "1.2.3", ".", "2592001", "-1", "10 s", "10x"] {
+            assert!(parse_wait(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert!(parse_wait("2592001")
+            .unwrap_err()
+            .contains("longer than 30 days"));
+        assert!(parse_wait("1.2.3")
+            .unwrap_err()
+            .contains("invalid number of seconds"));
     }
 
     #[test]

@@ -31,13 +31,15 @@ pub struct ElectArgs {
     pub value: Option<String>,
 
     /// Give up if another process still leads after DUR (exit 75, or
-    /// --conflict-exit-code); `0s` tries once. Default: campaign as long as it takes.
-    #[arg(short = 'w', long, value_name = "DUR", value_parser = duration::parse)]
+    /// --conflict-exit-code); `0` tries once; a bare number is seconds (`-w 10`).
+    /// Default: campaign as long as it takes.
+    #[arg(short = 'w', long, value_name = "DUR", value_parser = duration::parse_wait)]
     pub wait: Option<Duration>,
 
-    /// Exit status when not elected within --wait (default 75).
-    #[arg(short = 'E', long, value_name = "N", default_value_t = exit::NOT_ACQUIRED)]
-    pub conflict_exit_code: u8,
+    /// Exit status when not elected within --wait (default 75, with a message; given,
+    /// nothing is printed, as flock -E).
+    #[arg(short = 'E', long, value_name = "N")]
+    pub conflict_exit_code: Option<u8>,
 
     /// Run this shell command (`sh -c CMD`) instead of CMD after `--`.
     #[arg(
@@ -146,7 +148,7 @@ async fn lead_and_run(
     let leading = match leading {
         Ok(Some(l)) => l,
         Ok(None) => {
-            return Err(Failure::new(
+            return Err(Failure::conflict(
                 args.conflict_exit_code,
                 format!(
                     "not elected in {:?} within {}: another process leads",

@@ -43,7 +43,8 @@ Exit status of `redlatch run`:
            is down (CLUSTERDOWN), or the address is not a Redis server
   70       internal error
   71       a master is out of memory (OOM) and refused the write
-  75       the lock was not acquired within --wait (--conflict-exit-code N: N)
+  75       the lock was not acquired within --wait (--conflict-exit-code N: N,
+           and nothing is printed, as flock -E)
   76       the lock was lost while CMD ran (CMD was sent SIGTERM, then SIGKILL after
            --kill-grace; while renewals fail, SIGTERM --kill-grace before the validity
            ends and SIGKILL at its end), or the release found it already gone
@@ -53,8 +54,9 @@ Exit status of `redlatch run`:
            also when the lock was lost because its renewals were refused
   126      CMD is not executable
   127      CMD was not found
-`status`, `unlock` and `latch` use 0 for success and the same codes for errors
-(`latch set` and `latch wait`: 75 when the latch is counting already / still counting).";
+`unlock` and `latch` use 0 for success and the same codes for errors (`latch set` and
+`latch wait`: 75 when the latch is counting already / still counting); `status` exits 0
+when NAME is held and 1 when it is free, as `leader` does when someone leads or nobody.";
 
 /// A failure to report: one line on stderr, then exit with `code`.
 #[derive(Debug)]
@@ -75,9 +77,21 @@ impl Failure {
         Self::new(USAGE, message)
     }
 
-    /// Prints `redlatch: <message>` on stderr and returns the exit code.
+    /// The lock (election, latch) was busy past the wait: with `-E N` given, exit N
+    /// and say nothing, as flock(1) does; without it, exit 75 with `message`.
+    pub fn conflict(code: Option<u8>, message: impl Into<String>) -> Self {
+        match code {
+            Some(code) => Self::new(code, ""),
+            None => Self::new(NOT_ACQUIRED, message),
+        }
+    }
+
+    /// Prints `redlatch: <message>` on stderr (nothing for a silent conflict) and
+    /// returns the exit code.
     pub fn report(self) -> ExitCode {
-        eprintln!("redlatch: {}", self.message);
+        if !self.message.is_empty() {
+            eprintln!("redlatch: {}", self.message);
+        }
         ExitCode::from(self.code)
     }
 }

@@ -70,10 +70,10 @@ pub struct SetArgs {
     #[arg(value_parser = clap::value_parser!(i64).range(1..))]
     pub count: i64,
 
-    /// Exit status when the latch is counting already (default 75; 0 to let every
-    /// machine run the same `set`).
-    #[arg(short = 'E', long, value_name = "N", default_value_t = exit::NOT_ACQUIRED)]
-    pub conflict_exit_code: u8,
+    /// Exit status when the latch is counting already (default 75, with a message;
+    /// given, nothing is printed: `-E 0` lets every machine run the same `set`).
+    #[arg(short = 'E', long, value_name = "N")]
+    pub conflict_exit_code: Option<u8>,
 
     #[command(flatten)]
     pub redis: RedisArgs,
@@ -86,13 +86,15 @@ pub struct WaitArgs {
     pub name: String,
 
     /// Give up if the count has not reached zero after DUR (exit 75, or
-    /// --conflict-exit-code). Default: wait as long as it takes.
-    #[arg(short = 'w', long, value_name = "DUR", value_parser = duration::parse)]
+    /// --conflict-exit-code); a bare number is seconds (`-w 10`). Default: wait as long
+    /// as it takes.
+    #[arg(short = 'w', long, value_name = "DUR", value_parser = duration::parse_wait)]
     pub wait: Option<Duration>,
 
-    /// Exit status when --wait runs out (default 75).
-    #[arg(short = 'E', long, value_name = "N", default_value_t = exit::NOT_ACQUIRED)]
-    pub conflict_exit_code: u8,
+    /// Exit status when --wait runs out (default 75, with a message; given, nothing is
+    /// printed).
+    #[arg(short = 'E', long, value_name = "N")]
+    pub conflict_exit_code: Option<u8>,
 
     #[command(flatten)]
     pub redis: RedisArgs,
@@ -141,7 +143,7 @@ async fn set(client: &redlatch::Client, a: &SetArgs) -> Result<(), Failure> {
         .count()
         .await
         .map_err(|e| failed("read", &a.name, &e))?;
-    Err(Failure::new(
+    Err(Failure::conflict(
         a.conflict_exit_code,
         format!(
             "latch {:?} is counting already (count {left}); left as it is",
@@ -194,7 +196,7 @@ async fn wait(
     if opened {
         return Ok(());
     }
-    Err(Failure::new(
+    Err(Failure::conflict(
         a.conflict_exit_code,
         format!(
             "latch {:?} still counting after {}",

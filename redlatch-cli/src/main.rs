@@ -45,7 +45,7 @@ Examples:
 Masters: --redis URL (repeat for Redlock), else $REDLATCH_REDIS (comma-separated), else
 redis://127.0.0.1:6379. TLS: rediss:// URLs, --tls-ca FILE (else the webpki roots),
 --tls-cert FILE --tls-key FILE for a client certificate (feature `tls`).
-Durations: 500ms, 10s, 2m, 1h, 1m30s.
+Durations: 500ms, 10s, 2m, 1h, 1m30s; -w/--wait also takes bare seconds, as flock (-w 10).
 Exit status of `run`: CMD's, 128+signal, 64 usage, 65 not a lock, 69 Redis unavailable,
 70 internal, 71 a master out of memory, 75 not acquired within --wait (-E to change),
 76 lock lost, 77 permission denied (ACL), 78 not supported in this deployment,

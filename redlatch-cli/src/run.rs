@@ -29,18 +29,19 @@ pub struct RunArgs {
     pub name: String,
 
     /// Give up if the lock is still busy after DUR (exit 75, or --conflict-exit-code);
-    /// `0s` tries once. Default: wait as long as it takes. (flock -w)
-    #[arg(short = 'w', long, value_name = "DUR", value_parser = duration::parse)]
+    /// `0` tries once. A bare number is seconds, as flock's: `-w 10`, `-w 0.5`.
+    /// Default: wait as long as it takes. (flock -w)
+    #[arg(short = 'w', long, value_name = "DUR", value_parser = duration::parse_wait)]
     pub wait: Option<Duration>,
 
     /// Try once and give up at once if the lock is busy: --wait 0s. (flock -n)
     #[arg(short = 'n', long, conflicts_with = "wait")]
     pub nonblock: bool,
 
-    /// Exit status when the lock is busy past --wait / --nonblock (default 75).
-    /// (flock -E)
-    #[arg(short = 'E', long, value_name = "N", default_value_t = exit::NOT_ACQUIRED)]
-    pub conflict_exit_code: u8,
+    /// Exit status when the lock is busy past --wait / --nonblock (default 75, with a
+    /// message). Given, nothing is printed then (unless -v), as flock's. (flock -E)
+    #[arg(short = 'E', long, value_name = "N")]
+    pub conflict_exit_code: Option<u8>,
 
     /// Run this shell command (`sh -c CMD`) instead of CMD after `--`. (flock -c)
     #[arg(
@@ -256,14 +257,17 @@ async fn acquire(wanted: &Wanted, args: &RunArgs, signals: &mut Signals) -> Resu
             }
             Ok(guard)
         }
-        Ok(None) => Err(Failure::new(
-            args.conflict_exit_code,
-            format!(
+        Ok(None) => {
+            let why = format!(
                 "{what} {:?} not acquired within {}: it is busy",
                 args.name,
                 human(wait.unwrap_or_default())
-            ),
-        )),
+            );
+            if args.verbose && args.conflict_exit_code.is_some() {
+                eprintln!("redlatch: {why}");
+            }
+            Err(Failure::conflict(args.conflict_exit_code, why))
+        }
         Err(e) => Err(exit::from_error(
             &format!("cannot take {what} {:?}", args.name),
             &e,

@@ -36,7 +36,11 @@ serde serializes it, plus deadline_in_ms in the queue):
                           \"lease_left_ms\": 29000 | null } }  // the leader of election NAME
 NAME may be a lock, a read-write lock, a semaphore (its counter and, for an expirable one,
 its permits) or a count-down latch.
-Exit status: 0 when a majority of masters answered, 69 otherwise, 65 if NAME is none of these.";
+Exit status: 0 held (one holder on a majority of masters; a read lock: a reader; an
+expirable semaphore: a permit taken; an election: a leader), 1 free (also a plain semaphore or latch, which
+only count), 69 when fewer than a majority of masters answered, 65 if NAME is none of
+these (another type, a hash that holds no hold counts, or a hash without expiry: a lock
+always has a lease). Like `redlatch leader`: 0 leads, 1 nobody.";
 
 #[derive(Args, Debug)]
 #[command(after_help = JSON_SHAPE)]
@@ -56,11 +60,17 @@ pub struct StatusArgs {
     pub redis: RedisArgs,
 }
 
+/// `status`'s exit status when NAME is free (0 is held), as `leader`'s when nobody leads.
+pub const FREE: u8 = 1;
+
 pub async fn run(args: StatusArgs) -> ExitCode {
-    exit::finish(execute(&args).await)
+    match execute(&args).await {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => failure.report(),
+    }
 }
 
-async fn execute(args: &StatusArgs) -> Result<(), Failure> {
+async fn execute(args: &StatusArgs) -> Result<u8, Failure> {
     let client = conn::connect(conn::for_queries(args.redis.config()?)).await?;
     let masters = read(&client, &args.name, args.fair).await?;
     let leader = crate::leader::of_status(&client, &args.name).await;
@@ -73,7 +83,18 @@ async fn execute(args: &StatusArgs) -> Result<(), Failure> {
         out(&crate::leader::line(&args.name, leader.as_ref()));
     }
     check_type(&args.name, &masters)?;
-    check_quorum(&client, &masters)
+    check_quorum(&client, &masters)?;
+    Ok(if held(&client, &masters) || leader.is_some() {
+        0
+    } else {
+        FREE
+    })
+}
+
+/// Held: one holder on a majority of masters, or permits taken there.
+fn held(client: &Client, masters: &[MasterStatus]) -> bool {
+    let permits = masters.iter().filter(|m| !m.permits.is_empty()).count();
+    majority_holder(client, masters).is_some() || permits >= client.quorum()
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
@@ -110,21 +131,54 @@ pub fn check_quorum(client: &Client, masters: &[MasterStatus]) -> Result<(), Fai
     ))
 }
 
-/// Fails with 65 when a master holds something else than a lock under the name.
+/// Fails with 65 when a master holds something else than a lock under the name, or
+/// a lock key without expiry: the wording of the library's `WrongType` and `BadData`.
 pub fn check_type(name: &str, masters: &[MasterStatus]) -> Result<(), Failure> {
-    match masters.iter().find(|m| not_a_lock(m)) {
+    if let Some(m) = masters.iter().find(|m| not_a_lock(m)) {
+        let what = if m.key_type == "hash" {
+            "holds a hash of no hold counts, not a lock".to_string()
+        } else {
+            format!("holds a value of another type ({}), not a lock", m.key_type)
+        };
+        return Err(Failure::new(
+            exit::DATA,
+            format!("key {name:?} on master {} {what}", m.master),
+        ));
+    }
+    match masters.iter().find(|m| no_expiry(m)) {
         Some(m) => Err(Failure::new(
             exit::DATA,
-            format!("key {name:?} on master {} is not a lock", m.master),
+            format!(
+                "lock {name:?} on master {}: unusable data: {NO_EXPIRY}",
+                m.master
+            ),
         )),
         None => Ok(()),
     }
 }
 
-/// The key holds another type (`Lock::status` reports it in `key_type`).
+/// What a lock key without expiry is (the library's `BadData` detail says the same).
+const NO_EXPIRY: &str = "the key has no expiry, and a lock always has a lease: it never \
+frees by itself (written by something else, or PERSISTed); `redlatch unlock --force` \
+deletes it";
+
+/// The key holds another type (`Lock::status` reports it in `key_type`), or is a hash
+/// with no hold counts and no read-write mode (a foreign hash).
 fn not_a_lock(m: &MasterStatus) -> bool {
-    m.error.is_none() && !matches!(m.key_type.as_str(), "hash" | "none" | "string")
-        || (m.key_type == "string" && m.counter.is_none())
+    if m.error.is_some() {
+        return false;
+    }
+    match m.key_type.as_str() {
+        "none" => false,
+        "string" => m.counter.is_none(),
+        "hash" => m.holders.is_empty() && m.mode.is_none(),
+        _ => true,
+    }
+}
+
+/// A lock hash without expiry: nothing ever frees it.
+fn no_expiry(m: &MasterStatus) -> bool {
+    m.error.is_none() && m.key_type == "hash" && m.ttl.is_none()
 }
 
 /// The holder present on a majority of masters, if any.
@@ -208,15 +262,18 @@ pub fn table(name: &str, client: &Client, masters: &[MasterStatus], fair: bool) 
 
 fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
     if not_a_lock(m) {
-        return format!(
-            "  {:<22} NOT A LOCK (the key holds another type)\n",
-            m.master
-        );
+        let what = match m.key_type.as_str() {
+            "hash" => "a hash of no hold counts".to_string(),
+            other => format!("a {other}"),
+        };
+        return format!("  {:<22} NOT A LOCK (the key holds {what})\n", m.master);
     }
     if let Some(e) = &m.error {
         return format!("  {:<22} ERROR {e}\n", m.master);
     }
-    let ttl = m.ttl.map_or("-".to_string(), human);
+    let ttl = m
+        .ttl
+        .map_or("none: NO EXPIRY, never frees by itself".to_string(), human);
     let state = match (m.key_type.as_str(), &m.mode, m.counter) {
         ("none", ..) => "free".to_string(),
         ("string", _, Some(n)) => {

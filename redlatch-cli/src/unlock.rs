@@ -10,9 +10,9 @@ use crate::status;
 
 const WHY_FORCE: &str = "refusing to unlock without --force (or --ask to ask the holder \
 to release it): this deletes the lock \
-whoever holds it, and its holder keeps running until its watchdog notices (up to a third \
-of its watchdog timeout) or, with a fixed lease, not at all. To release your own lock, \
-let `redlatch run` end";
+whoever holds it; a `redlatch run` holding it is told and stops CMD, other holders keep \
+running until their watchdog notices (up to a third of its watchdog timeout) or, with a \
+fixed lease, not at all. To release your own lock, let `redlatch run` end";
 
 #[derive(Args, Debug)]
 #[command(after_help = "Prints the lock's state before, then what was removed. \

@@ -135,7 +135,8 @@ fn usage_errors_are_64_with_one_line() {
         ),
         (
             with(
-                args(&["run", "u", "--wait", "10", "--", "true"]),
+                // A bare number is seconds for --wait only (flock's -w), not a lease.
+                args(&["run", "u", "--lease", "10", "--", "true"]),
                 redis.clone(),
             ),
             "unit",
@@ -282,12 +283,15 @@ fn status_json_shows_the_holder_on_every_master() {
     .is_empty()));
     let id = read(&dir.file("holder")).trim().to_string();
 
+    // Exit 0 when held, 1 when free: whichever `locked` says.
     let status = || -> Value {
-        let out = output(
-            &with(args(&["status", "st", "--json"]), redis_args(&refs)),
-            0,
-        );
-        serde_json::from_slice(&out.stdout).expect("status --json is JSON")
+        let out = redlatch(&with(args(&["status", "st", "--json"]), redis_args(&refs)))
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("status --json is JSON");
+        let code = if doc["locked"] == true { 0 } else { 1 };
+        assert_eq!(out.status.code(), Some(code), "{doc}");
+        doc
     };
     // The holder got the lock once every master answered or the master timeout (50 ms
     // under Redlock) passed: a master answering later (a loaded machine) runs the
@@ -354,7 +358,8 @@ fn status_with_one_master_down_still_answers() {
     let mut servers = start_many(3);
     let redis = redis_args(&servers.iter().collect::<Vec<_>>());
     servers[2].kill();
-    let out = output(&with(args(&["status", "half", "--json"]), redis), 0).stdout;
+    // Answered by a majority; free, so exit 1.
+    let out = output(&with(args(&["status", "half", "--json"]), redis), 1).stdout;
     let doc: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(doc["answered"], 2);
     assert!(doc["masters"][2]["error"].is_string(), "{doc}");
@@ -527,6 +532,62 @@ fn a_key_that_is_not_a_lock_is_65_and_left_alone() {
         assert!(stderr.contains("not a lock"), "{argv:?}: {stderr}");
     }
     assert_eq!(server.cmd::<String>(&["GET", "plain-string"]), "v");
+}
+
+/// A key at a lock's name that no lock script wrote is reported the same way by `run`,
+/// `status` (65, naming key and master) and the library: a hash of no hold counts is
+/// not a lock; a hash without expiry would never free, so `run` fails at once instead
+/// of waiting for it; `status` says free (1) and held (0) apart.
+#[test]
+fn a_foreign_hash_or_a_lock_without_expiry_is_65_not_a_wait() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let addr = server.addr();
+    // A hash of someone else's (with a TTL: not about expiry).
+    let _: i64 = server.cmd(&["HSET", "profile", "name", "bob"]);
+    let _: i64 = server.cmd(&["PEXPIRE", "profile", "600000"]);
+    let out = output(&args(&["status", "profile", "--redis", &url]), 65);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(stdout.contains("NOT A LOCK"), "{stdout}");
+    assert!(!stdout.contains("held, ttl"), "{stdout}");
+    assert!(
+        stderr.contains("not a lock") && stderr.contains(&addr),
+        "{stderr}"
+    );
+    // A lock-shaped hash without expiry: never frees by itself.
+    let _: i64 = server.cmd(&["HSET", "stuck", "someone:1", "1"]);
+    let out = output(&args(&["status", "stuck", "--redis", &url]), 65);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stdout.contains("NO EXPIRY") && stdout.contains("someone:1"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("no expiry") && stderr.contains(&addr),
+        "{stderr}"
+    );
+    let started = Instant::now();
+    let out = output(&args(&["run", "stuck", "--redis", &url, "--", "true"]), 65);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no expiry") && stderr.contains(&addr),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "run waited on it"
+    );
+    assert_eq!(server.cmd::<i64>(&["HGET", "stuck", "someone:1"]), 1);
+    // A free name: 1; `unlock --force` then `status` of a deleted lock: 1.
+    output(&args(&["status", "free", "--redis", &url]), 1);
+    output(&args(&["unlock", "--force", "stuck", "--redis", &url]), 0);
+    output(&args(&["status", "stuck", "--redis", &url]), 1);
 }
 
 /// Issue 21.5: a lock lost because its renewals were refused (the user lacks `+hexists`,

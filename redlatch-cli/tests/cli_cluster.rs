@@ -114,7 +114,8 @@ fn status_and_unlock_force_on_a_cluster_name() {
         "{out}"
     );
     assert!(!exists(cluster, &name), "unlock --force left the lock");
-    let doc = status(0);
+    let doc = status(1); // free
+
     assert_eq!(doc["locked"], false, "{doc}");
 
     // The holder finds its lock gone when CMD ends: 76, not CMD's 0.

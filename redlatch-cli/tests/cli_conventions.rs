@@ -40,13 +40,46 @@ fn nonblock_and_conflict_exit_code_skip_a_busy_lock_like_flock() {
         .get_output()
         .clone();
     assert!(!dir.file("ran").exists(), "CMD must not run");
+    // With -E the busy lock is an expected outcome: silent, as flock's.
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // -v still says it.
+    let mut args = strings(&["run", "nb", "-n", "-E", "3", "-v"]);
+    args.extend(redis_args(&[&server]));
+    args.extend(strings(&["--", "true"]));
+    let out = output(&args, 3);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("busy"), "{stderr}");
-    // -w is --wait; without -E the busy status is 75.
+    // -w is --wait; without -E the busy status is 75, said.
     let mut args = strings(&["run", "nb", "-w", "200ms"]);
     args.extend(redis_args(&[&server]));
     args.extend(strings(&["--", "true"]));
-    output(&args, 75);
+    let out = output(&args, 75);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not acquired within 200ms: it is busy"),
+        "{stderr}"
+    );
+    // A bare number is seconds, as flock's -w takes it.
+    for (bare, said) in [("1", "1.0s"), ("0.3", "300ms")] {
+        let mut args = strings(&["run", "nb", "-w", bare]);
+        args.extend(redis_args(&[&server]));
+        args.extend(strings(&["--", "true"]));
+        let started = std::time::Instant::now();
+        let out = output(&args, 75);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&format!("within {said}")), "{stderr}");
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "-w {bare} waited less"
+        );
+    }
+    // Elsewhere a bare number is still refused (a lease of `10` could be ms or s).
+    let mut args = strings(&["run", "nb", "--lease", "10"]);
+    args.extend(redis_args(&[&server]));
+    args.extend(strings(&["--", "true"]));
+    let out = output(&args, 64);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("missing unit"), "{stderr}");
     // -n and -w together are a usage error.
     let mut args = strings(&["run", "nb", "-n", "-w", "1s"]);
     args.extend(redis_args(&[&server]));

@@ -41,7 +41,9 @@ fn set_count_down_count_and_their_exit_codes() {
         "{}",
         stderr(&busy)
     );
-    output(&latch("set", "g", &server, &["5", "-E", "0"]), 0);
+    // -E given: the expected outcome, said by the exit status alone (flock's -E).
+    let again = output(&latch("set", "g", &server, &["5", "-E", "0"]), 0);
+    assert_eq!(stderr(&again), "");
     assert_eq!(server.cmd::<String>(&["GET", "g"]), "2");
     // A bounded wait runs out: 75, or -E.
     let late = output(&latch("wait", "g", &server, &["--wait", "100ms"]), 75);
@@ -50,7 +52,20 @@ fn set_count_down_count_and_their_exit_codes() {
         "{}",
         stderr(&late)
     );
-    output(&latch("wait", "g", &server, &["-w", "50ms", "-E", "3"]), 3);
+    assert_eq!(
+        stderr(&output(
+            &latch("wait", "g", &server, &["-w", "50ms", "-E", "3"]),
+            3
+        )),
+        ""
+    );
+    // A bare -w is seconds, as flock's.
+    let late = output(&latch("wait", "g", &server, &["-w", "0.1"]), 75);
+    assert!(
+        stderr(&late).contains("still counting after 100ms"),
+        "{}",
+        stderr(&late)
+    );
     assert_eq!(
         stdout(&output(&latch("count-down", "g", &server, &[]), 0)),
         "1"
@@ -66,7 +81,7 @@ fn set_count_down_count_and_their_exit_codes() {
     output(&latch("set", "g", &server, &["0"]), 64);
     output(&latch("set", "g", &server, &["-1"]), 64);
     output(&latch("set", "g", &server, &["x"]), 64);
-    output(&latch("wait", "g", &server, &["--wait", "10"]), 64);
+    output(&latch("wait", "g", &server, &["--wait", "10x"]), 64);
     output(&latch("set", "", &server, &["1"]), 64);
     assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
     // Not a latch: 65.

@@ -27,9 +27,15 @@ fn run_status_and_force_unlock_go_through_the_sentinels() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "held-billing");
 
     // A lock left by someone else shows in status, on the primary, and goes with --force.
+    // Without expiry it never frees by itself: status says so (65, the key's master).
     let primary = set.server(set.primary_index());
     let _: i64 = primary.cmd(&["HSET", "stuck", "someone:1", "1"]);
-    let status = output(&args(&set, &["status", "stuck", "--json"]), 0);
+    let status = output(&args(&set, &["status", "stuck", "--json"]), 65);
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        stderr.contains("no expiry") && stderr.contains(&primary.addr()),
+        "{stderr}"
+    );
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(text.contains("someone:1"), "{text}");
     assert!(

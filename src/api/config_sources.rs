@@ -131,6 +131,48 @@ impl Config {
         let master = std::env::var(ENV_SENTINEL_MASTER).ok();
         from_parts(&raw, mode.as_deref(), master.as_deref())
     }
+
+    /// The environment's deployment if it names one, else `default`: [`Config::from_env`]
+    /// when [`ENV_VAR`] (`REDLATCH_REDIS`) is set, `default` when none of the three
+    /// variables is. An environment that is set but invalid is an error, never a
+    /// silent fallback to `default` (a typo such as `REDLATCH_MODE=clusterr` would
+    /// otherwise lock on another Redis than the one meant).
+    ///
+    /// # Errors
+    /// [`Error::Config`] as [`Config::from_env`] when `REDLATCH_REDIS` is set; also when
+    /// it is unset but [`ENV_MODE`] or [`ENV_SENTINEL_MASTER`] is set (half a
+    /// deployment).
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::{Config, Topology, ENV_MODE, ENV_VAR};
+    /// let local = || Config::single("redis://127.0.0.1:6379");
+    /// std::env::remove_var(ENV_VAR);
+    /// assert_eq!(Config::from_env_or(local())?.urls(), ["redis://127.0.0.1:6379"]);
+    ///
+    /// std::env::set_var(ENV_VAR, "redis://10.0.0.1:7000");
+    /// std::env::set_var(ENV_MODE, "cluster");
+    /// assert_eq!(Config::from_env_or(local())?.topology(), &Topology::Cluster);
+    ///
+    /// std::env::set_var(ENV_MODE, "clusterr"); // set but invalid: an error
+    /// assert!(matches!(Config::from_env_or(local()), Err(redlatch::Error::Config(_))));
+    ///
+    /// std::env::remove_var(ENV_VAR); // REDLATCH_MODE alone: half a deployment
+    /// assert!(matches!(Config::from_env_or(local()), Err(redlatch::Error::Config(_))));
+    /// # Ok::<(), redlatch::Error>(())
+    /// ```
+    pub fn from_env_or(default: Config) -> Result<Self> {
+        if std::env::var_os(ENV_VAR).is_some() {
+            return Config::from_env();
+        }
+        match [ENV_MODE, ENV_SENTINEL_MASTER]
+            .into_iter()
+            .find(|v| std::env::var_os(v).is_some())
+        {
+            Some(set) => Err(Error::Config(format!("{set} is set but {ENV_VAR} is not"))),
+            None => Ok(default),
+        }
+    }
 }
 
 /// The configuration `REDLATCH_REDIS`, `REDLATCH_MODE` and `REDLATCH_SENTINEL_MASTER`

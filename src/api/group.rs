@@ -253,6 +253,7 @@ impl FasterMultiLock {
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "tryLock")]
     pub async fn try_lock(&self, wait: Duration) -> Result<Option<LockGuard>> {
         self.lock.try_lock(wait).await
     }
@@ -278,6 +279,7 @@ impl FasterMultiLock {
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "tryLock")]
     pub async fn try_lock_with_lease(
         &self,
         wait: Duration,
@@ -307,6 +309,7 @@ impl FasterMultiLock {
     /// assert!(!both.is_locked().await?);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "isLocked")]
     pub async fn is_locked(&self) -> Result<bool> {
         Ok(self.status().await?.locked)
     }
@@ -331,6 +334,7 @@ impl FasterMultiLock {
     /// assert!(!there.await.unwrap()?);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "isHeldByCurrentThread")]
     pub async fn is_held_by_current_task(&self) -> Result<bool> {
         Ok(self.status().await?.held)
     }
@@ -355,6 +359,7 @@ impl FasterMultiLock {
     /// assert_eq!(n, 1);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getHoldCount")]
     pub async fn hold_count(&self) -> Result<u32> {
         Ok(self.status().await?.count)
     }
@@ -379,6 +384,7 @@ impl FasterMultiLock {
     /// assert!(left.unwrap() <= Duration::from_secs(5));
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "remainTimeToLive")]
     pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
         Ok(self.status().await?.left)
     }
@@ -405,6 +411,7 @@ impl FasterMultiLock {
     /// assert!(!lock.force_unlock().await?);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "forceUnlock")]
     pub async fn force_unlock(&self) -> Result<bool> {
         let engine = &self.lock.client().engine;
         engine.group_force_unlock(self.lock.spec()).await

@@ -216,6 +216,7 @@ impl LockGuard {
     /// assert!(err.is_not_held());
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias("unlockAsync", "IllegalMonitorStateException"))]
     pub async fn unlock(self) -> Result<()> {
         let held = self.held;
         let span = tracing::info_span!(target: "redlatch", "unlock", lock = %held.name(),

@@ -54,6 +54,7 @@ impl Client {
     /// assert!(!lock.is_locked().await?);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getLock")]
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Plain)
     }
@@ -75,6 +76,7 @@ impl Client {
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getFairLock")]
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Fair)
     }
@@ -104,6 +106,7 @@ impl Client {
     /// assert!(matches!(client.faster_multi_lock("g", ["a", "a"]), Err(Error::InvalidCount(_))));
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias("getMultiLock", "RedissonFasterMultiLock"))]
     pub fn faster_multi_lock<V: AsRef<[u8]>>(
         &self,
         group: impl Into<String>,
@@ -128,6 +131,7 @@ impl Client {
     /// assert!(second.fencing_token().unwrap() > t1); // storage rejects writes tagged t1 now
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getFencedLock")]
     pub fn fenced_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Fenced)
     }
@@ -166,6 +170,7 @@ impl Client {
     /// assert!(!lock.is_locked().await?);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getNonReentrantLock")]
     pub fn non_reentrant_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::NonReentrant)
     }
@@ -190,6 +195,7 @@ impl Client {
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getNonReentrantFairLock")]
     pub fn non_reentrant_fair_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::NonReentrantFair)
     }
@@ -222,6 +228,7 @@ impl Client {
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getSpinLock")]
     pub fn spin_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Spin)
     }
@@ -244,6 +251,7 @@ impl Client {
     /// assert!(!lock.is_locked().await?);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getSpinLock")]
     pub fn spin_lock_with(&self, name: impl Into<String>, backoff: BackOff) -> Lock {
         self.spin_lock(name).backing_off(backoff)
     }
@@ -264,6 +272,7 @@ impl Client {
     /// reading.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getReadWriteLock")]
     pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
         ReadWriteLock::new(self.clone(), name.into())
     }
@@ -282,6 +291,7 @@ impl Client {
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "RedissonMultiLock")]
     pub fn multi_lock<I, S>(&self, names: I) -> MultiLock
     where
         I: IntoIterator<Item = S>,
@@ -305,6 +315,7 @@ impl Client {
     /// permit.release().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getSemaphore")]
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
         Semaphore::new(self.clone(), name.into())
     }
@@ -325,6 +336,7 @@ impl Client {
     /// permit.release().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getPermitExpirableSemaphore")]
     pub fn permit_expirable_semaphore(&self, name: impl Into<String>) -> PermitExpirableSemaphore {
         PermitExpirableSemaphore::new(self.clone(), name.into())
     }
@@ -343,6 +355,7 @@ impl Client {
     /// assert_eq!(l.count().await?, 0);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getCountDownLatch")]
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
         CountDownLatch::new(self.clone(), name.into())
     }

@@ -79,6 +79,7 @@ impl CountDownLatch {
     /// # Ok(()) }) }
     /// ```
     #[must_use = "false means the latch was set already and kept its count"]
+    #[doc(alias = "trySetCount")]
     pub async fn try_set_count(&self, count: i64) -> Result<bool> {
         let engine = &self.client.engine;
         engine.latch_check(&self.name)?;
@@ -111,6 +112,7 @@ impl CountDownLatch {
     /// assert_eq!(l.count_down().await?, 0); // stays at zero
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "countDown")]
     pub async fn count_down(&self) -> Result<i64> {
         self.client.engine.latch_count_down(&self.name).await
     }
@@ -129,6 +131,7 @@ impl CountDownLatch {
     /// assert_eq!(client.count_down_latch("ready").count().await?, 0);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getCount")]
     pub async fn count(&self) -> Result<i64> {
         self.client.engine.latch_count(&self.name).await
     }
@@ -160,6 +163,7 @@ impl CountDownLatch {
     /// assert_eq!(done.count().await?, 0);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "await")]
     pub async fn wait(&self) -> Result<()> {
         self.client
             .engine
@@ -192,6 +196,7 @@ impl CountDownLatch {
     /// # Ok(()) }) }
     /// ```
     #[must_use = "false means the wait ran out before the count reached zero"]
+    #[doc(alias = "await")]
     pub async fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
         self.client
             .engine

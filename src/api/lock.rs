@@ -28,6 +28,19 @@ use crate::telemetry;
 /// [`Client::non_reentrant_fair_lock`]) refuse that second acquisition with
 /// [`Error::Reentry`] instead; a [spin lock](Client::spin_lock) waits without pub/sub.
 ///
+/// # Releasing
+/// A `Lock` has no `unlock`: each acquisition returns a [`LockGuard`], and the guard
+/// releases that hold ([`LockGuard::unlock`], which reports errors, or dropping it,
+/// which releases in the background). Redisson's `lock.lock(); ... lock.unlock();` is
+/// `let guard = lock.lock().await?; ... guard.unlock().await?;`. To delete a lock
+/// whoever holds it (Redisson's `forceUnlock`): [`force_unlock`](Lock::force_unlock).
+///
+/// # Results that say something
+/// A `bool` or `Option` these calls return says what happened (`try_lock`'s `None`:
+/// not acquired; `force_unlock`'s `false`: nothing to delete). Rust does not warn when
+/// the awaited value of an `async fn` is dropped (`#[must_use]` does not reach it), so
+/// check it, or discard it visibly: `let _ = lock.force_unlock().await?;`.
+///
 /// # When not to rely on it alone
 /// A lease cannot stop a holder that is paused (GC, a stalled VM, a long swap) from
 /// writing after its lease ran out and someone else took the lock. If that matters,
@@ -232,6 +245,7 @@ impl Lock {
     /// assert!(!lock.is_locked().await?);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "lockAsync")]
     pub async fn lock(&self) -> Result<LockGuard> {
         self.acquire(None, None)
             .await
@@ -262,6 +276,7 @@ impl Lock {
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "lockAsync")]
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
         self.acquire(None, Some(lease))
             .await
@@ -298,6 +313,7 @@ impl Lock {
     /// assert!(free.await.unwrap()?);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias("tryLock", "tryLockAsync"))]
     pub async fn try_lock(&self, wait: Duration) -> Result<Option<LockGuard>> {
         self.acquire(Some(wait), None).await
     }
@@ -326,6 +342,7 @@ impl Lock {
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias("tryLock", "tryLockAsync"))]
     pub async fn try_lock_with_lease(
         &self,
         wait: Duration,
@@ -452,6 +469,7 @@ impl Lock {
     /// assert!(!lock.is_locked().await?);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "isLocked")]
     pub async fn is_locked(&self) -> Result<bool> {
         self.client.engine.is_locked(&self.spec).await
     }
@@ -478,6 +496,7 @@ impl Lock {
     /// assert!(!held_there.await.unwrap()?); // locked, but not by that task
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias("isHeldByCurrentThread", "isHeldByThread"))]
     pub async fn is_held_by_current_task(&self) -> Result<bool> {
         Ok(self.hold_count().await? > 0)
     }
@@ -509,6 +528,7 @@ impl Lock {
     /// outer.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "getHoldCount")]
     pub async fn hold_count(&self) -> Result<u32> {
         self.client.engine.hold_count(&self.spec).await
     }
@@ -535,6 +555,7 @@ impl Lock {
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "remainTimeToLive")]
     pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
         self.client.engine.remaining_ttl(&self.spec).await
     }
@@ -561,6 +582,7 @@ impl Lock {
     /// assert!(!lock.force_unlock().await?); // nothing left to delete
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "forceUnlock")]
     pub async fn force_unlock(&self) -> Result<bool> {
         self.client.engine.force_unlock(&self.spec).await
     }

@@ -169,6 +169,7 @@ impl MultiLock {
     /// b.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "tryLock")]
     pub async fn try_lock(&self, wait: Duration) -> Result<Option<MultiGuard>> {
         self.acquire(Some(wait), None).await
     }
@@ -193,6 +194,7 @@ impl MultiLock {
     /// assert!(g.is_some());
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "tryLock")]
     pub async fn try_lock_with_lease(
         &self,
         wait: Duration,

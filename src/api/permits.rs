@@ -147,6 +147,7 @@ impl PermitExpirableSemaphore {
     /// assert!(s.try_acquire(Duration::ZERO).await?.is_none()); // no permits set up
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "tryAcquire")]
     pub async fn try_acquire(&self, wait: Duration) -> Result<Option<Permit>> {
         self.take(Some(wait), None).await
     }
@@ -172,6 +173,7 @@ impl PermitExpirableSemaphore {
     /// assert!(p.is_some());
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "tryAcquire")]
     pub async fn try_acquire_with_lease(
         &self,
         wait: Duration,
@@ -238,6 +240,7 @@ impl PermitExpirableSemaphore {
     /// assert_eq!(s.acquired().await?, 1);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "availablePermits")]
     pub async fn available(&self) -> Result<i64> {
         Ok(self.client.engine.permits_state(&self.name).await?.0)
     }
@@ -257,6 +260,7 @@ impl PermitExpirableSemaphore {
     /// assert_eq!(s.acquired().await?, 0);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "acquiredPermits")]
     pub async fn acquired(&self) -> Result<i64> {
         Ok(self.client.engine.permits_state(&self.name).await?.1)
     }
@@ -281,6 +285,7 @@ impl PermitExpirableSemaphore {
     /// assert_eq!((s.available().await?, s.acquired().await?), (1, 1));
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "setPermits")]
     pub async fn set_permits(&self, permits: i64) -> Result<()> {
         self.check()?;
         crate::api::semaphore::non_negative(permits, "setting")?;
@@ -307,6 +312,7 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }) }
     /// ```
     #[must_use = "false means the semaphore existed and was left as it was"]
+    #[doc(alias = "trySetPermits")]
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
         self.check()?;
         crate::api::semaphore::non_negative(permits, "setting")?;
@@ -331,6 +337,7 @@ impl PermitExpirableSemaphore {
     /// assert_eq!(s.available().await?, 2);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "addPermits")]
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
         let engine = &self.client.engine;
         engine

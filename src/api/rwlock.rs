@@ -136,6 +136,7 @@ impl ReadWriteLock {
     /// assert!(!read.is_locked().await?);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "readLock")]
     pub fn read(&self) -> Lock {
         Lock::new(self.client.clone(), self.name.clone(), Kind::Read)
     }
@@ -161,6 +162,7 @@ impl ReadWriteLock {
     /// r.unlock().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "writeLock")]
     pub fn write(&self) -> Lock {
         Lock::writer(self.client.clone(), self.name.clone(), self.prefer_writers)
     }

@@ -166,6 +166,7 @@ impl Semaphore {
     /// assert!(s.try_acquire(Duration::from_millis(20)).await?.is_some());
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "tryAcquire")]
     pub async fn try_acquire(&self, wait: Duration) -> Result<Option<SemaphorePermit>> {
         self.take(1, Some(wait)).await
     }
@@ -193,6 +194,7 @@ impl Semaphore {
     /// all.release().await?;
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "tryAcquire")]
     pub async fn try_acquire_many(
         &self,
         permits: i64,
@@ -249,6 +251,7 @@ impl Semaphore {
     /// assert_eq!(s.available().await?, 2);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "release")]
     pub async fn release_many(&self, permits: i64) -> Result<()> {
         let engine = &self.client.engine;
         engine.semaphore_check(&self.name)?;
@@ -311,6 +314,7 @@ impl Semaphore {
     /// s.release_many(4).await?; // the caller owns them now: give them back this way
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "drainPermits")]
     pub async fn drain_permits(&self) -> Result<i64> {
         self.client.engine.semaphore_drain(&self.name).await
     }
@@ -332,6 +336,7 @@ impl Semaphore {
     /// assert_eq!(s.available().await?, 5);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "availablePermits")]
     pub async fn available(&self) -> Result<i64> {
         self.client.engine.semaphore_available(&self.name).await
     }
@@ -355,6 +360,7 @@ impl Semaphore {
     /// assert_eq!(s.available().await?, 1);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "setPermits")]
     pub async fn set_permits(&self, permits: i64) -> Result<()> {
         self.set(Set::Always, permits, None).await.map(drop)
     }
@@ -378,6 +384,7 @@ impl Semaphore {
     /// # Ok(()) }) }
     /// ```
     #[must_use = "false means the semaphore existed and was left as it was"]
+    #[doc(alias = "trySetPermits")]
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
         self.set(Set::IfAbsent, permits, None).await
     }
@@ -428,6 +435,7 @@ impl Semaphore {
     /// assert_eq!(s.available().await?, 2);
     /// # Ok(()) }) }
     /// ```
+    #[doc(alias = "addPermits")]
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
         let engine = &self.client.engine;
         (engine

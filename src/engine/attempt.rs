@@ -106,7 +106,7 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
         pttls,
         unsynced,
         permanent,
-    } = tally(&results);
+    } = tally(inner, name, &results);
     // Set when a fenced attempt under Redlock cannot vouch for its token: it fails safe.
     let mut unconfirmed = None;
     if grants.len() >= quorum && permanent.is_none() {
@@ -210,7 +210,7 @@ struct Tally {
     permanent: Option<Error>,
 }
 
-fn tally(results: &[Option<Result<Acquire>>]) -> Tally {
+fn tally(inner: &Engine, name: &str, results: &[Option<Result<Acquire>>]) -> Tally {
     let (mut grants, mut pttls, mut permanent) = (Vec::new(), Vec::new(), None);
     let mut unsynced = Vec::new();
     for (i, r) in results.iter().enumerate() {
@@ -225,6 +225,12 @@ fn tally(results: &[Option<Result<Acquire>>]) -> Tally {
                 token: *token,
                 current: *current,
             }),
+            // Held with no expiry: not a lock (wire::no_expiry), never free; retrying
+            // would wait forever.
+            Some(Ok(Acquire::Busy { pttl_ms: -1 })) => {
+                let addr = inner.masters[i].link().serving(name.as_bytes());
+                permanent = Some(super::wire::no_expiry(name, addr));
+            }
             Some(Ok(Acquire::Busy { pttl_ms })) => pttls.push(*pttl_ms),
             // Granted, but not on enough replicas: undone like a grant, and reported
             // at once (retrying would wait on the same replicas again).

@@ -40,6 +40,11 @@ pub(crate) struct Held {
 }
 
 impl Held {
+    /// The hold, not kept alive by the caller (revoke.rs invariant 3).
+    pub(super) fn hold_weak(&self) -> std::sync::Weak<Hold> {
+        Arc::downgrade(&self.hold)
+    }
+
     pub(super) fn new(
         engine: Arc<Engine>,
         hold: Arc<Hold>,

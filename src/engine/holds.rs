@@ -88,7 +88,12 @@ impl Hold {
     }
 
     /// Renewals failed on a majority: at risk until `until` unless a renewal counts.
+    /// Nothing for a hold already lost: a loss is final, not a risk (the round that
+    /// found it gone on the masters would otherwise report both, the risk second).
     pub(crate) fn at_risk(&self, until: Instant) {
+        if self.lost.is_cancelled() {
+            return;
+        }
         let mut began = false;
         self.risk.send_if_modified(|r| {
             began = r.is_none();

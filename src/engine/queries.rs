@@ -10,7 +10,7 @@ use super::kind::Kind;
 use super::kinds::{fair, plain, yes};
 use super::master::Master;
 use super::quorum::{answers, fan_out, majority_floor, majority_true};
-use super::wire::typed;
+use super::wire::{no_expiry, typed};
 use super::{rw, Engine};
 use crate::error::{Error, Result};
 use crate::transport::replicas::ReplicaSync;
@@ -43,10 +43,16 @@ impl Engine {
                 .collect();
             return Ok(majority_true(&held, self.quorum));
         }
-        let v = self
-            .query(spec, redis::cmd("EXISTS").arg(&*spec.name))
-            .await?;
-        let exists: Vec<bool> = v.iter().map(|x| as_int(x) == 1).collect();
+        self.check_name(&spec.name, spec.kind)?;
+        let name = &*spec.name;
+        let results = fan_out(&self.masters, |m| lock_exists(m, name)).await;
+        // A key that is not a lock is reported as lock() reports it (attempt.rs).
+        if let Some(e) = results.iter().find_map(|r| r.as_ref().err()) {
+            if e.is_permanent() {
+                return Err(e.clone());
+            }
+        }
+        let exists = answers(results, self.quorum)?;
         Ok(majority_true(&exists, self.quorum))
     }
 
@@ -138,6 +144,25 @@ async fn force_release(m: &Master, name: &str, fair: bool) -> Result<bool> {
         plain::force_release(name)
     };
     yes(m, name, &inv).await
+}
+
+/// Whether lock `name` exists on `m`: a hash with a lease. Another type is
+/// `WrongType`, a hash without expiry `BadData` ([`no_expiry`]).
+async fn lock_exists(m: &Master, name: &str) -> Result<bool> {
+    let mut pipe = redis::pipe();
+    pipe.cmd("TYPE").arg(name).cmd("PTTL").arg(name);
+    let v = m.pipe(&pipe).await.map_err(|e| typed(name, e))?;
+    let (key_type, pttl): (String, i64) = m.decode(v)?;
+    let addr = || m.link().serving(name.as_bytes());
+    match key_type.as_str() {
+        "none" => Ok(false),
+        "hash" if pttl == -1 => Err(no_expiry(name, addr())),
+        "hash" => Ok(true),
+        _ => Err(Error::WrongType {
+            name: name.to_string(),
+            addr: addr(),
+        }),
+    }
 }
 
 fn as_int(v: &Value) -> i64 {

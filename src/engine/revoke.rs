@@ -12,6 +12,11 @@
 //! 3. A watch ends when its hold is gone (the hold's risk sender dropped: released and
 //!    its last guard dropped), lost, or the request is seen; its subscription goes with
 //!    it. It never keeps the hold alive.
+//! 4. A force-unlock tells the holders' clients on the same channel
+//!    (lua/force_release.lua) without a marker: a wake that finds no request renews the
+//!    hold at once (the watchdog's urgent task), which finds it gone and declares it
+//!    lost, instead of at the next renewal round up to a third of the watchdog timeout
+//!    later. (A reconnect's wake costs one early renewal.)
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -72,8 +77,8 @@ async fn requested(m: &Master, name: &str, holder: &str) -> Result<bool> {
 /// is gone), `lost` its lost token.
 async fn watch(
     engine: std::sync::Arc<Engine>,
-    name: String,
-    holder: String,
+    (name, holder): (String, String),
+    hold: std::sync::Weak<super::holds::Hold>,
     mut risk: watch::Receiver<Option<std::time::Instant>>,
     lost: CancellationToken,
     fired: CancellationToken,
@@ -91,6 +96,7 @@ async fn watch(
         _ = &mut gone => return,
         _ = lost.cancelled() => return,
     }
+    let mut woken = false;
     loop {
         sub.mark_seen();
         let looks = fan_out(&engine.masters, |m| requested(m, &name, &holder)).await;
@@ -102,8 +108,12 @@ async fn watch(
         if let Some(Err(e)) = looks.iter().find(|r| r.is_err()) {
             tracing::debug!(lock = %name, error = %e, "reading release requests failed");
         }
+        // Invariant 4: woken without a request, perhaps force-unlocked: renew now.
+        if let (true, Some(hold)) = (woken, hold.upgrade()) {
+            engine.urgent.now(&hold);
+        }
         tokio::select! {
-            _ = sub.wait(engine.settings.watchdog_timeout) => {}
+            w = sub.wait(engine.settings.watchdog_timeout) => woken = w,
             _ = &mut gone => return,
             _ = lost.cancelled() => return,
         }
@@ -146,8 +156,8 @@ impl Held {
         };
         runtime.spawn(watch(
             self.engine().clone(),
-            self.name().to_string(),
-            self.holder().to_string(),
+            (self.name().to_string(), self.holder().to_string()),
+            self.hold_weak(),
             self.at_risk(),
             self.lost(),
             fired.clone(),

@@ -29,6 +29,15 @@ impl Urgent {
 }
 
 impl Urgent {
+    /// Queues `hold` if it is watched, whatever its validity: something says it may be
+    /// gone (a force-unlock told its client, revoke.rs), and a renewal finds out.
+    pub(crate) fn now(&self, hold: &Arc<Hold>) {
+        if hold.watchdog_state().0 > 0 {
+            self.queue.lock().push(hold.clone());
+            self.wake.notify_one();
+        }
+    }
+
     /// Waits until a hold is queued.
     pub(super) async fn notified(&self) {
         self.wake.notified().await;

@@ -34,6 +34,21 @@ pub(crate) enum Release {
     Released,
 }
 
+/// What a key without expiry at a lock's name is: a lock always has a lease (Redisson's
+/// and redlatch's scripts set one with every write), so nothing would ever free it; it
+/// was written by something else (or PERSISTed). `lock()` reports it instead of waiting
+/// forever, `is_locked()` and `redlatch status` the same way.
+pub(crate) fn no_expiry(name: &str, addr: String) -> Error {
+    Error::BadData {
+        name: name.to_string(),
+        addr,
+        detail: "the key has no expiry, and a lock always has a lease: it never frees by \
+                 itself (written by something else, or PERSISTed); delete it \
+                 (`force_unlock`, `redlatch unlock --force`)"
+            .to_string(),
+    }
+}
+
 /// Types a script's error by its code: WRONGTYPE, a refused command, unusable data.
 pub(crate) fn typed(name: &str, e: Error) -> Error {
     match e {

@@ -129,6 +129,7 @@ pub(crate) fn force_release(name: &str) -> Invocation {
     inv.key(name)
         .key(keys::waiters(name))
         .arg(keys::channel(name))
-        .arg("0");
+        .arg("0")
+        .arg(keys::derived("redlatch_revoke__channel", name));
     inv
 }
