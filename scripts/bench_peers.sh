@@ -5,13 +5,15 @@
 # summary per figure (medians, min-max over the rounds, ratios per round). JSON lines go
 # to target/bench/peers-SERVER.jsonl (SERVER: the server binary's name and version).
 # Redisson needs java and mvn on the PATH (the bench builds interop/redisson-bench).
-# Usage: scripts/bench_peers.sh [rounds] [server-binary]   (default 3; redis-server)
+# Usage: scripts/bench_peers.sh [rounds] [server-binary] [duration]
+#        (defaults: 3, redis-server, 5s: how long each timed run lasts)
 #        e.g. scripts/bench_peers.sh 3 /path/to/valkey-server
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/ensure-redis.sh
 rounds=${1:-3}
 server=${2:-redis-server}
+duration=${3:-5s}
 cargo build --release --quiet -p redlatch-bench
 bin="${CARGO_TARGET_DIR:-target}/release/redlatch-bench"
 dir=$(mktemp -d)
@@ -27,6 +29,6 @@ version=$(redis-cli -p "$port" info server | tr -d '\r' | awk -F: '
 mkdir -p target/bench
 out="target/bench/peers-$version.jsonl"
 echo "peers on $version, $rounds rounds, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-timeout 3600 taskset -c 1 "$bin" --json --workload peers --rounds "$rounds" \
+timeout 3600 taskset -c 1 "$bin" --json --workload peers --rounds "$rounds" --duration "$duration" \
     --redis "redis://127.0.0.1:$port" | sed "s/^{/{\"server\":\"$version\",/" | tee -a "$out"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
