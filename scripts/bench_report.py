@@ -385,6 +385,10 @@ CHARTS = [  # file, alt text, caption
      "W2 in one `--workload peers` run per round: redlatch, the rslock protocol (SET NX PX and a "
      "compare-and-delete script) and redlatch's wire floor (batch.lua in perfect batches, no "
      "library): pairs/s, and the server's and the client's CPU per acquire+release pair."),
+    ("peers.png", "redlatch beside Redisson 4.7.0 and the rslock protocol: W1, W2, W3 and W7",
+     "`--workload peers` in interleaved rounds (each round a point, the bar its median): W1 p50 "
+     "(lower is better), W2 pairs/s, W3 cross-thread and W7 (P = 8 processes) cross-process "
+     "hand-overs/s, log scale; Redisson is the real client (4.7.0) in JVMs, rslock has no waiting."),
     ("acquire-wait.png", "acquire-wait latency p50 and p99 per workload",
      "Acquire wait (from the `lock()` call to the grant) under contention: p50 and p99 of "
      "each run, log scale."),
@@ -415,6 +419,7 @@ def charts_section(path, label, out_dir=CHART_DIR):
     made = []
     for name, _alt, _caption in CHARTS:
         fig = {"w7-handoffs.png": w7_chart, "w2-pairs.png": w2_chart, "w2-peers.png": peers_chart,
+               "peers.png": rounds_chart,
                "acquire-wait.png": wait_chart}[name](plt, rows)
         if fig is None:
             continue
@@ -473,7 +478,44 @@ def w7_chart(plt, rows):
 
 def _peers_run(r):
     """A line of a `--workload peers` run (charted by peers_chart, not w2_chart)."""
-    return r.get("lib") in ("rslock-protocol", "batch-floor") or "ops_per_s_vs_rslock" in r
+    return (r.get("lib") in ("rslock-protocol", "batch-floor", "redisson")
+            or "ops_per_s_vs_rslock" in r or "round" in r)
+
+
+def rounds_chart(plt, rows):
+    """redlatch, the rslock protocol and Redisson in the rounds of `--workload peers`."""
+    rows = [r for r in rows if "round" in r and r.get("lib") != "summary"]
+    panels = [("W1", "p50_us", "W1 p50 µs (lower is better)", False),
+              ("W2", "ops_per_s", "W2 pairs/s, 64 tasks", True),
+              ("W3", "cross_handoffs_per_s", "W3 cross-thread hand-overs/s", True),
+              ("W7", "cross_handoffs_per_s", "W7 P = 8 cross-process hand-overs/s", True)]
+    if not any(r.get("lib") == "redisson" for r in rows):
+        return None
+    libs = ["redlatch", "rslock-protocol", "redisson"]
+    colors = {"redlatch": "C0", "rslock-protocol": "C1", "redisson": "C3"}
+    servers = sorted({r.get("server", "") for r in rows})
+    fig, axes = plt.subplots(len(servers), 4, figsize=(12, 3.6 * len(servers)), squeeze=False)
+    for row, server in enumerate(servers):
+        for ax, (w, field, title, log) in zip(axes[row], panels):
+            shown = []
+            for lib in libs:
+                vals = [r[field] for r in rows if r.get("server", "") == server and r["workload"] == w
+                        and r.get("lib") == lib and isinstance(r.get(field), (int, float)) and r[field] > 0]
+                if not vals:
+                    continue
+                i = len(shown)
+                med = statistics.median(vals)
+                ax.bar(i, med, color=colors[lib], alpha=0.85)
+                ax.scatter([i] * len(vals), vals, color="black", s=10, zorder=3)
+                ax.annotate(f"{med:,.0f}", (i, med), textcoords="offset points", xytext=(0, 3),
+                            ha="center", fontsize=8)
+                shown.append(lib.replace("-protocol", ""))
+            if log:
+                ax.set_yscale("log")
+            ax.set_xticks(range(len(shown)), shown, fontsize=8)
+            ax.set_title(f"{title}" + (f"\n{server}" if server else ""), fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+    return fig
 
 
 def w2_chart(plt, rows):
@@ -511,7 +553,7 @@ def w2_chart(plt, rows):
 
 
 def peers_chart(plt, rows):
-    w2 = [r for r in rows if r.get("workload") == "W2" and _peers_run(r)]
+    w2 = [r for r in rows if r.get("workload") == "W2" and _peers_run(r) and "round" not in r]
     if not w2:
         return None
     libs = ["redlatch", "rslock-protocol", "batch-floor"]

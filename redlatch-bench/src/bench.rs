@@ -10,6 +10,8 @@ mod fleet;
 mod floor;
 mod grouping;
 mod peer;
+mod peers;
+mod redisson;
 mod scale;
 mod server;
 mod simple;
@@ -100,9 +102,11 @@ pub enum Workload {
     /// W2's group commit), the same key sets sent both ways with bare redis-rs.
     #[value(name = "grouping")]
     Grouping,
-    /// W1 and W2 beside the reference peer's protocol (rslock: SET NX PX and a
-    /// compare-and-delete script) in the same run, and W2's floor (batch.lua sent by
-    /// bare redis-rs): five lines, redlatch's with the ratios (first master only).
+    /// redlatch beside its peers in interleaved rounds (first master only): W1 and W2
+    /// beside the rslock protocol (SET NX PX and a compare-and-delete script) and
+    /// Redisson 4.7.0 (the real client in a JVM), W2's wire floor (batch.lua sent by bare
+    /// redis-rs), W3 and W7 (P = 8) beside Redisson; a line per run, redlatch's with the
+    /// round's ratios, then a summary per figure (medians, min–max over the rounds).
     #[value(name = "peers")]
     Peers,
     /// W1–W7, R1, S1 and RW in turn.
@@ -127,6 +131,18 @@ pub struct BenchArgs {
     /// Internal: run as one W7 process on this lock name.
     #[arg(long, value_name = "NAME", hide = true)]
     pub w7_child: Option<String>,
+
+    /// `peers`: how many interleaved rounds.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+
+    /// `peers`: leave Redisson out (it needs java and mvn on the PATH).
+    #[arg(long)]
+    pub no_redisson: bool,
+
+    /// `peers`: Redisson's untimed W1 pairs before the first timed W1 (its JIT).
+    #[arg(long, value_name = "PAIRS", default_value_t = 20_000)]
+    pub jvm_warmup: u64,
 
     /// Print each result as one JSON line.
     #[arg(long)]
@@ -274,6 +290,10 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         duration: args.duration,
         run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
     };
+    let peers_opts = peers::Opts {
+        rounds: args.rounds,
+        redisson: (!args.no_redisson).then_some(args.jvm_warmup),
+    };
     let list = match args.workload {
         Workload::All => vec![
             Workload::W1,
@@ -327,9 +347,9 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
                 Err(e) => Err(e),
             },
             Workload::Grouping => grouping::run(&ctx).await,
-            Workload::Peers => match peers(&ctx).await {
+            Workload::Peers => match peers::run(&ctx, &peers_opts).await {
                 Ok(lines) => {
-                    let (last, rest) = lines.split_last().expect("four lines");
+                    let (last, rest) = lines.split_last().expect("summary lines");
                     rest.iter().for_each(|l| print(l, args.json));
                     Ok(last.clone())
                 }
@@ -349,33 +369,6 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
     result
 }
 
-/// W1 and W2 of redlatch and of the reference peer, interleaved in one run, then W2's
-/// floor (redlatch's wire without the library); redlatch's lines carry `p50_vs_rslock`
-/// (W1, lower is better) and `ops_per_s_vs_rslock` (W2, higher is better).
-async fn peers(ctx: &Ctx) -> Result<Vec<Report>, String> {
-    let mut w1 = simple::w1(ctx).await.map_err(|e| e.to_string())?;
-    let p1 = peer::w1(ctx).await?;
-    let mut w2 = simple::w2(ctx).await.map_err(|e| e.to_string())?;
-    let p2 = peer::w2(ctx).await?;
-    let floor2 = batch_floor::w2(ctx).await?;
-    let ratio = |a: &Report, b: &Report, field: &str| {
-        let (a, b) = (
-            a[field].as_f64().unwrap_or(0.0),
-            b[field].as_f64().unwrap_or(0.0),
-        );
-        if b > 0.0 {
-            a / b
-        } else {
-            0.0
-        }
-    };
-    let r1 = ratio(&w1, &p1, "p50_us");
-    w1.insert("p50_vs_rslock".into(), json!(r1));
-    let r2 = ratio(&w2, &p2, "ops_per_s");
-    w2.insert("ops_per_s_vs_rslock".into(), json!(r2));
-    Ok(vec![w1, p1, w2, p2, floor2])
-}
-
 /// `auto`, `off`, `aof` or the replica count, as `--sync-replicas` takes it.
 fn sync_label(mode: redlatch::SyncReplicas) -> String {
     match mode {
@@ -391,10 +384,17 @@ fn print(report: &Report, json: bool) {
         println!("{}", Value::Object(report.clone()));
         return;
     }
+    if report.get("lib").and_then(Value::as_str) == Some("summary") {
+        println!("{}", peers::summary_text(report));
+        return;
+    }
     let fields: Vec<String> = report
         .iter()
         .filter(|(k, _)| k.as_str() != "lib")
         .map(|(k, v)| match v {
+            Value::Number(n) if n.is_f64() && k.contains("vs_") => {
+                format!("{k}={:.2}", n.as_f64().unwrap_or(0.0))
+            }
             Value::Number(n) if n.is_f64() => format!("{k}={:.1}", n.as_f64().unwrap_or(0.0)),
             Value::String(s) => format!("{k}={s}"),
             other => format!("{k}={other}"),

@@ -180,48 +180,127 @@ fn bench_measures_on_the_cluster_primaries() {
     }
 }
 
-/// Issue 25: `--workload peers` runs W1 and W2 beside the reference peer's protocol in
-/// one run, with the CPU per pair on both sides and redlatch's ratios.
-#[test]
-fn peers_measures_w1_and_w2_beside_the_reference_protocol() {
+/// Runs `--workload peers` with `more` on a fresh server and returns its JSON lines,
+/// after checking that nothing of the run is left in Redis.
+fn peers_run(more: &[&str]) -> Vec<Value> {
     let server = RedisServer::start();
-    let cmd = args(&["--json", "--duration", "1s", "--workload", "peers"]);
+    let mut cmd = args(&[
+        "--json",
+        "--duration",
+        "1s",
+        "--workload",
+        "peers",
+        "--rounds",
+        "1",
+    ]);
+    cmd.extend(args(more));
     let out = output(&with(cmd, redis_args(&[&server])), 0).stdout;
     let text = String::from_utf8_lossy(&out);
-    let docs: Vec<Value> = text
+    let docs = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let libs: Vec<(&str, &str)> = docs
-        .iter()
-        .map(|d| (d["lib"].as_str().unwrap(), d["workload"].as_str().unwrap()))
-        .collect();
-    assert_eq!(
-        libs,
-        [
-            ("redlatch", "W1"),
-            ("rslock-protocol", "W1"),
-            ("redlatch", "W2"),
-            ("rslock-protocol", "W2"),
-            ("batch-floor", "W2")
-        ],
-        "{text}"
-    );
-    for d in &docs {
-        assert!(d["ops"].as_u64() > Some(0), "{d}");
-        assert!(d["client_cpu_us_per_pair"].as_f64().is_some(), "{d}");
-    }
-    for d in &docs[2..] {
-        assert!(d["server_cpu_us_per_pair"].as_f64() > Some(0.0), "{d}");
-    }
-    assert!(docs[0]["p50_vs_rslock"].as_f64() > Some(0.0), "{text}");
-    assert!(
-        docs[2]["ops_per_s_vs_rslock"].as_f64() > Some(0.0),
-        "{text}"
-    );
     let clean = || server.cmd::<i64>(&["DBSIZE"]) == 0;
     assert!(
         eventually(Duration::from_secs(5), clean),
         "bench keys left behind"
     );
+    docs
+}
+
+/// (lib, workload) of each line but the summaries.
+fn runs(docs: &[Value]) -> Vec<(&str, &str)> {
+    docs.iter()
+        .map(|d| (d["lib"].as_str().unwrap(), d["workload"].as_str().unwrap()))
+        .filter(|(lib, _)| *lib != "summary")
+        .collect()
+}
+
+/// The summary line of `workload`'s `figure`.
+fn summary<'a>(docs: &'a [Value], workload: &str, figure: &str) -> &'a Value {
+    (docs.iter())
+        .find(|d| d["lib"] == "summary" && d["workload"] == workload && d["figure"] == figure)
+        .unwrap_or_else(|| panic!("no summary of {workload} {figure}"))
+}
+
+/// Issue 25: `--workload peers` runs W1 and W2 beside the reference peer's protocol in
+/// one run, with the CPU per pair on both sides and redlatch's ratios; W3 and W7 for
+/// redlatch, and a summary line per figure.
+#[test]
+fn peers_measures_w1_and_w2_beside_the_reference_protocol() {
+    let docs = peers_run(&["--no-redisson"]);
+    assert_eq!(
+        runs(&docs),
+        [
+            ("redlatch", "W1"),
+            ("rslock-protocol", "W1"),
+            ("redlatch", "W2"),
+            ("rslock-protocol", "W2"),
+            ("batch-floor", "W2"),
+            ("redlatch", "W3"),
+            ("redlatch", "W7"),
+        ],
+        "{docs:?}"
+    );
+    for d in docs.iter().filter(|d| d["lib"] != "summary") {
+        assert_eq!(d["round"], 1, "{d}");
+        if d["workload"] == "W1" || d["workload"] == "W2" {
+            assert!(d["ops"].as_u64() > Some(0), "{d}");
+        }
+    }
+    for d in docs
+        .iter()
+        .filter(|d| d["workload"] == "W2" && d["lib"] != "summary")
+    {
+        assert!(d["client_cpu_us_per_pair"].as_f64().is_some(), "{d}");
+        assert!(d["server_cpu_us_per_pair"].as_f64() > Some(0.0), "{d}");
+    }
+    assert!(docs[0]["p50_vs_rslock"].as_f64() > Some(0.0), "{docs:?}");
+    assert!(
+        docs[2]["ops_per_s_vs_rslock"].as_f64() > Some(0.0),
+        "{docs:?}"
+    );
+    let w2 = summary(&docs, "W2", "ops_per_s");
+    assert_eq!(w2["rounds"], 1, "{w2}");
+    assert!(w2["vs_rslock"].as_f64() > Some(0.0), "{w2}");
+    assert_eq!(w2["vs_rslock_min"], w2["vs_rslock_max"], "{w2}");
+    assert!(summary(&docs, "W2", "server_cpu_us_per_pair")["vs_floor"].as_f64() > Some(0.0));
+}
+
+/// Issue 36: with java and mvn on the PATH, `--workload peers` also runs the real
+/// Redisson client (interop/redisson-bench, in JVMs the bench starts) on every workload,
+/// and redlatch's lines and the summaries carry the ratios to it.
+#[test]
+fn peers_measures_redisson_beside_redlatch() {
+    if !common::jvm::available() {
+        return;
+    }
+    let docs = peers_run(&["--jvm-warmup", "500"]);
+    let got = runs(&docs);
+    for w in ["W1", "W2", "W3", "W7"] {
+        assert!(got.contains(&("redisson", w)), "no Redisson {w}: {docs:?}");
+    }
+    // What a loaded machine cannot change: W1 counts its pairs, the contended runs
+    // report their timelines (how many hand-overs fit in a second is the machine's),
+    // and no two holds overlap.
+    for d in docs.iter().filter(|d| d["lib"] == "redisson") {
+        assert_eq!(d["redisson_version"], "4.7.0", "{d}");
+        assert_eq!(d["round"], 1, "{d}");
+        match d["workload"].as_str().unwrap() {
+            "W1" => assert_eq!(d["ops"], 3000, "{d}"),
+            "W2" => assert!(d["server_cpu_us_per_pair"].as_f64().is_some(), "{d}"),
+            _ => {
+                assert_eq!(d["violations"], 0, "{d}");
+                assert!(d["cross_handoffs"].as_u64().is_some(), "{d}");
+            }
+        }
+    }
+    let w7 = docs
+        .iter()
+        .find(|d| d["lib"] == "redisson" && d["workload"] == "W7")
+        .unwrap();
+    assert_eq!(w7["procs"], 8, "{w7}");
+    let w1 = summary(&docs, "W1", "p50_us");
+    assert!(w1["vs_redisson"].as_f64() > Some(0.0), "{w1}");
+    assert!(w1["redisson"].as_f64() > Some(0.0), "{w1}");
 }

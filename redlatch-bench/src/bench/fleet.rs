@@ -48,19 +48,33 @@ struct Member {
     lines: tokio::io::Lines<BufReader<ChildStdout>>,
 }
 
-/// W7 with `procs` processes.
+/// W7 with `procs` processes of this binary (redlatch).
 pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
     let name = ctx.key(&format!("w7-{procs}"));
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut members = Vec::with_capacity(procs);
-    for _ in 0..procs {
+    let launch = |name: &str| {
         let mut cmd = Command::new(&exe);
-        cmd.arg("--w7-child").arg(&name);
+        cmd.arg("--w7-child").arg(name);
         cmd.arg("--redis").arg(&ctx.urls[0]);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = cmd
+        cmd
+    };
+    run_with(ctx, procs, &name, launch).await
+}
+
+/// W7 with `procs` processes started by `launch(NAME)`, each speaking the child's line
+/// protocol ([`child`]): Redisson's JVMs (`redisson.rs`) as well as this binary.
+pub async fn run_with(
+    ctx: &Ctx,
+    procs: usize,
+    name: &str,
+    launch: impl Fn(&str) -> Command,
+) -> Result<Report, String> {
+    let mut members = Vec::with_capacity(procs);
+    for _ in 0..procs {
+        let mut child = launch(name)
             .spawn()
             .map_err(|e| format!("starting a W7 child: {e}"))?;
         let stdin = child.stdin.take();
