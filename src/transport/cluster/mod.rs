@@ -348,7 +348,11 @@ async fn asking_send(
             pipe.add_command(cmd.clone());
         }
         Request::Pipe(p) => {
-            for cmd in p.cmd_iter() {
+            // ASKING lets only the next command in: each of a pipeline's gets its own.
+            for (i, cmd) in p.cmd_iter().enumerate() {
+                if i > 0 {
+                    pipe.cmd("ASKING").ignore();
+                }
                 pipe.add_command(cmd.clone());
             }
         }
@@ -390,13 +394,27 @@ fn redirect(e: &Error) -> Option<Redirect> {
     };
     match source.code()? {
         "MOVED" => {
-            let (addr, slot) = source.redirect_node()?;
-            Some(Redirect::Moved(slot, addr.to_string()))
+            let (addr, slot) = redirect_node(source)?;
+            Some(Redirect::Moved(slot, addr))
         }
-        "ASK" => Some(Redirect::Ask(source.redirect_node()?.0.to_string())),
+        "ASK" => Some(Redirect::Ask(redirect_node(source)?.0)),
         "TRYAGAIN" => Some(Redirect::Retry(Duration::from_millis(20))),
         _ => None,
     }
+}
+
+/// `(addr, slot)` of a MOVED or ASK error, also when it is a pipeline's (the first
+/// failed command's: a pipeline's commands share one slot here), whose detail redis-rs
+/// does not expose as one error's.
+fn redirect_node(source: &redis::RedisError) -> Option<(String, u16)> {
+    if let Some((addr, slot)) = source.redirect_node() {
+        return Some((addr.to_string(), slot));
+    }
+    let items = source.clone().into_server_errors()?;
+    let (_, first) = items.first()?;
+    let mut words = first.details()?.split_ascii_whitespace();
+    let slot = words.next()?.parse().ok()?;
+    Some((words.next()?.to_string(), slot))
 }
 
 fn host_of(info: &ConnectionInfo) -> String {
