@@ -36,8 +36,9 @@ impl Waiter<'_> {
     /// Subscribing → Attempting. Invariant 1: subscribes to the channel that wakes us
     /// and waits until a majority confirmed it (or refused it: ACL, an error) —
     /// bounded by the caller's deadline, while no majority answers by the unavailable
-    /// timeout (a majority cannot confirm then anyway), and by the connect timeout.
-    /// The attempt that follows happens at once.
+    /// timeout (a majority cannot confirm then anyway), and by the connect timeout:
+    /// one bound for all the channels (invariant 11). The attempt that follows happens
+    /// at once.
     pub(super) async fn subscribe(&mut self) -> Result<State> {
         let engine = self.engine;
         let channel = (self.plan.kind).wake_channel(&self.call.name, &self.call.holder);
@@ -51,15 +52,15 @@ impl Waiter<'_> {
         telemetry::contended(self.plan.kind.label());
         let mut sub = engine.pubsub.subscribe(channel);
         let mut direct = self.direct_subscriptions();
-        let bound = until.saturating_duration_since(now);
-        let within = bound.min(engine.settings.connect_timeout);
-        let mut ready = sub.ready(within).await;
+        let until = until.min(now + engine.settings.connect_timeout);
+        let left = || until.saturating_duration_since(Instant::now());
+        let mut ready = sub.ready(left()).await;
         if let Some((marker, wake)) = direct.as_mut() {
             if ready.is_ok() {
-                ready = wake.ready(within).await;
+                ready = wake.ready(left()).await;
             }
             if ready.is_ok() {
-                ready = marker.ready(within).await;
+                ready = marker.ready(left()).await;
             }
         }
         if let Err((addr, detail)) = ready {
