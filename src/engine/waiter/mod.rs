@@ -19,7 +19,9 @@
 //!
 //! Invariants:
 //! 1. The subscription exists, confirmed by a majority of masters, before the attempt
-//!    that follows a failed one; the wake counter is marked seen before every attempt.
+//!    that precedes a wait for a message; the wake counter is marked seen before every
+//!    attempt. (In an outage the waiter retries on a timer without waiting for the
+//!    confirmation, and subscribes again before it waits for a message.)
 //! 2. An idle waiter sends nothing to Redis: it sleeps until a message or the TTL the
 //!    script returned (fair waiters also refresh their queue deadline every
 //!    stale_timeout/3).
@@ -354,6 +356,9 @@ impl Waiter<'_> {
             State::Subscribing
         } else if let Some(pause) = refused.backoff {
             State::BackingOff(pause)
+        } else if !self.listening.as_ref().is_some_and(Listening::is_confirmed) {
+            // Subscribed in an outage, unconfirmed: confirmed before the wait.
+            State::Subscribing
         } else {
             State::Waiting {
                 retry_in: refused.retry_in,
