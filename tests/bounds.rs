@@ -266,6 +266,11 @@ fn calls(
         },
         {
             let c = client.clone();
+            let spin = async move { c.spin_lock("bounds:spin").try_lock(wait).await };
+            timed("spin try_lock", bounded, true, spin, held)
+        },
+        {
+            let c = client.clone();
             timed(
                 "semaphore try_acquire",
                 bounded,
@@ -505,7 +510,7 @@ fn a_master_refusing_authentication_1s() {
 fn a_sentinel_failover() {
     let mut set = SentinelSet::start("bounds");
     let per_request = MASTER_TIMEOUT + Duration::from_secs(1);
-    for wait in [Duration::from_millis(300), Duration::from_secs(1)] {
+    for wait in [300, 1000, 4000].map(Duration::from_millis) {
         let config =
             Config::sentinel(set.master_name(), set.sentinel_urls()).unavailable_timeout(wait);
         let old = set.primary_addr();
@@ -520,6 +525,9 @@ fn a_sentinel_failover() {
         );
         let new = set.wait_for_switch(&old);
         eprintln!("switched from {old} to {new}");
+        // The next round starts clean: no lock, latch or semaphore left from this one.
+        let primary = set.server(set.server_index(&new).unwrap());
+        let _: String = primary.cmd(&["FLUSHALL"]);
         // The next round fails over back: restart the old primary as a replica.
         let i = set.server_index(&old).unwrap();
         set.server_mut(i).restart();

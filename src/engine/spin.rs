@@ -13,8 +13,9 @@
 //!    either sleeping (nothing on the server) or inside a single try, whose own
 //!    cancel safety applies (waiter.rs invariant 4, attempt.rs undo).
 //! 4. An outage (no majority answered) is tried again until the deadline, or for an
-//!    unbounded wait until `unavailable_after`, then returned, as the waiter does;
-//!    any other error is returned at once.
+//!    unbounded wait until `unavailable_after` (its last try made then, not a back-off
+//!    delay later), then returned, as the waiter does; any other error is returned at
+//!    once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,7 +74,11 @@ pub(crate) async fn acquire(
         let pause = delays.next().unwrap_or(backoff.max_delay());
         // A back-off the user set may be `Duration::MAX`: saturated, never an overflow.
         let wake = clock::later(pause);
-        let wake = deadline.map_or(wake, |d| wake.min(d));
+        // In an outage an unbounded wait tries once more at its unavailable timeout,
+        // not after it (waiter.rs invariant 11).
+        let outage_end =
+            unavailable_since.and_then(|t| t.checked_add(engine.settings.unavailable_after));
+        let wake = deadline.or(outage_end).map_or(wake, |d| wake.min(d));
         tokio::time::sleep_until(wake).await;
     }
 }
