@@ -164,9 +164,12 @@ async fn prepare(config: Config) -> (Client, Client, redlatch::LockGuard) {
         .await
         .unwrap()
         .is_none());
-    let latch = client.count_down_latch("bounds:latch");
-    assert!(latch.try_set_count(1).await.unwrap());
-    client.semaphore("bounds:sem").set_permits(0).await.unwrap();
+    // Counters live on one master (under Redlock they are refused at once).
+    if client.config().quorum() == 1 {
+        let latch = client.count_down_latch("bounds:latch");
+        assert!(latch.try_set_count(1).await.unwrap());
+        client.semaphore("bounds:sem").set_permits(0).await.unwrap();
+    }
     (client, closing, guard)
 }
 
@@ -532,5 +535,40 @@ fn a_sentinel_failover() {
         let i = set.server_index(&old).unwrap();
         set.server_mut(i).restart();
         set.wait_until_ready();
+    }
+}
+
+/// Redlock over three masters, two of them (a majority) killed or hung: the master
+/// timeout is 50 ms there. (Semaphores and latches live on one master: under Redlock
+/// they fail at once, which the bound allows.)
+#[test]
+fn a_redlock_majority_killed_or_hung() {
+    for (fault, wait) in [
+        (Fault::Killed, Duration::from_millis(300)),
+        (Fault::Hung, Duration::from_secs(1)),
+    ] {
+        let mut servers = common::start_many(3);
+        let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+        let config = Config::redlock(urls).unavailable_timeout(wait);
+        let strike = || {
+            for s in &mut servers[..2] {
+                match fault {
+                    Fault::Killed => s.kill(),
+                    _ => s.pause(),
+                }
+            }
+        };
+        let per_request = Duration::from_millis(50);
+        row(
+            &format!("Redlock, 2 of 3 {fault:?}"),
+            config,
+            wait,
+            per_request,
+            true,
+            strike,
+        );
+        for s in servers.iter().filter(|s| s.is_paused()) {
+            s.resume();
+        }
     }
 }

@@ -12,10 +12,10 @@
 //! 3. Cancel safety: dropping the future at any await leaves nothing behind: it is
 //!    either sleeping (nothing on the server) or inside a single try, whose own
 //!    cancel safety applies (waiter.rs invariant 4, attempt.rs undo).
-//! 4. An outage (no majority answered) is tried again until the deadline, or for an
-//!    unbounded wait until `unavailable_after` (its last try made then, not a back-off
-//!    delay later), then returned, as the waiter does; any other error is returned at
-//!    once.
+//! 4. An outage (no majority answered) is tried again until the deadline (and returned
+//!    if the last try met it), or for an unbounded wait until `unavailable_after` (its
+//!    last try made then, not a back-off delay later), then returned, as the waiter
+//!    does; any other error is returned at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +39,8 @@ pub(crate) async fn acquire(
     let deadline = call.wait.and_then(deadline_after);
     let mut delays = backoff.delays();
     let mut unavailable_since: Option<Instant> = None;
+    // The last try's outage: what a wait that runs out in it returns (invariant 4).
+    let mut outage = None;
     loop {
         let once = Call {
             name: call.name.clone(),
@@ -53,7 +55,7 @@ pub(crate) async fn acquire(
         let out_of_time = deadline.is_some_and(|d| now >= d);
         match waiter::acquire(engine, &once).await {
             Ok(Some(grant)) => return Ok(Some(grant)),
-            Ok(None) => unavailable_since = None,
+            Ok(None) => (unavailable_since, outage) = (None, None),
             // Invariant 4.
             Err(e) if e.is_unavailable() && !e.is_permanent() => {
                 let since = *unavailable_since.get_or_insert(now);
@@ -64,11 +66,12 @@ pub(crate) async fn acquire(
                 if given_up {
                     return Err(e);
                 }
+                outage = Some(e);
             }
             Err(e) => return Err(e),
         }
         if out_of_time || deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(None);
+            return outage.map_or(Ok(None), Err);
         }
         // Invariants 1, 2.
         let pause = delays.next().unwrap_or(backoff.max_delay());

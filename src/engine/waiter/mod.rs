@@ -468,7 +468,7 @@ impl Waiter<'_> {
     /// short.
     async fn back_off(&mut self, pause: Duration) -> State {
         let now = Instant::now();
-        let end = self.answer_by(now).map_or(pause, |end| end - now);
+        let end = (self.answer_by(now)).map_or(pause, |end| end.saturating_duration_since(now));
         tokio::time::sleep(pause.min(self.time_left()).min(end)).await;
         State::Attempting { woken: false }
     }
