@@ -1,6 +1,8 @@
 //! `redlatch run --wait W` keeps its bound when the master fails (docs/guarantees.md,
 //! "Bounds"): connecting is bounded by the connect timeout, the wait by `W` plus one
-//! master timeout, whatever the master does while the command waits.
+//! master timeout (the clean-up it waits for before exiting included), whatever the
+//! master does while the command waits. These fail on a build whose wait is not end
+//! to end (`--wait 300ms` on a master hung while it waited: 2.4 s).
 
 mod cli_util;
 #[path = "../../tests/common/mod.rs"]
@@ -90,5 +92,5 @@ fn a_master_hung_or_killed_before_run_fails_within_the_connect_timeout() {
     let ended = killed.wait(Duration::from_secs(30));
     let took = started.elapsed();
     assert_eq!(ended.code(), Some(69), "{ended:?}");
-    assert!(took <= SLACK, "a killed master: {took:?}: {ended:?}");
+    assert!(took <= CONNECT_TIMEOUT + SLACK, "a killed master: {took:?}: {ended:?}");
 }

@@ -39,8 +39,6 @@ pub(crate) async fn acquire(
     let deadline = call.wait.and_then(deadline_after);
     let mut delays = backoff.delays();
     let mut unavailable_since: Option<Instant> = None;
-    // The last try's outage: what a wait that runs out in it returns (invariant 4).
-    let mut outage = None;
     loop {
         let once = Call {
             name: call.name.clone(),
@@ -53,9 +51,11 @@ pub(crate) async fn acquire(
         };
         let now = Instant::now();
         let out_of_time = deadline.is_some_and(|d| now >= d);
+        // The try's outage: what a wait that runs out in it returns (invariant 4).
+        let mut outage = None;
         match waiter::acquire(engine, &once).await {
             Ok(Some(grant)) => return Ok(Some(grant)),
-            Ok(None) => (unavailable_since, outage) = (None, None),
+            Ok(None) => unavailable_since = None,
             // Invariant 4.
             Err(e) if e.is_unavailable() && !e.is_permanent() => {
                 let since = *unavailable_since.get_or_insert(now);
