@@ -92,5 +92,8 @@ fn a_master_hung_or_killed_before_run_fails_within_the_connect_timeout() {
     let ended = killed.wait(Duration::from_secs(30));
     let took = started.elapsed();
     assert_eq!(ended.code(), Some(69), "{ended:?}");
-    assert!(took <= CONNECT_TIMEOUT + SLACK, "a killed master: {took:?}: {ended:?}");
+    assert!(
+        took <= CONNECT_TIMEOUT + SLACK,
+        "a killed master: {took:?}: {ended:?}"
+    );
 }

@@ -146,10 +146,19 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     let deadline = call.wait.and_then(deadline_after);
     let reentrant = engine.holds.get(&call.name, &call.holder).is_some();
     let plan = Plan::of(engine, call);
-    // An abandoned hand-over to this holder is settled first (offers.rs invariant 4).
+    // An abandoned hand-over to this holder, or the undo of its attempt that ran out
+    // of time, is settled first (offers.rs invariant 4), within the call's first
+    // request's bound at least (invariant 11): not done by then, the masters are not
+    // answering, and that is the error.
+    let started = Instant::now();
     let settled = engine.offers(plan.fair).settled(&call.name, &call.holder);
-    if until(deadline, settled).await.is_none() {
-        return Ok(None);
+    let floor = engine.request_bound();
+    let by = match deadline {
+        Some(d) => started.checked_add(floor).map(|f| d.max(f)),
+        None => started.checked_add(engine.settings.unavailable_after.max(floor)),
+    };
+    if until(by, settled).await.is_none() {
+        return Err(unsettled(engine, started));
     }
     // Local waiters line up in the gate (see gate.rs).
     let _pass = if reentrant || plan.ask.once || !plan.gated {
@@ -190,6 +199,23 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     // Boxed: keeps the future type shallow enough for callers' own async fns (rustc's
     // layout queries overflow on deeply nested futures).
     Box::pin(waiter.run()).await
+}
+
+/// The error of a call whose holder's earlier hand-over or undo was still unanswered
+/// at the end of its first request's bound.
+fn unsettled(engine: &Engine, started: Instant) -> Error {
+    let timeout = |m: &super::master::Master| Error::Timeout {
+        addr: m.addr().to_string(),
+        after: Duration::from_millis(started.elapsed().as_millis() as u64),
+    };
+    match &engine.masters[..] {
+        [one] => timeout(one),
+        many => Error::NoQuorum {
+            acquired: 0,
+            needed: engine.quorum,
+            source: Some(Box::new(timeout(&many[0]))),
+        },
+    }
 }
 
 /// Where the wait is. Each turn of [`Waiter::run`] performs one state's transition,
