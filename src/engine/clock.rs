@@ -1,5 +1,7 @@
 //! Deadlines from durations the user may set to anything, up to `Duration::MAX`:
-//! computed without ever overflowing an `Instant` (which panics).
+//! computed without ever overflowing an `Instant` (which panics); and a call run
+//! until its caller's deadline and abandoned there ([`until`], [`cut`]: waiter.rs
+//! invariant 11).
 
 use std::future::Future;
 use std::time::Duration;
