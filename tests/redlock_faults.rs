@@ -212,7 +212,8 @@ async fn a_stopped_master_costs_a_failing_attempt_one_master_timeout_not_a_tcp_t
     servers[2].pause();
     let t = Instant::now();
     // Busy on one, granted on one: the stopped master decides, so the attempt waits
-    // for it, but only its timeout (then releases its grant, again bounded).
+    // for it, but only its timeout; the undo of its grant, out of time then (a call
+    // returns within one master timeout of its wait), finishes in the background.
     let g = client
         .lock("stopped")
         .try_lock(Duration::ZERO)
@@ -221,10 +222,11 @@ async fn a_stopped_master_costs_a_failing_attempt_one_master_timeout_not_a_tcp_t
     let took = t.elapsed();
     assert!(g.is_none());
     assert!(took >= timeout - Duration::from_millis(5), "{took:?}");
-    // Bounded (a TCP timeout on a stopped process never comes): two master timeouts
-    // (the attempt, the undo) plus any machine's scheduling.
+    // Bounded (a TCP timeout on a stopped process never comes): one master timeout
+    // plus any machine's scheduling.
     assert!(took < Duration::from_secs(5), "{took:?}");
-    assert_eq!(holders(&servers[1], "stopped"), Vec::<String>::new());
+    let released = || holders(&servers[1], "stopped").is_empty();
+    assert!(eventually_async(Duration::from_secs(5), released).await);
     servers[2].resume();
     let ours_gone = || dbsize(&servers[1]) + dbsize(&servers[2]) == 0;
     assert!(eventually_async(Duration::from_secs(5), ours_gone).await);

@@ -187,22 +187,46 @@ async fn execute(args: RunArgs) -> Result<u8, Failure> {
     let mut signals = Signals::install()?;
     let config = conn::with_watchdog(args.redis.config()?, args.watchdog);
     let client = conn::connect(config).await?;
-    let result = hold_and_run(&client, &args, &mut signals).await;
+    // A wait that ends without the lock ends within --wait plus one master timeout,
+    // its clean-up included (docs/guarantees.md, "Bounds").
+    let bound = (args.wait()).map(|w| w + client.config().effective_master_timeout());
+    let waiting = Instant::now();
+    let (result, acquired) = hold_and_run(&client, &args, &mut signals).await;
     // Background work must land before the process exits: the slower masters' releases,
-    // undoing a cancelled attempt, leaving a fair queue.
-    client.close(RELEASE_TIMEOUT).await;
+    // undoing a cancelled attempt, leaving a fair queue. After a failed acquisition
+    // only within its bound: what is still unanswered then waits on a master that
+    // does not answer (a request already written still runs there).
+    let cleanup = match (acquired, bound) {
+        (false, Some(bound)) => bound.saturating_sub(waiting.elapsed()),
+        _ => RELEASE_TIMEOUT,
+    };
+    client.close(cleanup).await;
     result
 }
 
-/// Takes the lock, runs CMD under it and releases it.
+/// Takes the lock, runs CMD under it and releases it; whether it took the lock.
 async fn hold_and_run(
     client: &redlatch::Client,
     args: &RunArgs,
     signals: &mut Signals,
-) -> Result<u8, Failure> {
-    let wanted = Wanted::new(client, &args.name, &args.kind)
-        .map_err(|e| exit::from_error(&format!("cannot use {:?}", args.name), &e))?;
-    let guard = acquire(&wanted, args, signals).await?;
+) -> (Result<u8, Failure>, bool) {
+    let wanted = match Wanted::new(client, &args.name, &args.kind) {
+        Ok(wanted) => wanted,
+        Err(e) => {
+            return (
+                Err(exit::from_error(&format!("cannot use {:?}", args.name), &e)),
+                false,
+            )
+        }
+    };
+    match acquire(&wanted, args, signals).await {
+        Ok(guard) => (run_held(guard, args, signals).await, true),
+        Err(failure) => (Err(failure), false),
+    }
+}
+
+/// Runs CMD under `guard` and releases it.
+async fn run_held(guard: Held, args: &RunArgs, signals: &mut Signals) -> Result<u8, Failure> {
     let mut env = vec![
         ("REDLATCH_LOCK", args.name.clone()),
         ("REDLATCH_HOLDER", guard.holder().to_string()),

@@ -7,7 +7,8 @@
 //! 2. No deadlock: a call never waits for a lock while it holds another. It waits for
 //!    one lock (the one that was busy last), then tries the others once each; if one is
 //!    busy it releases what it took, backs off a random moment (so two callers on
-//!    overlapping sets desynchronise) and waits for that one next.
+//!    overlapping sets desynchronise) and waits for that one next. A release still
+//!    unanswered at the caller's deadline finishes in the background.
 //! 3. The guard's [`lost`](MultiGuard::lost) token is cancelled as soon as any part's
 //!    token is; the task watching them stops with the guard.
 
@@ -237,8 +238,15 @@ impl MultiLock {
                 guards.sort_by(|a, b| a.name().cmp(b.name()));
                 return Ok(Some(MultiGuard::new(guards)));
             };
-            // Invariant 1: give back what we took before waiting for the busy one.
-            release_all(guards).await;
+            // Invariant 2: give back what we took before waiting for the busy one; by
+            // the deadline at the latest (a master that stopped answering would keep
+            // each unlock for up to the unavailable timeout): the rest goes on in the
+            // background and the call returns in time.
+            let back = tokio::spawn(release_all(guards));
+            match deadline {
+                Some(d) => drop(tokio::time::timeout_at(d, back).await),
+                None => drop(back.await),
+            }
             if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                 return Ok(None);
             }

@@ -5,6 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::time::Instant as TokioInstant;
+
+use super::clock::{cut, until};
 use super::kinds::{self, fair_offers, Ask};
 use super::quorum::{count, fan_out, fan_out_until, no_quorum};
 use super::release::{release_on, release_until_answered};
@@ -74,7 +77,16 @@ pub(crate) struct Request {
 /// grant was handed over, a background task releases on all masters
 /// ([`undo_cancelled`]), so a cancelled `lock()` never leaves a lock behind. (A cancelled re-entrant attempt is not undone:
 /// the release could remove one of the holder's real holds instead.)
-pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcome> {
+///
+/// `end`: when the attempt is abandoned (waiter.rs invariant 11). A master that has
+/// not answered by then counts as timed out; what the attempt still had to do there
+/// (the undo of a refused attempt, a fenced token's write-back) is left to the
+/// background undo above.
+pub(crate) async fn attempt(
+    inner: &Arc<Engine>,
+    req: &Request,
+    end: Option<TokioInstant>,
+) -> Result<Outcome> {
     let started = Instant::now();
     let lease_ms = req.lease.as_millis() as u64;
     let kind = req.kind;
@@ -95,7 +107,8 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
             let waiting = req.waiting.clone();
             async move {
                 let call = (&*name, lease_ms, &*holder);
-                kinds::acquire(&m, kind.protocol(), call, &ask, waiting).await
+                let sent = kinds::acquire(&m, kind.protocol(), call, &ask, waiting);
+                cut(end, m.addr(), sent).await
             }
         },
         |rs| plain && count(rs, |a| matches!(a, Acquire::Granted { .. })) >= quorum,
@@ -112,7 +125,9 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
     if grants.len() >= quorum && permanent.is_none() {
         let token = match grants.iter().filter_map(|g| g.token).max() {
             Some(t) if inner.masters.len() > 1 => match confirm(&grants, &results, quorum) {
-                Ok(()) => write_back(inner, name, holder, t).await.ok(),
+                Ok(()) => until(end, write_back(inner, name, holder, t))
+                    .await
+                    .and_then(Result::ok),
                 Err(e) => {
                     unconfirmed = Some(e);
                     None
@@ -143,9 +158,8 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
         let holds = results
             .iter()
             .any(|r| matches!(r, Some(Err(Error::Reentry { .. }))));
-        let only = (reentrant || holds).then_some(granted.as_slice());
-        // No local wake-up: this undoes our own attempt, nobody local was waiting on it.
-        let _ = release_on(inner, name, holder, lease_ms, kind, only, false).await;
+        let only = (reentrant || holds).then_some(granted);
+        undo_refused(inner, req, only, end).await;
     }
     scopeguard::ScopeGuard::into_inner(undo);
     if let Some(e) = permanent {
@@ -155,6 +169,33 @@ pub(crate) async fn attempt(inner: &Arc<Engine>, req: &Request) -> Result<Outcom
         return Ok(Outcome::Unavailable(e));
     }
     Ok(refused(inner, grants.len(), &pttls, results))
+}
+
+/// Undoes a refused attempt where it may have landed: on every master, or `only` on
+/// those. No local wake-up: nobody local was waiting on our own attempt. Not done by
+/// `end`, it is finished in the background, one more try, and the holder's next
+/// acquisition of the lock waits for it (offers.rs invariant 4); a release already
+/// written to a hung master still runs there after the acquire it undoes (the lock
+/// lane keeps their order).
+async fn undo_refused(
+    inner: &Arc<Engine>,
+    req: &Request,
+    only: Option<Vec<usize>>,
+    end: Option<TokioInstant>,
+) {
+    let (name, holder, kind) = (&req.name, &req.holder, req.kind);
+    let lease_ms = req.lease.as_millis() as u64;
+    let undo = release_on(inner, name, holder, lease_ms, kind, only.as_deref(), false);
+    if until(end, undo).await.is_some() {
+        return;
+    }
+    let settling = inner.offers(fair_offers(kind)).settling(name, holder);
+    let (engine, name, holder) = (inner.clone(), name.clone(), holder.clone());
+    inner.cleanups.spawn(async move {
+        let _settling = settling;
+        let only = only.as_deref();
+        let _ = release_on(&engine, &name, &holder, lease_ms, kind, only, false).await;
+    });
 }
 
 /// A refused attempt: busy (a split vote if some master granted), or unavailable when

@@ -42,6 +42,19 @@ impl Master {
         self.link.timeout()
     }
 
+    /// The longest one request to this master may take when it answers: the master
+    /// timeout, plus the replicas' wait of a synced acquisition when its grants wait
+    /// for replicas (not for a master last seen without any). A call is given at
+    /// least this long to hear its first answer, however short its wait (waiter.rs
+    /// invariant 11).
+    pub(crate) fn bound(&self) -> Duration {
+        let link = &*self.link;
+        match link.grants_need_replicas() {
+            true => link.timeout() + link.sync_timeout(),
+            false => link.timeout(),
+        }
+    }
+
     /// Runs a script on `lane` within the master timeout.
     pub(crate) async fn eval(&self, lane: Lane, inv: &Invocation) -> Result<Value> {
         self.eval_within(lane, self.link.timeout(), inv).await

@@ -154,6 +154,16 @@ impl Engine {
     }
 
     /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).
+    /// The longest one request may take when its master answers (the slowest master's
+    /// [`Master::bound`](master::Master::bound)).
+    fn request_bound(&self) -> Duration {
+        self.masters
+            .iter()
+            .map(|m| m.bound())
+            .max()
+            .unwrap_or_default()
+    }
+
     fn validity_of(&self, lease: Duration) -> Duration {
         let drift = lease.mul_f64(self.settings.drift_factor) + Duration::from_millis(2);
         lease.saturating_sub(drift)

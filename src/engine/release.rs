@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use super::clock::cut;
 use super::holds::Hold;
 use super::kinds::{self, fair, plain, Book};
 use super::master::Master;
@@ -68,7 +69,9 @@ pub(crate) async fn release(
 /// timeout, a dropped connection) again, with backoff, until `decided` says the answers
 /// suffice, none is left to ask, `give_up` comes or the client shuts down. A master that
 /// answers "not held" to a repeated release counts as released: its first release may
-/// have landed unanswered. One answer per master.
+/// have landed unanswered. One answer per master. A request still unanswered at
+/// `give_up` (or one request's bound after the first was sent, if that is later) is
+/// abandoned there: it counts as timed out (waiter.rs invariant 11).
 pub(crate) async fn release_until_answered(
     engine: &Engine,
     name: &Arc<str>,
@@ -78,7 +81,9 @@ pub(crate) async fn release_until_answered(
     give_up: Instant,
     decided: impl Fn(&[Option<Result<Release>>]) -> bool,
 ) -> Vec<Option<Result<Release>>> {
-    let mut results = release_results(engine, name, holder, lease_ms, kind, None).await;
+    let floor = Instant::now().checked_add(engine.request_bound());
+    let end = floor.map(|f| tokio::time::Instant::from_std(f.max(give_up)));
+    let mut results = release_results(engine, name, holder, lease_ms, kind, None, end).await;
     let mut pause = Duration::from_millis(5);
     loop {
         let unanswered: Vec<usize> = (0..results.len())
@@ -92,7 +97,8 @@ pub(crate) async fn release_until_answered(
             _ = engine.shutdown.cancelled() => return results,
         }
         pause = (pause * 2).min(Duration::from_millis(250));
-        let again = release_results(engine, name, holder, lease_ms, kind, Some(&unanswered)).await;
+        let only = Some(&unanswered[..]);
+        let again = release_results(engine, name, holder, lease_ms, kind, only, end).await;
         for (i, r) in unanswered.into_iter().zip(again) {
             results[i] = match r {
                 Some(Ok(Release::NotHeld)) => Some(Ok(Release::Released)),
@@ -195,7 +201,7 @@ pub(crate) async fn release_on(
     only: Option<&[usize]>,
     wake_local: bool,
 ) -> Result<Release> {
-    let results = release_results(engine, name, holder, lease_ms, kind, only).await;
+    let results = release_results(engine, name, holder, lease_ms, kind, only, None).await;
     judge(engine, name, holder, kind, &results, wake_local)
 }
 
@@ -209,6 +215,7 @@ async fn release_results(
     lease_ms: u64,
     kind: Kind,
     only: Option<&[usize]>,
+    end: Option<tokio::time::Instant>,
 ) -> Vec<Option<Result<Release>>> {
     let subset: Vec<Arc<Master>>;
     let masters = match only {
@@ -224,7 +231,10 @@ async fn release_results(
         &engine.cleanups,
         |m| {
             let (name, holder) = (name.clone(), holder.clone());
-            async move { kinds::release(&m, kind.protocol(), &name, lease_ms, &holder).await }
+            async move {
+                let sent = kinds::release(&m, kind.protocol(), &name, lease_ms, &holder);
+                cut(end, m.addr(), sent).await
+            }
         },
         |rs| count(rs, done) >= engine.quorum,
     )

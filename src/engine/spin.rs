@@ -12,9 +12,10 @@
 //! 3. Cancel safety: dropping the future at any await leaves nothing behind: it is
 //!    either sleeping (nothing on the server) or inside a single try, whose own
 //!    cancel safety applies (waiter.rs invariant 4, attempt.rs undo).
-//! 4. An outage (no majority answered) is tried again until the deadline, or for an
-//!    unbounded wait until `unavailable_after`, then returned, as the waiter does;
-//!    any other error is returned at once.
+//! 4. An outage (no majority answered) is tried again until the deadline (and returned
+//!    if the last try met it), or for an unbounded wait until `unavailable_after` (its
+//!    last try made then, not a back-off delay later), then returned, as the waiter
+//!    does; any other error is returned at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +51,8 @@ pub(crate) async fn acquire(
         };
         let now = Instant::now();
         let out_of_time = deadline.is_some_and(|d| now >= d);
+        // The try's outage: what a wait that runs out in it returns (invariant 4).
+        let mut outage = None;
         match waiter::acquire(engine, &once).await {
             Ok(Some(grant)) => return Ok(Some(grant)),
             Ok(None) => unavailable_since = None,
@@ -63,17 +66,22 @@ pub(crate) async fn acquire(
                 if given_up {
                     return Err(e);
                 }
+                outage = Some(e);
             }
             Err(e) => return Err(e),
         }
         if out_of_time || deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(None);
+            return outage.map_or(Ok(None), Err);
         }
         // Invariants 1, 2.
         let pause = delays.next().unwrap_or(backoff.max_delay());
         // A back-off the user set may be `Duration::MAX`: saturated, never an overflow.
         let wake = clock::later(pause);
-        let wake = deadline.map_or(wake, |d| wake.min(d));
+        // In an outage an unbounded wait tries once more at its unavailable timeout,
+        // not after it (waiter.rs invariant 11).
+        let outage_end =
+            unavailable_since.and_then(|t| t.checked_add(engine.settings.unavailable_after));
+        let wake = deadline.or(outage_end).map_or(wake, |d| wake.min(d));
         tokio::time::sleep_until(wake).await;
     }
 }

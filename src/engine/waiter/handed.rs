@@ -11,12 +11,13 @@ use tokio::time::Instant;
 
 use super::{later, Call, Trace, Waiter};
 use crate::engine::attempt::{jitter, Grant};
+use crate::engine::clock::until;
 use crate::engine::kinds::{self, fair_offers};
 use crate::engine::offers::Answer;
 use crate::engine::quorum::fan_out;
 use crate::engine::release::release_on;
 use crate::engine::{Engine, Kind};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::telemetry;
 use crate::transport::Lane;
 
@@ -56,8 +57,9 @@ impl Waiter<'_> {
 
     /// Invariant 7: before asking Redis ourselves, withdraw our offer; if a releaser
     /// took it, its answer comes within one script call (offers.rs invariant 2) and
-    /// may be the lock. If we are dropped meanwhile, the drop settles it.
-    pub(super) async fn withdraw_offer(&mut self) -> Result<Option<Grant>> {
+    /// may be the lock. If we are dropped meanwhile, the drop settles it; so it does
+    /// when `end` comes first (invariant 11: the call then ends with a timeout).
+    pub(super) async fn withdraw_offer(&mut self, end: Option<Instant>) -> Result<Option<Grant>> {
         let Some(rx) = self.offer.as_mut() else {
             return Ok(None);
         };
@@ -66,15 +68,25 @@ impl Waiter<'_> {
             self.offer = None;
             return Ok(None);
         }
-        let answer = rx.await.ok();
+        let asked = Instant::now();
+        let answer = until(end, rx).await.ok_or_else(|| self.late(asked))?.ok();
         self.offer = None;
         self.accept(answer).await
     }
 
+    /// The error of a question about a hand-over asked at `asked` and still unanswered
+    /// at the end of the call (invariant 11).
+    fn late(&self, asked: Instant) -> Error {
+        Error::Timeout {
+            addr: self.engine.masters[0].addr().to_string(),
+            after: Duration::from_millis(asked.elapsed().as_millis() as u64),
+        }
+    }
+
     /// What a releaser's answer to our offer comes to: the grant if it gave us the
     /// lock. An unknown outcome (the script failed, or the releaser was cancelled) is
-    /// settled by asking Redis whether we hold the lock ([`holds_it`]), until the
-    /// deadline or the unavailable timeout. If that runs out, or this future is dropped
+    /// settled by asking Redis whether we hold the lock ([`holds_it`]), until the end
+    /// of the call (invariant 11). If that runs out, or this future is dropped
     /// meanwhile, the question goes on in the background (offers.rs invariant 4) and
     /// the error is returned: an attempt made before knowing could count the handed
     /// hold twice.
@@ -87,9 +99,11 @@ impl Waiter<'_> {
                 let unsettled = scopeguard::guard((), |()| {
                     settle_in_background(engine, call, Unsettled::Unknown);
                 });
-                let until =
-                    (self.deadline).unwrap_or_else(|| later(engine.settings.unavailable_after));
-                let held = holds_it(engine, &call.name, &call.holder, until).await?;
+                let asked = Instant::now();
+                let end = self.answer_by(asked);
+                let until_at = end.unwrap_or_else(|| later(engine.settings.unavailable_after));
+                let held = holds_it(engine, &call.name, &call.holder, until_at);
+                let held = until(end, held).await.ok_or_else(|| self.late(asked))??;
                 scopeguard::ScopeGuard::into_inner(unsettled);
                 if !held {
                     return Ok(None);

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{later, State, Waiter};
+use crate::engine::attempt::jitter;
 use crate::engine::kinds::Protocol;
 use crate::engine::offers::Offer;
 use crate::engine::tickets::Ticket;
@@ -30,36 +31,45 @@ impl Listening {
     pub(super) fn mark_seen(&mut self) {
         self.sub.mark_seen();
     }
+
+    /// Invariant 1: confirmed by a majority, every channel: a message cannot be missed.
+    pub(super) fn is_confirmed(&self) -> bool {
+        let direct =
+            (self._direct.as_ref()).is_none_or(|(m, w)| m.is_confirmed() && w.is_confirmed());
+        direct && self.sub.is_confirmed()
+    }
 }
 
 impl Waiter<'_> {
     /// Subscribing → Attempting. Invariant 1: subscribes to the channel that wakes us
     /// and waits until a majority confirmed it (or refused it: ACL, an error) —
-    /// bounded by the caller's deadline, while no majority answers by the unavailable
-    /// timeout (a majority cannot confirm then anyway), and by the connect timeout.
-    /// The attempt that follows happens at once.
+    /// bounded by the caller's deadline and by the connect timeout, one bound for all
+    /// the channels (invariant 11). In an outage only for a back-off pause: the
+    /// attempt that follows is a timed retry, not a wait for a message, and the
+    /// masters may be back (and the wait over) long before the pub/sub connection is
+    /// (it reconnects with its own back-off); the waiter subscribes again before it
+    /// waits for a message. The attempt that follows happens at once.
     pub(super) async fn subscribe(&mut self) -> Result<State> {
         let engine = self.engine;
         let channel = (self.plan.kind).wake_channel(&self.call.name, &self.call.holder);
         let now = Instant::now();
-        let until = (self.deadline)
-            .or_else(|| {
-                self.unavailable_since
-                    .and_then(|t| t.checked_add(engine.settings.unavailable_after))
-            })
-            .unwrap_or(now + engine.settings.connect_timeout);
+        let mut until = (self.deadline).unwrap_or(now + engine.settings.connect_timeout);
+        if self.unavailable_since.is_some() {
+            let pause = jitter(engine.settings.retry_jitter).max(Duration::from_millis(10));
+            until = until.min(now + pause);
+        }
         telemetry::contended(self.plan.kind.label());
         let mut sub = engine.pubsub.subscribe(channel);
         let mut direct = self.direct_subscriptions();
-        let bound = until.saturating_duration_since(now);
-        let within = bound.min(engine.settings.connect_timeout);
-        let mut ready = sub.ready(within).await;
+        let until = until.min(now + engine.settings.connect_timeout);
+        let left = || until.saturating_duration_since(Instant::now());
+        let mut ready = sub.ready(left()).await;
         if let Some((marker, wake)) = direct.as_mut() {
             if ready.is_ok() {
-                ready = wake.ready(within).await;
+                ready = wake.ready(left()).await;
             }
             if ready.is_ok() {
-                ready = marker.ready(within).await;
+                ready = marker.ready(left()).await;
             }
         }
         if let Err((addr, detail)) = ready {

@@ -19,7 +19,9 @@
 //!
 //! Invariants:
 //! 1. The subscription exists, confirmed by a majority of masters, before the attempt
-//!    that follows a failed one; the wake counter is marked seen before every attempt.
+//!    that precedes a wait for a message; the wake counter is marked seen before every
+//!    attempt. (In an outage the waiter retries on a timer without waiting for the
+//!    confirmation, and subscribes again before it waits for a message.)
 //! 2. An idle waiter sends nothing to Redis: it sleeps until a message or the TTL the
 //!    script returned (fair waiters also refresh their queue deadline every
 //!    stale_timeout/3).
@@ -56,6 +58,17 @@
 //!     out of time, an error), it leaves with lua/unwait.lua, which releases a lock
 //!     handed to it meanwhile and passes a free lock on (in the background when
 //!     dropped).
+//! 11. The caller's deadline is end to end ([`Waiter::answer_by`]): a request in
+//!     flight is abandoned at it, and so is the undo of a refused attempt, the wait for
+//!     a subscription's confirmation, a local releaser's answer and leaving the queue
+//!     or the registry, each then finished in the background as if the call had been
+//!     dropped. Two exceptions keep a healthy master's answer: a call may take one
+//!     request's bound ([`Master::bound`](super::master::Master::bound)) for its first
+//!     attempt, however short its wait, and so may the last attempt, made at the
+//!     deadline, while the masters answer. An unbounded `lock()` in an outage is
+//!     bounded the same way by the unavailable timeout, counted from the first attempt
+//!     that met the outage. So a call returns within its wait (or the unavailable
+//!     timeout) plus one request's bound, whatever the masters do.
 
 mod handed;
 mod listen;
@@ -67,6 +80,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::attempt::{attempt, jitter, Grant, Outcome, Request};
+use super::clock::until;
 use super::kinds::{Ask, Book, Protocol};
 use super::offers::Answer;
 use super::tickets::Ticket;
@@ -132,10 +146,19 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     let deadline = call.wait.and_then(deadline_after);
     let reentrant = engine.holds.get(&call.name, &call.holder).is_some();
     let plan = Plan::of(engine, call);
-    // An abandoned hand-over to this holder is settled first (offers.rs invariant 4).
+    // An abandoned hand-over to this holder, or the undo of its attempt that ran out
+    // of time, is settled first (offers.rs invariant 4), within the call's first
+    // request's bound at least (invariant 11): not done by then, the masters are not
+    // answering, and that is the error.
+    let started = Instant::now();
     let settled = engine.offers(plan.fair).settled(&call.name, &call.holder);
-    if until(deadline, settled).await.is_none() {
-        return Ok(None);
+    let floor = engine.request_bound();
+    let by = match deadline {
+        Some(d) => started.checked_add(floor).map(|f| d.max(f)),
+        None => started.checked_add(engine.settings.unavailable_after.max(floor)),
+    };
+    if until(by, settled).await.is_none() {
+        return Err(unsettled(engine, started));
     }
     // Local waiters line up in the gate (see gate.rs).
     let _pass = if reentrant || plan.ask.once || !plan.gated {
@@ -168,6 +191,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         ticket,
         trace: Trace::Clean,
         unavailable_since: None,
+        outage: None,
         offer: None,
     };
     telemetry::waiting(1);
@@ -177,11 +201,20 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     Box::pin(waiter.run()).await
 }
 
-/// Runs `f` until `deadline` (forever if `None`); `None` if the deadline came first.
-async fn until<F: std::future::Future>(deadline: Option<Instant>, f: F) -> Option<F::Output> {
-    match deadline {
-        Some(d) => tokio::time::timeout_at(d, f).await.ok(),
-        None => Some(f.await),
+/// The error of a call whose holder's earlier hand-over or undo was still unanswered
+/// at the end of its first request's bound.
+fn unsettled(engine: &Engine, started: Instant) -> Error {
+    let timeout = |m: &super::master::Master| Error::Timeout {
+        addr: m.addr().to_string(),
+        after: Duration::from_millis(started.elapsed().as_millis() as u64),
+    };
+    match &engine.masters[..] {
+        [one] => timeout(one),
+        many => Error::NoQuorum {
+            acquired: 0,
+            needed: engine.quorum,
+            source: Some(Box::new(timeout(&many[0]))),
+        },
     }
 }
 
@@ -242,7 +275,10 @@ struct Waiter<'a> {
     /// Invariant 10: our ticket, while we may be handed the lock.
     ticket: Option<Ticket<'a>>,
     trace: Trace,
+    /// When the first attempt that met the current outage began (invariant 11).
     unavailable_since: Option<Instant>,
+    /// The current outage's last error: what the call returns if it ends in it.
+    outage: Option<Error>,
     /// The receiver of our posted offer, while one is posted or taken and unanswered.
     offer: Option<oneshot::Receiver<Answer>>,
 }
@@ -315,38 +351,46 @@ impl Waiter<'_> {
         if local.is_some() && self.listening.is_none() {
             return Ok(State::Subscribing);
         }
+        let started = Instant::now();
+        let end = self.answer_by(started);
+        if end.is_some_and(|end| started >= end) {
+            // Invariant 11: in an outage, with no time left.
+            return Ok(State::GivingUp(self.outage.take()));
+        }
         let outcome = match local {
             Some(left) => Outcome::Busy {
                 retry_in: left,
                 split: false,
             },
             None => {
-                if let Some(grant) = self.withdraw_offer().await? {
+                if let Some(grant) = self.withdraw_offer(end).await? {
                     return Ok(State::Granted(grant));
                 }
                 self.attempting();
-                attempt(self.engine, &self.req).await?
+                attempt(self.engine, &self.req, end).await?
             }
         };
-        let refused = match self.judge(outcome)? {
+        let refused = match self.judge(outcome, started)? {
             Ok(grant) => return Ok(State::Granted(grant)),
             Err(refused) => refused,
         };
         let now = Instant::now();
-        Ok(
-            if self.plan.ask.once || self.deadline.is_some_and(|d| now >= d) {
-                State::GivingUp(refused.error)
-            } else if self.listening.is_none() {
-                State::Subscribing
-            } else if let Some(pause) = refused.backoff {
-                State::BackingOff(pause)
-            } else {
-                State::Waiting {
-                    retry_in: refused.retry_in,
-                    local: local.is_some(),
-                }
-            },
-        )
+        let over = |at: Option<Instant>| at.is_some_and(|at| now >= at);
+        Ok(if self.plan.ask.once || over(self.deadline) || over(end) {
+            State::GivingUp(refused.error)
+        } else if self.listening.is_none() {
+            State::Subscribing
+        } else if let Some(pause) = refused.backoff {
+            State::BackingOff(pause)
+        } else if !self.listening.as_ref().is_some_and(Listening::is_confirmed) {
+            // Subscribed in an outage, unconfirmed: confirmed before the wait.
+            State::Subscribing
+        } else {
+            State::Waiting {
+                retry_in: refused.retry_in,
+                local: local.is_some(),
+            }
+        })
     }
 
     /// What an attempt about to be sent may leave on the server: a cancelled fair
@@ -377,9 +421,10 @@ impl Waiter<'_> {
             .filter(|left| !left.is_zero())
     }
 
-    /// Judges an attempt: the grant, or how to go on. An outage that outlasts the
-    /// unavailable timeout of an unbounded `lock()` is returned as the error.
-    fn judge(&mut self, outcome: Outcome) -> Result<Result<Grant, Refused>> {
+    /// Judges an attempt begun at `started`: the grant, or how to go on. An outage that
+    /// outlasts the unavailable timeout of an unbounded `lock()` is returned as the
+    /// error.
+    fn judge(&mut self, outcome: Outcome, started: Instant) -> Result<Result<Grant, Refused>> {
         let settings = &self.engine.settings;
         Ok(match outcome {
             Outcome::Granted(g) => {
@@ -391,7 +436,7 @@ impl Waiter<'_> {
                 Ok(g)
             }
             Outcome::Busy { retry_in, split } => {
-                self.unavailable_since = None;
+                (self.unavailable_since, self.outage) = (None, None);
                 Err(Refused {
                     retry_in,
                     backoff: split.then(|| jitter(settings.retry_jitter)),
@@ -399,10 +444,11 @@ impl Waiter<'_> {
                 })
             }
             Outcome::Unavailable(e) => {
-                let since = *self.unavailable_since.get_or_insert_with(Instant::now);
+                let since = *self.unavailable_since.get_or_insert(started);
                 if self.deadline.is_none() && since.elapsed() >= settings.unavailable_after {
                     return Err(e);
                 }
+                self.outage = Some(e.clone());
                 let pause = jitter(settings.retry_jitter).max(Duration::from_millis(10));
                 Err(Refused {
                     retry_in: pause,
@@ -421,14 +467,24 @@ impl Waiter<'_> {
             return Ok(Some(grant));
         }
         let (engine, call) = (self.engine, self.call);
-        match std::mem::replace(&mut self.trace, Trace::Clean) {
-            Trace::Clean => {}
-            Trace::Queued => leave_queue(engine, &call.name, &call.holder, call.kind).await,
-            Trace::Registered | Trace::Claiming => {
-                if let Some(id) = self.req.waiting.clone() {
-                    unwait(engine, &call.name, &id).await;
-                }
+        // Invariant 11: what is not left by then is left in the background (the drop).
+        let end = self.answer_by(Instant::now());
+        let left = match self.trace {
+            Trace::Clean => Some(()),
+            Trace::Queued => {
+                until(
+                    end,
+                    leave_queue(engine, &call.name, &call.holder, call.kind),
+                )
+                .await
             }
+            Trace::Registered | Trace::Claiming => match self.req.waiting.clone() {
+                Some(id) => until(end, unwait(engine, &call.name, &id)).await,
+                None => Some(()),
+            },
+        };
+        if left.is_some() {
+            self.trace = Trace::Clean;
         }
         error.map_or(Ok(None), Err)
     }
@@ -437,8 +493,25 @@ impl Waiter<'_> {
     /// real; our own clean-up release published "0", which must not cut the pause
     /// short.
     async fn back_off(&mut self, pause: Duration) -> State {
-        tokio::time::sleep(pause.min(self.time_left())).await;
+        let now = Instant::now();
+        let end = (self.answer_by(now)).map_or(pause, |end| end.saturating_duration_since(now));
+        tokio::time::sleep(pause.min(self.time_left()).min(end)).await;
         State::Attempting { woken: false }
+    }
+
+    /// Invariant 11: when an attempt begun at `started` is abandoned. With a deadline:
+    /// at it, but not before one request's bound after the outage began or, while the
+    /// masters answer, after `started` (the last attempt, at the deadline, is still
+    /// answered). Without one: the unavailable timeout (at least that bound) after the
+    /// outage began, or after `started` (which would begin it).
+    fn answer_by(&self, started: Instant) -> Option<Instant> {
+        let engine = self.engine;
+        let floor = engine.request_bound();
+        let since = self.unavailable_since.unwrap_or(started);
+        match self.deadline {
+            Some(d) => since.checked_add(floor).map(|f| d.max(f)),
+            None => since.checked_add(engine.settings.unavailable_after.max(floor)),
+        }
     }
 
     /// Time until the caller's deadline (`Duration::MAX` without one).
