@@ -94,7 +94,7 @@ pub fn finish(result: Result<(), Failure>) -> ExitCode {
 pub fn code_of(e: &redlatch::Error) -> u8 {
     use redlatch::Error as E;
     match e {
-        E::Config(_)
+        E::Config { .. }
         | E::InvalidUrl { .. }
         | E::InvalidName(_)
         | E::InvalidLease(_)
@@ -103,10 +103,8 @@ pub fn code_of(e: &redlatch::Error) -> u8 {
         E::PermissionDenied { .. } | E::Authentication { .. } => NO_PERMISSION,
         E::OutOfMemory { .. } => OUT_OF_MEMORY,
         E::Unsupported { .. } => UNSUPPORTED,
-        E::NoQuorum {
-            source: Some(inner),
-            ..
-        } if inner.is_permanent() => code_of(inner),
+        // Every master that failed did so for the same kind of cause as the first.
+        E::NoQuorum { errors, .. } if e.is_permanent() => code_of(&errors[0].error),
         E::NotHeld { .. } => LOST,
         E::Redis { .. }
         | E::Timeout { .. }
