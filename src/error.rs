@@ -125,8 +125,9 @@ pub enum Error {
         /// Masters needed (N/2+1).
         needed: usize,
         /// Every master's error, in the masters' order (empty when none failed: they
-        /// were busy, or still to answer when the outcome was settled). Its
-        /// [`source`](std::error::Error::source) is the first master's error.
+        /// were busy, or still to answer when the outcome was settled). It is the
+        /// variant's [`source`](std::error::Error::source); its own source is the first
+        /// master's error.
         #[source]
         errors: MasterErrors,
     },
@@ -470,8 +471,32 @@ pub struct MasterError {
 }
 
 impl MasterError {
-    /// `error`, met on the master at `addr`.
-    pub(crate) fn new(addr: impl Into<String>, error: Error) -> MasterError {
+    /// `error`, met on the master at `addr` (to build an [`Error::NoQuorum`] in a test
+    /// of code that handles one).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use redlatch::{Error, MasterError};
+    /// let timeout = Error::Timeout { addr: "10.0.0.2:6379".into(), after: Duration::from_secs(1) };
+    /// let config = Error::Config { reason: "no such database".into(), source: None };
+    /// let err = Error::NoQuorum {
+    ///     acquired: 1,
+    ///     needed: 2,
+    ///     errors: vec![
+    ///         MasterError::new("10.0.0.2:6379", timeout),
+    ///         MasterError::new("10.0.0.3:6379", config),
+    ///     ]
+    ///     .into(),
+    /// };
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "no quorum: 1 of 2 needed masters agreed; master 10.0.0.2:6379: timed out after 1s; \
+    ///      master 10.0.0.3:6379: invalid configuration: no such database"
+    /// );
+    /// assert!(err.is_timeout() && !err.is_permanent());
+    /// ```
+    pub fn new(addr: impl Into<String>, error: Error) -> MasterError {
         MasterError {
             addr: addr.into(),
             error,

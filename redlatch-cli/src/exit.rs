@@ -135,3 +135,42 @@ pub fn chain(e: &dyn std::error::Error) -> String {
     }
     text.replace('\n', " ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redlatch::{Error, MasterError};
+
+    fn no_quorum(errors: Vec<Error>) -> Error {
+        let errors = (errors.into_iter().enumerate())
+            .map(|(i, e)| MasterError::new(format!("a:{i}"), e))
+            .collect::<Vec<_>>();
+        Error::NoQuorum {
+            acquired: 1,
+            needed: 3,
+            errors: errors.into(),
+        }
+    }
+
+    #[test]
+    fn a_quorum_failure_exits_for_its_masters_cause() {
+        let refused = || Error::PermissionDenied {
+            addr: "a:0".into(),
+            detail: "no".into(),
+        };
+        let down = || Error::Timeout {
+            addr: "a:1".into(),
+            after: std::time::Duration::from_secs(1),
+        };
+        // Every master refused: the ACL's exit code, as with one master.
+        assert_eq!(
+            code_of(&no_quorum(vec![refused(), refused()])),
+            NO_PERMISSION
+        );
+        // One is only down: retrying may help, so unavailable.
+        assert_eq!(code_of(&no_quorum(vec![refused(), down()])), UNAVAILABLE);
+        assert_eq!(code_of(&no_quorum(vec![])), UNAVAILABLE);
+        let text = chain(&no_quorum(vec![refused(), down()]));
+        assert_eq!(text.matches("a:1").count(), 1, "{text}");
+    }
+}
