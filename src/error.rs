@@ -1,6 +1,43 @@
-//! The one error type of the crate.
+//! The one error type of the crate, its predicates, and the per-master errors a quorum
+//! failure carries. How a server's error replies become these variants is the
+//! transport's business (`transport/server_errors.rs`).
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// The underlying error of an [`Error::Config`] or [`Error::Runtime`] (an I/O error, a
+/// TLS library's, the Redis client's), shared so that [`Error`] stays `Clone`. It
+/// dereferences to the error itself, which is what [`source`](std::error::Error::source)
+/// gives (so `downcast_ref::<std::io::Error>()` works on it).
+#[derive(Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Cause {
+    /// `error`, shared.
+    pub(crate) fn new(error: impl std::error::Error + Send + Sync + 'static) -> Cause {
+        Cause(Arc::new(error))
+    }
+}
+
+impl std::ops::Deref for Cause {
+    type Target = dyn std::error::Error + Send + Sync + 'static;
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
 
 /// Everything that can go wrong in redlatch.
 ///
@@ -25,9 +62,16 @@ use std::time::Duration;
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The configuration is unusable (no masters, duplicate masters, zero timeouts...).
-    #[error("invalid configuration: {0}")]
-    Config(String),
+    /// The configuration is unusable (no masters, duplicate masters, zero timeouts, a
+    /// TLS file that cannot be read...).
+    #[error("invalid configuration: {reason}")]
+    Config {
+        /// What is wrong, naming the setting (and the cause's text, if any).
+        reason: String,
+        /// The error underneath (reading a file, parsing a certificate...), if any.
+        #[source]
+        source: Option<Cause>,
+    },
 
     /// A Redis URL could not be parsed or names an unsupported scheme.
     #[error("invalid redis url {url:?}: {reason}")]
@@ -71,16 +115,21 @@ pub enum Error {
         after: Duration,
     },
 
-    /// Fewer than a majority of masters carried out the operation.
-    #[error("no quorum: {acquired} of {needed} needed masters agreed")]
+    /// Fewer than a majority of masters carried out the operation. The message names
+    /// every master that failed and its error; masters that answered without an error
+    /// (busy: another holder has the lock there) are counted, not listed.
+    #[error("no quorum: {acquired} of {needed} needed masters agreed{}", fmt_failed(.errors))]
     NoQuorum {
         /// Masters that carried out the operation.
         acquired: usize,
         /// Masters needed (N/2+1).
         needed: usize,
-        /// The last error seen from a master, if any.
+        /// Every master's error, in the masters' order (empty when none failed: they
+        /// were busy, or still to answer when the outcome was settled). It is the
+        /// variant's [`source`](std::error::Error::source); its own source is the first
+        /// master's error.
         #[source]
-        source: Option<Box<Error>>,
+        errors: MasterErrors,
     },
 
     /// Release of a lock the holder no longer holds (its lease expired, it was
@@ -168,9 +217,16 @@ pub enum Error {
         detail: String,
     },
 
-    /// The blocking API's runtime could not be started (no thread could be spawned).
-    #[error("cannot start the blocking client's runtime: {0}")]
-    Runtime(String),
+    /// The runtime under a call failed: the blocking API's could not be started (no
+    /// thread could be spawned), or the client shut down during a call.
+    #[error("{reason}")]
+    Runtime {
+        /// What failed.
+        reason: String,
+        /// The error underneath (the operating system's), if any.
+        #[source]
+        source: Option<Cause>,
+    },
 
     /// The primary granted the lock but fewer replicas than
     /// [`Config::sync_replicas`](crate::Config::sync_replicas) asks for acknowledged it
@@ -239,7 +295,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// True for [`Error::Timeout`], and for a quorum failure caused by one.
+    /// True for [`Error::Timeout`], and for a quorum failure in which a master timed out
+    /// (a longer timeout might have made the majority).
     ///
     /// # Examples
     /// ```
@@ -259,9 +316,7 @@ impl Error {
     pub fn is_timeout(&self) -> bool {
         match self {
             Error::Timeout { .. } => true,
-            Error::NoQuorum {
-                source: Some(e), ..
-            } => e.is_timeout(),
+            Error::NoQuorum { errors, .. } => errors.iter().any(|m| m.error.is_timeout()),
             Error::Redis { source, .. } => source.is_timeout(),
             _ => false,
         }
@@ -312,7 +367,8 @@ impl Error {
     /// configuration, a key that is not a lock or holds unusable data, a missing
     /// permission, a master out of memory. A lock call fails with such an error at
     /// once, also when only one master of a Redlock set reports it (a misconfigured
-    /// master should be loud, not silently outvoted).
+    /// master should be loud, not silently outvoted). A quorum failure is permanent
+    /// when every master that failed did so with a permanent error.
     ///
     /// # Examples
     /// ```
@@ -329,7 +385,7 @@ impl Error {
     /// ```
     pub fn is_permanent(&self) -> bool {
         match self {
-            Error::Config(_)
+            Error::Config { .. }
             | Error::InvalidUrl { .. }
             | Error::InvalidName(_)
             | Error::InvalidLease(_)
@@ -343,9 +399,10 @@ impl Error {
             | Error::Reentry { .. }
             | Error::Unsupported { .. }
             | Error::BadData { .. } => true,
-            Error::NoQuorum {
-                source: Some(e), ..
-            } => e.is_permanent(),
+            // Retrying cannot cure it when no master that failed would do better.
+            Error::NoQuorum { errors, .. } => {
+                !errors.is_empty() && errors.iter().all(|m| m.error.is_permanent())
+            }
             _ => false,
         }
     }
@@ -381,166 +438,149 @@ impl Error {
     }
 }
 
-/// The error of a master's reply: NOPERM and OOM become their own variants (they are
-/// permanent for the call), anything else stays a [`Error::Redis`]. An error a script
-/// met, which Redis < 7 wraps, is first given back its own code ([`unwrap_script_error`]).
-pub(crate) fn from_master(addr: &str, source: redis::RedisError) -> Error {
-    let source = unwrap_script_error(source);
-    let detail = || source.detail().unwrap_or_default().to_string();
-    match source.code() {
-        Some("NOPERM") => Error::PermissionDenied {
-            addr: addr.to_string(),
-            detail: detail(),
-        },
-        Some("OOM") => Error::OutOfMemory {
-            addr: addr.to_string(),
-            detail: detail(),
-        },
-        Some("CLUSTERDOWN") => Error::ClusterDown {
-            addr: addr.to_string(),
-            detail: detail(),
-        },
-        _ => Error::Redis {
-            addr: addr.to_string(),
-            source,
-        },
-    }
-}
-
-/// The error of a connection to a master as `user` (the URL's, `None`: `default`) on
-/// database `db`: what setting it up can meet, named for what it is, beside what
-/// [`from_master`] names. A refused password or a missing one
-/// ([`Error::Authentication`]), a database the server does not have (a
-/// [`Error::Config`] naming the index), a reply that is not RESP ([`Error::NotRedis`]).
-pub(crate) fn from_link(
-    addr: &str,
-    user: Option<&str>,
-    db: i64,
-    source: redis::RedisError,
-) -> Error {
-    let auth = |reason: &str| Error::Authentication {
-        addr: addr.to_string(),
-        user: user.unwrap_or("default").to_string(),
-        reason: reason.to_string(),
-    };
-    match (source.kind(), source.code()) {
-        (redis::ErrorKind::AuthenticationFailed, _) | (_, Some("WRONGPASS")) => {
-            auth("the password is wrong, or the user does not exist or is disabled (WRONGPASS)")
+impl Error {
+    /// An [`Error::Config`] without an underlying error.
+    pub(crate) fn config(reason: impl Into<String>) -> Error {
+        Error::Config {
+            reason: reason.into(),
+            source: None,
         }
-        (_, Some("NOAUTH")) => auth("the server requires a password and none was given (NOAUTH)"),
-        (redis::ErrorKind::Parse, _) => Error::NotRedis {
-            addr: addr.to_string(),
-        },
-        _ if source.to_string().contains("refused to switch database") => Error::Config(format!(
-            "master {addr}: database {db} cannot be used: {}",
-            source.detail().unwrap_or("SELECT refused")
-        )),
-        _ => from_master(addr, source),
+    }
+
+    /// An [`Error::Config`] caused by `source`; `reason` names what failed, and the
+    /// message adds the source's own.
+    pub(crate) fn config_from(
+        reason: impl fmt::Display,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::Config {
+            reason: format!("{reason}: {source}"),
+            source: Some(Cause::new(source)),
+        }
     }
 }
 
-/// Redis < 7 answers a script whose `redis.call` failed with `ERR Error running script
-/// (call to f_<sha>): @user_script:<line>: <error>`, the error itself sometimes behind a
-/// second `@user_script: <line>: ` and a `-` (`-READONLY ...`, `-OOM ...`, or
-/// `WRONGTYPE ...`); Redis 7 answers with the error itself. So that the codes mean the
-/// same on both (WRONGTYPE is [`Error::WrongType`], OOM [`Error::OutOfMemory`], READONLY
-/// a demoted Sentinel primary), the wrapped error is parsed back out when it starts with
-/// a code (upper-case letters). Anything else is returned as is: an ACL refusal inside a
-/// script ("The user executing the script can't run this command ...") has no code, and
-/// Redis 7's own errors are never wrapped this way.
-fn unwrap_script_error(source: redis::RedisError) -> redis::RedisError {
-    // A script that raised again (`redis.error_reply`) what its `redis.pcall` got: Redis
-    // 6.2 prefixes an ACL refusal there with `@user_script: <line>: `, which then stands
-    // where the code should: given the shape Redis 7.0 gives it, `ERR <message>`.
-    if let Some(code) = source.code().filter(|c| c.starts_with("@user_script")) {
-        let text = format!("{code} {}", source.detail().unwrap_or_default());
-        let inner = wrapped_error(&text);
-        let first = inner.split(' ').next().unwrap_or_default();
-        let coded = first.len() >= 2 && first.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
-        let line = if coded {
-            format!("-{inner}\r\n")
+/// One master's error in an [`Error::NoQuorum`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct MasterError {
+    /// `host:port` of the master.
+    pub addr: String,
+    /// What the master answered, or why it could not.
+    pub error: Error,
+}
+
+impl MasterError {
+    /// `error`, met on the master at `addr` (to build an [`Error::NoQuorum`] in a test
+    /// of code that handles one).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use redlatch::{Error, MasterError};
+    /// let timeout = Error::Timeout { addr: "10.0.0.2:6379".into(), after: Duration::from_secs(1) };
+    /// let config = Error::Config { reason: "no such database".into(), source: None };
+    /// let err = Error::NoQuorum {
+    ///     acquired: 1,
+    ///     needed: 2,
+    ///     errors: vec![
+    ///         MasterError::new("10.0.0.2:6379", timeout),
+    ///         MasterError::new("10.0.0.3:6379", config),
+    ///     ]
+    ///     .into(),
+    /// };
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "no quorum: 1 of 2 needed masters agreed; master 10.0.0.2:6379: timed out after 1s; \
+    ///      master 10.0.0.3:6379: invalid configuration: no such database"
+    /// );
+    /// assert!(err.is_timeout() && !err.is_permanent());
+    /// ```
+    pub fn new(addr: impl Into<String>, error: Error) -> MasterError {
+        MasterError {
+            addr: addr.into(),
+            error,
+        }
+    }
+}
+
+/// `master <addr>: <error>`, or only the error when it names the master already.
+impl fmt::Display for MasterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.error.to_string();
+        if text.contains(&self.addr) {
+            f.write_str(&text)
         } else {
-            format!("-ERR {inner}\r\n")
-        };
-        return match redis::parse_redis_value(line.as_bytes()).map(redis::Value::extract_error) {
-            Ok(Err(unwrapped)) => unwrapped,
-            _ => source,
-        };
-    }
-    if source.code() != Some("ERR") {
-        return source;
-    }
-    let Some(inner) = source
-        .detail()
-        .and_then(|d| d.strip_prefix("Error running script"))
-        .and_then(|d| d.split_once("): "))
-        .map(|(_, inner)| wrapped_error(inner))
-    else {
-        return source;
-    };
-    let code = inner.split(' ').next().unwrap_or_default();
-    if code.len() < 2 || !code.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
-        return source;
-    }
-    match redis::parse_redis_value(format!("-{inner}\r\n").as_bytes())
-        .map(redis::Value::extract_error)
-    {
-        Ok(Err(unwrapped)) => unwrapped,
-        _ => source,
+            write!(f, "master {}: {text}", self.addr)
+        }
     }
 }
 
-/// The error inside `@user_script:<line>: ` prefixes (one or two) and a leading `-`.
-fn wrapped_error(mut text: &str) -> &str {
-    while let Some(rest) = text.strip_prefix("@user_script:") {
-        match rest.split_once(": ") {
-            Some((line, tail)) if line.trim().bytes().all(|b| b.is_ascii_digit()) => text = tail,
-            _ => break,
-        }
+impl std::error::Error for MasterError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
     }
-    let text = text.strip_prefix('-').unwrap_or(text);
-    text.trim_end()
 }
 
-/// Whether a script's `ERR` is an ACL refusal of a command it called: Redis 6.2 to 7.0
-/// say "The user executing the script can't run this command or subcommand"; Redis >= 7.2
-/// and Valkey say "ACL failure in script: User <u> has no permissions to run the '<cmd>'
-/// command" (or "... to access ..." a key or channel).
-pub(crate) fn is_script_acl_refusal(detail: &str) -> bool {
-    detail.contains("can't run this command") || detail.starts_with("ACL failure in script")
+/// Every master's error in an [`Error::NoQuorum`], in the masters' order: a slice of
+/// [`MasterError`]s (`errors.iter()`, `errors.len()`, `errors[0]`). As an error, it
+/// shows them all (`; ` between) and its source is the first master's.
+#[derive(Clone, Debug, Default)]
+pub struct MasterErrors(Vec<MasterError>);
+
+impl From<Vec<MasterError>> for MasterErrors {
+    fn from(errors: Vec<MasterError>) -> Self {
+        MasterErrors(errors)
+    }
 }
 
-/// A [`Error::PermissionDenied`] whose server message names no command (a bare
-/// `NOPERM`, or Redis's "The user executing the script can't run this command or
-/// subcommand" for a call inside a script) names what we sent instead (`what`: the
-/// command, or the commands the script calls), so every refusal names its cause; any
-/// other error is returned as is.
-pub(crate) fn name_refused(e: Error, what: impl FnOnce() -> String) -> Error {
-    match e {
-        Error::PermissionDenied { addr, detail } if detail.trim().is_empty() => {
-            Error::PermissionDenied {
-                addr,
-                detail: format!("the user may not run {}", what()),
+impl std::ops::Deref for MasterErrors {
+    type Target = [MasterError];
+    fn deref(&self) -> &[MasterError] {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a MasterErrors {
+    type Item = &'a MasterError;
+    type IntoIter = std::slice::Iter<'a, MasterError>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl IntoIterator for MasterErrors {
+    type Item = MasterError;
+    type IntoIter = std::vec::IntoIter<MasterError>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl fmt::Display for MasterErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, m) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
             }
+            write!(f, "{m}")?;
         }
-        Error::PermissionDenied { addr, detail } if detail.contains("this command") => {
-            Error::PermissionDenied {
-                addr,
-                detail: format!("{detail}: refused {}", what()),
-            }
-        }
-        // A script that caught the refusal (`redis.pcall`) and raised it again: ERR.
-        Error::Redis { addr, source }
-            if source.code() == Some("ERR")
-                && source.detail().is_some_and(is_script_acl_refusal) =>
-        {
-            let detail = source.detail().unwrap_or_default();
-            Error::PermissionDenied {
-                addr,
-                detail: format!("{detail}: refused {}", what()),
-            }
-        }
-        other => other,
+        Ok(())
+    }
+}
+
+impl std::error::Error for MasterErrors {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.first().map(|m| &m.error as _)
+    }
+}
+
+/// The masters' errors after a quorum failure's summary: `; master a:1: ...`.
+fn fmt_failed(errors: &MasterErrors) -> String {
+    if errors.is_empty() {
+        String::new()
+    } else {
+        format!("; {errors}")
     }
 }
 
@@ -549,144 +589,126 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {
+    use std::error::Error as _;
+
     use super::*;
 
-    /// An error as Redis 6.2 sends a script's failed `redis.call` (the replies below were
-    /// read from a 6.2.16 server).
-    fn from_62(detail: &str) -> Error {
-        let line = format!("-ERR Error running script (call to f_9a67): {detail}\r\n");
-        let reply = redis::parse_redis_value(line.as_bytes()).unwrap();
-        from_master("127.0.0.1:7000", reply.extract_error().unwrap_err())
+    /// A quorum failure of three masters out of five: one timed out, one refused the
+    /// connection (a client error that names no master), one answered WRONGTYPE.
+    fn three_failed() -> Error {
+        let refused =
+            redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let errors = vec![
+            MasterError::new(
+                "a:2",
+                Error::Timeout {
+                    addr: "a:2".into(),
+                    after: Duration::from_millis(250),
+                },
+            ),
+            MasterError::new(
+                "a:3",
+                Error::Redis {
+                    addr: "a:3".into(),
+                    source: refused,
+                },
+            ),
+            MasterError::new(
+                "a:5",
+                Error::WrongType {
+                    name: "orders:42".into(),
+                    addr: "a:5".into(),
+                },
+            ),
+        ];
+        Error::NoQuorum {
+            acquired: 2,
+            needed: 3,
+            errors: errors.into(),
+        }
     }
 
     #[test]
-    fn errors_redis_6_wraps_in_a_script_keep_their_codes() {
-        let e = from_62(
-            "@user_script:34: WRONGTYPE Operation against a key holding the wrong kind of value",
-        );
-        assert!(matches!(&e, Error::Redis { source, .. } if source.code() == Some("WRONGTYPE")));
-        let e = from_62("@user_script:29: @user_script: 29: -READONLY You can't write against a read only replica.");
-        assert!(matches!(&e, Error::Redis { source, .. } if source.code() == Some("READONLY")));
-        let e = from_62("@user_script:29: @user_script: 29: -OOM command not allowed when used memory > 'maxmemory'.");
-        assert!(
-            matches!(&e, Error::OutOfMemory { detail, .. } if detail.starts_with("command not allowed")),
-            "{e}"
-        );
-        // No code inside: left as the server said it.
-        let acl = "@user_script:1: @user_script: 1: The user executing the script can't run this command or subcommand";
-        let e = from_62(acl);
-        assert!(
-            matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR") && source.detail().is_some_and(|d| d.ends_with("subcommand"))),
-            "{e}"
-        );
-        // What renew.lua raises again on 6.2 when `redis.pcall('hexists', ...)` is refused:
-        // the prefix where the code should be; read as Redis 7.0 says it.
-        let raised = redis::parse_redis_value(
-            b"-@user_script: 1: The user executing the script can't run this command or subcommand\r\n",
-        )
-        .unwrap();
-        let e = from_master("a:1", raised.extract_error().unwrap_err());
-        assert!(
-            matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR") && source.detail() == Some("The user executing the script can't run this command or subcommand")),
-            "{e:?}"
-        );
-        let plain = redis::parse_redis_value(b"-ERR wrong number of arguments\r\n").unwrap();
-        let e = from_master("a:1", plain.extract_error().unwrap_err());
-        assert!(matches!(&e, Error::Redis { source, .. } if source.code() == Some("ERR")));
-    }
-
-    #[test]
-    fn connection_errors_are_named_for_their_cause() {
-        let server = |line: &str| {
-            let reply = redis::parse_redis_value(line.as_bytes()).unwrap();
-            reply.extract_error().unwrap_err()
-        };
-        let e = from_link(
-            "a:1",
-            None,
-            0,
-            server("-NOAUTH Authentication required.\r\n"),
-        );
-        assert!(
-            matches!(&e, Error::Authentication { user, .. } if user == "default"),
-            "{e:?}"
-        );
-        let wrong = server("-WRONGPASS invalid username-password pair or user is disabled.\r\n");
-        let e = from_link("a:1", Some("locker"), 0, wrong);
-        assert!(
-            matches!(&e, Error::Authentication { user, .. } if user == "locker"),
-            "{e:?}"
-        );
-        let failed = redis::RedisError::from((
-            redis::ErrorKind::AuthenticationFailed,
-            "Password authentication failed",
-        ));
-        assert!(e.is_permanent() && !e.is_unavailable());
-        let e = from_link("a:1", Some("u"), 0, failed);
-        assert!(matches!(&e, Error::Authentication { .. }), "{e:?}");
-        let e = from_link(
-            "a:1",
-            None,
-            0,
-            server("-CLUSTERDOWN The cluster is down\r\n"),
-        );
-        assert!(matches!(&e, Error::ClusterDown { .. }), "{e:?}");
-        assert!(e.is_unavailable() && !e.is_permanent());
-        assert_eq!(
-            e.to_string(),
-            "master a:1: the cluster is down (CLUSTERDOWN The cluster is down)"
-        );
-        let other = from_link("a:1", None, 0, server("-ERR unknown command\r\n"));
-        assert!(matches!(&other, Error::Redis { .. }), "{other:?}");
-    }
-
-    #[test]
-    fn a_bare_noperm_names_what_was_sent() {
-        let kind = redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm);
-        let bare = redis::RedisError::from((kind, ""));
-        let e = from_master("127.0.0.1:7000", bare);
-        assert!(matches!(&e, Error::PermissionDenied { detail, .. } if detail.is_empty()));
-        let e = name_refused(e, || "'evalsha' (or a command its script calls)".into());
+    fn a_quorum_failure_shows_every_masters_error() {
+        let e = three_failed();
         let text = e.to_string();
         assert!(
-            text.contains("permission denied: the user may not run 'evalsha'"),
+            text.starts_with("no quorum: 2 of 3 needed masters agreed; master a:2: timed out"),
             "{text}"
         );
-        assert!(e.is_permanent());
-        // Redis's message for a call inside a script names no command.
-        let in_script = Error::PermissionDenied {
-            addr: "a:1".into(),
-            detail: "The user executing the script can't run this command or subcommand".into(),
-        };
-        let text = name_refused(in_script, || {
-            "'evalsha' or a command its script calls ('hexists')".into()
-        })
-        .to_string();
-        assert!(
-            text.contains(
-                "subcommand: refused 'evalsha' or a command its script calls ('hexists')"
-            ),
-            "{text}"
-        );
-        // A message that names the command is kept.
-        let named = Error::PermissionDenied {
-            addr: "a:1".into(),
-            detail: "this user has no permissions to run the 'hexists' command".into(),
-        };
-        assert!(name_refused(named, || unreachable!())
-            .to_string()
-            .contains("'hexists'"));
-        // A refusal a script caught (`redis.pcall`) and raised again, as ERR: Redis 7.0's
-        // words, and Redis >= 7.2's and Valkey's.
-        for detail in [
-            "The user executing the script can't run this command or subcommand",
-            "ACL failure in script: User locker has no permissions to run the 'hexists' command",
-        ] {
-            let line = format!("-ERR {detail}\r\n");
-            let reply = redis::parse_redis_value(line.as_bytes()).unwrap();
-            let raised = from_master("a:1", reply.extract_error().unwrap_err());
-            let e = name_refused(raised, || "'evalsha'".into());
-            assert!(matches!(&e, Error::PermissionDenied { .. }), "{e:?}");
+        for cause in ["master a:3: ", "refused", "key \"orders:42\" on master a:5"] {
+            assert!(text.contains(cause), "{cause}: {text}");
         }
+        // Each master is named once, even when its error names it too.
+        assert_eq!(text.matches("a:2").count(), 1, "{text}");
+        assert!(!text.contains('\n'), "{text}");
+    }
+
+    #[test]
+    fn a_quorum_failures_source_is_the_list_then_the_first_master() {
+        let e = three_failed();
+        let list = e.source().expect("the masters' errors");
+        let masters = list.downcast_ref::<MasterErrors>().expect("MasterErrors");
+        assert_eq!(masters.len(), 3);
+        assert!(e.to_string().ends_with(&list.to_string()));
+        let first = list.source().expect("the first master's error");
+        assert!(
+            matches!(first.downcast_ref::<Error>(), Some(Error::Timeout { addr, .. }) if addr == "a:2"),
+            "{first:?}"
+        );
+        // The second master's chain goes on to the client's own error.
+        assert!(masters[1].source().and_then(|s| s.source()).is_some());
+    }
+
+    #[test]
+    fn a_quorum_failures_predicates_weigh_every_master() {
+        let e = three_failed();
+        // One master timed out; one would answer after a restart: not permanent.
+        assert!(e.is_timeout() && !e.is_permanent() && e.is_unavailable());
+        let refused = |addr: &str| {
+            MasterError::new(
+                addr,
+                Error::PermissionDenied {
+                    addr: addr.into(),
+                    detail: "no".into(),
+                },
+            )
+        };
+        let all_refused = Error::NoQuorum {
+            acquired: 1,
+            needed: 2,
+            errors: vec![refused("a:2"), refused("a:3")].into(),
+        };
+        assert!(all_refused.is_permanent() && !all_refused.is_timeout());
+        let none = Error::NoQuorum {
+            acquired: 1,
+            needed: 2,
+            errors: MasterErrors::default(),
+        };
+        assert!(!none.is_permanent() && !none.is_timeout() && none.is_unavailable());
+        assert_eq!(none.to_string(), "no quorum: 1 of 2 needed masters agreed");
+        assert!(none.source().and_then(|s| s.source()).is_none());
+    }
+
+    #[test]
+    fn config_and_runtime_errors_keep_their_source() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let e = Error::config_from("cannot read TLS CA file /x.pem", io);
+        assert_eq!(
+            e.to_string(),
+            "invalid configuration: cannot read TLS CA file /x.pem: no such file"
+        );
+        let source = e.source().expect("the io error");
+        assert_eq!(
+            source.downcast_ref::<std::io::Error>().map(|e| e.kind()),
+            Some(std::io::ErrorKind::NotFound)
+        );
+        assert!(Error::config("no redis master given").source().is_none());
+        let e = Error::Runtime {
+            reason: "cannot start the blocking client's runtime: out of threads".into(),
+            source: Some(Cause::new(std::io::Error::other("out of threads"))),
+        };
+        let source = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert!(source.is_some() && !e.is_permanent());
     }
 }

@@ -35,7 +35,7 @@ pub use api::semaphore_permit::SemaphorePermit;
 pub use api::status::MasterStatus;
 pub use api::urls::redact_url;
 pub use api::wire;
-pub use error::{Error, Result};
+pub use error::{Cause, Error, MasterError, MasterErrors, Result};
 pub use keys::MAX_NAME_LEN;
 pub use lost::LostReason;
 pub use transport::replicas::{ReplicaSync, SyncReplicas};

@@ -105,7 +105,7 @@ fn ok_or_typed<T: std::fmt::Debug>(what: &str, d: Duration, r: &redlatch::Result
                 || matches!(
                     e,
                     Error::InvalidLease(_)
-                        | Error::Config(_)
+                        | Error::Config { .. }
                         | Error::NoQuorum { .. }
                         | Error::Timeout { .. }
                 ),

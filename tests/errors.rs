@@ -27,7 +27,7 @@ async fn invalid_urls_are_rejected_before_connecting() {
     let err = Client::connect(Config::redlock(Vec::<String>::new()))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Config(_)), "{err}");
+    assert!(matches!(err, Error::Config { .. }), "{err}");
 }
 
 #[tokio::test]
@@ -121,7 +121,7 @@ async fn zero_tiny_and_absurd_leases_are_invalid() {
     let bad = Config::single(server.url()).watchdog_timeout(Duration::ZERO);
     assert!(matches!(
         Client::connect(bad).await,
-        Err(Error::InvalidLease(_) | Error::Config(_))
+        Err(Error::InvalidLease(_) | Error::Config { .. })
     ));
 }
 
@@ -391,7 +391,7 @@ async fn a_database_out_of_range_is_a_configuration_error() {
     let err = Client::connect(Config::single(format!("{}/99", server.url())))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Config(_)), "{err:?}");
+    assert!(matches!(err, Error::Config { .. }), "{err:?}");
     let text = err.to_string();
     assert!(
         text.contains("database 99") && text.contains(&server.addr()),
@@ -432,12 +432,10 @@ async fn a_server_that_is_not_redis_is_named_as_such() {
     assert_short(&err);
 }
 
-/// The error and, under a quorum error, its cause.
+/// The error and, under a quorum error, its first master's.
 fn cause(err: &Error) -> &Error {
     match err {
-        Error::NoQuorum {
-            source: Some(e), ..
-        } => cause(e),
+        Error::NoQuorum { errors, .. } if !errors.is_empty() => cause(&errors[0].error),
         e => e,
     }
 }
@@ -508,4 +506,78 @@ async fn a_cluster_that_is_down_says_so_within_the_bound() {
         "lock() took {took:?}"
     );
     assert!(matches!(cause(&err), Error::ClusterDown { .. }), "{err:?}");
+}
+
+/// Redlock over three masters where each fails a read for its own reason: one killed,
+/// one whose ACL user may not run `HGET`, one whose key holds a string. The quorum
+/// error keeps every master's error, each with its address, in the masters' order.
+#[tokio::test]
+async fn a_quorum_failure_names_every_masters_error() {
+    let mut servers = common::start_many(3);
+    let acl_url = common::acl::user(&servers[1], &["+hget"]);
+    let urls = [servers[0].url(), acl_url, servers[2].url()];
+    let config = Config::redlock(urls).master_timeout(Duration::from_millis(500));
+    let client = Client::connect(config).await.unwrap();
+    let lock = client.lock("every-cause");
+    servers[0].kill();
+    let addr = |i: usize| servers[i].addr();
+
+    // Two masters fail, one answers: 1 of 2.
+    let err = lock.hold_count().await.unwrap_err();
+    let Error::NoQuorum {
+        acquired: 1,
+        needed: 2,
+        errors,
+    } = &err
+    else {
+        panic!("expected NoQuorum 1 of 2, got {err:?}");
+    };
+    let at: Vec<&str> = errors.iter().map(|m| m.addr.as_str()).collect();
+    assert_eq!(at, [addr(0), addr(1)], "{err}");
+    assert!(errors[0].error.is_unavailable(), "{err}");
+    assert!(
+        matches!(&errors[1].error, Error::PermissionDenied { detail, .. } if detail.contains("hget")),
+        "{err}"
+    );
+    // Retrying can cure the killed master: not permanent, worth retrying later.
+    assert!(!err.is_permanent() && err.is_unavailable(), "{err}");
+
+    // The third master's key is not a lock: all three fail, each for its reason.
+    let _: String = servers[2].cmd(&["SET", "every-cause", "x"]);
+    let err = lock.hold_count().await.unwrap_err();
+    let Error::NoQuorum {
+        acquired: 0,
+        needed: 2,
+        errors,
+    } = &err
+    else {
+        panic!("expected NoQuorum 0 of 2, got {err:?}");
+    };
+    let at: Vec<&str> = errors.iter().map(|m| m.addr.as_str()).collect();
+    assert_eq!(at, [addr(0), addr(1), addr(2)], "{err}");
+    assert!(
+        matches!(&errors[2].error, Error::WrongType { name, .. } if name == "every-cause"),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with("no quorum: 0 of 2 needed masters agreed; "),
+        "{text}"
+    );
+    for i in 0..3 {
+        assert_eq!(text.matches(&addr(i)).count(), 1, "{i}: {text}");
+    }
+    for cause in ["permission denied", "hget", "holds a value of another type"] {
+        assert!(text.contains(cause), "{cause}: {text}");
+    }
+    assert!(
+        !text.contains('\n') && !text.contains(common::acl::PASSWORD),
+        "{text}"
+    );
+    // The chain: the list, then the first master's error.
+    let first = std::error::Error::source(&err).and_then(std::error::Error::source);
+    let first = first
+        .and_then(|e| e.downcast_ref::<Error>())
+        .expect("a master's error");
+    assert!(first.to_string().contains(&addr(0)), "{first}");
 }

@@ -18,7 +18,7 @@ async fn the_same_server_under_two_names_is_refused() {
     let (a, b) = (&servers[0], &servers[1]);
     let twice = Config::redlock([format!("redis://localhost:{}", a.port()), a.url(), b.url()]);
     let err = Client::connect(twice).await.unwrap_err();
-    assert!(matches!(err, Error::Config(_)), "{err}");
+    assert!(matches!(err, Error::Config { .. }), "{err}");
     assert!(err.to_string().contains("same server"), "{err}");
 
     let third = RedisServer::start();

@@ -71,17 +71,18 @@ async fn with_three_of_five_masters_killed_nothing_hangs_and_restarting_them_res
 
     // The release of a held guard and queries report the missing quorum.
     let e = held.unlock().await.unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::NoQuorum {
-                acquired: 2,
-                needed: 3,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    let Error::NoQuorum {
+        acquired: 2,
+        needed: 3,
+        errors,
+    } = &e
+    else {
+        panic!("{e:?}");
+    };
+    // Every killed master's error, in the masters' order.
+    let at: Vec<&str> = errors.iter().map(|m| m.addr.as_str()).collect();
+    let killed: Vec<String> = servers[..3].iter().map(|s| s.addr()).collect();
+    assert_eq!(at, killed, "{e}");
     assert!(a.lock("held").is_locked().await.unwrap_err().is_no_quorum());
 
     // A bounded wait returns at the end of its wait (not before: the lower bound is

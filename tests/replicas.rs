@@ -154,7 +154,7 @@ async fn aof_sync_on_a_server_without_waitaof_is_refused_at_connect() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Config(m) if m.contains("WAITAOF")),
+        matches!(&err, Error::Config { reason: m, .. } if m.contains("WAITAOF")),
         "{err:?}"
     );
 }
@@ -178,7 +178,7 @@ async fn aof_sync_waits_for_the_primary_and_replica_fsync() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Config(m) if m.contains("appendonly yes") && m.contains(&probe.addr())),
+        matches!(&err, Error::Config { reason: m, .. } if m.contains("appendonly yes") && m.contains(&probe.addr())),
         "{err:?}"
     );
     drop(probe);

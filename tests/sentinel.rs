@@ -34,7 +34,7 @@ async fn the_primary_is_found_through_the_sentinels() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Config(m) if m.contains("nobody")),
+        matches!(&err, Error::Config { reason: m, .. } if m.contains("nobody")),
         "{err:?}"
     );
 }

@@ -297,17 +297,20 @@ async fn bad_input_is_typed() {
     let ms = Duration::from_millis;
     assert!(matches!(
         BackOff::exponential(ms(0), ms(9), 2),
-        Err(Error::Config(_))
+        Err(Error::Config { .. })
     ));
     assert!(matches!(
         BackOff::exponential(ms(9), ms(1), 2),
-        Err(Error::Config(_))
+        Err(Error::Config { .. })
     ));
     assert!(matches!(
         BackOff::exponential(ms(1), ms(9), 0),
-        Err(Error::Config(_))
+        Err(Error::Config { .. })
     ));
-    assert!(matches!(BackOff::constant(ms(0)), Err(Error::Config(_))));
+    assert!(matches!(
+        BackOff::constant(ms(0)),
+        Err(Error::Config { .. })
+    ));
 }
 
 #[tokio::test]

@@ -236,7 +236,7 @@ async fn bad_tls_settings_are_config_errors_before_connecting() {
     let url = "rediss://127.0.0.1:1";
     let config_err = |config: Config| async move {
         match connect_err(config).await {
-            Error::Config(msg) => msg,
+            Error::Config { reason: msg, .. } => msg,
             other => panic!("expected a configuration error, got {other:?}"),
         }
     };

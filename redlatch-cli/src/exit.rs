@@ -108,7 +108,7 @@ pub fn finish(result: Result<(), Failure>) -> ExitCode {
 pub fn code_of(e: &redlatch::Error) -> u8 {
     use redlatch::Error as E;
     match e {
-        E::Config(_)
+        E::Config { .. }
         | E::InvalidUrl { .. }
         | E::InvalidName(_)
         | E::InvalidLease(_)
@@ -117,10 +117,8 @@ pub fn code_of(e: &redlatch::Error) -> u8 {
         E::PermissionDenied { .. } | E::Authentication { .. } => NO_PERMISSION,
         E::OutOfMemory { .. } => OUT_OF_MEMORY,
         E::Unsupported { .. } => UNSUPPORTED,
-        E::NoQuorum {
-            source: Some(inner),
-            ..
-        } if inner.is_permanent() => code_of(inner),
+        // Every master that failed did so for the same kind of cause as the first.
+        E::NoQuorum { errors, .. } if e.is_permanent() => code_of(&errors[0].error),
         E::NotHeld { .. } => LOST,
         E::Redis { .. }
         | E::Timeout { .. }
@@ -150,4 +148,43 @@ pub fn chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text.replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redlatch::{Error, MasterError};
+
+    fn no_quorum(errors: Vec<Error>) -> Error {
+        let errors = (errors.into_iter().enumerate())
+            .map(|(i, e)| MasterError::new(format!("a:{i}"), e))
+            .collect::<Vec<_>>();
+        Error::NoQuorum {
+            acquired: 1,
+            needed: 3,
+            errors: errors.into(),
+        }
+    }
+
+    #[test]
+    fn a_quorum_failure_exits_for_its_masters_cause() {
+        let refused = || Error::PermissionDenied {
+            addr: "a:0".into(),
+            detail: "no".into(),
+        };
+        let down = || Error::Timeout {
+            addr: "a:1".into(),
+            after: std::time::Duration::from_secs(1),
+        };
+        // Every master refused: the ACL's exit code, as with one master.
+        assert_eq!(
+            code_of(&no_quorum(vec![refused(), refused()])),
+            NO_PERMISSION
+        );
+        // One is only down: retrying may help, so unavailable.
+        assert_eq!(code_of(&no_quorum(vec![refused(), down()])), UNAVAILABLE);
+        assert_eq!(code_of(&no_quorum(vec![])), UNAVAILABLE);
+        let text = chain(&no_quorum(vec![refused(), down()]));
+        assert_eq!(text.matches("a:1").count(), 1, "{text}");
+    }
 }

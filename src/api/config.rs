@@ -218,7 +218,7 @@ impl Config {
     /// assert_eq!(config.urls()[0], "redis://10.0.0.1:7000"); // entries are trimmed
     /// assert_eq!(config.quorum(), 2);
     /// assert_eq!(Config::from_list("redis://127.0.0.1:7000")?.quorum(), 1); // one URL: single mode
-    /// assert!(matches!(Config::from_list(" , "), Err(Error::Config(_))));
+    /// assert!(matches!(Config::from_list(" , "), Err(Error::Config { .. })));
     /// # Ok::<(), Error>(())
     /// ```
     pub fn from_list(raw: &str) -> Result<Self> {
@@ -228,7 +228,7 @@ impl Config {
             .filter(|s| !s.is_empty())
             .collect();
         match urls.as_slice() {
-            [] => Err(Error::Config(format!("no redis url in {raw:?}"))),
+            [] => Err(Error::config(format!("no redis url in {raw:?}"))),
             [one] => Ok(Self::single(*one)),
             many => Ok(Self::redlock(many.iter().copied())),
         }
@@ -415,7 +415,7 @@ impl Config {
     /// assert!(guard.is_some());
     /// // Below 30 ms it is refused.
     /// let too_short = Config::single(&url).fair_stale_timeout(Duration::from_millis(5));
-    /// assert!(matches!(Client::connect(too_short).await, Err(Error::Config(_))));
+    /// assert!(matches!(Client::connect(too_short).await, Err(Error::Config { .. })));
     /// # Ok(()) }) }
     /// ```
     pub fn fair_stale_timeout(mut self, timeout: Duration) -> Self {
@@ -446,7 +446,7 @@ impl Config {
     /// assert!(guard.is_some());
     /// // Shorter than the stale timeout (5 s by default) is refused.
     /// let too_short = Config::single(&url).fair_wait_time(Duration::from_secs(1));
-    /// assert!(matches!(Client::connect(too_short).await, Err(Error::Config(_))));
+    /// assert!(matches!(Client::connect(too_short).await, Err(Error::Config { .. })));
     /// # Ok(()) }) }
     /// ```
     pub fn fair_wait_time(mut self, wait: Duration) -> Self {

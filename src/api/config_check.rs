@@ -11,19 +11,17 @@ impl Config {
     /// Checks every field; parses the URLs.
     pub(crate) fn validate(&self) -> Result<Vec<redis::ConnectionInfo>> {
         if self.urls.is_empty() {
-            return Err(Error::Config("no redis master given".into()));
+            return Err(Error::config("no redis master given"));
         }
         if self.urls.len() > 64 {
-            return Err(Error::Config("at most 64 masters are supported".into()));
+            return Err(Error::config("at most 64 masters are supported"));
         }
         check_lease("watchdog_timeout", self.watchdog_timeout)?;
         if self.watchdog_timeout < Duration::from_millis(30) {
-            return Err(Error::Config(
-                "watchdog_timeout must be at least 30ms".into(),
-            ));
+            return Err(Error::config("watchdog_timeout must be at least 30ms"));
         }
         if !(0.0..0.5).contains(&self.drift_factor) {
-            return Err(Error::Config("drift_factor must be in [0, 0.5)".into()));
+            return Err(Error::config("drift_factor must be in [0, 0.5)"));
         }
         for (what, d) in [
             ("master_timeout", self.effective_master_timeout()),
@@ -32,34 +30,32 @@ impl Config {
             ("fair_wait_time", self.fair_wait_time),
         ] {
             if d.is_zero() || d > MAX_LEASE {
-                return Err(Error::Config(format!("{what} must be > 0 and <= 30 days")));
+                return Err(Error::config(format!("{what} must be > 0 and <= 30 days")));
             }
         }
         if self.sync.1.is_zero() || self.sync.1 > MAX_LEASE {
-            return Err(Error::Config(
-                "the replica sync timeout must be > 0 and <= 30 days".into(),
+            return Err(Error::config(
+                "the replica sync timeout must be > 0 and <= 30 days",
             ));
         }
         if self.retry_jitter > MAX_LEASE {
-            return Err(Error::Config("retry_jitter must be <= 30 days".into()));
+            return Err(Error::config("retry_jitter must be <= 30 days"));
         }
         if self.effective_master_timeout() >= self.watchdog_timeout {
-            return Err(Error::Config(
-                "master_timeout must be shorter than watchdog_timeout".into(),
+            return Err(Error::config(
+                "master_timeout must be shorter than watchdog_timeout",
             ));
         }
         if self.fair_stale_timeout < Duration::from_millis(30) {
-            return Err(Error::Config(
-                "fair_stale_timeout must be at least 30ms".into(),
-            ));
+            return Err(Error::config("fair_stale_timeout must be at least 30ms"));
         }
         if self.fair_wait_time < self.fair_stale_timeout {
-            return Err(Error::Config(
-                "fair_wait_time must be at least fair_stale_timeout".into(),
+            return Err(Error::config(
+                "fair_wait_time must be at least fair_stale_timeout",
             ));
         }
         if self.pool_size == 0 || self.pool_size > 64 {
-            return Err(Error::Config("pool_size must be in 1..=64".into()));
+            return Err(Error::config("pool_size must be in 1..=64"));
         }
         let infos = self
             .urls
@@ -69,7 +65,7 @@ impl Config {
         let mut addrs: Vec<String> = infos.iter().map(|i| i.addr().to_string()).collect();
         addrs.sort();
         if let Some(w) = addrs.windows(2).find(|w| w[0] == w[1]) {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "master {} is listed twice; Redlock needs independent masters",
                 w[0]
             )));
@@ -136,7 +132,7 @@ mod tests {
         let zero = Config::single("redis://x").watchdog_timeout(Duration::ZERO);
         assert!(zero.validate().is_err());
         let dup = Config::redlock(["redis://127.0.0.1:1", "redis://127.0.0.1:1/2"]);
-        assert!(matches!(dup.validate(), Err(Error::Config(_))));
+        assert!(matches!(dup.validate(), Err(Error::Config { .. })));
         assert!(Config::single("redis://x")
             .drift_factor(0.7)
             .validate()

@@ -117,16 +117,16 @@ impl Config {
     /// assert_eq!(config.topology(), &Topology::Sentinel { master_name: "mymaster".into() });
     ///
     /// std::env::remove_var(ENV_SENTINEL_MASTER);
-    /// assert!(matches!(Config::from_env(), Err(redlatch::Error::Config(_))));
+    /// assert!(matches!(Config::from_env(), Err(redlatch::Error::Config { .. })));
     /// for var in [ENV_VAR, ENV_MODE] {
     ///     std::env::remove_var(var);
     /// }
-    /// assert!(matches!(Config::from_env(), Err(redlatch::Error::Config(_))));
+    /// assert!(matches!(Config::from_env(), Err(redlatch::Error::Config { .. })));
     /// # Ok::<(), redlatch::Error>(())
     /// ```
     pub fn from_env() -> Result<Self> {
         let raw =
-            std::env::var(ENV_VAR).map_err(|_| Error::Config(format!("{ENV_VAR} is not set")))?;
+            std::env::var(ENV_VAR).map_err(|_| Error::config(format!("{ENV_VAR} is not set")))?;
         let mode = std::env::var(ENV_MODE).ok();
         let master = std::env::var(ENV_SENTINEL_MASTER).ok();
         from_parts(&raw, mode.as_deref(), master.as_deref())
@@ -155,10 +155,10 @@ impl Config {
     /// assert_eq!(Config::from_env_or(local())?.topology(), &Topology::Cluster);
     ///
     /// std::env::set_var(ENV_MODE, "clusterr"); // set but invalid: an error
-    /// assert!(matches!(Config::from_env_or(local()), Err(redlatch::Error::Config(_))));
+    /// assert!(matches!(Config::from_env_or(local()), Err(redlatch::Error::Config { .. })));
     ///
     /// std::env::remove_var(ENV_VAR); // REDLATCH_MODE alone: half a deployment
-    /// assert!(matches!(Config::from_env_or(local()), Err(redlatch::Error::Config(_))));
+    /// assert!(matches!(Config::from_env_or(local()), Err(redlatch::Error::Config { .. })));
     /// # Ok::<(), redlatch::Error>(())
     /// ```
     pub fn from_env_or(default: Config) -> Result<Self> {
@@ -169,7 +169,7 @@ impl Config {
             .into_iter()
             .find(|v| std::env::var_os(v).is_some())
         {
-            Some(set) => Err(Error::Config(format!("{set} is set but {ENV_VAR} is not"))),
+            Some(set) => Err(Error::config(format!("{set} is set but {ENV_VAR} is not"))),
             None => Ok(default),
         }
     }
@@ -183,14 +183,14 @@ fn from_parts(raw: &str, mode: Option<&str>, master: Option<&str>) -> Result<Con
         .filter(|s| !s.is_empty())
         .collect();
     if urls.is_empty() {
-        return Err(Error::Config(format!("no redis url in {ENV_VAR}")));
+        return Err(Error::config(format!("no redis url in {ENV_VAR}")));
     }
     let mode = mode.map(str::trim).filter(|m| !m.is_empty());
     match mode.map(str::to_ascii_lowercase).as_deref() {
         None => Config::from_list(raw),
         Some("single") => match urls.as_slice() {
             [one] => Ok(Config::single(*one)),
-            _ => Err(Error::Config(format!(
+            _ => Err(Error::config(format!(
                 "{ENV_MODE}=single takes one URL, {ENV_VAR} has {}",
                 urls.len()
             ))),
@@ -199,11 +199,11 @@ fn from_parts(raw: &str, mode: Option<&str>, master: Option<&str>) -> Result<Con
         Some("cluster") => Ok(Config::cluster(urls)),
         Some("sentinel") => match master.map(str::trim).filter(|m| !m.is_empty()) {
             Some(name) => Ok(Config::sentinel(name, urls)),
-            None => Err(Error::Config(format!(
+            None => Err(Error::config(format!(
                 "{ENV_MODE}=sentinel needs {ENV_SENTINEL_MASTER} (the monitored primary's name)"
             ))),
         },
-        Some(other) => Err(Error::Config(format!(
+        Some(other) => Err(Error::config(format!(
             "{ENV_MODE}={other:?}: expected single, redlock, cluster or sentinel"
         ))),
     }
@@ -241,10 +241,9 @@ fn url_of(info: &ConnectionInfo) -> Result<String> {
             tls_params,
         } => {
             if tls_params.is_some() {
-                return Err(Error::Config(
+                return Err(Error::config(
                     "TLS parameters inside a redis::ConnectionInfo cannot be carried over: \
-                     give the CA and client certificate with Config::tls_* instead"
-                        .into(),
+                     give the CA and client certificate with Config::tls_* instead",
                 ));
             }
             let at = if userinfo.is_empty() { "" } else { "@" };
@@ -272,7 +271,7 @@ fn url_of(info: &ConnectionInfo) -> Result<String> {
             format!("redis+unix://{}?{}", path.display(), query.join("&"))
         }
         other => {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "unsupported redis address {other:?}"
             )))
         }
@@ -357,7 +356,7 @@ mod tests {
             (Some("ring"), None),
         ] {
             let err = from_parts(urls, mode, master).unwrap_err();
-            assert!(matches!(err, Error::Config(_)), "{mode:?}: {err}");
+            assert!(matches!(err, Error::Config { .. }), "{mode:?}: {err}");
         }
         assert!(from_parts(" , ", None, None).is_err());
         assert!(

@@ -30,7 +30,7 @@ impl Config {
     /// let config = Config::single("rediss://redis.internal:6380")
     ///     .tls_root_ca_pem(b"not a certificate".to_vec());
     /// let err = Client::connect(config).await.unwrap_err();
-    /// assert!(matches!(err, Error::Config(_)));
+    /// assert!(matches!(err, Error::Config { .. }));
     /// assert!(err.to_string().contains("no CERTIFICATE"), "{err}");
     /// # }
     /// ```
@@ -51,7 +51,7 @@ impl Config {
     ///     .tls_root_ca_file("/nonexistent/redis-ca.crt");
     /// // The file is read by connect; a missing one is a configuration error naming it.
     /// let err = Client::connect(config).await.unwrap_err();
-    /// assert!(matches!(err, Error::Config(_)));
+    /// assert!(matches!(err, Error::Config { .. }));
     /// assert!(err.to_string().contains("/nonexistent/redis-ca.crt"), "{err}");
     /// # }
     /// ```
@@ -73,7 +73,7 @@ impl Config {
     /// let config = Config::single("redis://127.0.0.1:6380")
     ///     .tls_client_cert_pem(b"certificate PEM".to_vec(), b"key PEM".to_vec());
     /// let err = Client::connect(config).await.unwrap_err();
-    /// assert!(matches!(err, Error::Config(_)));
+    /// assert!(matches!(err, Error::Config { .. }));
     /// assert!(err.to_string().contains("rediss://"), "{err}");
     /// # }
     /// ```
@@ -100,7 +100,7 @@ impl Config {
     /// // Debug shows the paths, never key material.
     /// assert!(format!("{config:?}").contains("/nonexistent/client.key"));
     /// let err = Client::connect(config).await.unwrap_err();
-    /// assert!(matches!(err, Error::Config(_)));
+    /// assert!(matches!(err, Error::Config { .. }));
     /// # }
     /// ```
     pub fn tls_client_cert_files(

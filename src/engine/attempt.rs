@@ -9,7 +9,7 @@ use tokio::time::Instant as TokioInstant;
 
 use super::clock::{cut, until};
 use super::kinds::{self, fair_offers, Ask};
-use super::quorum::{count, fan_out, fan_out_until, no_quorum};
+use super::quorum::{addrs, count, fan_out, fan_out_until, no_quorum};
 use super::release::{release_on, release_until_answered};
 use super::wire::Acquire;
 use super::{Engine, Kind};
@@ -124,15 +124,17 @@ pub(crate) async fn attempt(
     let mut unconfirmed = None;
     if grants.len() >= quorum && permanent.is_none() {
         let token = match grants.iter().filter_map(|g| g.token).max() {
-            Some(t) if inner.masters.len() > 1 => match confirm(&grants, &results, quorum) {
-                Ok(()) => until(end, write_back(inner, name, holder, t))
-                    .await
-                    .and_then(Result::ok),
-                Err(e) => {
-                    unconfirmed = Some(e);
-                    None
+            Some(t) if inner.masters.len() > 1 => {
+                match confirm(&grants, &addrs(&inner.masters), &results, quorum) {
+                    Ok(()) => until(end, write_back(inner, name, holder, t))
+                        .await
+                        .and_then(Result::ok),
+                    Err(e) => {
+                        unconfirmed = Some(e);
+                        None
+                    }
                 }
-            },
+            }
             other => Some(other),
         };
         let validity = inner
@@ -207,8 +209,8 @@ fn refused(
     results: Vec<Option<Result<Acquire>>>,
 ) -> Outcome {
     if granted + pttls.len() < inner.quorum {
-        let answers = results.into_iter().flatten().collect();
-        return Outcome::Unavailable(no_quorum(granted, inner.quorum, answers));
+        let addrs = addrs(&inner.masters);
+        return Outcome::Unavailable(no_quorum(granted, inner.quorum, &addrs, results));
     }
     Outcome::Busy {
         retry_in: retry_hint(inner, pttls),
@@ -349,21 +351,22 @@ struct Granted {
 ///
 /// This assumes, as mutual exclusion under Redlock does, that a master restarted empty
 /// comes back only after the longest lease (docs/deployments.md, "Restarting a master").
-fn confirm<T>(grants: &[Granted], results: &[Option<Result<T>>], quorum: usize) -> Result<()> {
+fn confirm<T>(
+    grants: &[Granted],
+    addrs: &[&str],
+    results: &[Option<Result<T>>],
+    quorum: usize,
+) -> Result<()> {
     let current = grants.iter().filter(|g| g.current).count();
     if current >= quorum || grants.len() == results.len() {
         return Ok(());
     }
-    // The last error of a master that did not grant says which one to bring back.
-    let last = results.iter().rev().find_map(|r| match r {
-        Some(Err(e)) => Some(Box::new(e.clone())),
+    // The errors of the masters that did not grant say which ones to bring back.
+    let failed = results.iter().map(|r| match r {
+        Some(Err(e)) => Some(Err::<(), _>(e.clone())),
         _ => None,
     });
-    Err(Error::NoQuorum {
-        acquired: current,
-        needed: quorum,
-        source: last,
-    })
+    Err(no_quorum(current, quorum, addrs, failed))
 }
 
 /// Fencing under Redlock: the token handed out is the maximum seen, first written back
@@ -376,7 +379,8 @@ async fn write_back(inner: &Engine, name: &str, holder: &str, token: u64) -> Res
     .await;
     let ok = results.iter().filter(|r| r.is_ok()).count();
     if ok < inner.quorum {
-        return Err(no_quorum(ok, inner.quorum, results));
+        let results = results.into_iter().map(Some);
+        return Err(no_quorum(ok, inner.quorum, &addrs(&inner.masters), results));
     }
     Ok(Some(token))
 }

@@ -76,11 +76,11 @@ impl BackOff {
     /// assert_eq!(b.max_delay(), Duration::from_millis(200));
     /// let err = BackOff::exponential(Duration::from_millis(5), Duration::from_millis(1), 2)
     ///     .unwrap_err();
-    /// assert!(matches!(err, Error::Config(ref m) if m.contains("max")));
+    /// assert!(matches!(err, Error::Config { ref reason, .. } if reason.contains("max")));
     /// # Ok::<(), Error>(())
     /// ```
     pub fn exponential(initial: Duration, max: Duration, multiplier: u32) -> Result<BackOff> {
-        let bad = |what: &str| Err(Error::Config(format!("spin lock back-off: {what}")));
+        let bad = |what: &str| Err(Error::config(format!("spin lock back-off: {what}")));
         if initial.is_zero() {
             return bad("the initial delay must be positive");
         }
@@ -109,8 +109,8 @@ impl BackOff {
     /// ```
     pub fn constant(delay: Duration) -> Result<BackOff> {
         if delay.is_zero() {
-            return Err(Error::Config(
-                "spin lock back-off: the delay must be positive".into(),
+            return Err(Error::config(
+                "spin lock back-off: the delay must be positive",
             ));
         }
         Ok(BackOff {
@@ -242,7 +242,7 @@ mod tests {
             BackOff::exponential(ms(5), ms(10), 0),
             BackOff::constant(ms(0)),
         ] {
-            assert!(matches!(bad, Err(Error::Config(_))), "{bad:?}");
+            assert!(matches!(bad, Err(Error::Config { .. })), "{bad:?}");
         }
     }
 }

@@ -178,6 +178,6 @@ impl Master {
 
     /// Wraps a client error with this master's address.
     pub(crate) fn err(&self, source: redis::RedisError) -> Error {
-        crate::error::from_master(self.addr(), source)
+        crate::transport::server_errors::from_master(self.addr(), source)
     }
 }

@@ -52,7 +52,7 @@ impl Engine {
                 return Err(e.clone());
             }
         }
-        let exists = answers(results, self.quorum)?;
+        let exists = answers(&self.masters, results, self.quorum)?;
         Ok(majority_true(&exists, self.quorum))
     }
 
@@ -97,7 +97,7 @@ impl Engine {
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
         }
-        let deleted = answers(results, self.quorum)?.contains(&true);
+        let deleted = answers(&self.masters, results, self.quorum)?.contains(&true);
         // A read-write lock in the other mode was left alone: its holds are not lost.
         if deleted || !kind.is_rw() {
             self.holds.lose_name(name);
@@ -131,7 +131,7 @@ impl Engine {
             m.query::<Value>(cmd).await.map_err(|e| typed(name, e))
         })
         .await;
-        answers(results, self.quorum)
+        answers(&self.masters, results, self.quorum)
     }
 }
 

@@ -10,7 +10,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio_util::task::TaskTracker;
 
 use super::master::Master;
-use crate::error::{Error, Result};
+use crate::error::{Error, MasterError, Result};
 
 /// Runs `f` on every master at once; one result per master, in master order.
 /// Each call is bounded by the master's own timeout, so the whole fan-out takes as
@@ -73,26 +73,47 @@ pub(crate) fn count<T>(results: &[Option<Result<T>>], want: impl Fn(&T) -> bool)
         .count()
 }
 
-/// The error for an operation that reached `acquired` of `needed` masters. With a
-/// single master its own error is returned as is, so single mode reads naturally.
-pub(crate) fn no_quorum<T>(acquired: usize, needed: usize, results: Vec<Result<T>>) -> Error {
-    let n = results.len();
-    let mut errors = results.into_iter().filter_map(Result::err);
-    match (n, errors.next_back()) {
-        (1, Some(e)) => e,
-        (_, last) => Error::NoQuorum {
-            acquired,
-            needed,
-            source: last.map(Box::new),
-        },
+/// The error for an operation that reached `acquired` of `needed` masters: every
+/// master's error, with its address (`addrs[i]` for `results[i]`; `None`, a call still
+/// running, and `Ok` are left out). With a single master its own error is returned as
+/// is, so single mode reads naturally.
+pub(crate) fn no_quorum<T>(
+    acquired: usize,
+    needed: usize,
+    addrs: &[&str],
+    results: impl IntoIterator<Item = Option<Result<T>>>,
+) -> Error {
+    let mut errors: Vec<MasterError> = (addrs.iter().zip(results))
+        .filter_map(|(addr, r)| match r {
+            Some(Err(e)) => Some(MasterError::new(*addr, e)),
+            _ => None,
+        })
+        .collect();
+    if addrs.len() == 1 && errors.len() == 1 {
+        return errors.remove(0).error;
+    }
+    Error::NoQuorum {
+        acquired,
+        needed,
+        errors: errors.into(),
     }
 }
 
-/// Judges a read: Ok(answers) when at least `quorum` masters answered.
-pub(crate) fn answers<T>(results: Vec<Result<T>>, quorum: usize) -> Result<Vec<T>> {
+/// The masters' addresses, in their order (for [`no_quorum`]).
+pub(crate) fn addrs(masters: &[Arc<Master>]) -> Vec<&str> {
+    masters.iter().map(|m| m.addr()).collect()
+}
+
+/// Judges a read: Ok(answers) when at least `quorum` of `masters` answered.
+pub(crate) fn answers<T>(
+    masters: &[Arc<Master>],
+    results: Vec<Result<T>>,
+    quorum: usize,
+) -> Result<Vec<T>> {
     let ok = results.iter().filter(|r| r.is_ok()).count();
     if ok < quorum {
-        return Err(no_quorum(ok, quorum, results));
+        let results = results.into_iter().map(Some);
+        return Err(no_quorum(ok, quorum, &addrs(masters), results));
     }
     Ok(results.into_iter().filter_map(Result::ok).collect())
 }
@@ -128,16 +149,34 @@ mod tests {
 
     #[test]
     fn a_lone_master_reports_its_own_error() {
-        let e = no_quorum::<()>(0, 1, vec![Err(Error::Config("x".into()))]);
-        assert!(matches!(e, Error::Config(_)));
-        let e = no_quorum::<()>(1, 2, vec![Ok(()), Err(Error::Config("x".into())), Ok(())]);
-        assert!(matches!(
-            e,
-            Error::NoQuorum {
-                acquired: 1,
-                needed: 2,
-                source: Some(_)
-            }
-        ));
+        let bad = || Some(Err::<(), _>(Error::config("x")));
+        let e = no_quorum(0, 1, &["a:1"], [bad()]);
+        assert!(matches!(e, Error::Config { .. }));
+    }
+
+    #[test]
+    fn a_quorum_failure_keeps_every_masters_error() {
+        let down = |addr: &str| Error::Timeout {
+            addr: addr.into(),
+            after: std::time::Duration::from_secs(1),
+        };
+        let results = [
+            Some(Ok(())),
+            Some(Err(down("a:2"))),
+            None,
+            Some(Err(Error::config("x"))),
+        ];
+        let e = no_quorum(1, 3, &["a:1", "a:2", "a:3", "a:4"], results);
+        let Error::NoQuorum {
+            acquired: 1,
+            needed: 3,
+            errors,
+        } = &e
+        else {
+            panic!("{e:?}");
+        };
+        let at: Vec<&str> = errors.iter().map(|m| m.addr.as_str()).collect();
+        assert_eq!(at, ["a:2", "a:4"]);
+        assert!(matches!(errors[1].error, Error::Config { .. }));
     }
 }

@@ -12,7 +12,7 @@ use super::holds::Hold;
 use super::kinds::{self, fair, plain, Book};
 use super::master::Master;
 use super::offers::{Answer, Offer, Taken};
-use super::quorum::{count, fan_out_until, no_quorum};
+use super::quorum::{addrs, count, fan_out_until, no_quorum};
 use super::wire::{HandOver, Release};
 use super::{Engine, Kind};
 use crate::error::{Error, Result};
@@ -57,12 +57,12 @@ pub(crate) async fn release(
     // `unavailable_timeout` may be `Duration::MAX`: saturated, never an overflow.
     let give_up = super::clock::later(engine.settings.unavailable_after).into_std();
     let decided = |rs: &[Option<Result<Release>>]| {
-        let verdict = judge(engine, name, holder, kind, rs, false);
+        let verdict = judge(engine, name, holder, kind, rs, None, false);
         !matches!(&verdict, Err(e) if !e.is_permanent() && !e.is_not_held())
     };
     let results =
         release_until_answered(engine, name, holder, lease_ms, kind, give_up, decided).await;
-    judge(engine, name, holder, kind, &results, true).map(drop)
+    judge(engine, name, holder, kind, &results, None, true).map(drop)
 }
 
 /// Releases on every master, then asks those that failed for a passing reason (a
@@ -202,7 +202,7 @@ pub(crate) async fn release_on(
     wake_local: bool,
 ) -> Result<Release> {
     let results = release_results(engine, name, holder, lease_ms, kind, only, None).await;
-    judge(engine, name, holder, kind, &results, wake_local)
+    judge(engine, name, holder, kind, &results, only, wake_local)
 }
 
 /// The release answers of every master (or of `only`, in that order): `None` for
@@ -242,13 +242,15 @@ async fn release_results(
 }
 
 /// What release answers come to: released (or still held by a re-entry) on a
-/// majority, not held, a permanent error, or no quorum.
+/// majority, not held, a permanent error, or no quorum. `results` are every master's,
+/// or those of `only`, in its order.
 fn judge(
     engine: &Engine,
     name: &Arc<str>,
     holder: &Arc<str>,
     kind: Kind,
     results: &[Option<Result<Release>>],
+    only: Option<&[usize]>,
     wake_local: bool,
 ) -> Result<Release> {
     let quorum = engine.quorum;
@@ -257,7 +259,6 @@ fn judge(
         count(results, |r| *r == Release::StillHeld),
         count(results, |r| *r == Release::NotHeld),
     );
-    let results: Vec<Result<Release>> = results.iter().flatten().cloned().collect();
     if released > 0 && kind.protocol().wakes_locally() && wake_local && engine.pubsub.has_channels()
     {
         engine.pubsub.notify_local(&kind.channel(name));
@@ -275,11 +276,19 @@ fn judge(
             holder: holder.to_string(),
         });
     }
-    if let Some(e) = results
-        .iter()
-        .find_map(|r| r.as_ref().err().filter(|e| e.is_permanent()))
+    if let Some(e) =
+        (results.iter().flatten()).find_map(|r| r.as_ref().err().filter(|e| e.is_permanent()))
     {
         return Err(e.clone());
     }
-    Err(no_quorum(released + still, quorum, results))
+    let addrs: Vec<&str> = match only {
+        Some(only) => only.iter().map(|&i| engine.masters[i].addr()).collect(),
+        None => addrs(&engine.masters),
+    };
+    Err(no_quorum(
+        released + still,
+        quorum,
+        &addrs,
+        results.to_vec(),
+    ))
 }

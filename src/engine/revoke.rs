@@ -141,7 +141,7 @@ impl Engine {
     pub(crate) async fn request_release(&self, name: &str) -> Result<(u64, Vec<String>)> {
         let lease = self.settings.watchdog_timeout;
         let replies = fan_out(&self.masters, |m| request(m, name, lease)).await;
-        Ok(merge(answers(replies, self.quorum)?))
+        Ok(merge(answers(&self.masters, replies, self.quorum)?))
     }
 }
 

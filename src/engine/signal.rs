@@ -109,8 +109,9 @@ where
             let _ = ack.send(());
             result
         }
-        Err(_) => Err(Error::Runtime(
-            "the client shut down during the call".into(),
-        )),
+        Err(e) => Err(Error::Runtime {
+            reason: "the client shut down during the call".into(),
+            source: Some(crate::error::Cause::new(e)),
+        }),
     }
 }

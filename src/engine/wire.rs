@@ -61,7 +61,7 @@ pub(crate) fn typed(name: &str, e: Error) -> Error {
         // scripts raise nothing else). Both are permanent, not an outage to retry.
         Error::Redis { source, addr } if source.code() == Some("ERR") => {
             let detail = source.detail().unwrap_or_default().to_string();
-            if crate::error::is_script_acl_refusal(&detail) {
+            if crate::transport::server_errors::is_script_acl_refusal(&detail) {
                 Error::PermissionDenied { addr, detail }
             } else {
                 Error::BadData {
@@ -77,7 +77,7 @@ pub(crate) fn typed(name: &str, e: Error) -> Error {
 
 /// A reply no script of ours gives: a protocol error naming the master at `addr`.
 pub(crate) fn protocol(addr: &str, what: &str, v: &Value) -> Error {
-    crate::error::from_master(
+    crate::transport::server_errors::from_master(
         addr,
         redis::RedisError::from((
             redis::ErrorKind::Parse,
@@ -218,7 +218,7 @@ mod tests {
 
     fn script_err(line: &[u8]) -> Error {
         let reply = redis::parse_redis_value(line).unwrap();
-        crate::error::from_master("a:1", reply.extract_error().unwrap_err())
+        crate::transport::server_errors::from_master("a:1", reply.extract_error().unwrap_err())
     }
 
     #[test]

@@ -23,7 +23,7 @@ use super::standalone::{LinkSettings, Standalone};
 #[cfg(feature = "tls")]
 use super::tls::{self, is_tls, TlsOptions};
 use super::{Dialect, Lane, Request, Script, Transport};
-use crate::error::{Error, Result};
+use crate::error::{Error, MasterError, Result};
 
 /// How the servers of a deployment relate.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,8 +105,8 @@ pub(crate) async fn connect(d: Deployment, scripts: Vec<&'static Script>) -> Res
 fn clients(d: &Deployment) -> Result<Vec<redis::Client>> {
     #[cfg(feature = "tls")]
     if d.tls.is_set() && !d.servers.iter().any(is_tls) {
-        return Err(Error::Config(
-            "TLS certificates are configured but no master URL is rediss:// (or valkeys://)".into(),
+        return Err(Error::config(
+            "TLS certificates are configured but no master URL is rediss:// (or valkeys://)",
         ));
     }
     #[cfg(feature = "tls")]
@@ -123,7 +123,7 @@ fn clients(d: &Deployment) -> Result<Vec<redis::Client>> {
             #[cfg(feature = "tls")]
             if let (Some(certs), true) = (&certs, is_tls(&info)) {
                 return redis::Client::build_with_tls(info, certs.clone())
-                    .map_err(|e| Error::Config(format!("master {addr}: TLS: {e}")));
+                    .map_err(|e| Error::config_from(format!("master {addr}: TLS"), e));
             }
             redis::Client::open(info).map_err(|source| Error::Redis { addr, source })
         })
@@ -157,7 +157,8 @@ async fn masters(
             cluster: true,
         });
     }
-    majority_answered(&pings, links.len() / 2 + 1)?;
+    let addrs: Vec<&str> = links.iter().map(|l| l.addr()).collect();
+    majority_answered(&addrs, &pings, links.len() / 2 + 1)?;
     let links: Vec<Arc<dyn Transport>> = (links.into_iter())
         .map(|l| Arc::new(l) as Arc<dyn Transport>)
         .collect();
@@ -171,20 +172,23 @@ async fn masters(
 }
 
 /// Ok when at least `quorum` servers answered; otherwise the lone server's own error,
-/// or [`Error::NoQuorum`] with the last error (as the engine judges a read).
-fn majority_answered(pings: &[Result<Value>], quorum: usize) -> Result<()> {
+/// or [`Error::NoQuorum`] with every server's error (as the engine judges a read).
+/// `addrs[i]` is the address of the server that gave `pings[i]`.
+fn majority_answered(addrs: &[&str], pings: &[Result<Value>], quorum: usize) -> Result<()> {
     let ok = pings.iter().filter(|p| p.is_ok()).count();
     if ok >= quorum {
         return Ok(());
     }
-    let last = pings.iter().rev().find_map(|p| p.as_ref().err().cloned());
-    Err(match (pings.len(), last) {
-        (1, Some(e)) => e,
-        (_, last) => Error::NoQuorum {
-            acquired: ok,
-            needed: quorum,
-            source: last.map(Box::new),
-        },
+    let mut errors: Vec<MasterError> = (addrs.iter().zip(pings))
+        .filter_map(|(addr, p)| Some(MasterError::new(*addr, p.as_ref().err()?.clone())))
+        .collect();
+    if pings.len() == 1 && errors.len() == 1 {
+        return Err(errors.remove(0).error);
+    }
+    Err(Error::NoQuorum {
+        acquired: ok,
+        needed: quorum,
+        errors: errors.into(),
     })
 }
 
@@ -200,7 +204,7 @@ async fn require_waitaof(link: &dyn Transport) -> Result<()> {
     match reply {
         Value::Array(items) if items.first().is_some_and(|i| *i != Value::Nil) => {}
         _ => {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "SyncReplicas::Aof needs WAITAOF (Redis >= 7.2), which {} lacks; use \
                  SyncReplicas::Auto or Count",
                 link.addr()
@@ -214,7 +218,7 @@ async fn require_waitaof(link: &dyn Transport) -> Result<()> {
         .await?;
     let info: String = redis::from_redis_value(reply).unwrap_or_default();
     if info.lines().any(|l| l.trim() == "aof_enabled:0") {
-        return Err(Error::Config(format!(
+        return Err(Error::config(format!(
             "SyncReplicas::Aof needs an append-only file on {} (appendonly yes), which \
              it has off; use SyncReplicas::Auto or Count",
             link.addr()
@@ -264,7 +268,7 @@ async fn cluster(
             Err(e) => last = Some(e),
         }
     }
-    Err(last.unwrap_or_else(|| Error::Config("no cluster seed given".into())))
+    Err(last.unwrap_or_else(|| Error::config("no cluster seed given")))
 }
 
 /// True if `link` is a node of a Redis Cluster (`cluster_enabled:1`). A server that
@@ -305,7 +309,7 @@ async fn refuse_duplicates(links: &[Arc<dyn Transport>]) -> Result<()> {
     for (link, id) in links.iter().zip(ids) {
         let Ok(Some(id)) = id else { continue };
         if let Some((first, _)) = seen.iter().find(|(_, other)| *other == id) {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "masters {first} and {} are the same server (run_id {id}); Redlock needs \
                  independent masters",
                 link.addr()
@@ -322,18 +326,22 @@ mod tests {
 
     #[test]
     fn a_majority_of_answers_is_needed() {
-        let refused = || Err(Error::Config("down".into()));
-        assert!(majority_answered(&[Ok(Value::Okay), refused(), Ok(Value::Okay)], 2).is_ok());
-        let lone = majority_answered(&[refused()], 1).unwrap_err();
-        assert!(matches!(lone, Error::Config(_)), "{lone:?}");
-        let split = majority_answered(&[Ok(Value::Okay), refused(), refused()], 2);
-        assert!(matches!(
-            split,
-            Err(Error::NoQuorum {
-                acquired: 1,
-                needed: 2,
-                source: Some(_)
-            })
-        ));
+        let refused = || Err(Error::config("down"));
+        let addrs = ["a:1", "a:2", "a:3"];
+        let two = [Ok(Value::Okay), refused(), Ok(Value::Okay)];
+        assert!(majority_answered(&addrs, &two, 2).is_ok());
+        let lone = majority_answered(&addrs[..1], &[refused()], 1).unwrap_err();
+        assert!(matches!(lone, Error::Config { .. }), "{lone:?}");
+        let split = majority_answered(&addrs, &[Ok(Value::Okay), refused(), refused()], 2);
+        let Err(Error::NoQuorum {
+            acquired: 1,
+            needed: 2,
+            errors,
+        }) = split
+        else {
+            panic!("{split:?}");
+        };
+        let at: Vec<&str> = errors.iter().map(|m| m.addr.as_str()).collect();
+        assert_eq!(at, ["a:2", "a:3"]);
     }
 }

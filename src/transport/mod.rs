@@ -28,6 +28,7 @@ pub(crate) mod pubsub;
 pub(crate) mod replicas;
 pub(crate) mod script;
 pub(crate) mod sentinel;
+pub(crate) mod server_errors;
 pub(crate) mod standalone;
 pub(crate) mod subscriber;
 #[cfg(feature = "tls")]

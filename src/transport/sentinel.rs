@@ -100,13 +100,14 @@ async fn find_primary(setup: &SentinelSetup) -> Result<Standalone> {
             Err(e) => last = Some(e),
         }
     }
-    Err(last.unwrap_or_else(|| Error::Config("no sentinel given".into())))
+    Err(last.unwrap_or_else(|| Error::config("no sentinel given")))
 }
 
 async fn primary_named_by(setup: &SentinelSetup, sentinel: &redis::Client) -> Result<Standalone> {
     let at = sentinel.get_connection_info().addr().to_string();
     let settings = sentinel.get_connection_info().redis_settings();
-    let err = |source| crate::error::from_link(&at, settings.username(), 0, source);
+    let err =
+        |source| crate::transport::server_errors::from_link(&at, settings.username(), 0, source);
     let ask = async {
         let mut conn = sentinel.get_multiplexed_async_connection().await?;
         redis::cmd("SENTINEL")
@@ -123,7 +124,7 @@ async fn primary_named_by(setup: &SentinelSetup, sentinel: &redis::Client) -> Re
         })?
         .map_err(err)?;
     let Some((host, port)) = named else {
-        return Err(Error::Config(format!(
+        return Err(Error::config(format!(
             "sentinel {at} knows no master named {:?}",
             setup.master_name
         )));
@@ -139,7 +140,7 @@ async fn primary_named_by(setup: &SentinelSetup, sentinel: &redis::Client) -> Re
         Value::Array(items) if matches!(items.first(), Some(Value::BulkString(r)) if r == b"master") => {
             Ok(primary)
         }
-        other => Err(Error::Config(format!(
+        other => Err(Error::config(format!(
             "sentinel {at} names {addr} as master {:?}, but it is not a master ({other:?})",
             setup.master_name
         ))),

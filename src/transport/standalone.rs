@@ -94,7 +94,7 @@ impl Standalone {
         let pool = Pool::builder(manager)
             .max_size(pool_size)
             .build()
-            .map_err(|e| Error::Config(format!("master {addr}: {e}")))?;
+            .map_err(|e| Error::config_from(format!("master {addr}: pool"), e))?;
         Ok(Standalone {
             addr,
             client,
@@ -163,7 +163,12 @@ impl Standalone {
     /// `from_link`: authentication, database, protocol, then the server's codes).
     fn err(&self, source: redis::RedisError) -> Error {
         let settings = self.client.get_connection_info().redis_settings();
-        crate::error::from_link(&self.addr, settings.username(), settings.db(), source)
+        crate::transport::server_errors::from_link(
+            &self.addr,
+            settings.username(),
+            settings.db(),
+            source,
+        )
     }
 
     /// A connection from slot `i`, opening one through the pool when the slot is empty.
@@ -184,7 +189,7 @@ impl Standalone {
         }
         let pooled = self.pool.get().await.map_err(|e| match e {
             deadpool_redis::PoolError::Backend(source) => self.err(source),
-            other => Error::Config(format!("master {}: pool: {other}", self.addr)),
+            other => Error::config_from(format!("master {}: pool", self.addr), other),
         })?;
         let mut conn = (*pooled).clone();
         // Invariant 6. A connection that cannot load them is not kept.
@@ -327,7 +332,7 @@ impl Standalone {
                 if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
                     self.discard_all();
                 }
-                crate::error::name_refused(self.err(e), || request.describe())
+                crate::transport::server_errors::name_refused(self.err(e), || request.describe())
             })
         };
         match tokio::time::timeout(timeout, work).await {
@@ -515,7 +520,7 @@ mod tests {
             assert!(text.contains("'script|load'"), "{text}");
             assert!(!text.contains(": :"), "{text}");
         }
-        let other = preload_refused(Error::Config("x".into()));
-        assert!(matches!(other, Error::Config(_)));
+        let other = preload_refused(Error::config("x"));
+        assert!(matches!(other, Error::Config { .. }));
     }
 }

@@ -28,7 +28,7 @@ impl Pem {
         match self {
             Pem::Bytes(b) => Ok(b.clone()),
             Pem::File(path) => std::fs::read(path).map_err(|e| {
-                Error::Config(format!("cannot read {what} file {}: {e}", path.display()))
+                Error::config_from(format!("cannot read {what} file {}", path.display()), e)
             }),
         }
     }
@@ -79,14 +79,14 @@ impl TlsOptions {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| Error::Config(format!("TLS: {e}")))?;
+            .map_err(|e| Error::config_from("TLS", e))?;
         let mut roots = rustls::RootCertStore::empty();
         let root_cert = match &self.root_ca {
             Some(source) => {
                 let pem = source.load("TLS CA")?;
                 for cert in certs(&pem, "TLS CA", source)? {
                     roots.add(cert).map_err(|e| {
-                        Error::Config(format!("TLS CA {source}: unusable CA certificate: {e}"))
+                        Error::config_from(format!("TLS CA {source}: unusable CA certificate"), e)
                     })?;
                 }
                 Some(pem)
@@ -100,16 +100,16 @@ impl TlsOptions {
                 let key_pem = key_source.load("TLS client key")?;
                 let chain = certs(&cert_pem, "TLS client certificate", cert_source)?;
                 let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|_| {
-                    Error::Config(format!(
+                    Error::config(format!(
                         "TLS client key {key_source}: no PEM private key (PKCS#8, PKCS#1 or \
                          SEC1) in it"
                     ))
                 })?;
                 // Checks the key type and that key and certificate belong together.
                 builder.with_client_auth_cert(chain, key).map_err(|e| {
-                    Error::Config(format!(
-                        "TLS client certificate {cert_source} with key {key_source}: {e}"
-                    ))
+                    let what =
+                        format!("TLS client certificate {cert_source} with key {key_source}");
+                    Error::config_from(what, e)
                 })?;
                 Some(redis::ClientTlsConfig {
                     client_cert: cert_pem,
@@ -129,9 +129,9 @@ impl TlsOptions {
 fn certs(pem: &[u8], what: &str, source: &Pem) -> Result<Vec<CertificateDer<'static>>> {
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| Error::Config(format!("{what} {source}: bad PEM: {e}")))?;
+        .map_err(|e| Error::config_from(format!("{what} {source}: bad PEM"), e))?;
     if certs.is_empty() {
-        return Err(Error::Config(format!(
+        return Err(Error::config(format!(
             "{what} {source}: no CERTIFICATE in it"
         )));
     }

@@ -67,7 +67,10 @@ impl Runtime {
             .thread_name("redlatch-blocking")
             .enable_all()
             .build()
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+            .map_err(|e| Error::Runtime {
+                reason: format!("cannot start the blocking client's runtime: {e}"),
+                source: Some(crate::error::Cause::new(e)),
+            })?;
         Ok(Arc::new(Runtime(Some(rt))))
     }
 

@@ -232,7 +232,7 @@ impl Engine {
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
         }
-        let all = answers(results, self.quorum)?;
+        let all = answers(&self.masters, results, self.quorum)?;
         let locked: Vec<bool> = all.iter().map(|s| s.locked).collect();
         let held: Vec<bool> = all.iter().map(|s| s.held).collect();
         let left = all
@@ -266,7 +266,9 @@ impl Engine {
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
         }
-        let removed = answers(results, self.quorum)?.into_iter().any(|n| n > 0);
+        let removed = answers(&self.masters, results, self.quorum)?
+            .into_iter()
+            .any(|n| n > 0);
         // Holds of other value sets that shared a value are found lost by their next
         // renewal (group_renew.lua answers 0).
         self.holds.lose_name(name);

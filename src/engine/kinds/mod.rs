@@ -267,8 +267,8 @@ pub(crate) async fn leave(
 
 /// A release script's `nil` / 0 / anything else: not held / still held / released.
 pub(crate) fn read_release(addr: &str, _name: &str, v: Value) -> Result<Release> {
-    let n: Option<i64> =
-        redis::from_redis_value(v).map_err(|e| crate::error::from_master(addr, e.into()))?;
+    let n: Option<i64> = redis::from_redis_value(v)
+        .map_err(|e| crate::transport::server_errors::from_master(addr, e.into()))?;
     Ok(match n {
         None => Release::NotHeld,
         Some(0) => Release::StillHeld,

@@ -210,11 +210,11 @@ fn unsettled(engine: &Engine, started: Instant) -> Error {
     };
     match &engine.masters[..] {
         [one] => timeout(one),
-        many => Error::NoQuorum {
-            acquired: 0,
-            needed: engine.quorum,
-            source: Some(Box::new(timeout(&many[0]))),
-        },
+        many => {
+            let addrs: Vec<&str> = many.iter().map(|m| m.addr()).collect();
+            let results = many.iter().map(|m| Some(Err::<(), _>(timeout(m))));
+            super::quorum::no_quorum(0, engine.quorum, &addrs, results)
+        }
     }
 }
 

@@ -96,7 +96,7 @@ impl Cluster {
         let reply = seed
             .send(Lane::Side, connect_timeout, Request::Cmd(&slots))
             .await?;
-        let map = SlotMap::parse(&reply, &host).map_err(|e| Error::Config(e.to_string()))?;
+        let map = SlotMap::parse(&reply, &host).map_err(Error::config)?;
         let mut info = redis::cmd("INFO");
         info.arg("server");
         let info = seed
@@ -141,7 +141,7 @@ impl Inner {
         let (host, port) = addr
             .rsplit_once(':')
             .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
-            .ok_or_else(|| Error::Config(format!("cluster node address {addr:?}")))?;
+            .ok_or_else(|| Error::config(format!("cluster node address {addr:?}")))?;
         let info = super::standalone::settings_at(&self.base, host, port);
         let node = Arc::new(self.link.open_at(info, self.dialect)?);
         Ok(self
@@ -214,11 +214,11 @@ impl Inner {
                     }
                     return Ok(());
                 }
-                Ok(Err(e)) => last = Some(Error::Config(e)),
+                Ok(Err(e)) => last = Some(Error::config(e)),
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.unwrap_or_else(|| Error::Config("no cluster node known".into())))
+        Err(last.unwrap_or_else(|| Error::config("no cluster node known")))
     }
 
     /// Sends `request` to the node serving its key, following redirects (invariant 2).
