@@ -74,106 +74,140 @@ def rust_files(folder):
                 yield os.path.join(d, f)
 
 
-def module_of(path):
-    """Module path of a file under src/engine, as a list (engine/mod.rs: [])."""
-    rel = os.path.relpath(path, ENGINE)[:-3].split(os.sep)
-    return rel[:-1] if rel[-1] == "mod" else rel
+CRATES = (  # (crate root file, name), relative to the repository root
+    ("src/lib.rs", "redlatch"),
+    ("redlatch-cli/src/lib.rs", "redlatch-cli (lib)"),
+    ("redlatch-cli/src/main.rs", "redlatch-cli (bin)"),
+    ("redlatch-bench/src/main.rs", "redlatch-bench"),
+)
+REPO = os.path.join(ROOT, "..")
+MOD_DECL = re.compile(r"^\s*(#\[cfg\(test\)\]\s*)?(?:pub(?:\([\w:]+\))?\s+)?mod\s+(\w+)\s*;",
+                      re.M)
 
 
-def referenced(code):
-    """(prefix, first segment) of every engine-relative path in `code`."""
-    refs = []
-    for m in re.finditer(r"\b(crate::engine::|(?:super::)+|self::)", code):
-        prefix, rest = m.group(1), code[m.end():]
-        if rest.startswith("{"):
-            depth, j = 0, 0
-            for j, ch in enumerate(rest):
-                depth += ch == "{"
-                depth -= ch == "}"
-                if depth == 0:
-                    break
-            inner, items, depth, cur = rest[1:j], [], 0, ""
-            for ch in inner:
-                if ch == "," and depth == 0:
-                    items.append(cur)
-                    cur = ""
-                    continue
-                depth += ch == "{"
-                depth -= ch == "}"
-                cur += ch
+def without_tests(code):
+    """The code before its first inline `#[cfg(test)] mod x {` (test modules end a file)."""
+    return re.split(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", code)[0]
+
+
+def crate_modules(root_file):
+    """Every module of a crate: path tuple -> (file, child names, test-only children)."""
+    mods = {}
+
+    def walk(path, file, is_dir_owner):
+        code = strip(open(file).read())
+        kids, test_kids = [], set()
+        for m in MOD_DECL.finditer(code):
+            kids.append(m.group(2))
+            if m.group(1):
+                test_kids.add(m.group(2))
+        mods[path] = (file, kids, test_kids)
+        base = os.path.dirname(file) if is_dir_owner else file[:-3]
+        for k in kids:
+            flat, nested = os.path.join(base, k + ".rs"), os.path.join(base, k, "mod.rs")
+            if os.path.exists(flat):
+                walk(path + (k,), flat, False)
+            elif os.path.exists(nested):
+                walk(path + (k,), nested, True)
+
+    walk((), os.path.join(REPO, root_file), True)
+    return mods
+
+
+def brace_items(rest):
+    """The first segment of each item of `{a, b::c, d as e}` at the start of `rest`."""
+    depth, j = 0, 0
+    for j, ch in enumerate(rest):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if depth == 0:
+            break
+    items, depth, cur = [], 0, ""
+    for ch in rest[1:j]:
+        if ch == "," and depth == 0:
             items.append(cur)
-            for it in items:
-                seg = re.match(r"\s*(\w+)", it)
-                if seg:
-                    refs.append((prefix, seg.group(1)))
+            cur = ""
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        cur += ch
+    items.append(cur)
+    return [seg.group(1) for seg in (re.match(r"\s*(\w+)", it) for it in items) if seg]
+
+
+def references(code, here, kids):
+    """Absolute paths (tuples of segments) named in `code`, written in module `here`."""
+    out = []
+    pat = r"(?<![\w:])(crate::|(?:super::)+|self::" + \
+        ("|(?:" + "|".join(map(re.escape, kids)) + r")::" if kids else "") + ")"
+    for m in re.finditer(pat, code):
+        prefix, rest = m.group(1), code[m.end():]
+        if prefix == "crate::":
+            base = ()
+        elif prefix == "self::":
+            base = here
+        elif prefix.startswith("super::"):
+            ups = prefix.count("super")
+            if ups > len(here):
+                continue
+            base = here[:len(here) - ups]
+        else:  # a child module named without a prefix
+            base, rest = here, prefix + rest
+        if rest.startswith("{"):
+            for seg in brace_items(rest):
+                tail = re.match(r"\s*" + seg + r"((?:::\w+)*)", rest[1 + rest[1:].find(seg):])
+                out.append(base + (seg,) + tuple(s for s in tail.group(1).split("::") if s))
         else:
-            seg = re.match(r"(\w+)", rest)
-            if seg:
-                refs.append((prefix, seg.group(1)))
-    return refs
+            segs = re.match(r"(\w+(?:::\w+)*)", rest)
+            if segs:
+                out.append(base + tuple(segs.group(1).split("::")))
+    return out
 
 
-def engine_children():
-    kids = set()
-    for name in os.listdir(ENGINE):
-        if name.endswith(".rs") and name != "mod.rs":
-            kids.add(name[:-3])
-        elif os.path.isdir(os.path.join(ENGINE, name)):
-            kids.add(name)
-    return kids
-
-
-def mod_reexports(kids):
-    """Items engine/mod.rs re-exports from a child: name -> child."""
-    code = strip(open(os.path.join(ENGINE, "mod.rs")).read())
+def reexports(mods, path):
+    """Items a module's own file re-exports from its children: item -> child."""
+    file, kids, _ = mods[path]
+    code = strip(open(file).read())
     out = {}
-    for m in re.finditer(r"pub(?:\([\w:]+\))?\s+use\s+(\w+)::([^;]+);", code):
+    for m in re.finditer(r"pub(?:\([\w:]+\))?\s+use\s+(?:self::)?(\w+)::([^;]+);", code):
         if m.group(1) in kids:
             for item in re.findall(r"(\w+)\s*[,}]?", m.group(2).strip("{} ")):
                 out[item] = m.group(1)
     return out
 
 
-def engine_graph():
-    kids = engine_children()
-    reexports = mod_reexports(kids)
-    graph = {}
-    for path in rust_files(ENGINE):
-        mod = module_of(path)
-        node = mod[0] if mod else "mod"
-        if node in TEST_ONLY:
+def module_graphs(root_file):
+    """For each module with children: child -> children it names (`mod`: its own file)."""
+    mods = crate_modules(root_file)
+    test_only = {p + (k,) for p, (_, _, t) in mods.items() for k in t}
+    test_only |= {p for p in mods if p and p[-1] in TEST_ONLY}
+    graphs = {}
+    for here, (file, kids, _) in mods.items():
+        if any(here[:i] in test_only for i in range(1, len(here) + 1)):
             continue
-        code = strip(open(path).read())
-        # The `tests` module at the end of a file is test-only too.
-        code = re.split(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", code)[0]
-        refs = referenced(code)
-        if not mod:
-            # engine/mod.rs names its children without a prefix.
-            refs += [("crate::engine::", k) for k in re.findall(r"(?<![\w:])(\w+)::", code)
-                     if k in kids]
-        for prefix, seg in refs:
-            if prefix == "crate::engine::":
-                base = []
-            elif prefix == "self::":
-                base = mod
+        code = without_tests(strip(open(file).read()))
+        for ref in references(code, here, kids):
+            target = ()
+            for seg in ref:  # the longest prefix that is a module
+                if target + (seg,) not in mods:
+                    break
+                target += (seg,)
+            common = 0
+            while common < min(len(here), len(target)) and here[common] == target[common]:
+                common += 1
+            scope = here[:common]
+            src = here[common] if len(here) > common else "mod"
+            if len(target) > common:
+                dst = target[common]
             else:
-                ups = prefix.count("super")
-                if ups > len(mod):
-                    continue
-                base = mod[:len(mod) - ups]
-            if base:
-                target = base[0]
-            elif seg in kids:
-                target = seg
-            elif seg in reexports:
-                target = reexports[seg]
-            else:
-                target = "mod"
-            if target in TEST_ONLY or target == node:
+                item = ref[len(target)] if len(ref) > len(target) else None
+                dst = reexports(mods, scope).get(item, "mod")
+            # A module's own file composes its children (declares, re-exports and
+            # dispatches to them): only a child's use of it is an edge.
+            if src == "mod" or src == dst or scope + (dst,) in test_only or (src != "mod" and scope + (src,) in test_only):
                 continue
-            graph.setdefault(node, set()).add(target)
-        graph.setdefault(node, set())
-    return graph
+            graphs.setdefault(scope, {}).setdefault(src, set()).add(dst)
+    return graphs
 
 
 def cycles(graph):
@@ -244,7 +278,7 @@ def shortest_cycle(graph, comp):
 
 def layer_errors():
     errs = []
-    kids = engine_children()
+    kids = set(crate_modules("src/lib.rs")[("engine",)][1])
     for layer, banned in (("transport", ("crate::engine", "crate::api")),
                           ("engine", ("crate::api",)),
                           ("api", ("crate::transport",))):
@@ -274,9 +308,12 @@ FN_RE = re.compile(r"^\s*(?:pub(?:\([\w:]+\))?\s+)?(?:const\s+)?(?:async\s+)?(?:
                    r"fn\s+(\w+)")
 
 
+SIZED = ("src", "redlatch-cli/src", "redlatch-bench/src")
+
+
 def size_errors():
     errs = []
-    for path in rust_files(ROOT):
+    for path in (p for folder in SIZED for p in rust_files(os.path.join(REPO, folder))):
         code = strip(open(path).read())
         lines = code.split("\n")
         # A test module at the end of the file is not counted.
@@ -287,7 +324,7 @@ def size_errors():
                 end = i
                 break
         loc = sum(1 for line in lines[:end] if line.strip())
-        rel = os.path.relpath(path, ROOT)
+        rel = os.path.relpath(path, REPO)
         if loc > MAX_LOC:
             errs.append(f"{rel}: {loc} lines of code (over {MAX_LOC})")
         for i, line in enumerate(lines):
@@ -321,20 +358,25 @@ def size_errors():
 
 
 def main():
-    graph = engine_graph()
-    if "--graph" in sys.argv:
-        for v in sorted(graph):
-            print(f"{v} -> {', '.join(sorted(graph[v]))}")
     errs = layer_errors()
-    for comp in cycles(graph):
-        cyc = shortest_cycle(graph, comp)
-        errs.append(f"engine import circle among {{{', '.join(comp)}}}: " + " -> ".join(cyc))
+    modules = 0
+    for root_file, crate in CRATES:
+        for scope, graph in sorted(module_graphs(root_file).items()):
+            where = "::".join(scope) or "the crate root"
+            modules += len(graph)
+            if "--graph" in sys.argv:
+                for v in sorted(graph):
+                    print(f"{crate} {where}: {v} -> {', '.join(sorted(graph[v]))}")
+            for comp in cycles(graph):
+                cyc = shortest_cycle(graph, comp)
+                errs.append(f"{crate}: import circle in {where} among {{{', '.join(comp)}}}: "
+                            + " -> ".join(cyc))
     errs += size_errors()
     for e in errs:
         print(e)
     if errs:
         return 1
-    print(f"layers ok; {len(graph)} engine modules, no circles; "
+    print(f"layers ok; {len(CRATES)} crates, {modules} modules, no import circles; "
           f"no file over {MAX_LOC} lines of code, no fn over {MAX_FN} lines")
     return 0
 

@@ -294,6 +294,22 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         rounds: args.rounds,
         redisson: (!args.no_redisson).then_some(args.jvm_warmup),
     };
+    let mut result = Ok(());
+    for (w, procs) in workloads(&args) {
+        match one(&ctx, &args, &peers_opts, w, procs).await {
+            Ok(report) => print(&report, args.json),
+            Err(e) => {
+                result = Err(Failure::new(exit::INTERNAL, format!("bench {w:?}: {e}")));
+                break;
+            }
+        }
+    }
+    ctx.cleanup().await;
+    result
+}
+
+/// The runs `--workload` asks for: `all` expanded, W7 once per `--procs` count.
+fn workloads(args: &BenchArgs) -> Vec<(Workload, usize)> {
     let list = match args.workload {
         Workload::All => vec![
             Workload::W1,
@@ -309,64 +325,60 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         ],
         one => vec![one],
     };
-    let mut result = Ok(());
-    let runs = list.into_iter().flat_map(|w| match w {
-        Workload::W7 => args.procs.iter().map(|&p| (w, p)).collect::<Vec<_>>(),
-        w => vec![(w, 0)],
-    });
-    for (w, procs) in runs {
-        let r = match w {
-            Workload::W1 => simple::w1(&ctx).await.map_err(|e| e.to_string()),
-            Workload::W2 => simple::w2(&ctx).await.map_err(|e| e.to_string()),
-            Workload::W3 => {
-                (contended::run(&ctx, redlatch::Kind::Plain).await).map_err(|e| e.to_string())
-            }
-            Workload::W4 => {
-                (contended::run(&ctx, redlatch::Kind::Fair).await).map_err(|e| e.to_string())
-            }
-            Workload::Sp => {
-                (contended::run(&ctx, redlatch::Kind::Spin).await).map_err(|e| e.to_string())
-            }
-            Workload::W5 => scale::w5(&ctx).await.map_err(|e| e.to_string()),
-            Workload::W6 => scale::w6(&ctx).await.map_err(|e| e.to_string()),
-            Workload::R1 => family::r1(&ctx).await.map_err(|e| e.to_string()),
-            Workload::S1 => family::s1(&ctx).await.map_err(|e| e.to_string()),
-            Workload::Rw => match family::rw(&ctx, true).await {
-                Ok(with) => {
-                    print(&with, args.json);
-                    family::rw(&ctx, false).await.map_err(|e| e.to_string())
-                }
-                Err(e) => Err(e.to_string()),
-            },
-            Workload::W7 => fleet::run(&ctx, procs).await,
-            Workload::Ceiling => ctx
-                .require_masters("ceiling")
-                .and_then(|()| ceiling::run(&ctx)),
-            Workload::Floor => match ctx.require_masters("floor") {
-                Ok(()) => floor::run(&ctx).await,
-                Err(e) => Err(e),
-            },
-            Workload::Grouping => grouping::run(&ctx).await,
-            Workload::Peers => match peers::run(&ctx, &peers_opts).await {
-                Ok(lines) => {
-                    let (last, rest) = lines.split_last().expect("summary lines");
-                    rest.iter().for_each(|l| print(l, args.json));
-                    Ok(last.clone())
-                }
-                Err(e) => Err(e),
-            },
-            Workload::All => unreachable!("expanded above"),
-        };
-        match r {
-            Ok(report) => print(&report, args.json),
-            Err(e) => {
-                result = Err(Failure::new(exit::INTERNAL, format!("bench {w:?}: {e}")));
-                break;
-            }
+    list.into_iter()
+        .flat_map(|w| match w {
+            Workload::W7 => args.procs.iter().map(|&p| (w, p)).collect::<Vec<_>>(),
+            w => vec![(w, 0)],
+        })
+        .collect()
+}
+
+/// Runs one workload (W7 with `procs` processes): its report line, or why it failed.
+async fn one(
+    ctx: &Ctx,
+    args: &BenchArgs,
+    peers_opts: &peers::Opts,
+    w: Workload,
+    procs: usize,
+) -> Result<Report, String> {
+    match w {
+        Workload::W1 => simple::w1(ctx).await.map_err(|e| e.to_string()),
+        Workload::W2 => simple::w2(ctx).await.map_err(|e| e.to_string()),
+        Workload::W3 => contended::run(ctx, redlatch::Kind::Plain)
+            .await
+            .map_err(|e| e.to_string()),
+        Workload::W4 => contended::run(ctx, redlatch::Kind::Fair)
+            .await
+            .map_err(|e| e.to_string()),
+        Workload::Sp => contended::run(ctx, redlatch::Kind::Spin)
+            .await
+            .map_err(|e| e.to_string()),
+        Workload::W5 => scale::w5(ctx).await.map_err(|e| e.to_string()),
+        Workload::W6 => scale::w6(ctx).await.map_err(|e| e.to_string()),
+        Workload::R1 => family::r1(ctx).await.map_err(|e| e.to_string()),
+        Workload::S1 => family::s1(ctx).await.map_err(|e| e.to_string()),
+        Workload::Rw => {
+            let with = family::rw(ctx, true).await.map_err(|e| e.to_string())?;
+            print(&with, args.json);
+            family::rw(ctx, false).await.map_err(|e| e.to_string())
         }
+        Workload::W7 => fleet::run(ctx, procs).await,
+        Workload::Ceiling => ctx
+            .require_masters("ceiling")
+            .and_then(|()| ceiling::run(ctx)),
+        Workload::Floor => {
+            ctx.require_masters("floor")?;
+            floor::run(ctx).await
+        }
+        Workload::Grouping => grouping::run(ctx).await,
+        Workload::Peers => {
+            let lines = peers::run(ctx, peers_opts).await?;
+            let (last, rest) = lines.split_last().expect("summary lines");
+            rest.iter().for_each(|l| print(l, args.json));
+            Ok(last.clone())
+        }
+        Workload::All => unreachable!("expanded by workloads()"),
     }
-    ctx.cleanup().await;
-    result
 }
 
 /// `auto`, `off`, `aof` or the replica count, as `--sync-replicas` takes it.

@@ -13,7 +13,9 @@ use crate::conn::{self, RedisArgs};
 use crate::duration::{self, human};
 use crate::exit::{self, Failure};
 use crate::held::Held;
-use crate::run::{self, KindArgs, RunArgs};
+use crate::held::KindArgs;
+use crate::run::{self, RunArgs};
+use crate::supervise;
 
 /// Time allowed for resigning once CMD ended.
 const RESIGN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -173,7 +175,7 @@ async fn lead_and_run(
     ];
     let held = Held::Leader(leading);
     let ended = match child::spawn(&args.argv(), &env) {
-        Ok(child) => run::supervise(child, &held, args, signals).await,
+        Ok(child) => supervise::supervise(child, &held, &args.terms(), signals).await,
         Err(failure) => Err(failure),
     };
     match ended {

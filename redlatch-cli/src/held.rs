@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use clap::Args;
+
 use redlatch::{
     Client, FasterMultiLock, Leadership, Lock, LockGuard, Permit, PermitExpirableSemaphore,
 };
@@ -21,11 +23,7 @@ pub enum Wanted {
 
 impl Wanted {
     /// The lock or semaphore `run`'s flags name.
-    pub fn new(
-        client: &Client,
-        name: &str,
-        kind: &crate::run::KindArgs,
-    ) -> redlatch::Result<Wanted> {
+    pub fn new(client: &Client, name: &str, kind: &KindArgs) -> redlatch::Result<Wanted> {
         if let Some(n) = kind.permits {
             return Ok(Wanted::Permit(client.permit_expirable_semaphore(name), n));
         }
@@ -171,4 +169,57 @@ impl Held {
             Held::Leader(l) => l.resign().await,
         }
     }
+}
+
+/// Which kind of lock (or semaphore) `run` holds; at most one of these.
+#[derive(Args, Debug, Default)]
+#[group(multiple = false)]
+pub struct KindArgs {
+    /// Fair lock: waiters get the lock in arrival order (Redisson RFairLock).
+    #[arg(long)]
+    pub fair: bool,
+
+    /// Fenced lock: CMD gets a fencing token in $REDLATCH_FENCING_TOKEN that grows
+    /// with every acquisition (Redisson RFencedLock).
+    #[arg(long)]
+    pub fenced: bool,
+
+    /// The read lock of the read-write lock NAME (Redisson RReadWriteLock): any number
+    /// of `--read` runners at once, none while a `--write` runner holds it.
+    #[arg(long)]
+    pub read: bool,
+
+    /// The write lock of the read-write lock NAME: alone, no `--read` runner meanwhile.
+    /// Waiting writers keep new readers out.
+    #[arg(long)]
+    pub write: bool,
+
+    /// Non-reentrant lock (Redisson getNonReentrantLock): the same wire as the plain
+    /// lock, for NAMEs that Java code takes with getNonReentrantLock.
+    #[arg(long)]
+    pub non_reentrant: bool,
+
+    /// Non-reentrant fair lock (Redisson getNonReentrantFairLock): the fair lock's
+    /// arrival order, and a holder's second acquisition refused.
+    #[arg(long)]
+    pub non_reentrant_fair: bool,
+
+    /// Spin lock (Redisson getSpinLock): waits by retrying after an exponential
+    /// back-off (1ms, x2, at most 128ms, with jitter) instead of subscribing to
+    /// pub/sub; its release publishes nothing.
+    #[arg(long)]
+    pub spin: bool,
+
+    /// A permit of the expirable semaphore NAME (Redisson RPermitExpirableSemaphore),
+    /// set up with N permits if it does not exist: at most N CMDs at once across
+    /// machines (`sem`). A killed runner's permit expires after --watchdog.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub permits: Option<u32>,
+
+    /// The faster multi-lock of group NAME over these values (comma-separated), all or
+    /// none (Redisson `getMultiLock(NAME, values)`; a Java client must use StringCodec
+    /// for its string values to be the same): runners exclude each other on the values
+    /// they share.
+    #[arg(long, value_name = "V1,V2,...", value_delimiter = ',', num_args = 1)]
+    pub values: Option<Vec<String>>,
 }

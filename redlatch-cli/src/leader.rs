@@ -8,7 +8,7 @@ use clap::Args;
 use crate::child::Signals;
 use crate::conn::{self, RedisArgs};
 use crate::exit::{self, Failure};
-use crate::status::out;
+use crate::stdout::out;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\

@@ -16,6 +16,8 @@ mod log;
 mod revoke;
 mod run;
 mod status;
+mod stdout;
+mod supervise;
 mod unlock;
 mod verbose;
 

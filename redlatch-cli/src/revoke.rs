@@ -5,7 +5,7 @@
 use nix::sys::signal::Signal;
 
 use crate::exit::{self, Failure};
-use crate::status::out;
+use crate::stdout::out;
 
 /// What `--revoke-signal` says: the signal CMD gets when the lock is asked for, or
 /// none (requests are not listened for).

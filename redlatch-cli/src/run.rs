@@ -4,11 +4,11 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::held::{Held, Wanted};
 use clap::Args;
-use nix::sys::signal::Signal;
-use tokio::process::Child;
 use tokio::time::Instant;
+
+use crate::held::{Held, KindArgs, Wanted};
+use crate::supervise::{supervise, Ended, Terms};
 
 use crate::child::{self, Signals};
 use crate::conn::{self, RedisArgs};
@@ -103,6 +103,16 @@ impl RunArgs {
         }
     }
 
+    /// What supervising CMD under the lock needs of these arguments.
+    pub(crate) fn terms(&self) -> Terms<'_> {
+        Terms {
+            name: &self.name,
+            lease: self.lease,
+            kill_grace: self.kill_grace,
+            revoke_signal: self.revoke_signal.0,
+        }
+    }
+
     /// How long to wait: --nonblock is `0s`.
     pub fn wait(&self) -> Option<Duration> {
         if self.nonblock {
@@ -111,67 +121,6 @@ impl RunArgs {
             self.wait
         }
     }
-}
-
-/// Which kind of lock (or semaphore) `run` holds; at most one of these.
-#[derive(Args, Debug, Default)]
-#[group(multiple = false)]
-pub struct KindArgs {
-    /// Fair lock: waiters get the lock in arrival order (Redisson RFairLock).
-    #[arg(long)]
-    pub fair: bool,
-
-    /// Fenced lock: CMD gets a fencing token in $REDLATCH_FENCING_TOKEN that grows
-    /// with every acquisition (Redisson RFencedLock).
-    #[arg(long)]
-    pub fenced: bool,
-
-    /// The read lock of the read-write lock NAME (Redisson RReadWriteLock): any number
-    /// of `--read` runners at once, none while a `--write` runner holds it.
-    #[arg(long)]
-    pub read: bool,
-
-    /// The write lock of the read-write lock NAME: alone, no `--read` runner meanwhile.
-    /// Waiting writers keep new readers out.
-    #[arg(long)]
-    pub write: bool,
-
-    /// Non-reentrant lock (Redisson getNonReentrantLock): the same wire as the plain
-    /// lock, for NAMEs that Java code takes with getNonReentrantLock.
-    #[arg(long)]
-    pub non_reentrant: bool,
-
-    /// Non-reentrant fair lock (Redisson getNonReentrantFairLock): the fair lock's
-    /// arrival order, and a holder's second acquisition refused.
-    #[arg(long)]
-    pub non_reentrant_fair: bool,
-
-    /// Spin lock (Redisson getSpinLock): waits by retrying after an exponential
-    /// back-off (1ms, x2, at most 128ms, with jitter) instead of subscribing to
-    /// pub/sub; its release publishes nothing.
-    #[arg(long)]
-    pub spin: bool,
-
-    /// A permit of the expirable semaphore NAME (Redisson RPermitExpirableSemaphore),
-    /// set up with N permits if it does not exist: at most N CMDs at once across
-    /// machines (`sem`). A killed runner's permit expires after --watchdog.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub permits: Option<u32>,
-
-    /// The faster multi-lock of group NAME over these values (comma-separated), all or
-    /// none (Redisson `getMultiLock(NAME, values)`; a Java client must use StringCodec
-    /// for its string values to be the same): runners exclude each other on the values
-    /// they share.
-    #[arg(long, value_name = "V1,V2,...", value_delimiter = ',', num_args = 1)]
-    pub values: Option<Vec<String>>,
-}
-
-/// How CMD's run under the lock ended.
-pub(crate) struct Ended {
-    status: std::process::ExitStatus,
-    /// Why the lock was lost while CMD ran, if it was, and the exit status that says so
-    /// (76, or 77 when renewals were refused for lack of permission).
-    lost: Option<(String, u8)>,
 }
 
 pub async fn run(args: RunArgs) -> ExitCode {
@@ -235,7 +184,7 @@ async fn run_held(guard: Held, args: &RunArgs, signals: &mut Signals) -> Result<
         env.push(("REDLATCH_FENCING_TOKEN", token.to_string()));
     }
     let ended = match child::spawn(&args.argv(), &env) {
-        Ok(child) => supervise(child, &guard, args, signals).await,
+        Ok(child) => supervise(child, &guard, &args.terms(), signals).await,
         Err(failure) => Err(failure),
     };
     match ended {
@@ -296,165 +245,6 @@ async fn acquire(wanted: &Wanted, args: &RunArgs, signals: &mut Signals) -> Resu
             &format!("cannot take {what} {:?}", args.name),
             &e,
         )),
-    }
-}
-
-/// What happened while CMD ran.
-enum Event {
-    Exited(std::io::Result<std::process::ExitStatus>),
-    Signal(Signal),
-    GraceOver,
-    /// The lock is lost (or will be at the given instant): SIGTERM now, SIGKILL at that
-    /// instant or after the grace.
-    Lost(String, u8, Option<Instant>),
-    /// Renewals started or stopped failing on a majority (`Some(end of validity)`).
-    Risk(Option<Instant>),
-    /// Someone asked for the lock (`unlock --ask`): CMD gets --revoke-signal.
-    Revoke,
-}
-
-/// The next change of the at-risk state; pending forever once the guard is gone.
-async fn risk_changed(
-    risk: &mut tokio::sync::watch::Receiver<Option<std::time::Instant>>,
-) -> Option<Instant> {
-    match risk.changed().await {
-        Ok(()) => (*risk.borrow_and_update()).map(Instant::from_std),
-        Err(_) => std::future::pending().await,
-    }
-}
-
-/// What the CLI says of a lost hold, and its exit status.
-fn lost_message(reason: Option<redlatch::LostReason>) -> (String, u8) {
-    use redlatch::LostReason as R;
-    match reason {
-        Some(r @ R::PermissionDenied(_)) => (r.to_string(), exit::NO_PERMISSION),
-        Some(r) => (r.to_string(), exit::LOST),
-        None => ("the watchdog could not renew it".into(), exit::LOST),
-    }
-}
-
-/// Waits for CMD to end, forwarding signals, and terminates it if the lock is lost.
-pub(crate) async fn supervise(
-    mut child: Child,
-    guard: &Held,
-    args: &RunArgs,
-    signals: &mut Signals,
-) -> Result<Ended, Failure> {
-    let lost_token = guard.lost();
-    // With a fixed lease nobody renews the lock: it is lost when its validity ends.
-    let lease_end = args.lease.map(|_| Instant::now() + guard.validity());
-    let mut lost: Option<(String, u8)> = None;
-    let mut kill_at: Option<Instant> = None;
-    // While renewals fail on a majority: CMD is terminated a grace before the validity
-    // ends and killed when it ends, unless a renewal succeeds first.
-    let mut risk = guard.at_risk();
-    let mut risk_end: Option<Instant> = None;
-    // Listening for release requests only when they are forwarded (revoke.rs).
-    let revoke = match args.revoke_signal.0 {
-        Some(_) => guard.revoke_requested(),
-        None => tokio_util::sync::CancellationToken::new(),
-    };
-    let mut revoked = false;
-    loop {
-        let term_at = risk_end.map(|end| end.checked_sub(args.kill_grace).unwrap_or(end));
-        let event = tokio::select! {
-            status = child.wait() => Event::Exited(status),
-            sig = signals.recv() => Event::Signal(sig),
-            _ = sleep_until(kill_at) => Event::GraceOver,
-            _ = lost_token.cancelled(), if lost.is_none() => {
-                let (why, code) = lost_message(guard.lost_reason());
-                Event::Lost(why, code, None)
-            }
-            _ = sleep_until(lease_end), if lost.is_none() => Event::Lost(format!(
-                "its --lease of {} ran out",
-                human(args.lease.unwrap_or_default())
-            ), exit::LOST, None),
-            end = risk_changed(&mut risk), if lost.is_none() => Event::Risk(end),
-            _ = revoke.cancelled(), if !revoked => Event::Revoke,
-            _ = sleep_until(term_at), if lost.is_none() => Event::Lost(
-                "renewals failed on a majority and its validity is about to end".into(),
-                exit::LOST,
-                risk_end,
-            ),
-        };
-        match event {
-            Event::Exited(Ok(status)) => {
-                // CMD was stopped because the lock was at risk: the loss follows at the
-                // end of the validity; its reason (a refusal: exit 77) is the better
-                // report, unless a renewal saved the lock meanwhile.
-                if let (Some(_), Some(end)) = (&lost, risk_end) {
-                    let by = end + Duration::from_millis(500);
-                    if tokio::time::timeout_at(by, lost_token.cancelled())
-                        .await
-                        .is_ok()
-                    {
-                        let (why, code) = lost_message(guard.lost_reason());
-                        eprintln!("redlatch: lock {:?} lost: {why}", args.name);
-                        lost = Some((why, code));
-                    }
-                }
-                return Ok(Ended { status, lost });
-            }
-            Event::Exited(Err(e)) => {
-                child::send(&child, Signal::SIGKILL);
-                let why = format!("cannot wait for CMD: {e}; killed it");
-                return Err(Failure::new(exit::INTERNAL, why));
-            }
-            Event::Signal(sig) => child::send(&child, sig),
-            Event::Revoke => {
-                revoked = true;
-                if let Some(sig) = args.revoke_signal.0 {
-                    eprintln!(
-                        "redlatch: release of lock {:?} requested; sending {sig} to CMD",
-                        args.name
-                    );
-                    child::send(&child, sig);
-                }
-            }
-            Event::GraceOver => {
-                eprintln!(
-                    "redlatch: CMD still running {} after SIGTERM; sending SIGKILL",
-                    human(args.kill_grace)
-                );
-                child::send(&child, Signal::SIGKILL);
-                kill_at = None;
-            }
-            Event::Risk(end) => {
-                if let Some(end) = end {
-                    let left = end.saturating_duration_since(Instant::now());
-                    eprintln!(
-                        "redlatch: lock {:?} at risk: renewals fail on a majority; its \
-                         validity ends in {} unless one succeeds",
-                        args.name,
-                        human(left)
-                    );
-                } else if risk_end.is_some() {
-                    eprintln!("redlatch: lock {:?} renewed again", args.name);
-                }
-                risk_end = end;
-            }
-            Event::Lost(reason, code, by) => {
-                // SIGKILL at the end of the validity, or a grace after now if it ended.
-                let kill = by.unwrap_or_else(|| Instant::now() + args.kill_grace);
-                eprintln!(
-                    "redlatch: lock {:?} lost while CMD ran: {reason}; sending SIGTERM to CMD, \
-                     SIGKILL after {}",
-                    args.name,
-                    human(kill.saturating_duration_since(Instant::now()))
-                );
-                child::send(&child, Signal::SIGTERM);
-                kill_at = Some(kill);
-                lost = Some((reason, code));
-            }
-        }
-    }
-}
-
-/// Sleeps until `at`, or forever if it is `None`.
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::conn::{self, RedisArgs};
 use crate::duration::human;
 use crate::exit::{self, Failure};
+use crate::stdout::out;
 
 const JSON_SHAPE: &str = "\
 With --json, one JSON document on stdout (each master is the library's MasterStatus as
@@ -95,12 +96,6 @@ async fn execute(args: &StatusArgs) -> Result<u8, Failure> {
 fn held(client: &Client, masters: &[MasterStatus]) -> bool {
     let permits = masters.iter().filter(|m| !m.permits.is_empty()).count();
     majority_holder(client, masters).is_some() || permits >= client.quorum()
-}
-
-/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
-pub fn out(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// Reads the lock on every master.

@@ -7,6 +7,7 @@ use clap::Args;
 use crate::conn::{self, RedisArgs};
 use crate::exit::{self, Failure};
 use crate::status;
+use crate::stdout::out;
 
 const WHY_FORCE: &str = "refusing to unlock without --force (or --ask to ask the holder \
 to release it): this deletes the lock \
@@ -72,8 +73,8 @@ async fn execute(args: &UnlockArgs) -> Result<(), Failure> {
     let client = conn::connect(args.redis.config()?).await?;
     let before = status::read(&client, &args.name, args.fair).await?;
     let fair = args.fair || before.iter().any(|m| !m.queue.is_empty());
-    status::out("before:\n");
-    status::out(&status::table(&args.name, &client, &before, fair));
+    out("before:\n");
+    out(&status::table(&args.name, &client, &before, fair));
     let lock = if fair {
         client.fair_lock(args.name.clone())
     } else {
@@ -83,7 +84,7 @@ async fn execute(args: &UnlockArgs) -> Result<(), Failure> {
         .force_unlock()
         .await
         .map_err(|e| exit::from_error(&format!("cannot force-unlock {:?}", args.name), &e))?;
-    status::out(&format!(
+    out(&format!(
         "{}\n",
         summary(&args.name, &before, deleted, fair)
     ));

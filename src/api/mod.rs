@@ -23,7 +23,6 @@ pub(crate) mod permits_many;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
-pub(crate) mod semaphore_permit;
 pub(crate) mod status;
 pub(crate) mod urls;
 pub mod wire;

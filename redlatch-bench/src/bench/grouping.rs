@@ -153,8 +153,32 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
     };
     let started = Instant::now();
     let mut r = Report::new();
+    renew_shape(ctx, &conns, &shas, &mut probes, &mut r).await?;
+    batch_shape(ctx, &conns, &shas, &mut probes, &mut r).await?;
+    // The common fields last: `ops` is the renew shape's locks, `seconds` the whole run.
+    let common = ctx.report(
+        "grouping",
+        RENEW_LOCKS as u64,
+        started.elapsed(),
+        &mut Samples::default(),
+    );
+    r.extend(common);
+    r.insert("rounds".into(), json!(ROUNDS));
+    r.insert("watchdog_chunk".into(), json!(WATCHDOG_CHUNK));
+    r.insert("batch_pairs_per_primary".into(), json!(BATCH_PAIRS));
+    r.insert("primaries".into(), json!(ctx.dep.labels));
+    Ok(r)
+}
 
-    // Renewal shape.
+/// The renewal shape: one round of renewals of RENEW_LOCKS locks grouped per node, per
+/// slot or per key, ROUNDS times each; medians into `r`.
+async fn renew_shape(
+    ctx: &Ctx,
+    conns: &[MultiplexedConnection],
+    shas: &Shas,
+    probes: &mut [Probe],
+    r: &mut Report,
+) -> Result<(), String> {
     let names: Vec<String> = (0..RENEW_LOCKS)
         .map(|i| ctx.key(&format!("grp:r:{i}")))
         .collect();
@@ -163,13 +187,13 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
         .iter()
         .map(|&s| ctx.dep.owner(s).unwrap_or(0))
         .collect();
-    hold_all(&conns, &names, &owners).await?;
+    hold_all(conns, &names, &owners).await?;
     let ways = [Way::Node, Way::Slot, Way::Key];
     let mut measured: Vec<Vec<Measured>> = ways.iter().map(|_| Vec::new()).collect();
     for _ in 0..ROUNDS {
         for (way, m) in ways.iter().zip(measured.iter_mut()) {
-            let work = renew_round(&conns, &shas, &names, &slots, &owners, *way);
-            m.push(measure(&mut probes, work).await?);
+            let work = renew_round(conns, shas, &names, &slots, &owners, *way);
+            m.push(measure(probes, work).await?);
         }
     }
     for (way, m) in ways.iter().map(|w| w.name()).zip(&measured) {
@@ -188,27 +212,25 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
             json!(get(|m| m.used.script_usec as f64 / 1000.0)),
         );
     }
+    Ok(())
+}
 
-    // Group-commit shape.
+/// The group-commit shape: batches of each size in BATCH_SIZES grouped per node or per
+/// slot, ROUNDS times each; medians into `r`.
+async fn batch_shape(
+    ctx: &Ctx,
+    conns: &[MultiplexedConnection],
+    shas: &Shas,
+    probes: &mut [Probe],
+    r: &mut Report,
+) -> Result<(), String> {
     for b in BATCH_SIZES {
         let groups = distinct_slot_names(ctx, b).await?;
         let iters = BATCH_PAIRS / b;
         let (mut node, mut slot) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
-            node.push(
-                measure(
-                    &mut probes,
-                    batch_rounds(&conns, &shas, &groups, iters, Way::Node),
-                )
-                .await?,
-            );
-            slot.push(
-                measure(
-                    &mut probes,
-                    batch_rounds(&conns, &shas, &groups, iters, Way::Slot),
-                )
-                .await?,
-            );
+            node.push(measure(probes, batch_rounds(conns, shas, &groups, iters, Way::Node)).await?);
+            slot.push(measure(probes, batch_rounds(conns, shas, &groups, iters, Way::Slot)).await?);
         }
         let pairs = (iters * b * conns.len()) as f64;
         for (way, m) in [("node", &node), ("slot", &slot)] {
@@ -227,19 +249,7 @@ pub async fn run(ctx: &Ctx) -> Result<Report, String> {
             );
         }
     }
-    // The common fields last: `ops` is the renew shape's locks, `seconds` the whole run.
-    let common = ctx.report(
-        "grouping",
-        RENEW_LOCKS as u64,
-        started.elapsed(),
-        &mut Samples::default(),
-    );
-    r.extend(common);
-    r.insert("rounds".into(), json!(ROUNDS));
-    r.insert("watchdog_chunk".into(), json!(WATCHDOG_CHUNK));
-    r.insert("batch_pairs_per_primary".into(), json!(BATCH_PAIRS));
-    r.insert("primaries".into(), json!(ctx.dep.labels));
-    Ok(r)
+    Ok(())
 }
 
 /// The hash slot of each of `names` (the workload runs on clusters only).
@@ -395,63 +405,9 @@ async fn batch_rounds(
         async move {
             for _ in 0..iters {
                 for release in [false, true] {
-                    let mut pipe = redis::pipe();
-                    if per_slot {
-                        for (n, ch) in names.iter().zip(&channels) {
-                            match release {
-                                false => pipe
-                                    .cmd("EVALSHA")
-                                    .arg(&shas.acquire)
-                                    .arg(1)
-                                    .arg(n)
-                                    .arg(LEASE_MS)
-                                    .arg(HOLDER),
-                                true => pipe
-                                    .cmd("EVALSHA")
-                                    .arg(&shas.release)
-                                    .arg(2)
-                                    .arg(n)
-                                    .arg(redlatch::wire::waiter_registry(n))
-                                    .arg(ch)
-                                    .arg("0")
-                                    .arg(LEASE_MS)
-                                    .arg(HOLDER),
-                            };
-                        }
-                        let replies: Vec<Value> = pipe
-                            .query_async(&mut conn)
-                            .await
-                            .map_err(|e| format!("per-slot batch: {e}"))?;
-                        let ok = replies.iter().all(|v| match (release, v) {
-                            (false, Value::Array(a)) => a.first() == Some(&Value::Int(1)),
-                            (true, v) => *v == Value::Int(1),
-                            _ => false,
-                        });
-                        if !ok {
-                            return Err(format!("per-slot batch: unexpected replies {replies:?}"));
-                        }
-                    } else {
-                        let cmd = pipe
-                            .cmd("EVALSHA")
-                            .arg(&shas.batch_node)
-                            .arg(1)
-                            .arg(&names[0]);
-                        for (n, ch) in names.iter().zip(&channels) {
-                            cmd.arg(if release { "r" } else { "a" })
-                                .arg(LEASE_MS)
-                                .arg(HOLDER)
-                                .arg(n)
-                                .arg(redlatch::wire::waiter_registry(n))
-                                .arg(if release { ch.as_str() } else { "" });
-                        }
-                        let (replies,): (Vec<i64>,) = pipe
-                            .query_async(&mut conn)
-                            .await
-                            .map_err(|e| format!("per-node batch: {e}"))?;
-                        if replies.len() != 2 * names.len() || replies.chunks(2).any(|c| c[0] != 1)
-                        {
-                            return Err(format!("per-node batch: unexpected replies {replies:?}"));
-                        }
+                    match per_slot {
+                        true => per_slot_batch(&mut conn, shas, names, &channels, release).await?,
+                        false => per_node_batch(&mut conn, shas, names, &channels, release).await?,
                     }
                 }
             }
@@ -460,6 +416,84 @@ async fn batch_rounds(
     });
     for r in join_all(work).await {
         r?;
+    }
+    Ok(())
+}
+
+/// Acquires (or releases) each of `names` with its own acquire.lua (release.lua) call,
+/// pipelined; every acquire must be fresh and every release the last hold.
+async fn per_slot_batch(
+    conn: &mut MultiplexedConnection,
+    shas: &Shas,
+    names: &[String],
+    channels: &[String],
+    release: bool,
+) -> Result<(), String> {
+    let mut pipe = redis::pipe();
+    for (n, ch) in names.iter().zip(channels) {
+        match release {
+            false => pipe
+                .cmd("EVALSHA")
+                .arg(&shas.acquire)
+                .arg(1)
+                .arg(n)
+                .arg(LEASE_MS)
+                .arg(HOLDER),
+            true => pipe
+                .cmd("EVALSHA")
+                .arg(&shas.release)
+                .arg(2)
+                .arg(n)
+                .arg(redlatch::wire::waiter_registry(n))
+                .arg(ch)
+                .arg("0")
+                .arg(LEASE_MS)
+                .arg(HOLDER),
+        };
+    }
+    let replies: Vec<Value> = pipe
+        .query_async(conn)
+        .await
+        .map_err(|e| format!("per-slot batch: {e}"))?;
+    let ok = replies.iter().all(|v| match (release, v) {
+        (false, Value::Array(a)) => a.first() == Some(&Value::Int(1)),
+        (true, v) => *v == Value::Int(1),
+        _ => false,
+    });
+    match ok {
+        true => Ok(()),
+        false => Err(format!("per-slot batch: unexpected replies {replies:?}")),
+    }
+}
+
+/// Acquires (or releases) all of `names` in one batch_node.lua call.
+async fn per_node_batch(
+    conn: &mut MultiplexedConnection,
+    shas: &Shas,
+    names: &[String],
+    channels: &[String],
+    release: bool,
+) -> Result<(), String> {
+    let mut pipe = redis::pipe();
+    let cmd = pipe
+        .cmd("EVALSHA")
+        .arg(&shas.batch_node)
+        .arg(1)
+        .arg(&names[0]);
+    for (n, ch) in names.iter().zip(channels) {
+        cmd.arg(if release { "r" } else { "a" })
+            .arg(LEASE_MS)
+            .arg(HOLDER)
+            .arg(n)
+            .arg(redlatch::wire::waiter_registry(n))
+            .arg(if release { ch.as_str() } else { "" });
+    }
+    let (replies,): (Vec<i64>,) = pipe
+        .query_async(conn)
+        .await
+        .map_err(|e| format!("per-node batch: {e}"))?;
+    if replies.len() != 2 * names.len() || replies.chunks(2).any(|c| c[0] != 1) {
+        return Err(format!("per-node batch: unexpected replies {replies:?}"));
     }
     Ok(())
 }

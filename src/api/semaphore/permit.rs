@@ -1,7 +1,7 @@
 //! [`SemaphorePermit`]: the permits a [`Semaphore`] acquisition took, given back when
 //! dropped (as tokio's `SemaphorePermit`).
 
-use crate::api::semaphore::Semaphore;
+use super::Semaphore;
 use crate::error::Result;
 
 /// Permits taken from a [`Semaphore`] by [`acquire`](Semaphore::acquire) and its

@@ -1,12 +1,14 @@
 //! [`Semaphore`]: Redisson's `RSemaphore`, a cluster-wide counter of permits.
 
+pub(crate) mod permit;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::client::Client;
-use crate::api::semaphore_permit::SemaphorePermit;
 use crate::engine::facade::Set;
 use crate::error::{Error, Result};
+use permit::SemaphorePermit;
 
 /// A distributed semaphore (Redisson `RSemaphore`, same key and channel): a counter of
 /// available permits at the name. `acquire` takes permits when enough are there and
