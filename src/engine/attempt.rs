@@ -125,15 +125,8 @@ pub(crate) async fn attempt(
     if grants.len() >= quorum && permanent.is_none() {
         let token = match grants.iter().filter_map(|g| g.token).max() {
             Some(t) if inner.masters.len() > 1 => {
-                match confirm(&grants, &addrs(&inner.masters), &results, quorum) {
-                    Ok(()) => until(end, write_back(inner, name, holder, t))
-                        .await
-                        .and_then(Result::ok),
-                    Err(e) => {
-                        unconfirmed = Some(e);
-                        None
-                    }
-                }
+                let vouched = vouch(inner, (name, holder), t, &grants, &results, end).await;
+                vouched.map_err(|e| unconfirmed = Some(e)).ok().flatten()
             }
             other => Some(other),
         };
@@ -372,6 +365,23 @@ fn confirm<T>(
 /// Fencing under Redlock: the token handed out is the maximum seen, first written back
 /// to a majority so no later acquisition can see a smaller one. The masters where
 /// `holder` holds the lock become current.
+/// A fenced grant's token under Redlock: confirmed (a majority of masters vouch for
+/// it, or it was granted everywhere) and written back by `end`; `Ok(None)` when the
+/// write-back did not land in time, `Err` when the token cannot be vouched for.
+async fn vouch<T>(
+    inner: &Engine,
+    (name, holder): (&str, &str),
+    token: u64,
+    grants: &[Granted],
+    results: &[Option<Result<T>>],
+    end: Option<TokioInstant>,
+) -> Result<Option<Option<u64>>> {
+    confirm(grants, &addrs(&inner.masters), results, inner.quorum)?;
+    Ok(until(end, write_back(inner, name, holder, token))
+        .await
+        .and_then(Result::ok))
+}
+
 async fn write_back(inner: &Engine, name: &str, holder: &str, token: u64) -> Result<Option<u64>> {
     let results = fan_out(&inner.masters, |m| {
         kinds::fenced::sync(m, name, holder, token)
