@@ -152,14 +152,21 @@ pub fn with_watchdog(config: Config, watchdog: Duration) -> Config {
 
 /// Connects within [`CONNECT_TIMEOUT`] (plus a little slack for the whole fan-out).
 pub async fn connect(config: Config) -> Result<Client, Failure> {
+    connect_within(config, None).await
+}
+
+/// Connects as [`connect`] does, within `bound` too when one is given (`run --wait`:
+/// the wait and one master timeout, counted from the start, connecting included).
+pub async fn connect_within(config: Config, bound: Option<Duration>) -> Result<Client, Failure> {
     let urls: Vec<String> = config
         .urls()
         .iter()
         .map(|u| redlatch::redact_url(u))
         .collect();
     let urls = urls.join(", ");
-    let config = config.connect_timeout(CONNECT_TIMEOUT);
-    let bound = CONNECT_TIMEOUT * 2;
+    let limit = bound.unwrap_or(Duration::MAX);
+    let config = config.connect_timeout(CONNECT_TIMEOUT.min(limit));
+    let bound = (CONNECT_TIMEOUT * 2).min(limit);
     match tokio::time::timeout(bound, Client::connect(config)).await {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(e)) => Err(exit::from_error(&format!("cannot use redis {urls}"), &e)),

@@ -135,12 +135,13 @@ async fn execute(args: RunArgs) -> Result<u8, Failure> {
     child::check_runnable(&argv[0])?;
     let mut signals = Signals::install()?;
     let config = conn::with_watchdog(args.redis.config()?, args.watchdog);
-    let client = conn::connect(config).await?;
     // A wait that ends without the lock ends within --wait plus one master timeout,
-    // its clean-up included (docs/guarantees.md, "Bounds").
-    let bound = (args.wait()).map(|w| w + client.config().effective_master_timeout());
+    // connecting and its clean-up included (docs/guarantees.md, "Bounds").
     let waiting = Instant::now();
-    let (result, acquired) = hold_and_run(&client, &args, &mut signals).await;
+    let bound = (args.wait()).map(|w| w + config.effective_master_timeout());
+    let client = conn::connect_within(config, bound).await?;
+    let left = (args.wait()).map(|w| w.saturating_sub(waiting.elapsed()));
+    let (result, acquired) = hold_and_run(&client, &args, left, &mut signals).await;
     // Background work must land before the process exits: the slower masters' releases,
     // undoing a cancelled attempt, leaving a fair queue. After a failed acquisition
     // only within its bound: what is still unanswered then waits on a master that
@@ -153,10 +154,12 @@ async fn execute(args: RunArgs) -> Result<u8, Failure> {
     result
 }
 
-/// Takes the lock, runs CMD under it and releases it; whether it took the lock.
+/// Takes the lock (waiting `left` of --wait), runs CMD under it and releases it;
+/// whether it took the lock.
 async fn hold_and_run(
     client: &redlatch::Client,
     args: &RunArgs,
+    left: Option<Duration>,
     signals: &mut Signals,
 ) -> (Result<u8, Failure>, bool) {
     let wanted = match Wanted::new(client, &args.name, &args.kind) {
@@ -168,7 +171,7 @@ async fn hold_and_run(
             )
         }
     };
-    match acquire(&wanted, args, signals).await {
+    match acquire(&wanted, args, left, signals).await {
         Ok(guard) => (run_held(guard, args, signals).await, true),
         Err(failure) => (Err(failure), false),
     }
@@ -199,7 +202,12 @@ async fn run_held(guard: Held, args: &RunArgs, signals: &mut Signals) -> Result<
 
 /// Takes the lock, or fails with 75 (wait ran out), 128+sig (interrupted) or the
 /// library's error.
-async fn acquire(wanted: &Wanted, args: &RunArgs, signals: &mut Signals) -> Result<Held, Failure> {
+async fn acquire(
+    wanted: &Wanted,
+    args: &RunArgs,
+    left: Option<Duration>,
+    signals: &mut Signals,
+) -> Result<Held, Failure> {
     let what = wanted.what();
     let wait = args.wait();
     if args.verbose {
@@ -207,7 +215,7 @@ async fn acquire(wanted: &Wanted, args: &RunArgs, signals: &mut Signals) -> Resu
     }
     let progress = verbose::progress(args.verbose, what, &args.name);
     let result = tokio::select! {
-        r = wanted.take(wait, args.lease) => r,
+        r = wanted.take(left, args.lease) => r,
         never = progress => match never {},
         sig = signals.recv() => {
             if args.kind.fair || args.kind.write {
