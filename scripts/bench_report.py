@@ -219,7 +219,7 @@ def cluster_section(path):
         return f"{v:.2f}×" if v is not None else ""
 
     base = ("masters", "auto")
-    out = [BEGIN, "## Redis Cluster (issue 12)", "",
+    out = [BEGIN, "## Redis Cluster", "",
            f"Produced by `scripts/bench.sh --cluster` on {date.today()} ({machine()}); medians of {runs} rounds.",
            "A cluster of 3 primaries + 3 replicas (`redis-cli --cluster create ... --cluster-replicas 1`),",
            "one standalone master and one standalone master with a replica, all pinned to CPU 0, the",
@@ -346,7 +346,7 @@ def cluster_section(path):
             check(f"W2 cluster (sync {s_}): group commit batches (> 1 operation per script call)", w2 > 1.0,
                   f"{fmt(w2)} operations per call")
     if checks:
-        out += ["", "### Checks (issue 12's expectations against this run)", "",
+        out += ["", "### Checks (the cluster targets against this run)", "",
                 "| check | result | figures |", "|---|---|---|"] + checks
     out.append(END)
     return out
