@@ -1,5 +1,5 @@
 -- fair_force_release.lua: delete a fair lock whoever holds it and wake the next waiter.
--- fair_evict.lua is prepended.
+-- fair_evict.lua and tell_holders.lua are prepended.
 --
 -- KEYS[1..5] lock, queue, deadlines, channel prefix, liveness (see fair_evict.lua)
 -- ARGV[1]  unlock message, "0"
@@ -12,20 +12,7 @@ local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'hash' and kind ~= 'none' then
     return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
 end
-if kind == 'hash' and ARGV[2] then
-    local told = {}
-    -- Best effort: a user whose ACL lacks HKEYS (or the channel) still force-unlocks;
-    -- the holder then learns it at its next renewal round.
-    local fields = redis.pcall('hkeys', KEYS[1])
-    if type(fields) ~= 'table' or fields.err then fields = {} end
-    for _, field in ipairs(fields) do
-        local client = string.match(field, '^([^:]+):')
-        if client and not told[client] then
-            told[client] = true
-            redis.pcall(PUBLISH, ARGV[2] .. ':' .. client, 'deleted')
-        end
-    end
-end
+if kind == 'hash' and ARGV[2] then tell_holders(KEYS[1], ARGV[2]) end
 redis.call('del', KEYS[1])
 evict(now_ms())
 wake_next(ARGV[1])

@@ -1,4 +1,5 @@
 -- force_release.lua: delete a lock whoever holds it and wake its waiters.
+-- tell_holders.lua is prepended.
 --
 -- KEYS[1]  lock name
 -- KEYS[2]  optional: the waiter registry "redlatch_lock_waiters:{name}" (pass_on.lua)
@@ -14,20 +15,7 @@
 -- ("<registry>:handed"), so that waiter leaving later (unwait.lua) cannot take a hold
 -- its task has acquired since.
 if redis.call('type', KEYS[1]).ok == 'hash' then
-    if ARGV[3] then
-        local told = {}
-        -- Best effort: a user whose ACL lacks HKEYS (or the channel) still force-unlocks;
-    -- the holder then learns it at its next renewal round.
-    local fields = redis.pcall('hkeys', KEYS[1])
-    if type(fields) ~= 'table' or fields.err then fields = {} end
-    for _, field in ipairs(fields) do
-            local client = string.match(field, '^([^:]+):')
-            if client and not told[client] then
-                told[client] = true
-                redis.pcall(PUBLISH, ARGV[3] .. ':' .. client, 'deleted')
-            end
-        end
-    end
+    if ARGV[3] then tell_holders(KEYS[1], ARGV[3]) end
     redis.call('del', KEYS[1])
     if KEYS[2] then redis.call('del', KEYS[2] .. ':handed') end
     publish(ARGV[1], ARGV[2])

@@ -215,19 +215,7 @@ fn the_documented_minimal_acl_is_the_tested_one() {
 #[tokio::test]
 async fn a_refusal_at_connect_names_the_refused_command() {
     let server = RedisServer::start();
-    server.cmd::<String>(&[
-        "ACL",
-        "SETUSER",
-        "locker",
-        "reset",
-        "on",
-        ">pw-not-shown",
-        "~*",
-        "resetchannels",
-        "&redisson_lock__channel:*",
-        "+ping",
-    ]);
-    let url = format!("redis://locker:pw-not-shown@127.0.0.1:{}", server.port());
+    let url = common::acl::ping_only(&server, "pw-not-shown");
     let err = refused_at_once(async { Client::connect(Config::single(url)).await.map(drop) }).await;
     assert!(matches!(err, Error::PermissionDenied { .. }), "{err:?}");
     let text = err.to_string();

@@ -472,7 +472,10 @@ fn script(file: &str) -> Script {
     let body = match file {
         "acquire" => include_str!("../lua/acquire.lua"),
         "release" => include_str!("../lua/release.lua"),
-        "force" => include_str!("../lua/force_release.lua"),
+        "force" => concat!(
+            include_str!("../lua/tell_holders.lua"),
+            include_str!("../lua/force_release.lua")
+        ),
         _ => include_str!("../lua/unwait.lua"),
     };
     Script::new(&format!("{PRELUDE}{body}"))

@@ -202,38 +202,26 @@ fn unreachable_redis_is_69_quickly() {
 #[test]
 fn run_under_the_minimal_acl_is_quiet() {
     let server = RedisServer::start();
-    let url = common::acl::user(&server, &[]);
-    let out = output(
-        &args(&[
+    // `redlatch run` as `url`'s user, holding the lock a second: exit 0.
+    let run_as = |url: &str| {
+        let run = [
             "run",
             "acl:quiet",
             "--redis",
-            &url,
+            url,
             "--",
             "sh",
             "-c",
             "sleep 1",
-        ]),
-        0,
-    );
+        ];
+        output(&args(&run), 0)
+    };
+    let out = run_as(&common::acl::user(&server, &[]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.is_empty(), "{stderr}");
     assert!(out.stdout.is_empty());
     // Without the revoke channel it would still work, but say why it cannot listen.
-    let url = common::acl::user(&server, &["&redlatch_revoke__channel*"]);
-    let out = output(
-        &args(&[
-            "run",
-            "acl:quiet",
-            "--redis",
-            &url,
-            "--",
-            "sh",
-            "-c",
-            "sleep 1",
-        ]),
-        0,
-    );
+    let out = run_as(&common::acl::user(&server, &["&redlatch_revoke__channel*"]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("release requests"), "{stderr}");
 }
@@ -243,19 +231,7 @@ fn run_under_the_minimal_acl_is_quiet() {
 #[test]
 fn a_refusal_at_connect_exits_77_naming_the_command() {
     let server = RedisServer::start();
-    server.cmd::<String>(&[
-        "ACL",
-        "SETUSER",
-        "locker",
-        "reset",
-        "on",
-        ">pw",
-        "~*",
-        "resetchannels",
-        "&redisson_lock__channel:*",
-        "+ping",
-    ]);
-    let url = format!("redis://locker:pw@127.0.0.1:{}", server.port());
+    let url = common::acl::ping_only(&server, "pw");
     let out = output(&args(&["run", "a", "--redis", &url, "--", "true"]), 77);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("permission denied: "), "{stderr}");

@@ -73,3 +73,21 @@ pub fn user(server: &RedisServer, without: &[&str]) -> String {
     server.cmd::<String>(&args);
     format!("redis://locker:{PASSWORD}@127.0.0.1:{}", server.port())
 }
+
+/// A user `locker` with `password` who may run only `PING` (as an operator might start
+/// from): refused the preload of the scripts at connect. Its URL.
+pub fn ping_only(server: &RedisServer, password: &str) -> String {
+    server.cmd::<String>(&[
+        "ACL",
+        "SETUSER",
+        "locker",
+        "reset",
+        "on",
+        &format!(">{password}"),
+        "~*",
+        "resetchannels",
+        "&redisson_lock__channel:*",
+        "+ping",
+    ]);
+    format!("redis://locker:{password}@127.0.0.1:{}", server.port())
+}

@@ -275,6 +275,26 @@ impl RedisCluster {
         self.nodes[i].kill();
     }
 
+    /// Kills `primary` and its replica, then waits (30 s) until every other node says
+    /// `cluster_state:fail` (the default `cluster-require-full-coverage yes`: every
+    /// node answers CLUSTERDOWN).
+    pub fn take_down_shard(&mut self, primary: usize) {
+        let replica = self.replica_of(primary);
+        self.kill(replica);
+        self.kill(primary);
+        let live: Vec<usize> = (0..self.len())
+            .filter(|&i| i != primary && i != replica)
+            .collect();
+        assert!(
+            super::eventually(Duration::from_secs(30), || live.iter().all(|&i| {
+                let info: String = self.node(i).cmd(&["CLUSTER", "INFO"]);
+                info_field(&info, "cluster_state") == Some("fail")
+            })),
+            "the cluster never went down: {}",
+            self.diagnostics()
+        );
+    }
+
     /// SIGSTOP node `i`; past [`NODE_TIMEOUT`] the others flag it failing, and a paused
     /// primary gets failed over.
     pub fn pause(&self, i: usize) {

@@ -19,7 +19,11 @@ use crate::transport::{Invocation, Lane, Script};
 static FAIR_ACQUIRE: LazyLock<Script> = lua!("fair_evict.lua", "fair_acquire.lua");
 static FAIR_RELEASE: LazyLock<Script> = lua!("fair_evict.lua", "fair_release.lua");
 static FAIR_CANCEL: LazyLock<Script> = lua!("fair_evict.lua", "fair_cancel.lua");
-static FAIR_FORCE: LazyLock<Script> = lua!("fair_evict.lua", "fair_force_release.lua");
+static FAIR_FORCE: LazyLock<Script> = lua!(
+    "fair_evict.lua",
+    "tell_holders.lua",
+    "fair_force_release.lua"
+);
 /// Shared by every kind but the read-write lock's (over the fair layout's keys):
 /// drops a lost hold, fair queues evicted on the way.
 pub(crate) static DROP: LazyLock<Script> = lua!("fair_evict.lua", "drop.lua");

@@ -16,7 +16,7 @@ use crate::transport::script::lua;
 use crate::transport::{Invocation, Lane, Script};
 
 pub(crate) static UNWAIT: LazyLock<Script> = lua!("pass_on.lua", "unwait.lua");
-pub(crate) static FORCE: LazyLock<Script> = lua!("force_release.lua");
+pub(crate) static FORCE: LazyLock<Script> = lua!("tell_holders.lua", "force_release.lua");
 
 /// These scripts, for the catalogue (catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
