@@ -99,6 +99,49 @@ async fn a_request_made_before_listening_is_seen_and_a_reconnect_is_not_a_reques
     next.unlock().await.unwrap();
 }
 
+/// A reconnect wakes the watch but is not a message: it renews nothing (an early
+/// renewal during a failover could fail and put a sound hold at risk). The lease's end
+/// is unchanged after the reconnect, while a renewal would have moved it seconds on.
+#[tokio::test]
+async fn a_reconnect_renews_nothing() {
+    let server = RedisServer::start();
+    let watchdog = Duration::from_secs(120); // the watchdog's round: every 40 s
+    let holder = Client::connect(Config::single(server.url()).watchdog_timeout(watchdog))
+        .await
+        .unwrap();
+    let guard = holder.lock("steady").lock().await.unwrap();
+    let ends_by = std::time::Instant::now() + watchdog;
+    let revoke = guard.revoke_requested(); // starts the watch
+    let channel = format!("redlatch_revoke__channel:{{steady}}:{}", holder.id());
+    assert!(
+        eventually_async(Duration::from_secs(10), || {
+            common::numsub(&server, &channel) == 1
+        })
+        .await
+    );
+    // Long enough that a renewal now would move the lease's end beyond the slack.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let killed: i64 = server.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    assert!(killed >= 1);
+    assert!(
+        eventually_async(Duration::from_secs(10), || {
+            common::numsub(&server, &channel) == 1
+        })
+        .await,
+        "not resubscribed"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await; // an early renewal's time
+    let pttl: i64 = server.cmd(&["PTTL", "steady"]);
+    let left = ends_by.saturating_duration_since(std::time::Instant::now());
+    assert!(
+        pttl <= left.as_millis() as i64 + 1000,
+        "the reconnect renewed the lease: {pttl} ms left, at most {left:?} expected"
+    );
+    assert!(guard.at_risk().borrow().is_none() && !guard.lost().is_cancelled());
+    assert!(!revoke.is_cancelled());
+    guard.unlock().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_redisson_holder_is_asked_but_does_not_hear_it_and_a_lost_hold_stops_listening() {
     let server = RedisServer::start();

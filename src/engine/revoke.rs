@@ -13,10 +13,13 @@
 //!    its last guard dropped), lost, or the request is seen; its subscription goes with
 //!    it. It never keeps the hold alive.
 //! 4. A force-unlock tells the holders' clients on the same channel
-//!    (lua/force_release.lua) without a marker: a wake that finds no request renews the
-//!    hold at once (the watchdog's urgent task), which finds it gone and declares it
+//!    (lua/force_release.lua) without a marker: a message that finds no request renews
+//!    the hold at once (the watchdog's urgent task), which finds it gone and declares it
 //!    lost, instead of at the next renewal round up to a third of the watchdog timeout
-//!    later. (A reconnect's wake costs one early renewal.)
+//!    later. A reconnect's wake is not a message (pubsub.rs invariant 3) and renews
+//!    nothing: during a failover that renewal could fail and put a sound hold at risk.
+//!    A force-unlock published while the connection was down is noticed at the next
+//!    round.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -99,6 +102,7 @@ async fn watch(
     let mut woken = false;
     loop {
         sub.mark_seen();
+        let heard = sub.heard();
         let looks = fan_out(&engine.masters, |m| requested(m, &name, &holder)).await;
         if looks.iter().any(|r| matches!(r, Ok(true))) {
             tracing::info!(lock = %name, %holder, "release requested");
@@ -108,12 +112,12 @@ async fn watch(
         if let Some(Err(e)) = looks.iter().find(|r| r.is_err()) {
             tracing::debug!(lock = %name, error = %e, "reading release requests failed");
         }
-        // Invariant 4: woken without a request, perhaps force-unlocked: renew now.
+        // Invariant 4: a message without a request, perhaps a force-unlock: renew now.
         if let (true, Some(hold)) = (woken, hold.upgrade()) {
             engine.urgent.now(&hold);
         }
         tokio::select! {
-            w = sub.wait(engine.settings.watchdog_timeout) => woken = w,
+            w = sub.wait(engine.settings.watchdog_timeout) => woken = w && sub.heard() != heard,
             _ = &mut gone => return,
             _ = lost.cancelled() => return,
         }

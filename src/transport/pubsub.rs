@@ -11,7 +11,9 @@
 //!    arrives between the failed attempt and the wait is never lost (tokio `Notify`'s
 //!    enable-first rule).
 //! 3. When a connection drops, its actor reconnects, resubscribes everything and bumps
-//!    every channel: messages may have been missed, so every waiter re-tries.
+//!    every channel: messages may have been missed, so every waiter re-tries. Such a
+//!    wake-up is counted apart from a message's ([`Subscription::heard`]): a watch that
+//!    acts on a message alone (engine/revoke.rs) tells the two apart.
 //! 4. Dropping a subscription only edits the map and pokes the actors (no await), so a
 //!    cancelled waiter unsubscribes promptly and `Drop` never blocks.
 //! 5. A channel whose last subscription went lingers for [`LINGER`] before it is
@@ -41,11 +43,32 @@ const LINGER: Duration = Duration::from_millis(100);
 /// Prefix of a reconcile error that is a refusal (ACL NOPERM), not an outage.
 const DENIED: &str = "NOPERM ";
 
+/// A channel's wake-ups so far: every one, and those a message (or our own release)
+/// caused (invariants 2 and 3).
+#[derive(Clone, Copy, Debug, Default)]
+struct Wakes {
+    all: u64,
+    messages: u64,
+}
+
+impl Wakes {
+    /// A message, from Redis or our own release.
+    fn message(&mut self) {
+        self.all += 1;
+        self.messages += 1;
+    }
+
+    /// Not a message: a reconnect or resubscription, when messages may have been missed.
+    fn maybe_missed(&mut self) {
+        self.all += 1;
+    }
+}
+
 struct Channel {
     refs: usize,
     /// Set when `refs` dropped to 0 (invariant 5).
     idle_since: Option<tokio::time::Instant>,
-    wake: watch::Sender<u64>,
+    wake: watch::Sender<Wakes>,
     /// Bit i set: master i has confirmed the subscription on its current connection.
     confirmed: watch::Sender<u64>,
 }
@@ -80,7 +103,7 @@ pub(crate) struct PubSub {
 pub(crate) struct Subscription {
     shared: Arc<Shared>,
     name: String,
-    wake: watch::Receiver<u64>,
+    wake: watch::Receiver<Wakes>,
     confirmed: watch::Receiver<u64>,
     denied: watch::Receiver<u64>,
     quorum: u32,
@@ -126,7 +149,7 @@ impl PubSub {
         let entry = map.entry(channel.clone()).or_insert_with(|| Channel {
             refs: 0,
             idle_since: None,
-            wake: watch::channel(0).0,
+            wake: watch::channel(Wakes::default()).0,
             confirmed: watch::channel(0).0,
         });
         entry.refs += 1;
@@ -150,7 +173,7 @@ impl PubSub {
     /// the message to come back from Redis).
     pub(crate) fn notify_local(&self, channel: &str) {
         if let Some(c) = self.shared.channels.lock().get(channel) {
-            c.wake.send_modify(|n| *n += 1);
+            c.wake.send_modify(Wakes::message);
         }
     }
 
@@ -192,7 +215,7 @@ impl Shared {
 
     fn wake(&self, channel: &str) {
         if let Some(c) = self.channels.lock().get(channel) {
-            c.wake.send_modify(|n| *n += 1);
+            c.wake.send_modify(Wakes::message);
         }
     }
 }
@@ -232,7 +255,14 @@ impl Subscription {
         self.wake.borrow_and_update();
     }
 
-    /// Waits for a wake-up not yet seen, at most `max`. True if woken by a message.
+    /// How many messages (not reconnects) have woken this channel so far (invariant 3):
+    /// compare two readings to learn whether a wake-up was a message.
+    pub(crate) fn heard(&self) -> u64 {
+        self.wake.borrow().messages
+    }
+
+    /// Waits for a wake-up not yet seen, at most `max`. True if woken (by a message or
+    /// a reconnect), false when `max` ran out.
     pub(crate) async fn wait(&mut self, max: Duration) -> bool {
         matches!(
             tokio::time::timeout(max, self.wake.changed()).await,
@@ -374,7 +404,7 @@ impl Actor {
         for c in self.shared.channels.lock().values() {
             c.confirmed.send_modify(|b| *b &= bit);
             if lost {
-                c.wake.send_modify(|n| *n += 1);
+                c.wake.send_modify(Wakes::maybe_missed);
             }
         }
         // Whatever is still wanted must be subscribed again on the next connection.
@@ -460,7 +490,7 @@ impl Actor {
                 let map = self.shared.channels.lock();
                 for name in &subscribe {
                     if let Some(c) = map.get(name) {
-                        c.wake.send_modify(|n| *n += 1);
+                        c.wake.send_modify(Wakes::maybe_missed);
                     }
                 }
             }
