@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use tokio::time::Instant;
 
 use crate::child::{self, Signals};
 use crate::conn::{self, RedisArgs};
@@ -114,9 +115,18 @@ async fn execute(args: ElectArgs) -> Result<u8, Failure> {
     child::check_runnable(&argv[0])?;
     let mut signals = Signals::install()?;
     let config = conn::with_watchdog(args.redis.config()?, args.watchdog);
-    let client = conn::connect(config).await?;
-    let result = lead_and_run(&client, &args, &value, &mut signals).await;
-    client.close(RESIGN_TIMEOUT).await;
+    // As `run`: --wait W bounds the campaign that fails plus connecting, W plus one
+    // master timeout (docs/guarantees.md, "Bounds"); the campaign waits what is left.
+    let waiting = Instant::now();
+    let bound = (args.wait).map(|w| w + config.effective_master_timeout());
+    let client = conn::connect_within(config, bound).await?;
+    let left = (args.wait).map(|w| w.saturating_sub(waiting.elapsed()));
+    let result = lead_and_run(&client, &args, (&value, left), &mut signals).await;
+    let cleanup = match (&result, bound) {
+        (Err(_), Some(bound)) => bound.saturating_sub(waiting.elapsed()),
+        _ => RESIGN_TIMEOUT,
+    };
+    client.close(cleanup).await;
     result
 }
 
@@ -130,12 +140,12 @@ fn default_value() -> String {
 async fn lead_and_run(
     client: &redlatch::Client,
     args: &RunArgs,
-    value: &str,
+    (value, wait): (&str, Option<Duration>),
     signals: &mut Signals,
 ) -> Result<u8, Failure> {
     let election = client.election(args.name.clone());
     let campaign = async {
-        match args.wait {
+        match wait {
             None => election.campaign(value).await.map(Some),
             Some(w) => election.try_campaign(value, w).await,
         }
