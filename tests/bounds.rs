@@ -16,8 +16,10 @@
 //! The faults: killed (`kill -9`), hung (SIGSTOP: sockets open, no replies),
 //! restarting (killed, back on its port 200 ms later), refusing authentication
 //! (`requirepass` set and our connections killed), and a Sentinel failover (the
-//! primary killed). Each row runs on its own servers; the test harness runs two at a
-//! time. (A Redis Cluster in `CLUSTERDOWN` is a row to add beside these.)
+//! primary killed), a Redis Cluster primary killed (its replica promoted after the node
+//! timeout), and a whole Cluster down (a shard and its replica killed: every node
+//! answers `CLUSTERDOWN`). Each row runs on its own servers; the test harness runs two
+//! at a time.
 
 mod common;
 
@@ -26,6 +28,7 @@ use std::pin::Pin;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::cluster::RedisCluster;
 use common::sentinel::SentinelSet;
 use common::RedisServer;
 use redlatch::{Client, Config};
@@ -571,4 +574,46 @@ fn a_redlock_majority_killed_or_hung() {
             s.resume();
         }
     }
+}
+
+/// One request's bound on a Cluster or Sentinel primary: the master timeout, plus the
+/// replicas' wait of an acquisition (both 1 s by default).
+fn with_replicas(config: &Config) -> Duration {
+    config.effective_master_timeout() + config.replica_sync().1
+}
+
+/// A Cluster primary killed: the keys of its slots are unreachable until the cluster
+/// promotes its replica (after the node timeout, 1.5 s here), the others are served
+/// throughout. Calls may fail or succeed: only the bounds are asserted.
+#[test]
+fn a_cluster_primary_killed() {
+    for wait in [300, 4000].map(Duration::from_millis) {
+        let mut cluster = RedisCluster::start(3, 1);
+        let config = Config::cluster(cluster.urls()).unavailable_timeout(wait);
+        let per_request = with_replicas(&config);
+        let victim = cluster.primary_for_key("bounds:plain");
+        row(
+            "Cluster primary killed",
+            config,
+            wait,
+            per_request,
+            false,
+            || cluster.kill(victim),
+        );
+    }
+}
+
+/// A whole Cluster down: a shard and its replica killed, every node answers
+/// `CLUSTERDOWN` (the default full coverage). Nothing can be acquired: every
+/// acquisition must fail, within its bound, not wait for the cluster to come back.
+#[test]
+fn a_cluster_down() {
+    let mut cluster = RedisCluster::start(3, 1);
+    let wait = Duration::from_secs(1);
+    let config = Config::cluster(cluster.urls()).unavailable_timeout(wait);
+    let per_request = with_replicas(&config);
+    let shard = cluster.primary_for_key("bounds:plain");
+    row("Cluster down", config, wait, per_request, true, || {
+        cluster.take_down_shard(shard)
+    });
 }
