@@ -308,7 +308,8 @@ fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
     if let Some(counter) = m.fencing_counter {
         out.push_str(&format!("      fencing counter {counter}\n"));
     }
-    if let Some(r) = m.replicas {
+    // A master without replicas (none connected, none expected) has nothing to say.
+    if let Some(r) = m.replicas.filter(|r| r.connected > 0 || r.eligible > 0) {
         out.push_str(&format!(
             "      replicas: {} connected, {} eligible (online and caught up: acquisitions \
              wait for them)\n",

@@ -312,6 +312,8 @@ fn status_json_shows_the_holder_on_every_master() {
     let table = String::from_utf8_lossy(&table);
     assert!(table.contains(&format!("held by {id}")), "{table}");
     assert_eq!(table.matches("count 1").count(), 3, "{table}");
+    // Masters without replicas: no replicas line.
+    assert!(!table.contains("replicas:"), "{table}");
 
     std::fs::write(dir.file("stop"), "").unwrap();
     assert_eq!(holder.wait(Duration::from_secs(30)).code(), Some(0));

@@ -106,6 +106,11 @@ fn status_and_unlock_force_on_a_cluster_name() {
     let m = &doc["masters"][0];
     assert_eq!(m["error"], Value::Null, "{doc}");
     assert_eq!(m["holders"][0]["count"], 1, "{doc}");
+    // The primary has a replica: the table says how many (a standalone master's has
+    // no such line, cli.rs).
+    let table = output(&args(&["status", &name, "--redis", &seed]), 0).stdout;
+    let table = String::from_utf8_lossy(&table);
+    assert!(table.contains("replicas: 1 connected"), "{table}");
 
     let out = output(&args(&["unlock", "--force", &name, "--redis", &seed]), 0).stdout;
     let out = String::from_utf8_lossy(&out);
