@@ -415,3 +415,54 @@ async fn counters_are_refused_under_redlock_with_a_typed_error() {
         assert_eq!(s.cmd::<i64>(&["DBSIZE"]), 0);
     }
 }
+
+/// A master that restarts while a counter waits is an outage, tried again within the
+/// wait as a lock's waiter does (docs/guarantees.md, "Bounds"): the semaphore's
+/// `try_acquire`, the expirable semaphore's and the latch's `wait_timeout` each get
+/// what the restarted master then offers, instead of failing at the first refused
+/// connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_counter_wait_rides_out_a_restarting_master() {
+    let mut server = RedisServer::start();
+    let c = client(&server).await;
+    // Used once before the fault: connections open, scripts loaded.
+    assert!(c.semaphore("warm").try_set_permits(1).await.unwrap());
+    assert!(c
+        .semaphore("warm")
+        .try_acquire(Duration::ZERO)
+        .await
+        .unwrap()
+        .is_some());
+    server.kill();
+    let wait = Duration::from_secs(5);
+    let started = Instant::now();
+    let (sem, permits, latch) = (
+        c.semaphore("after"),
+        c.permit_expirable_semaphore("after-x"),
+        c.count_down_latch("after-latch"),
+    );
+    let waits = async {
+        tokio::join!(
+            sem.try_acquire(wait),
+            permits.try_acquire(wait),
+            latch.wait_timeout(wait)
+        )
+    };
+    let restart = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::task::block_in_place(|| server.restart());
+        // What the waiters find once the master is back: permits to take; the latch
+        // was never set, so it is open.
+        assert!(c.semaphore("after").try_set_permits(1).await.unwrap());
+        assert!(permits.try_set_permits(1).await.unwrap());
+    };
+    let ((sem, taken, opened), ()) = tokio::join!(waits, restart);
+    let took = started.elapsed();
+    assert!(sem.unwrap().is_some(), "the semaphore's wait failed");
+    assert!(
+        taken.unwrap().is_some(),
+        "the expirable semaphore's wait failed"
+    );
+    assert!(opened.unwrap(), "the latch's wait failed");
+    assert!(took <= wait + Duration::from_secs(2), "took {took:?}");
+}

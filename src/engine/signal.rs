@@ -13,6 +13,11 @@
 //! 3. A call run by [`completed`] always runs to its end; if its caller is gone by then,
 //!    or goes before it has taken the result (a `select!` that dropped it after the
 //!    call ended), what it took is given back by `undo`.
+//! 4. An outage (the master unreachable, timing out, CLUSTERDOWN) is tried again after
+//!    a short pause until the deadline, and returned if the wait runs out in it; an
+//!    unbounded wait tries until it has been in the outage for `unavailable_after`
+//!    (the lock waiter's rule, waiter.rs invariant 11). Any other error is returned at
+//!    once.
 
 use std::future::Future;
 use std::time::Duration;
@@ -20,9 +25,11 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::attempt;
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::telemetry;
+use crate::transport::pubsub::Subscription;
 
 /// What one attempt came to.
 pub(crate) enum Attempt<T> {
@@ -33,7 +40,8 @@ pub(crate) enum Attempt<T> {
 }
 
 /// Attempts until done, waiting for messages on `channel` in between; `Ok(None)` when
-/// `deadline` passed first (`None`: no deadline). `kind` labels the metrics.
+/// `deadline` passed first (`None`: no deadline). `kind` labels the metrics. An outage
+/// is tried again (invariant 4).
 pub(crate) async fn wait_for<T, F, Fut>(
     engine: &Engine,
     channel: String,
@@ -45,37 +53,93 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Attempt<T>>>,
 {
-    if let Attempt::Done(v) = attempt().await? {
-        return Ok(Some(v));
-    }
-    if deadline.is_some_and(|d| Instant::now() >= d) {
-        return Ok(None);
-    }
-    telemetry::contended(kind);
-    let mut sub = engine.pubsub.subscribe(channel);
-    let bound = deadline.map_or(engine.settings.connect_timeout, |d| {
-        d.saturating_duration_since(Instant::now())
-    });
-    if let Err((addr, detail)) = sub.ready(bound.min(engine.settings.connect_timeout)).await {
-        return Err(Error::PermissionDenied { addr, detail });
-    }
+    let mut outage = Outage::default();
+    let mut sub: Option<Subscription> = None;
     loop {
-        sub.mark_seen();
-        let hint = match attempt().await? {
+        if let Some(sub) = sub.as_mut() {
+            sub.mark_seen();
+        }
+        let hint = match outage.judge(engine, deadline, attempt().await)? {
             Attempt::Done(v) => return Ok(Some(v)),
             Attempt::Retry(hint) => hint,
         };
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
-            return Ok(None);
+            return outage.ended();
         }
+        let sub = match sub.as_mut() {
+            Some(sub) => sub,
+            None => {
+                telemetry::contended(kind);
+                let new = sub.insert(engine.pubsub.subscribe(channel.clone()));
+                let bound = deadline.map_or(engine.settings.connect_timeout, |d| {
+                    d.saturating_duration_since(now)
+                });
+                // In an outage the confirmation waits no longer than the next try.
+                let bound = hint.map_or(bound, |h| h.min(bound));
+                if let Err((addr, detail)) =
+                    new.ready(bound.min(engine.settings.connect_timeout)).await
+                {
+                    return Err(Error::PermissionDenied { addr, detail });
+                }
+                new
+            }
+        };
         let mut max = hint.unwrap_or(engine.settings.watchdog_timeout);
-        if let Some(d) = deadline {
-            max = max.min(d.saturating_duration_since(now));
+        if let Some(d) = deadline.or(outage.end(engine)) {
+            max = max.min(d.saturating_duration_since(Instant::now()));
         }
         if sub.wait(max).await {
             telemetry::woken(kind);
         }
+    }
+}
+
+/// The outage an attempt met (invariant 4): since when, and its last error.
+#[derive(Default)]
+struct Outage {
+    since: Option<Instant>,
+    last: Option<Error>,
+}
+
+impl Outage {
+    /// An attempt's result: an outage becomes a retry after a short pause, unless an
+    /// unbounded wait has been in it for the unavailable timeout; other errors end.
+    fn judge<T>(
+        &mut self,
+        engine: &Engine,
+        deadline: Option<Instant>,
+        result: Result<Attempt<T>>,
+    ) -> Result<Attempt<T>> {
+        match result {
+            Ok(done @ Attempt::Done(_)) => Ok(done),
+            Ok(retry) => {
+                (self.since, self.last) = (None, None);
+                Ok(retry)
+            }
+            Err(e) if e.is_unavailable() && !e.is_permanent() => {
+                let since = *self.since.get_or_insert_with(Instant::now);
+                let waited = since.elapsed();
+                if deadline.is_none() && waited >= engine.settings.unavailable_after {
+                    return Err(e);
+                }
+                self.last = Some(e);
+                let pause = attempt::jitter(engine.settings.retry_jitter);
+                Ok(Attempt::Retry(Some(pause.max(Duration::from_millis(10)))))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// When an unbounded wait in this outage gives up.
+    fn end(&self, engine: &Engine) -> Option<Instant> {
+        self.since
+            .and_then(|t| t.checked_add(engine.settings.unavailable_after))
+    }
+
+    /// The wait ran out: in an outage its error, else not acquired.
+    fn ended<T>(self) -> Result<Option<T>> {
+        self.last.map_or(Ok(None), Err)
     }
 }
 
