@@ -57,6 +57,9 @@ impl fmt::Display for Cause {
 ///     Err(Error::WrongType { name, .. }) => assert_eq!(name, "orders:42"),
 ///     other => panic!("expected WrongType, got {other:?}"),
 /// }
+/// let err = client.lock("orders:42").lock().await.unwrap_err();
+/// assert!(err.is_permanent()); // returned at once, not retried
+/// assert!(!err.is_unavailable()); // and retrying later cannot help
 /// # Ok(()) }) }
 /// ```
 #[derive(Clone, Debug, thiserror::Error)]
@@ -325,19 +328,7 @@ impl Error {
     /// True when a release found the lock no longer held by its holder.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let guard = lock.lock().await?;
-    /// lock.force_unlock().await?; // or the lease ran out
-    /// let err = guard.unlock().await.unwrap_err();
-    /// assert!(err.is_not_held());
-    /// assert!(!err.is_unavailable()); // retrying cannot help
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`LockGuard::unlock`](crate::LockGuard::unlock).
     pub fn is_not_held(&self) -> bool {
         matches!(self, Error::NotHeld { .. })
     }
@@ -345,20 +336,7 @@ impl Error {
     /// True for [`Error::NoQuorum`].
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// // Two addresses where no master runs (ports taken, then freed):
-    /// let taken = [(); 2].map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
-    /// let [down1, down2] = taken.each_ref().map(|l| format!("redis://{}", l.local_addr().unwrap()));
-    /// drop(taken);
-    /// let config = Config::redlock([url, down1, down2]);
-    /// let err = Client::connect(config).await.unwrap_err(); // 1 of 3 answers, 2 are needed
-    /// assert!(err.is_no_quorum());
-    /// assert!(matches!(err, redlatch::Error::NoQuorum { acquired: 1, needed: 2, .. }));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`MasterError::new`].
     pub fn is_no_quorum(&self) -> bool {
         matches!(self, Error::NoQuorum { .. })
     }
@@ -371,18 +349,7 @@ impl Error {
     /// when every master that failed did so with a permanent error.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let mut admin = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
-    /// redis::cmd("SET").arg("not-a-lock").arg("x").exec(&mut admin).unwrap();
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let err = client.lock("not-a-lock").lock().await.unwrap_err();
-    /// assert!(err.is_permanent()); // WrongType: returned at once, not retried
-    /// assert!(!err.is_unavailable());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Error`].
     pub fn is_permanent(&self) -> bool {
         match self {
             Error::Config { .. }
@@ -461,6 +428,9 @@ impl Error {
 }
 
 /// One master's error in an [`Error::NoQuorum`].
+///
+/// # Examples
+/// See the example on [`MasterError::new`].
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct MasterError {
@@ -494,7 +464,10 @@ impl MasterError {
     ///     "no quorum: 1 of 2 needed masters agreed; master 10.0.0.2:6379: timed out after 1s; \
     ///      master 10.0.0.3:6379: invalid configuration: no such database"
     /// );
-    /// assert!(err.is_timeout() && !err.is_permanent());
+    /// assert!(err.is_no_quorum() && err.is_timeout() && !err.is_permanent());
+    /// let Error::NoQuorum { errors, .. } = &err else { unreachable!() };
+    /// assert_eq!(errors.len(), 2); // every master's error: a slice of MasterErrors
+    /// assert_eq!(errors[0].addr, "10.0.0.2:6379");
     /// ```
     pub fn new(addr: impl Into<String>, error: Error) -> MasterError {
         MasterError {
@@ -525,6 +498,9 @@ impl std::error::Error for MasterError {
 /// Every master's error in an [`Error::NoQuorum`], in the masters' order: a slice of
 /// [`MasterError`]s (`errors.iter()`, `errors.len()`, `errors[0]`). As an error, it
 /// shows them all (`; ` between) and its source is the first master's.
+///
+/// # Examples
+/// See the example on [`MasterError::new`].
 #[derive(Clone, Debug, Default)]
 pub struct MasterErrors(Vec<MasterError>);
 

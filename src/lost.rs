@@ -7,19 +7,17 @@ use crate::error::Error;
 /// returns once [`lost()`](crate::LockGuard::lost) has fired.
 ///
 /// # Examples
+/// A guard's reason in use: see the example on [`LockGuard::lost`](crate::LockGuard::lost).
 /// ```
-/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-/// # fn main() { doc_redis::run(|url| async move {
-/// use redlatch::{Client, Config, LostReason};
-/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-/// let lock = client.lock("orders:42");
-/// let guard = lock.lock().await?;
-/// assert!(guard.lost_reason().is_none()); // held
-/// lock.force_unlock().await?;
-/// guard.lost().cancelled().await;
-/// assert!(matches!(guard.lost_reason(), Some(LostReason::ForceUnlocked)));
-/// assert_eq!(guard.lost_reason().unwrap().to_string(), "force-unlocked by this client");
-/// # Ok(()) }) }
+/// use redlatch::LostReason;
+/// fn log(reason: &LostReason) -> String {
+///     if reason.is_permission_denied() {
+///         format!("fix the ACL: {reason}") // retrying cannot help
+///     } else {
+///         format!("lost: {reason}")
+///     }
+/// }
+/// assert_eq!(log(&LostReason::ForceUnlocked), "lost: force-unlocked by this client");
 /// ```
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -52,6 +50,9 @@ pub enum LostReason {
 
 impl LostReason {
     /// True for [`LostReason::PermissionDenied`]: fix the ACL, retrying cannot help.
+    ///
+    /// # Examples
+    /// See the example on [`LostReason`].
     pub fn is_permission_denied(&self) -> bool {
         matches!(self, LostReason::PermissionDenied(_))
     }

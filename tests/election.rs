@@ -253,4 +253,13 @@ async fn bad_names_are_refused_before_sending() {
     let err = c.election("").campaign("v").await.unwrap_err();
     assert!(matches!(err, Error::InvalidName(_)), "{err:?}");
     assert_eq!(common::redlock::dbsize(&server), 0);
+    // The lock's name puts the name in a hash tag, unless it has one already.
+    assert_eq!(
+        c.election("payouts").lock_name(),
+        "redlatch_election:{payouts}"
+    );
+    assert_eq!(
+        c.election("{eu}:payouts").lock_name(),
+        "redlatch_election:{eu}:payouts"
+    );
 }

@@ -31,6 +31,20 @@ async fn invalid_urls_are_rejected_before_connecting() {
 }
 
 #[tokio::test]
+async fn fair_timeouts_below_their_minimums_are_configuration_errors() {
+    let server = RedisServer::start();
+    let too_short = Config::single(server.url()).fair_stale_timeout(Duration::from_millis(5));
+    let err = Client::connect(too_short).await.unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err}");
+    assert!(err.to_string().contains("fair_stale_timeout"), "{err}");
+    // The wait time is at least the stale timeout (5 s by default).
+    let too_short = Config::single(server.url()).fair_wait_time(Duration::from_secs(1));
+    let err = Client::connect(too_short).await.unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err}");
+    assert!(err.to_string().contains("fair_wait_time"), "{err}");
+}
+
+#[tokio::test]
 async fn an_unreachable_redis_fails_fast_with_the_masters_address() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

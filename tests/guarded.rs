@@ -36,19 +36,29 @@ async fn every_write_kind_lands_while_held_and_none_after() {
         let w = guard.guarded();
         w.set("{o}:s", "v1").await.unwrap();
         assert_eq!(w.hset("{o}:h", &[("a", "1"), ("b", "2")]).await.unwrap(), 2);
+        // The reply counts new fields only: "b" is updated, "c" added.
+        assert_eq!(w.hset("{o}:h", &[("b", "2"), ("c", "3")]).await.unwrap(), 1);
         assert_eq!(w.incr_by("{o}:n", 3).await.unwrap(), 3);
         assert_eq!(w.incr_by("{o}:n", -1).await.unwrap(), 2);
         assert_eq!(w.rpush("{o}:l", &["x", "y"]).await.unwrap(), 2);
         let id = w.xadd("{o}:x", &[("k", "v")]).await.unwrap();
         assert!(id.contains('-'), "{id}");
+        let ms_seq = |id: &str| {
+            let (ms, seq) = id.split_once('-').unwrap();
+            (ms.parse::<u64>().unwrap(), seq.parse::<u64>().unwrap())
+        };
+        let next = w.xadd("{o}:x", &[("k", "w")]).await.unwrap();
+        assert!(ms_seq(&next) > ms_seq(&id), "{next} after {id}");
         assert_eq!(server.cmd::<String>(&["GET", "{o}:s"]), "v1");
         assert_eq!(server.cmd::<String>(&["HGET", "{o}:h", "b"]), "2");
         assert_eq!(
             server.cmd::<Vec<String>>(&["LRANGE", "{o}:l", "0", "-1"]),
             ["x", "y"]
         );
-        assert_eq!(server.cmd::<i64>(&["XLEN", "{o}:x"]), 1);
-        assert_eq!(w.del(["{o}:s", "{o}:h"]).await.unwrap(), 2);
+        assert_eq!(server.cmd::<i64>(&["XLEN", "{o}:x"]), 2);
+        assert_eq!(w.del(["{o}:s", "{o}:h", "{o}:none"]).await.unwrap(), 2);
+        // Already gone: nothing deleted.
+        assert_eq!(w.del(["{o}:s"]).await.unwrap(), 0);
         // Another key: refused before sending, nothing written.
         let err = w.set("{other}:s", "v").await.unwrap_err();
         assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");

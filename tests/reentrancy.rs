@@ -51,6 +51,20 @@ async fn the_holder_field_is_the_client_uuid_and_a_number() {
         "watchdog lease is 30 s, got {ttl}"
     );
     g.unlock().await.unwrap();
+    // An explicit owner is one holder wherever it asks; another owner waits.
+    let lock = client.lock("owned");
+    let (a, b) = (client.owner(), client.owner());
+    assert_ne!(a.number(), b.number());
+    let held = lock.owned_by(a).lock().await.unwrap();
+    assert!(lock
+        .owned_by(b)
+        .try_lock(Duration::ZERO)
+        .await
+        .unwrap()
+        .is_none());
+    let nested = lock.owned_by(a).try_lock(Duration::ZERO).await.unwrap();
+    nested.expect("the owner re-enters").unlock().await.unwrap();
+    held.unlock().await.unwrap();
 }
 
 #[tokio::test]
@@ -111,6 +125,16 @@ async fn dropping_guards_releases_in_the_background() {
     let lock = client.lock("dropped");
     let g1 = lock.lock().await.unwrap();
     let g2 = g1.scope(lock.lock()).await.unwrap();
+    // Re-entered: one hold.
+    assert_eq!(client.held_locks(), 1);
+    // Each client is a holder of its own: another connect, another id.
+    assert_ne!(
+        client.id(),
+        Client::connect(Config::single(server.url()))
+            .await
+            .unwrap()
+            .id()
+    );
     drop(g2);
     assert!(
         common::eventually_async(Duration::from_secs(5), || server.cmd::<Option<i64>>(&[

@@ -17,12 +17,16 @@ async fn a_waiter_wakes_on_release_far_sooner_than_the_lease() {
     let (a, b) = (client(&server).await, client(&server).await);
     let held = a.lock("wake").lock().await.unwrap();
     let waiter = common::subscribed_waiter(&server, b.lock("wake")).await;
+    // On a single master the waiter listens on the lock's channel, its client's wake
+    // channel and the waiters' marker (a release hands the lock to one client).
+    assert!(eventually_async(Duration::from_secs(5), || b.subscriptions() == 3).await);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let released = Instant::now();
     held.unlock().await.unwrap();
     let acquired = waiter.await.unwrap();
     // The lease (watchdog, 30 s) would be the only other way out: 5 s proves the message.
     assert!(acquired.duration_since(released) < Duration::from_secs(5));
+    assert!(eventually_async(Duration::from_secs(5), || b.subscriptions() == 0).await);
 }
 
 #[tokio::test]

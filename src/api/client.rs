@@ -17,6 +17,9 @@ use uuid::Uuid;
 /// made from it) is dropped, the watchdog and the pub/sub connections stop; guards
 /// still alive then report their lock [lost](crate::LockGuard::lost) and their leases
 /// run out on their own.
+///
+/// # Examples
+/// See the example on [`Client::connect`].
 #[derive(Clone)]
 pub struct Client {
     pub(crate) engine: Arc<Engine>,
@@ -49,9 +52,24 @@ impl Client {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
     /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// assert_eq!(client.quorum(), 1);
+    /// // `url` is the server's `redis://host:port` (Config::from_env() reads REDLATCH_REDIS).
+    /// let client = Client::connect(Config::single(url.clone()).pool_size(4)).await?;
+    /// assert_eq!(client.masters(), [url.trim_start_matches("redis://")]);
+    /// assert_eq!(client.quorum(), 1); // single mode: the one master decides
+    /// assert_eq!(client.config().connections_per_master(), 4);
+    ///
+    /// let guard = client.lock("nightly-job").lock().await?;
+    /// assert!(guard.holder().starts_with(&format!("{}:", client.id()))); // "{client_uuid}:{n}"
+    /// assert_eq!(client.held_locks(), 1);
+    /// client.renew_now().await; // a watchdog round now, rather than at its next tick
+    /// // ... the job ...
+    /// drop(guard); // released by a background task
+    /// client.close(Duration::from_secs(5)).await; // which close waits for
+    ///
+    /// let other = Client::connect(Config::single(url)).await?;
+    /// assert!(!other.lock("nightly-job").is_locked().await?);
     /// # Ok(()) }) }
     /// ```
     pub async fn connect(mut config: Config) -> Result<Client> {
@@ -71,16 +89,7 @@ impl Client {
     /// This client's UUID: the first half of every holder id it uses.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.lock("orders:42").lock().await?;
-    /// assert!(guard.holder().starts_with(&format!("{}:", client.id())));
-    /// assert_ne!(client.id(), Client::connect(client.config().clone()).await?.id());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`connect`](Self::connect).
     pub fn id(&self) -> Uuid {
         self.engine.id()
     }
@@ -88,15 +97,7 @@ impl Client {
     /// The configuration the client was built with.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url.clone()).pool_size(4)).await?;
-    /// assert_eq!(client.config().urls(), [url]);
-    /// assert_eq!(client.config().connections_per_master(), 4);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`connect`](Self::connect).
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -108,14 +109,7 @@ impl Client {
     /// [`Lock::status`](crate::Lock::status) for the node that answers for a name).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url.clone())).await?;
-    /// assert_eq!(client.masters(), [url.trim_start_matches("redis://")]);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`connect`](Self::connect).
     pub fn masters(&self) -> Vec<String> {
         self.engine.addrs()
     }
@@ -123,15 +117,7 @@ impl Client {
     /// Masters needed for a majority (N/2+1).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// assert_eq!(client.quorum(), 1); // single mode: the one master decides
-    /// assert_eq!(client.quorum(), client.config().quorum());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`connect`](Self::connect).
     pub fn quorum(&self) -> usize {
         self.engine.quorum()
     }
@@ -139,21 +125,7 @@ impl Client {
     /// Locks this client currently holds (distinct name and holder pairs).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// assert_eq!(client.held_locks(), 0);
-    /// let a = client.lock("orders:1").lock().await?;
-    /// let a2 = a.scope(client.lock("orders:1").lock()).await?; // re-entered: one hold
-    /// let _b = client.lock("orders:2").lock().await?;
-    /// assert_eq!(client.held_locks(), 2);
-    /// a2.unlock().await?;
-    /// a.unlock().await?;
-    /// assert_eq!(client.held_locks(), 1);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`connect`](Self::connect).
     pub fn held_locks(&self) -> usize {
         self.engine.held_count()
     }
@@ -161,35 +133,7 @@ impl Client {
     /// Pub/sub channels this client is currently subscribed to for its waiters.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let guard = lock.lock().await?;
-    /// assert_eq!(client.subscriptions(), 0);
-    /// // Another task waits: it subscribes to the lock's channel for the unlock message
-    /// // and, on a single master, to its client's wake channel and the waiters' marker
-    /// // (a release hands the lock to one waiting client: docs/design.md, "Wake one waiter").
-    /// let waiter = tokio::spawn({
-    ///     let lock = lock.clone();
-    ///     async move { lock.try_lock(Duration::from_secs(10)).await }
-    /// });
-    /// while client.subscriptions() == 0 {
-    ///     tokio::time::sleep(Duration::from_millis(5)).await;
-    /// }
-    /// while client.subscriptions() < 3 {
-    ///     tokio::time::sleep(Duration::from_millis(5)).await;
-    /// }
-    /// assert_eq!(client.subscriptions(), 3);
-    /// guard.unlock().await?; // wakes the waiter
-    /// let taken = waiter.await.unwrap()?.expect("acquired after the unlock");
-    /// assert_eq!(client.subscriptions(), 0);
-    /// # drop(taken);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Client::spin_lock`], which subscribes to nothing; a lock's waiter subscribes to its channel.
     pub fn subscriptions(&self) -> usize {
         self.engine.subscriptions()
     }
@@ -207,21 +151,7 @@ impl Client {
     /// Dropping the future before it finishes leaves the client running.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url.clone())).await?;
-    /// let guard = client.lock("nightly-job").lock().await?;
-    /// // ... the job ...
-    /// drop(guard); // released by a background task
-    /// client.close(Duration::from_secs(5)).await; // which close waits for
-    ///
-    /// let other = Client::connect(Config::single(url)).await?;
-    /// assert!(!other.lock("nightly-job").is_locked().await?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`connect`](Self::connect).
     pub async fn close(self, timeout: Duration) {
         self.engine.shut_down(timeout).await;
     }
@@ -229,24 +159,7 @@ impl Client {
     /// Runs one watchdog round now instead of waiting for the next tick.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let config = Config::single(url.clone()).watchdog_timeout(Duration::from_millis(1800));
-    /// let client = Client::connect(config).await?;
-    /// let lock = client.lock("orders:42");
-    /// let _guard = lock.lock().await?;
-    /// // A round skips holds renewed less than timeout/6 (here 300 ms) ago.
-    /// tokio::time::sleep(Duration::from_millis(300)).await;
-    /// // Someone cut the lease short to 1 s:
-    /// let mut admin = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
-    /// redis::cmd("PEXPIRE").arg("orders:42").arg(1000).exec(&mut admin).unwrap();
-    /// client.renew_now().await;
-    /// assert!(lock.remaining_ttl().await?.unwrap() > Duration::from_secs(1)); // 1.8 s again
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`connect`](Self::connect).
     pub async fn renew_now(&self) {
         self.engine.renew_now().await;
     }

@@ -20,6 +20,25 @@ pub const ENV_VAR: &str = "REDLATCH_REDIS";
 ///
 /// One URL is single-master mode; several URLs are Redlock over independent masters
 /// (use an odd number, 3 or 5; the quorum is N/2+1).
+///
+/// # Examples
+/// Every setting, at its default (the values are checked by [`Client::connect`](crate::Client::connect)):
+/// ```
+/// use std::time::Duration;
+/// use redlatch::Config;
+/// let config = Config::redlock(["redis://10.0.0.1:7000", "redis://10.0.0.2:7000", "redis://10.0.0.3:7000"])
+///     .watchdog_timeout(Duration::from_secs(30)) // the lease the watchdog renews every 10 s
+///     .drift_factor(0.01) // validity = lease − elapsed − (lease × 0.01 + 2 ms)
+///     .retry_jitter(Duration::from_millis(50)) // random pause before retrying without a majority
+///     .connect_timeout(Duration::from_secs(2))
+///     .pool_size(2) // command connections per master
+///     .fair_stale_timeout(Duration::from_secs(5)) // a crashed fair-lock waiter leaves the queue
+///     .fair_wait_time(Duration::from_secs(300)) // Redisson's threadWaitTime
+///     .unavailable_timeout(Duration::from_secs(30)); // how long lock() retries without a majority
+/// assert_eq!(config.quorum(), 2);
+/// assert_eq!(config.connections_per_master(), 2);
+/// assert_eq!(config.effective_master_timeout(), Duration::from_millis(50)); // Redlock's default
+/// ```
 #[derive(Clone)]
 pub struct Config {
     pub(crate) urls: Vec<String>,
@@ -259,19 +278,7 @@ impl Config {
     /// timeout/3 while a guard lives. Default 30 s (Redisson's `lockWatchdogTimeout`).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let config = Config::single(url).watchdog_timeout(Duration::from_secs(3));
-    /// let client = Client::connect(config).await?;
-    /// let lock = client.lock("reports:daily");
-    /// let _guard = lock.lock().await?; // no lease given: the watchdog's 3 s, renewed every 1 s
-    /// let ttl = lock.remaining_ttl().await?.expect("a lease");
-    /// assert!(ttl <= Duration::from_secs(3));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Config`].
     pub fn watchdog_timeout(mut self, timeout: Duration) -> Self {
         self.watchdog_timeout = timeout;
         self
@@ -281,18 +288,7 @@ impl Config {
     /// Default 0.01.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url).drift_factor(0.1)).await?;
-    /// let guard = client.lock("reports:daily").lock_with_lease(Duration::from_secs(1)).await?;
-    /// // validity = lease − elapsed − (lease × 0.1 + 2 ms)
-    /// assert!(guard.validity() <= Duration::from_millis(898));
-    /// assert!(guard.validity() > Duration::ZERO);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Config`].
     pub fn drift_factor(mut self, factor: f64) -> Self {
         self.drift_factor = factor;
         self
@@ -341,16 +337,7 @@ impl Config {
     /// Never added to a wake-up by an unlock message.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url).retry_jitter(Duration::from_millis(10))).await?;
-    /// let guard = client.lock("reports:daily").try_lock(Duration::from_millis(100)).await?;
-    /// assert!(guard.is_some());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Config`].
     pub fn retry_jitter(mut self, jitter: Duration) -> Self {
         self.retry_jitter = jitter;
         self
@@ -359,21 +346,7 @@ impl Config {
     /// Time allowed to open a connection to a master. Default 2 s.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::{Duration, Instant};
-    /// use redlatch::{Client, Config};
-    /// // A "master" that accepts connections but never answers.
-    /// let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    /// let config = Config::single(format!("redis://{}", hung.local_addr().unwrap()))
-    ///     .connect_timeout(Duration::from_millis(100));
-    /// let started = Instant::now();
-    /// let err = Client::connect(config).await.unwrap_err();
-    /// assert!(err.is_timeout());
-    /// assert!(started.elapsed() < Duration::from_secs(2)); // not the default 2 s
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Config`].
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -383,15 +356,7 @@ impl Config {
     /// One pub/sub connection per master comes on top. Default 2.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::single(url).pool_size(4)).await?;
-    /// assert_eq!(client.config().connections_per_master(), 4);
-    /// assert!(client.lock("reports:daily").try_lock(std::time::Duration::ZERO).await?.is_some());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Config`].
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size;
         self
@@ -404,20 +369,7 @@ impl Config {
     /// [`fair_wait_time`](Self::fair_wait_time).)
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config, Error};
-    /// let config = Config::single(&url).fair_stale_timeout(Duration::from_secs(1));
-    /// let client = Client::connect(config).await?;
-    /// let guard = client.fair_lock("queue:payments").try_lock(Duration::from_millis(100)).await?;
-    /// assert!(guard.is_some());
-    /// // Below 30 ms it is refused.
-    /// let too_short = Config::single(&url).fair_stale_timeout(Duration::from_millis(5));
-    /// assert!(matches!(Client::connect(too_short).await, Err(Error::Config { .. })));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Config`].
     pub fn fair_stale_timeout(mut self, timeout: Duration) -> Self {
         self.fair_stale_timeout = timeout;
         self
@@ -434,21 +386,7 @@ impl Config {
     /// Default 300 s; at least `fair_stale_timeout`.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config, Error};
-    /// // Java side: config.setFairLockWaitTimeout(60_000)
-    /// let config = Config::single(&url).fair_wait_time(Duration::from_secs(60));
-    /// let client = Client::connect(config).await?;
-    /// let guard = client.fair_lock("queue:payments").try_lock(Duration::from_millis(100)).await?;
-    /// assert!(guard.is_some());
-    /// // Shorter than the stale timeout (5 s by default) is refused.
-    /// let too_short = Config::single(&url).fair_wait_time(Duration::from_secs(1));
-    /// assert!(matches!(Client::connect(too_short).await, Err(Error::Config { .. })));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Config`].
     pub fn fair_wait_time(mut self, wait: Duration) -> Self {
         self.fair_wait_time = wait;
         self
@@ -458,24 +396,7 @@ impl Config {
     /// before it returns the error. Default: the watchdog timeout.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::{Duration, Instant};
-    /// use redlatch::{Client, Config};
-    /// let config = Config::single(&url)
-    ///     .master_timeout(Duration::from_millis(50))
-    ///     .unavailable_timeout(Duration::from_millis(200));
-    /// let client = Client::connect(config).await?;
-    /// // The master stops answering for 5 s (a stand-in for a hung or unreachable master):
-    /// let mut admin = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
-    /// redis::cmd("CLIENT").arg("PAUSE").arg(5000).arg("ALL").exec(&mut admin).unwrap();
-    /// let started = Instant::now();
-    /// let err = client.lock("reports:daily").lock().await.unwrap_err();
-    /// assert!(err.is_unavailable());
-    /// assert!(started.elapsed() < Duration::from_secs(5)); // gave up after about 200 ms
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Config`].
     pub fn unavailable_timeout(mut self, timeout: Duration) -> Self {
         self.unavailable_timeout = Some(timeout);
         self

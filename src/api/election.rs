@@ -24,19 +24,7 @@ use crate::lost::LostReason;
 /// Redlock (several independent masters) the calls fail with [`Error::Unsupported`].
 ///
 /// # Examples
-/// ```
-/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-/// # fn main() { doc_redis::run(|url| async move {
-/// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-/// let election = client.election("scheduler");
-/// let leading = election.campaign("host-a:8080").await?; // waits until it leads
-/// let now = election.leader().await?.expect("someone leads");
-/// assert_eq!((now.value.as_str(), now.term), ("host-a:8080", leading.term()));
-/// leading.resign().await?;
-/// assert!(election.leader().await?.is_none());
-/// # Ok(()) }) }
-/// ```
+/// See the example on [`campaign`](Election::campaign).
 #[derive(Clone)]
 pub struct Election {
     client: Client,
@@ -44,6 +32,9 @@ pub struct Election {
 }
 
 /// The leader of an election as [`Election::leader`] reads it.
+///
+/// # Examples
+/// See the example on [`Election::campaign`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Leader {
@@ -58,6 +49,9 @@ pub struct Leader {
 }
 
 /// What happened in an election, as an [`Observer`] sees it.
+///
+/// # Examples
+/// See the example on [`Election::observe`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ChangeKind {
@@ -70,6 +64,9 @@ pub enum ChangeKind {
 }
 
 /// One change of an election: seen once by each [`Observer`], in order.
+///
+/// # Examples
+/// See the example on [`Election::observe`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Change {
@@ -94,15 +91,7 @@ impl Election {
     /// The election's name.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("billing");
-    /// assert_eq!(election.name(), "billing");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`campaign`](Self::campaign).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -112,18 +101,7 @@ impl Election {
     /// status` on it shows the holder and its lease.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("payouts");
-    /// assert_eq!(election.lock_name(), "redlatch_election:{payouts}");
-    /// assert_eq!(client.election("{eu}:payouts").lock_name(), "redlatch_election:{eu}:payouts");
-    /// let _leading = election.campaign("a").await?;
-    /// assert!(client.fenced_lock(election.lock_name()).is_locked().await?); // held by the leader
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`campaign`](Self::campaign).
     pub fn lock_name(&self) -> String {
         election_lock_name(&self.name)
     }
@@ -156,7 +134,20 @@ impl Election {
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let election = client.election("scheduler");
-    /// let first = election.campaign("a").await?;
+    /// assert_eq!(election.name(), "scheduler");
+    /// assert!(election.leader().await?.is_none()); // nobody campaigned yet
+    /// let first = election.campaign("10.0.0.1:80").await?; // waits until it leads
+    /// assert_eq!((first.name(), first.value()), ("scheduler", "10.0.0.1:80"));
+    /// let now = election.leader().await?.expect("someone leads");
+    /// assert_eq!((now.value.as_str(), now.term), ("10.0.0.1:80", first.term()));
+    /// assert_eq!(now.holder, first.holder());
+    /// // The term is the fencing token of the election's lock, which `redlatch status` shows.
+    /// assert_eq!(election.lock_name(), "redlatch_election:{scheduler}");
+    /// assert!(client.fenced_lock(election.lock_name()).is_locked().await?);
+    /// assert_eq!(first.guard().fencing_token(), Some(first.term()));
+    /// // A write applied only while this process still leads (keys in the `{scheduler}` slot):
+    /// assert_eq!(first.guard().guarded().incr_by("{scheduler}:runs", 1).await?, 1);
+    ///
     /// // A second campaign waits until the first leader steps down.
     /// let second = tokio::spawn({
     ///     let election = election.clone();
@@ -165,9 +156,11 @@ impl Election {
     /// tokio::time::sleep(Duration::from_millis(50)).await;
     /// assert!(!second.is_finished());
     /// let t1 = first.term();
-    /// first.resign().await?;
+    /// first.resign().await?; // or drop it: it resigns in the background
     /// let second = second.await.unwrap()?;
     /// assert!(second.term() > t1);
+    /// second.resign().await?;
+    /// assert!(election.leader().await?.is_none());
     /// # Ok(()) }) }
     /// ```
     pub async fn campaign(&self, value: impl Into<String>) -> Result<Leadership> {
@@ -249,20 +242,7 @@ impl Election {
     /// lease ends).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("scheduler");
-    /// assert!(election.leader().await?.is_none());
-    /// let mut leading = election.campaign("a").await?;
-    /// leading.proclaim("a, now on port 9090").await?;
-    /// let leader = election.leader().await?.unwrap();
-    /// assert_eq!(leader.value, "a, now on port 9090");
-    /// assert_eq!(leader.holder, leading.holder());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`campaign`](Self::campaign).
     pub async fn leader(&self) -> Result<Option<Leader>> {
         self.check()?;
         let leader = self.client.engine.election_leader(&self.name).await?;
@@ -285,9 +265,10 @@ impl Election {
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let election = client.election("scheduler");
     /// let mut observer = election.observe().await?;
-    /// assert!(observer.leader().is_none());
+    /// assert!(observer.leader().is_none()); // who led when it started: nobody
     /// let mut leading = election.campaign("a").await?;
-    /// leading.proclaim("b").await?;
+    /// leading.proclaim("b").await?; // a new value, same term
+    /// assert_eq!(leading.value(), "b");
     /// let term = leading.term();
     /// leading.resign().await?;
     /// let seen: Vec<_> = [
@@ -298,6 +279,13 @@ impl Election {
     ///     (ChangeKind::Proclaimed, term, "b".to_string()),
     ///     (ChangeKind::Resigned, term, "b".to_string()),
     /// ]);
+    ///
+    /// // The same changes as a Stream, for StreamExt's combinators.
+    /// use futures_util::StreamExt;
+    /// let changes = election.observe().await?.into_stream();
+    /// election.campaign("c").await?.resign().await?;
+    /// let kinds: Vec<ChangeKind> = changes.take(2).map(|c| c.unwrap().kind).collect().await;
+    /// assert_eq!(kinds, [ChangeKind::Elected, ChangeKind::Resigned]);
     /// # Ok(()) }) }
     /// ```
     pub async fn observe(&self) -> Result<Observer> {
@@ -335,6 +323,9 @@ impl std::fmt::Debug for Election {
 /// storage refuse terms older than the newest it saw, so a leader that was paused
 /// past its lease (and replaced) cannot overwrite its successor's work. Data in the
 /// same Redis can be guarded without that: see [`guard`](Self::guard).
+///
+/// # Examples
+/// See the examples on [`Election::campaign`] and [`Leadership::lost`].
 #[must_use = "dropping the leadership resigns at once"]
 pub struct Leadership {
     election: Election,
@@ -352,19 +343,7 @@ impl Leadership {
     /// leader's term of this election.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("compactor");
-    /// let first = election.campaign("a").await?;
-    /// assert_eq!(first.guard().fencing_token(), Some(first.term())); // the lock's token
-    /// let t1 = first.term();
-    /// first.resign().await?;
-    /// assert!(election.campaign("b").await?.term() > t1);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::campaign`].
     pub fn term(&self) -> u64 {
         self.term
     }
@@ -372,17 +351,7 @@ impl Leadership {
     /// The value this leader advertises now.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("gateway");
-    /// let leading = election.campaign("10.0.0.2:80").await?;
-    /// assert_eq!(leading.value(), "10.0.0.2:80");
-    /// assert_eq!(election.leader().await?.unwrap().value, leading.value());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::campaign`].
     pub fn value(&self) -> &str {
         &self.value
     }
@@ -390,15 +359,7 @@ impl Leadership {
     /// The election's name.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let leading = client.election("indexer").campaign("a").await?;
-    /// assert_eq!(leading.name(), "indexer");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::campaign`].
     pub fn name(&self) -> &str {
         &self.election.name
     }
@@ -406,17 +367,7 @@ impl Leadership {
     /// The holder id this leader's lock is held with.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("mailer");
-    /// let leading = election.campaign("a").await?;
-    /// assert_eq!(leading.holder(), election.leader().await?.unwrap().holder);
-    /// assert_eq!(leading.holder(), leading.guard().holder());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::campaign`].
     pub fn holder(&self) -> &str {
         self.guard_ref().holder()
     }
@@ -425,18 +376,7 @@ impl Leadership {
     /// [`LockGuard::valid_until`].
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("jobs");
-    /// let leading = election.campaign("a").await?;
-    /// assert_eq!(leading.guard().fencing_token(), Some(leading.term()));
-    /// // A write applied only while this process still leads (keys in the `{jobs}` slot):
-    /// assert_eq!(leading.guard().guarded().incr_by("{jobs}:runs", 1).await?, 1);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::campaign`].
     pub fn guard(&self) -> &LockGuard {
         self.guard_ref()
     }
@@ -448,13 +388,15 @@ impl Leadership {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
+    /// use redlatch::{Client, Config, LostReason};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let election = client.election("scheduler");
     /// let leading = election.campaign("a").await?;
-    /// client.lock(election.lock_name()).force_unlock().await?; // an operator steps in
+    /// assert!(leading.at_risk().borrow().is_none()); // renewals succeed: no deadline to stop by
+    /// assert!(leading.lost_reason().is_none());
+    /// client.fenced_lock(election.lock_name()).force_unlock().await?; // an operator steps in
     /// leading.lost().cancelled().await;
-    /// assert!(leading.lost_reason().is_some());
+    /// assert!(matches!(leading.lost_reason(), Some(LostReason::ForceUnlocked)));
     /// # Ok(()) }) }
     /// ```
     pub fn lost(&self) -> CancellationToken {
@@ -464,19 +406,7 @@ impl Leadership {
     /// Why the leadership was lost, once [`lost`](Self::lost) fired.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config, LostReason};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("reporter");
-    /// let leading = election.campaign("a").await?;
-    /// assert!(leading.lost_reason().is_none());
-    /// client.fenced_lock(election.lock_name()).force_unlock().await?;
-    /// leading.lost().cancelled().await;
-    /// assert!(matches!(leading.lost_reason(), Some(LostReason::ForceUnlocked)));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lost`](Self::lost).
     pub fn lost_reason(&self) -> Option<LostReason> {
         self.guard_ref().lost_reason()
     }
@@ -485,16 +415,7 @@ impl Leadership {
     /// ([`LockGuard::at_risk`]): stop leading before `end`.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let leading = client.election("archiver").campaign("a").await?;
-    /// let at_risk = leading.at_risk();
-    /// assert!(at_risk.borrow().is_none()); // renewals succeed: no deadline to stop by
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lost`](Self::lost).
     pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<Instant>> {
         self.guard_ref().at_risk()
     }
@@ -507,18 +428,7 @@ impl Leadership {
     /// lock was broken); a master's error.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("scheduler");
-    /// let mut leading = election.campaign("10.0.0.1:80").await?;
-    /// leading.proclaim("10.0.0.1:81").await?;
-    /// assert_eq!(leading.value(), "10.0.0.1:81");
-    /// assert_eq!(election.leader().await?.unwrap().term, leading.term()); // same term
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::observe`].
     pub async fn proclaim(&mut self, value: impl Into<String>) -> Result<()> {
         let value = value.into();
         let guard = self.guard_ref();
@@ -543,19 +453,7 @@ impl Leadership {
     /// [`Error::NotHeld`] when the leadership was lost before; a master's error.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("cron");
-    /// let leading = election.campaign("a").await?;
-    /// leading.resign().await?;
-    /// assert!(election.leader().await?.is_none());
-    /// assert!(election.try_campaign("b", Duration::ZERO).await?.is_some()); // free at once
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::campaign`].
     pub async fn resign(mut self) -> Result<()> {
         let guard = self.guard.take().expect("present until resigned");
         let engine = self.election.client.engine.clone();
@@ -601,6 +499,9 @@ impl std::fmt::Debug for Leadership {
 }
 
 /// Watches an election ([`Election::observe`]): each change once, in order.
+///
+/// # Examples
+/// See the example on [`Election::observe`].
 pub struct Observer {
     election: Election,
     watch: Watch,
@@ -611,18 +512,7 @@ impl Observer {
     /// Who led when the observer started (`None`: nobody).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("router");
-    /// let leading = election.campaign("a").await?;
-    /// let observer = election.observe().await?;
-    /// let leader = observer.leader().expect("a led when the observer started");
-    /// assert_eq!((leader.value.as_str(), leader.term), ("a", leading.term()));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::observe`].
     pub fn leader(&self) -> Option<&Leader> {
         self.leader.as_ref()
     }
@@ -640,19 +530,7 @@ impl Observer {
     /// Cancel safe: a change is consumed only when returned.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{ChangeKind, Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("ingest");
-    /// let mut observer = election.observe().await?;
-    /// let leading = election.campaign("a").await?;
-    /// let change = observer.next().await?;
-    /// assert_eq!((change.kind, change.term), (ChangeKind::Elected, leading.term()));
-    /// assert_eq!(change.value, "a");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::observe`].
     pub async fn next(&mut self) -> Result<Change> {
         let e = self.watch.next(&self.election.client.engine).await?;
         Ok(Change {
@@ -673,19 +551,7 @@ impl Observer {
     /// turn), for `StreamExt` combinators; it ends after the first error.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use futures_util::StreamExt;
-    /// use redlatch::{ChangeKind, Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("scheduler");
-    /// let changes = election.observe().await?.into_stream();
-    /// election.campaign("a").await?.resign().await?;
-    /// let kinds: Vec<ChangeKind> = changes.take(2).map(|c| c.unwrap().kind).collect().await;
-    /// assert_eq!(kinds, [ChangeKind::Elected, ChangeKind::Resigned]);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::observe`].
     pub fn into_stream(self) -> impl futures_util::Stream<Item = Result<Change>> + Send {
         futures_util::stream::unfold(Some(self), |observer| async move {
             let mut observer = observer?;

@@ -50,22 +50,7 @@ pub const MAX_GROUP_VALUES: usize = 4096;
 ///   [`revoke_requested`](LockGuard::revoke_requested) never fires.
 ///
 /// # Examples
-/// ```
-/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-/// # fn main() { doc_redis::run(|url| async move {
-/// use std::time::Duration;
-/// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-/// let class = client.faster_multi_lock("class_100", ["Jack_001", "Mary_002"])?;
-/// let guard = class.lock().await?;
-/// // Mary is taken: a set that shares her waits, all or none.
-/// let mary = client.faster_multi_lock("class_100", ["Mary_002", "Tom_003"])?;
-/// assert!(mary.try_lock(Duration::ZERO).await?.is_none());
-/// assert!(!client.faster_multi_lock("class_100", ["Tom_003"])?.is_locked().await?);
-/// guard.unlock().await?;
-/// assert!(mary.try_lock(Duration::ZERO).await?.is_some());
-/// # Ok(()) }) }
-/// ```
+/// See the example on [`lock`](FasterMultiLock::lock).
 #[derive(Clone)]
 pub struct FasterMultiLock {
     group: Arc<str>,
@@ -128,15 +113,7 @@ impl FasterMultiLock {
     /// The group: the Redis key every value lives under.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.faster_multi_lock("class_100", ["Jack_001"])?;
-    /// assert_eq!(lock.group(), "class_100");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     pub fn group(&self) -> &str {
         &self.group
     }
@@ -144,15 +121,7 @@ impl FasterMultiLock {
     /// How many values it locks.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.faster_multi_lock("class_100", ["Jack_001", "Mary_002"])?;
-    /// assert_eq!(lock.value_count(), 2);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     pub fn value_count(&self) -> usize {
         self.values
     }
@@ -161,21 +130,7 @@ impl FasterMultiLock {
     /// [`Lock::owned_by`]).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let owner = client.owner();
-    /// let lock = client.faster_multi_lock("class_100", ["Jack_001"])?.owned_by(owner);
-    /// let first = lock.lock().await?;
-    /// let second = lock.lock().await?; // the same holder: re-enters
-    /// assert_eq!(lock.hold_count().await?, 2);
-    /// second.unlock().await?;
-    /// first.unlock().await?;
-    /// assert!(!lock.is_locked().await?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     pub fn owned_by(&self, owner: Owner) -> FasterMultiLock {
         FasterMultiLock {
             lock: self.lock.owned_by(owner),
@@ -197,12 +152,32 @@ impl FasterMultiLock {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.faster_multi_lock("class_100", ["Jack_001", "Mary_002"])?;
-    /// let guard = lock.lock().await?;
-    /// assert!(lock.is_held_by_current_task().await?);
+    /// let class = client.faster_multi_lock("class_100", ["Jack_001", "Mary_002"])?;
+    /// assert_eq!((class.group(), class.value_count()), ("class_100", 2));
+    /// let guard = class.lock().await?; // both values, one round trip
+    /// assert!(class.is_held_by_current_task().await?);
+    /// // Mary is taken: a set that shares her waits, all or none.
+    /// let mary = client.faster_multi_lock("class_100", ["Mary_002", "Tom_003"])?;
+    /// assert!(mary.is_locked().await?);
+    /// assert!(!client.faster_multi_lock("class_100", ["Tom_003"])?.is_locked().await?);
     /// guard.unlock().await?;
+    /// assert!(!mary.is_locked().await?);
+    ///
+    /// // One owner re-enters, under a lease of its own.
+    /// let lock = class.owned_by(client.owner());
+    /// assert_eq!(lock.remaining_ttl().await?, None);
+    /// let first = lock.lock_with_lease(Duration::from_secs(5)).await?;
+    /// assert!(lock.remaining_ttl().await?.unwrap() <= Duration::from_secs(5));
+    /// let second = lock.lock().await?; // the same holder: re-enters
+    /// assert_eq!(lock.hold_count().await?, 2);
+    /// second.unlock().await?;
+    /// // Deleting the group's hold whoever has it: this client's guard learns it is lost.
+    /// assert!(lock.force_unlock().await?);
+    /// assert!(first.lost().is_cancelled());
+    /// assert!(!lock.force_unlock().await?);
     /// # Ok(()) }) }
     /// ```
     pub async fn lock(&self) -> Result<LockGuard> {
@@ -216,20 +191,7 @@ impl FasterMultiLock {
     /// sub-millisecond or longer-than-30-days lease.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config, Error};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.faster_multi_lock("class_100", ["Jack_001"])?;
-    /// let err = lock.lock_with_lease(Duration::ZERO).await.unwrap_err();
-    /// assert!(matches!(err, Error::InvalidLease(_)));
-    /// let guard = lock.lock_with_lease(Duration::from_secs(10)).await?;
-    /// assert!(lock.remaining_ttl().await?.unwrap() <= Duration::from_secs(10));
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
         self.lock.lock_with_lease(lease).await
     }
@@ -251,6 +213,12 @@ impl FasterMultiLock {
     /// let guard = lock.try_lock(Duration::from_millis(100)).await?.expect("free");
     /// assert!(lock.try_lock(Duration::ZERO).await?.is_none()); // another holder
     /// guard.unlock().await?;
+    /// // With a lease of its own (no watchdog): wait at most 5 s, hold for 5 s.
+    /// let guard = lock
+    ///     .try_lock_with_lease(Duration::from_secs(5), Duration::from_secs(5))
+    ///     .await?
+    ///     .expect("free");
+    /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
     #[doc(alias = "tryLock")]
@@ -264,21 +232,7 @@ impl FasterMultiLock {
     /// As [`lock_with_lease`](Self::lock_with_lease).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.faster_multi_lock("class_100", ["Jack_001"])?;
-    /// let guard = lock
-    ///     .try_lock_with_lease(Duration::from_millis(100), Duration::from_secs(5))
-    ///     .await?
-    ///     .expect("free");
-    /// assert!(!guard.lost().is_cancelled());
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`try_lock`](Self::try_lock).
     #[doc(alias = "tryLock")]
     pub async fn try_lock_with_lease(
         &self,
@@ -296,19 +250,7 @@ impl FasterMultiLock {
     /// does not answer.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let jack = client.faster_multi_lock("class_100", ["Jack_001"])?;
-    /// let both = client.faster_multi_lock("class_100", ["Jack_001", "Mary_002"])?;
-    /// let guard = jack.lock().await?;
-    /// assert!(both.is_locked().await?); // Jack is
-    /// guard.unlock().await?;
-    /// assert!(!both.is_locked().await?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias = "isLocked")]
     pub async fn is_locked(&self) -> Result<bool> {
         Ok(self.status().await?.locked)
@@ -321,19 +263,7 @@ impl FasterMultiLock {
     /// As [`is_locked`](Self::is_locked).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.faster_multi_lock("class_100", ["Jack_001"])?;
-    /// let _guard = lock.lock().await?;
-    /// assert!(lock.is_held_by_current_task().await?);
-    /// let other = lock.clone();
-    /// let there = tokio::spawn(async move { other.is_held_by_current_task().await });
-    /// assert!(!there.await.unwrap()?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias = "isHeldByCurrentThread")]
     pub async fn is_held_by_current_task(&self) -> Result<bool> {
         Ok(self.status().await?.held)
@@ -347,18 +277,7 @@ impl FasterMultiLock {
     /// As [`is_locked`](Self::is_locked).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.faster_multi_lock("class_100", ["Jack_001"])?;
-    /// assert_eq!(lock.hold_count().await?, 0);
-    /// let guard = lock.lock().await?;
-    /// let n = guard.scope(async { lock.hold_count().await }).await?;
-    /// assert_eq!(n, 1);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias = "getHoldCount")]
     pub async fn hold_count(&self) -> Result<u32> {
         Ok(self.status().await?.count)
@@ -371,19 +290,7 @@ impl FasterMultiLock {
     /// As [`is_locked`](Self::is_locked).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.faster_multi_lock("class_100", ["Jack_001"])?;
-    /// assert_eq!(lock.remaining_ttl().await?, None);
-    /// let guard = lock.lock_with_lease(Duration::from_secs(5)).await?;
-    /// let left = guard.scope(async { lock.remaining_ttl().await }).await?;
-    /// assert!(left.unwrap() <= Duration::from_secs(5));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias = "remainTimeToLive")]
     pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
         Ok(self.status().await?.left)
@@ -398,19 +305,7 @@ impl FasterMultiLock {
     /// As [`is_locked`](Self::is_locked).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.faster_multi_lock("class_100", ["Jack_001", "Mary_002"])?;
-    /// let guard = lock.lock().await?;
-    /// assert!(lock.force_unlock().await?);
-    /// assert!(guard.lost().is_cancelled());
-    /// assert!(!lock.is_locked().await?);
-    /// assert!(!lock.force_unlock().await?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias = "forceUnlock")]
     pub async fn force_unlock(&self) -> Result<bool> {
         let engine = &self.lock.client().engine;

@@ -18,6 +18,9 @@ use crate::telemetry;
 ///
 /// A guard may move to another task: it releases with the holder id it was acquired
 /// with. While it lives and no explicit lease was given, the watchdog keeps the lease.
+///
+/// # Examples
+/// See the examples on [`LockGuard::unlock`], [`LockGuard::lost`] and [`LockGuard::scope`].
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
     /// The hold, released by `unlock` or on drop (engine/held.rs).
@@ -32,15 +35,7 @@ impl LockGuard {
     /// The lock's name.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.lock("orders:42").lock().await?;
-    /// assert_eq!(guard.name(), "orders:42");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`unlock`](Self::unlock).
     pub fn name(&self) -> &str {
         self.held.name()
     }
@@ -48,19 +43,7 @@ impl LockGuard {
     /// The holder id (`"{client_uuid}:{n}"`) this hold was taken with.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let guard = lock.lock().await?;
-    /// assert!(guard.holder().starts_with(&format!("{}:", client.id())));
-    /// // The holder id is the field of the lock's hash in Redis, as with Redisson.
-    /// let status = lock.status().await?;
-    /// assert_eq!(status[0].holders[0].0, guard.holder());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`unlock`](Self::unlock).
     pub fn holder(&self) -> &str {
         self.held.holder()
     }
@@ -111,20 +94,7 @@ impl LockGuard {
     /// to, and let it reject writes with an older token.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let first = client.fenced_lock("ledger").lock().await?;
-    /// let t1 = first.fencing_token().expect("fenced");
-    /// first.unlock().await?;
-    /// let second = client.fenced_lock("ledger").lock().await?;
-    /// assert!(second.fencing_token().unwrap() > t1);
-    /// // Plain and fair locks carry no token.
-    /// assert_eq!(client.lock("orders:42").lock().await?.fencing_token(), None);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Client::fenced_lock`](crate::Client::fenced_lock).
     pub fn fencing_token(&self) -> Option<u64> {
         self.held.token()
     }
@@ -142,7 +112,7 @@ impl LockGuard {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
+    /// use redlatch::{Client, Config, LostReason};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
     /// let guard = lock.lock().await?;
@@ -153,8 +123,11 @@ impl LockGuard {
     ///         _ = tokio::time::sleep(Duration::from_secs(60)) => "finished",
     ///     }
     /// });
+    /// let mut risk = guard.at_risk();
+    /// assert_eq!(*risk.borrow(), None); // renewals succeed (Some(end) once they fail)
     /// lock.force_unlock().await?; // an operator breaks the lock
     /// assert_eq!(work.await.unwrap(), "stopped: lock lost");
+    /// assert!(matches!(guard.lost_reason(), Some(LostReason::ForceUnlocked)));
     /// assert!(guard.unlock().await.unwrap_err().is_not_held());
     /// # Ok(()) }) }
     /// ```
@@ -170,19 +143,7 @@ impl LockGuard {
     /// Zero once it ran out. See [`valid_until`](Self::valid_until) for the instant.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.lock("orders:42").lock_with_lease(Duration::from_secs(2)).await?;
-    /// // lease − elapsed − drift (2 s × 0.01 + 2 ms): at most 1978 ms.
-    /// assert!(guard.validity() <= Duration::from_millis(1978));
-    /// let result = tokio::time::timeout(guard.validity(), async { /* bounded work */ 42 }).await;
-    /// assert_eq!(result.ok(), Some(42));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`unlock`](Self::unlock).
     pub fn validity(&self) -> Duration {
         self.valid_until().saturating_duration_since(Instant::now())
     }
@@ -203,10 +164,18 @@ impl LockGuard {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::{Duration, Instant};
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
-    /// let guard = lock.lock().await?;
+    /// let guard = lock.lock_with_lease(Duration::from_secs(2)).await?;
+    /// assert_eq!(guard.name(), "orders:42");
+    /// assert!(guard.holder().starts_with(&format!("{}:", client.id()))); // "{client_uuid}:{n}"
+    /// // lease − elapsed − drift (2 s × 0.01 + 2 ms): at most 1978 ms.
+    /// assert!(guard.validity() <= Duration::from_millis(1978));
+    /// assert!(guard.valid_until() <= Instant::now() + Duration::from_secs(2));
+    /// let result = tokio::time::timeout(guard.validity(), async { /* bounded work */ 42 }).await;
+    /// assert_eq!(result.ok(), Some(42));
     /// guard.unlock().await?; // released; errors are reported, unlike a drop
     /// assert!(!lock.is_locked().await?);
     ///
@@ -260,16 +229,7 @@ impl LockGuard {
     /// with every renewal that counts (see `validity`).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::{Duration, Instant};
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.lock("orders:42").lock_with_lease(Duration::from_secs(2)).await?;
-    /// assert!(guard.valid_until() <= Instant::now() + Duration::from_secs(2));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`unlock`](Self::unlock).
     pub fn valid_until(&self) -> Instant {
         self.held.valid_until()
     }
@@ -278,18 +238,7 @@ impl LockGuard {
     /// held. Set before `lost()` fires, so code woken by it can read it at once.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config, LostReason};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let guard = lock.lock().await?;
-    /// lock.force_unlock().await?;
-    /// guard.lost().cancelled().await;
-    /// assert!(matches!(guard.lost_reason(), Some(LostReason::ForceUnlocked)));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lost`](Self::lost).
     pub fn lost_reason(&self) -> Option<LostReason> {
         self.held.lost_reason()
     }
@@ -306,24 +255,7 @@ impl LockGuard {
     /// renews and it stays `None`.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.lock("orders:42").lock().await?;
-    /// let mut risk = guard.at_risk();
-    /// assert_eq!(*risk.borrow(), None); // renewals succeed
-    /// let work = async { tokio::time::sleep(Duration::from_millis(50)).await; "done" };
-    /// let outcome = tokio::select! {
-    ///     r = work => r,
-    ///     // Fires only if renewals start failing: stop before `end`.
-    ///     Ok(end) = risk.wait_for(|r| r.is_some()) => { let _end = end.unwrap(); "stopped" }
-    /// };
-    /// assert_eq!(outcome, "done");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lost`](Self::lost).
     pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<Instant>> {
         self.held.at_risk()
     }

@@ -35,11 +35,12 @@ impl LockGuard {
     /// let guard = lock.lock().await?;
     /// let w = guard.guarded();
     /// w.set("{orders}:42:state", "paid").await?;
-    /// assert_eq!(w.incr_by("{orders}:total", 5).await?, 5);
-    /// w.hset("{orders}:42:meta", &[("by", "worker-1")]).await?;
-    /// w.rpush("{orders}:log", &["paid"]).await?;
+    /// assert_eq!(w.incr_by("{orders}:total", 5).await?, 5); // a missing key counts from 0
+    /// assert_eq!(w.hset("{orders}:42:meta", &[("by", "worker-1"), ("at", "noon")]).await?, 2); // new fields
+    /// assert_eq!(w.rpush("{orders}:log", &["paid"]).await?, 1); // the list's length
     /// let id = w.xadd("{orders}:events", &[("event", "paid")]).await?;
-    /// assert!(id.contains('-'));
+    /// assert!(id.contains('-')); // the entry's id, "ms-seq"
+    /// assert_eq!(w.del(["{orders}:42:meta", "{orders}:none"]).await?, 1); // keys deleted
     /// assert!(w.set("elsewhere", "x").await.unwrap_err().is_permanent()); // not in the slot
     /// lock.force_unlock().await?; // the lock is gone: writes are refused
     /// assert!(w.set("{orders}:42:state", "late").await.unwrap_err().is_not_held());
@@ -51,6 +52,9 @@ impl LockGuard {
 }
 
 /// Writes guarded by a [`LockGuard`]: see [`LockGuard::guarded`].
+///
+/// # Examples
+/// See the example on [`LockGuard::guarded`].
 #[derive(Clone, Copy, Debug)]
 pub struct Guarded<'a> {
     guard: &'a LockGuard,
@@ -78,17 +82,7 @@ impl Guarded<'_> {
     /// a master's error.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.fenced_lock("{cart}:1").lock().await?;
-    /// let w = guard.guarded();
-    /// w.set("{cart}:1:items", 40).await?;
-    /// assert_eq!(w.incr_by("{cart}:1:items", 2).await?, 42); // the value was stored
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`LockGuard::guarded`].
     pub async fn set(&self, key: impl Into<String>, value: impl ToRedisArgs) -> Result<()> {
         let mut args = Vec::new();
         packed(&mut args, &value);
@@ -101,18 +95,7 @@ impl Guarded<'_> {
     /// As [`set`](Self::set).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.fenced_lock("{user}:7").lock().await?;
-    /// let w = guard.guarded();
-    /// assert_eq!(w.hset("{user}:7:profile", &[("name", "ada"), ("lang", "en")]).await?, 2);
-    /// // "lang" is updated, "tz" added: one new field.
-    /// assert_eq!(w.hset("{user}:7:profile", &[("lang", "fr"), ("tz", "UTC")]).await?, 1);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`LockGuard::guarded`].
     pub async fn hset<F: ToRedisArgs, V: ToRedisArgs>(
         &self,
         key: impl Into<String>,
@@ -133,19 +116,7 @@ impl Guarded<'_> {
     /// As [`set`](Self::set).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.fenced_lock("{tmp}:3").lock().await?;
-    /// let w = guard.guarded();
-    /// w.set("{tmp}:3:a", 1).await?;
-    /// w.set("{tmp}:3:b", 2).await?;
-    /// assert_eq!(w.del(["{tmp}:3:a", "{tmp}:3:b", "{tmp}:3:none"]).await?, 2);
-    /// assert_eq!(w.del(["{tmp}:3:a"]).await?, 0); // already gone
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`LockGuard::guarded`].
     pub async fn del<K: Into<String>>(&self, keys: impl IntoIterator<Item = K>) -> Result<u64> {
         let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
         if keys.is_empty() {
@@ -160,17 +131,7 @@ impl Guarded<'_> {
     /// As [`set`](Self::set).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.fenced_lock("{stock}:5").lock().await?;
-    /// let w = guard.guarded();
-    /// assert_eq!(w.incr_by("{stock}:5:count", 10).await?, 10); // a missing key counts from 0
-    /// assert_eq!(w.incr_by("{stock}:5:count", -3).await?, 7);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`LockGuard::guarded`].
     pub async fn incr_by(&self, key: impl Into<String>, by: i64) -> Result<i64> {
         let mut args = Vec::new();
         packed(&mut args, &by);
@@ -183,17 +144,7 @@ impl Guarded<'_> {
     /// As [`set`](Self::set).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.fenced_lock("{queue}:2").lock().await?;
-    /// let w = guard.guarded();
-    /// assert_eq!(w.rpush("{queue}:2:jobs", &["a", "b"]).await?, 2);
-    /// assert_eq!(w.rpush("{queue}:2:jobs", &["c"]).await?, 3);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`LockGuard::guarded`].
     pub async fn rpush<V: ToRedisArgs>(&self, key: impl Into<String>, values: &[V]) -> Result<u64> {
         let mut args = Vec::new();
         for v in values {
@@ -209,22 +160,7 @@ impl Guarded<'_> {
     /// As [`set`](Self::set).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.fenced_lock("{audit}:4").lock().await?;
-    /// let w = guard.guarded();
-    /// let first = w.xadd("{audit}:4:events", &[("event", "opened")]).await?;
-    /// let second = w.xadd("{audit}:4:events", &[("event", "closed")]).await?;
-    /// let id = |s: &str| -> (u64, u64) {
-    ///     let (ms, seq) = s.split_once('-').expect("an id is ms-seq");
-    ///     (ms.parse().unwrap(), seq.parse().unwrap())
-    /// };
-    /// assert!(id(&second) > id(&first)); // ids grow
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`LockGuard::guarded`].
     pub async fn xadd<F: ToRedisArgs, V: ToRedisArgs>(
         &self,
         key: impl Into<String>,
@@ -255,13 +191,17 @@ impl Guarded<'_> {
     ///     GuardedScript::new(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/examples/cas.lua")))
     /// });
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.fenced_lock("{acct}:7").lock().await?;
+    /// let lock = client.fenced_lock("{acct}:7");
+    /// let guard = lock.lock().await?;
     /// let w = guard.guarded();
     /// w.set("{acct}:7:balance", 10).await?;
     /// let swapped: bool = w.script(&CAS, &["{acct}:7:balance"], &["10", "25"]).await?;
     /// assert!(swapped);
     /// let swapped: bool = w.script(&CAS, &["{acct}:7:balance"], &["10", "99"]).await?;
     /// assert!(!swapped);
+    /// lock.force_unlock().await?; // the lock is gone: the script does not run
+    /// let refused = w.script::<bool, _>(&CAS, &["{acct}:7:balance"], &["25", "0"]).await;
+    /// assert!(refused.unwrap_err().is_not_held());
     /// # Ok(()) }) }
     /// ```
     pub async fn script<T: FromRedisValue, A: ToRedisArgs>(
@@ -287,6 +227,9 @@ impl Guarded<'_> {
 /// `KEYS` and `ARGV` from 1, as if run alone, and runs only while the lock is held.
 /// Make it once (a `static` `LazyLock`) and reuse it: each distinct source is kept for
 /// the process's life. The body must not start with a `#!lua` flags line.
+///
+/// # Examples
+/// See the example on [`Guarded::script`].
 #[derive(Clone, Copy)]
 pub struct GuardedScript {
     script: Wrapped,
@@ -296,25 +239,7 @@ impl GuardedScript {
     /// Wraps the Lua `body` (a script's text, e.g. `include_str!` of a file).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::sync::LazyLock;
-    /// use redlatch::{Client, Config, GuardedScript};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// static CAS: LazyLock<GuardedScript> = LazyLock::new(|| {
-    ///     GuardedScript::new(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/examples/cas.lua")))
-    /// });
-    /// let lock = client.fenced_lock("{flags}:6");
-    /// let guard = lock.lock().await?;
-    /// let w = guard.guarded();
-    /// w.set("{flags}:6:mode", "off").await?;
-    /// assert!(w.script::<bool, _>(&CAS, &["{flags}:6:mode"], &["off", "on"]).await?);
-    /// lock.force_unlock().await?; // the lock is gone: the script does not run
-    /// let refused = w.script::<bool, _>(&CAS, &["{flags}:6:mode"], &["on", "x"]).await;
-    /// assert!(refused.unwrap_err().is_not_held());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Guarded::script`].
     pub fn new(body: &str) -> Self {
         GuardedScript {
             script: wrapped(body),

@@ -17,16 +17,7 @@ impl Client {
     /// [`Lock::owned_by`] with it.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let owner = client.owner();
-    /// let guard = client.lock("orders:42").owned_by(owner).lock().await?;
-    /// assert_eq!(guard.holder(), format!("{}:{}", client.id(), owner.number()));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Owner`](crate::Owner).
     pub fn owner(&self) -> Owner {
         Owner::new()
     }
@@ -36,24 +27,7 @@ impl Client {
     /// calls re-enter inside the guard's [scope](crate::LockGuard::scope).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let guard = lock.lock().await?;
-    /// guard
-    ///     .scope(async {
-    ///         let nested = lock.lock().await?; // in the guard's scope: re-enters
-    ///         assert_eq!(lock.hold_count().await?, 2);
-    ///         nested.unlock().await
-    ///     })
-    ///     .await?;
-    /// guard.unlock().await?;
-    /// assert!(!lock.is_locked().await?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the examples on [`Lock::lock`] and, for nested calls, [`LockGuard::scope`](crate::LockGuard::scope).
     #[doc(alias = "getLock")]
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Plain)
@@ -63,19 +37,7 @@ impl Client {
     /// wakes only the next one.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config, Kind};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.fair_lock("queue:payments");
-    /// assert_eq!(lock.kind(), Kind::Fair);
-    /// let guard = lock.try_lock(Duration::from_millis(100)).await?.expect("free");
-    /// assert!(lock.is_held_by_current_task().await?);
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Lock::try_lock`].
     #[doc(alias = "getFairLock")]
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Fair)
@@ -93,19 +55,7 @@ impl Client {
     /// [`Error::InvalidName`](crate::Error::InvalidName) for a bad group name.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config, Error};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let seats = client.faster_multi_lock("flight:LH400", ["12A", "12B", "12C"])?;
-    /// let guard = seats.lock().await?; // all three seats, one round trip
-    /// guard.unlock().await?;
-    /// let none: [&str; 0] = [];
-    /// assert!(matches!(client.faster_multi_lock("g", none), Err(Error::InvalidCount(_))));
-    /// assert!(matches!(client.faster_multi_lock("g", ["a", "a"]), Err(Error::InvalidCount(_))));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`FasterMultiLock::lock`].
     #[doc(alias("getMultiLock", "RedissonFasterMultiLock"))]
     pub fn faster_multi_lock<V: AsRef<[u8]>>(
         &self,
@@ -168,6 +118,14 @@ impl Client {
     /// assert_eq!(lock.hold_count().await?, 1);
     /// guard.unlock().await?;
     /// assert!(!lock.is_locked().await?);
+    ///
+    /// // The fair kind queues its waiters; the holder is refused all the same.
+    /// let fair = client.non_reentrant_fair_lock("queue:refunds");
+    /// assert_eq!(fair.kind(), Kind::NonReentrantFair);
+    /// let owner = client.owner();
+    /// let held = fair.owned_by(owner).lock().await?;
+    /// assert!(matches!(fair.owned_by(owner).lock().await, Err(Error::Reentry { .. })));
+    /// held.unlock().await?;
     /// # Ok(()) }) }
     /// ```
     #[doc(alias = "getNonReentrantLock")]
@@ -181,20 +139,7 @@ impl Client {
     /// as for [`non_reentrant_lock`](Client::non_reentrant_lock).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config, Error, Kind};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.non_reentrant_fair_lock("queue:refunds");
-    /// assert_eq!(lock.kind(), Kind::NonReentrantFair);
-    /// let owner = client.owner();
-    /// let guard = lock.owned_by(owner).lock().await?;
-    /// let again = lock.owned_by(owner).lock().await; // the same holder: refused at once
-    /// assert!(matches!(again, Err(Error::Reentry { .. })));
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`non_reentrant_lock`](Client::non_reentrant_lock).
     #[doc(alias = "getNonReentrantFairLock")]
     pub fn non_reentrant_fair_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::NonReentrantFair)
@@ -217,7 +162,7 @@ impl Client {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
     /// use std::time::Duration;
-    /// use redlatch::{Client, Config, Kind};
+    /// use redlatch::{BackOff, Client, Config, Kind};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.spin_lock("reports");
     /// assert_eq!(lock.kind(), Kind::Spin);
@@ -225,6 +170,12 @@ impl Client {
     /// // A second caller spins until the wait runs out, subscribing to nothing.
     /// assert!(lock.try_lock(Duration::from_millis(30)).await?.is_none());
     /// assert_eq!(client.subscriptions(), 0);
+    /// guard.unlock().await?;
+    ///
+    /// // Waits spaced by a back-off of your own: a constant 5 ms here.
+    /// let steady = client.spin_lock_with("reports", BackOff::constant(Duration::from_millis(5))?);
+    /// let guard = steady.lock().await?;
+    /// assert!(steady.try_lock(Duration::from_millis(12)).await?.is_none()); // ~3 tries
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
@@ -237,20 +188,7 @@ impl Client {
     /// `getSpinLock(name, backOff)`): see [`spin_lock`](Client::spin_lock).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{BackOff, Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let backoff = BackOff::constant(Duration::from_millis(5))?;
-    /// let lock = client.spin_lock_with("reports", backoff);
-    /// let guard = lock.lock().await?;
-    /// assert!(lock.try_lock(Duration::from_millis(12)).await?.is_none()); // ~3 tries, 5 ms apart
-    /// guard.unlock().await?;
-    /// assert!(!lock.is_locked().await?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`spin_lock`](Client::spin_lock).
     #[doc(alias = "getSpinLock")]
     pub fn spin_lock_with(&self, name: impl Into<String>, backoff: BackOff) -> Lock {
         self.spin_lock(name).backing_off(backoff)
@@ -260,18 +198,7 @@ impl Client {
     /// and [`write`](ReadWriteLock::write) give its two [`Lock`]s.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let rw = client.read_write_lock("catalog");
-    /// let reading = rw.read().lock().await?;
-    /// assert!(rw.read().is_locked().await?);
-    /// assert!(!rw.write().is_locked().await?);
-    /// reading.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`ReadWriteLock`].
     #[doc(alias = "getReadWriteLock")]
     pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
         ReadWriteLock::new(self.clone(), name.into())
@@ -281,16 +208,7 @@ impl Client {
     /// [`MultiLock::new`] takes locks of any kind.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.multi_lock(["stock:1", "stock:2"]).lock().await?;
-    /// assert_eq!(guard.names(), ["stock:1", "stock:2"]);
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`MultiLock::lock`].
     #[doc(alias = "RedissonMultiLock")]
     pub fn multi_lock<I, S>(&self, names: I) -> MultiLock
     where
@@ -303,18 +221,7 @@ impl Client {
     /// A semaphore (Redisson `RSemaphore`): a counter of permits at `name`.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// s.try_set_permits(1).await?;
-    /// let permit = s.acquire().await?;
-    /// assert_eq!(s.available().await?, 0);
-    /// permit.release().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Semaphore::acquire`].
     #[doc(alias = "getSemaphore")]
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
         Semaphore::new(self.clone(), name.into())
@@ -324,18 +231,7 @@ impl Client {
     /// `RPermitExpirableSemaphore`).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.try_set_permits(1).await?;
-    /// let permit = s.acquire().await?;
-    /// assert_eq!(s.acquired().await?, 1);
-    /// permit.release().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`PermitExpirableSemaphore::acquire`].
     #[doc(alias = "getPermitExpirableSemaphore")]
     pub fn permit_expirable_semaphore(&self, name: impl Into<String>) -> PermitExpirableSemaphore {
         PermitExpirableSemaphore::new(self.clone(), name.into())
@@ -344,17 +240,7 @@ impl Client {
     /// A count-down latch (Redisson `RCountDownLatch`).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let l = client.count_down_latch("ready");
-    /// l.try_set_count(1).await?;
-    /// l.count_down().await?;
-    /// assert_eq!(l.count().await?, 0);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`CountDownLatch::wait`].
     #[doc(alias = "getCountDownLatch")]
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
         CountDownLatch::new(self.clone(), name.into())
@@ -363,17 +249,7 @@ impl Client {
     /// A leader election on `name` ([`Election`](crate::Election): campaign, leader, observe; docs/election.md).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let election = client.election("deploys");
-    /// assert_eq!(election.name(), "deploys");
-    /// let leading = election.campaign("host-a").await?;
-    /// assert_eq!(election.leader().await?.unwrap().term, leading.term());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Election::campaign`](crate::Election::campaign).
     pub fn election(&self, name: impl Into<String>) -> crate::Election {
         crate::Election::new(self.clone(), name.into())
     }

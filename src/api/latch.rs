@@ -12,22 +12,7 @@ use crate::error::Result;
 /// `i64`, as in Redis (Redisson's `long`). One master only ([`Error::Unsupported`](crate::Error::Unsupported) under Redlock).
 ///
 /// # Examples
-/// ```
-/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-/// # fn main() { doc_redis::run(|url| async move {
-/// use std::time::Duration;
-/// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-/// let ready = client.count_down_latch("workers-ready");
-/// assert!(ready.try_set_count(2).await?);
-/// let waiting = { let r = ready.clone(); tokio::spawn(async move { r.wait().await }) };
-/// ready.count_down().await?;
-/// assert!(!ready.wait_timeout(Duration::from_millis(20)).await?); // 1 left
-/// ready.count_down().await?;
-/// waiting.await.unwrap()?; // woken at zero
-/// assert_eq!(ready.count().await?, 0);
-/// # Ok(()) }) }
-/// ```
+/// See the example on [`wait`](CountDownLatch::wait).
 #[derive(Clone)]
 pub struct CountDownLatch {
     client: Client,
@@ -45,14 +30,7 @@ impl CountDownLatch {
     /// The latch's name (its Redis key).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// assert_eq!(client.count_down_latch("ready").name(), "ready");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`wait`](Self::wait).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -67,17 +45,7 @@ impl CountDownLatch {
     /// the master's error.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let l = client.count_down_latch("ready");
-    /// assert!(l.try_set_count(3).await?);
-    /// assert!(!l.try_set_count(5).await?); // still counting
-    /// assert_eq!(l.count().await?, 3);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`wait`](Self::wait).
     #[must_use = "false means the latch was set already and kept its count"]
     #[doc(alias = "trySetCount")]
     pub async fn try_set_count(&self, count: i64) -> Result<bool> {
@@ -100,18 +68,7 @@ impl CountDownLatch {
     /// As [`try_set_count`](Self::try_set_count).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let l = client.count_down_latch("ready");
-    /// l.try_set_count(2).await?;
-    /// assert_eq!(l.count_down().await?, 1);
-    /// assert_eq!(l.count_down().await?, 0);
-    /// assert_eq!(l.count_down().await?, 0); // stays at zero
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`wait`](Self::wait).
     #[doc(alias = "countDown")]
     pub async fn count_down(&self) -> Result<i64> {
         self.client.engine.latch_count_down(&self.name).await
@@ -123,14 +80,7 @@ impl CountDownLatch {
     /// As [`try_set_count`](Self::try_set_count).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// assert_eq!(client.count_down_latch("ready").count().await?, 0);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`wait`](Self::wait).
     #[doc(alias = "getCount")]
     pub async fn count(&self) -> Result<i64> {
         self.client.engine.latch_count(&self.name).await
@@ -151,16 +101,28 @@ impl CountDownLatch {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let done = client.count_down_latch("batch-done");
+    /// assert_eq!(done.name(), "batch-done");
     /// assert!(done.try_set_count(3).await?);
+    /// assert!(!done.try_set_count(5).await?); // still counting: unchanged
+    /// assert_eq!(done.count().await?, 3);
     /// for _ in 0..3 {
     ///     let d = done.clone();
     ///     tokio::spawn(async move { /* ... a third of the batch ... */ d.count_down().await });
     /// }
     /// done.wait().await?; // every worker counted down
     /// assert_eq!(done.count().await?, 0);
+    /// assert_eq!(done.count_down().await?, 0); // stays at zero
+    ///
+    /// // A wait with a bound: false if the count is not zero by then.
+    /// let ready = client.count_down_latch("ready");
+    /// ready.try_set_count(1).await?;
+    /// assert!(!ready.wait_timeout(Duration::from_millis(50)).await?);
+    /// ready.count_down().await?;
+    /// assert!(ready.wait_timeout(Duration::from_millis(50)).await?);
     /// # Ok(()) }) }
     /// ```
     #[doc(alias = "await")]
@@ -182,19 +144,7 @@ impl CountDownLatch {
     /// Dropping the future leaves nothing behind (its subscription goes with it).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let l = client.count_down_latch("ready");
-    /// l.try_set_count(1).await?;
-    /// assert!(!l.wait_timeout(Duration::from_millis(50)).await?);
-    /// l.count_down().await?;
-    /// assert!(l.wait_timeout(Duration::from_millis(50)).await?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`wait`](Self::wait).
     #[must_use = "false means the wait ran out before the count reached zero"]
     #[doc(alias = "await")]
     pub async fn wait_timeout(&self, timeout: Duration) -> Result<bool> {

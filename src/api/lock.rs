@@ -47,6 +47,11 @@ use crate::telemetry;
 /// use [`Client::fenced_lock`] and make the storage reject writes carrying an older
 /// [fencing token](LockGuard::fencing_token). A single master with an asynchronous
 /// replica is not safe across failover; use Redlock over independent masters.
+///
+/// # Examples
+/// See the examples on [`Lock::lock`], [`Lock::try_lock`] and [`Lock::with`]; each kind's
+/// own on the [`Client`] method that makes it ([`Client::fenced_lock`],
+/// [`Client::non_reentrant_lock`], [`Client::spin_lock`]).
 #[derive(Clone)]
 pub struct Lock {
     client: Client,
@@ -98,15 +103,7 @@ impl Owner {
     /// The `n` of the holder ids `"{client_uuid}:{n}"` this owner acquires with.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let (a, b) = (client.owner(), client.owner());
-    /// assert_ne!(a.number(), b.number());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Owner`].
     pub fn number(self) -> u64 {
         self.0
     }
@@ -142,21 +139,7 @@ impl Lock {
     /// [`Owner`].
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let (a, b) = (client.owner(), client.owner());
-    /// let held = lock.owned_by(a).lock().await?;
-    /// assert!(lock.owned_by(b).try_lock(Duration::ZERO).await?.is_none());
-    /// let nested = lock.owned_by(a).try_lock(Duration::ZERO).await?.expect("re-entered");
-    /// nested.unlock().await?;
-    /// held.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Owner`].
     pub fn owned_by(&self, owner: Owner) -> Lock {
         self.held_as(Holding::Owner(owner.0))
     }
@@ -171,15 +154,7 @@ impl Lock {
     /// The lock's name (its Redis key).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// assert_eq!(lock.name(), "orders:42");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     pub fn name(&self) -> &str {
         &self.spec.name
     }
@@ -187,19 +162,7 @@ impl Lock {
     /// The client this lock belongs to.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config, Lock};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// fn related(lock: &Lock) -> Lock {
-    ///     lock.client().lock(format!("{}:audit", lock.name())) // another lock, same connections
-    /// }
-    /// let audit = related(&client.lock("orders:42"));
-    /// assert_eq!(audit.name(), "orders:42:audit");
-    /// assert_eq!(audit.client().id(), client.id());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     pub fn client(&self) -> &Client {
         &self.client
     }
@@ -207,16 +170,7 @@ impl Lock {
     /// Plain, fair, fenced, or a side of a read-write lock.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config, Kind};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// assert_eq!(client.lock("a").kind(), Kind::Plain);
-    /// assert_eq!(client.fair_lock("b").kind(), Kind::Fair);
-    /// assert_eq!(client.fenced_lock("c").kind(), Kind::Fenced);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     pub fn kind(&self) -> Kind {
         self.spec.kind
     }
@@ -235,14 +189,32 @@ impl Lock {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config, Kind};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let lock = client.lock("orders:42");
+    /// assert_eq!((lock.name(), lock.kind()), ("orders:42", Kind::Plain));
+    /// assert_eq!(lock.client().id(), client.id());
     /// let guard = lock.lock().await?;
+    /// assert!(lock.is_locked().await?);
     /// assert!(lock.is_held_by_current_task().await?);
+    /// let other = lock.clone(); // another task: locked, but not by it
+    /// assert!(!tokio::spawn(async move { other.is_held_by_current_task().await }).await.unwrap()?);
     /// // ... critical section ...
     /// guard.unlock().await?;
     /// assert!(!lock.is_locked().await?);
+    /// assert_eq!(lock.hold_count().await?, 0);
+    ///
+    /// // A lease of its own: nothing renews it.
+    /// assert_eq!(lock.remaining_ttl().await?, None); // free
+    /// let guard = lock.lock_with_lease(Duration::from_secs(5)).await?;
+    /// let ttl = lock.remaining_ttl().await?.expect("held");
+    /// assert!(ttl > Duration::ZERO && ttl <= Duration::from_secs(5));
+    ///
+    /// // Deleting it whoever holds it: this client's guard learns it is lost.
+    /// assert!(lock.force_unlock().await?);
+    /// assert!(guard.lost().is_cancelled());
+    /// assert!(!lock.force_unlock().await?); // nothing left to delete
     /// # Ok(()) }) }
     /// ```
     #[doc(alias = "lockAsync")]
@@ -262,20 +234,7 @@ impl Lock {
     /// As [`lock`](Self::lock).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let guard = lock.lock_with_lease(Duration::from_secs(10)).await?;
-    /// let ttl = lock.remaining_ttl().await?.expect("a lease");
-    /// assert!(ttl <= Duration::from_secs(10)); // nothing renews it
-    /// assert!(guard.validity() < Duration::from_secs(10));
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias = "lockAsync")]
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
         self.acquire(None, Some(lease))
@@ -300,7 +259,7 @@ impl Lock {
     /// use std::time::Duration;
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
+    /// let lock = client.fair_lock("orders:42"); // waiters queue, first come first served
     /// let guard = lock.lock().await?;
     /// // Another task gives up after 50 ms while the lock is held...
     /// let other = lock.clone();
@@ -311,6 +270,13 @@ impl Lock {
     /// let other = lock.clone();
     /// let free = tokio::spawn(async move { other.try_lock(Duration::ZERO).await.map(|g| g.is_some()) });
     /// assert!(free.await.unwrap()?);
+    /// // With a lease of its own (no watchdog): wait at most 5 s, hold for 5 s.
+    /// let guard = lock
+    ///     .try_lock_with_lease(Duration::from_secs(5), Duration::from_secs(5))
+    ///     .await?
+    ///     .expect("the lock is free");
+    /// assert!(lock.remaining_ttl().await?.unwrap() <= Duration::from_secs(5));
+    /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
     #[doc(alias("tryLock", "tryLockAsync"))]
@@ -327,21 +293,7 @@ impl Lock {
     /// As [`lock`](Self::lock).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let guard = lock
-    ///     .try_lock_with_lease(Duration::from_millis(100), Duration::from_secs(5))
-    ///     .await?
-    ///     .expect("the lock is free");
-    /// assert!(lock.remaining_ttl().await?.unwrap() <= Duration::from_secs(5));
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`try_lock`](Self::try_lock).
     #[doc(alias("tryLock", "tryLockAsync"))]
     pub async fn try_lock_with_lease(
         &self,
@@ -456,19 +408,7 @@ impl Lock {
     /// [`Error::NoQuorum`] or the master's error when a majority does not answer.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// assert!(!lock.is_locked().await?);
-    /// let guard = lock.lock().await?;
-    /// assert!(lock.is_locked().await?);
-    /// guard.unlock().await?;
-    /// assert!(!lock.is_locked().await?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias = "isLocked")]
     pub async fn is_locked(&self) -> Result<bool> {
         self.client.engine.is_locked(&self.spec).await
@@ -483,19 +423,7 @@ impl Lock {
     /// As [`is_locked`](Self::is_locked), plus [`Error::WrongType`].
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let _guard = lock.lock().await?;
-    /// assert!(lock.is_held_by_current_task().await?);
-    /// let other = lock.clone();
-    /// let held_there = tokio::spawn(async move { other.is_held_by_current_task().await });
-    /// assert!(!held_there.await.unwrap()?); // locked, but not by that task
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias("isHeldByCurrentThread", "isHeldByThread"))]
     pub async fn is_held_by_current_task(&self) -> Result<bool> {
         Ok(self.hold_count().await? > 0)
@@ -509,25 +437,7 @@ impl Lock {
     /// As [`is_held_by_current_task`](Self::is_held_by_current_task).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// assert_eq!(lock.hold_count().await?, 0);
-    /// let outer = lock.lock().await?;
-    /// outer
-    ///     .scope(async {
-    ///         let inner = lock.lock().await?; // nested in the guard's scope: re-enters
-    ///         assert_eq!(lock.hold_count().await?, 2);
-    ///         inner.unlock().await
-    ///     })
-    ///     .await?;
-    /// assert_eq!(lock.hold_count().await?, 1);
-    /// outer.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias = "getHoldCount")]
     pub async fn hold_count(&self) -> Result<u32> {
         self.client.engine.hold_count(&self.spec).await
@@ -541,20 +451,7 @@ impl Lock {
     /// As [`is_locked`](Self::is_locked).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// assert_eq!(lock.remaining_ttl().await?, None); // free
-    /// let guard = lock.lock_with_lease(Duration::from_secs(5)).await?;
-    /// let ttl = lock.remaining_ttl().await?.expect("held");
-    /// assert!(ttl > Duration::ZERO && ttl <= Duration::from_secs(5));
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias = "remainTimeToLive")]
     pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
         self.client.engine.remaining_ttl(&self.spec).await
@@ -569,19 +466,7 @@ impl Lock {
     /// master's error when a majority does not answer.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("orders:42");
-    /// let guard = lock.lock().await?;
-    /// assert!(lock.force_unlock().await?); // deleted, whoever held it
-    /// assert!(!lock.is_locked().await?);
-    /// assert!(guard.lost().is_cancelled()); // this client's guard knows
-    /// assert!(!lock.force_unlock().await?); // nothing left to delete
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     #[doc(alias = "forceUnlock")]
     pub async fn force_unlock(&self) -> Result<bool> {
         self.client.engine.force_unlock(&self.spec).await

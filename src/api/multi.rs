@@ -32,19 +32,7 @@ use crate::error::{Error, Result};
 /// never waits while holding a part (see the invariants in the source).
 ///
 /// # Examples
-/// ```
-/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-/// # fn main() { doc_redis::run(|url| async move {
-/// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-/// let transfer = client.multi_lock(["account:1", "account:2"]);
-/// let guard = transfer.lock().await?;
-/// assert!(client.lock("account:1").is_locked().await?);
-/// assert!(client.lock("account:2").is_locked().await?);
-/// guard.unlock().await?;
-/// assert!(!client.lock("account:2").is_locked().await?);
-/// # Ok(()) }) }
-/// ```
+/// See the example on [`lock`](MultiLock::lock).
 #[derive(Clone, Debug)]
 pub struct MultiLock {
     locks: Vec<Lock>,
@@ -55,20 +43,7 @@ impl MultiLock {
     /// kind) are taken once.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config, MultiLock};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let both = MultiLock::new([
-    ///     client.fair_lock("queue:a"),
-    ///     client.read_write_lock("catalog").read(),
-    /// ]);
-    /// let guard = both.lock().await?;
-    /// assert_eq!(guard.names(), ["catalog", "queue:a"]);
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     pub fn new(locks: impl IntoIterator<Item = Lock>) -> Self {
         let mut locks: Vec<Lock> = locks.into_iter().collect();
         // A fixed order for every caller: fewer collisions between overlapping sets.
@@ -80,16 +55,7 @@ impl MultiLock {
     /// The parts, in the order they are taken (by name).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let m = client.multi_lock(["b", "a", "b"]);
-    /// let names: Vec<&str> = m.locks().iter().map(|l| l.name()).collect();
-    /// assert_eq!(names, ["a", "b"]);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     pub fn locks(&self) -> &[Lock] {
         &self.locks
     }
@@ -108,10 +74,24 @@ impl MultiLock {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config, MultiLock};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.multi_lock(["a", "b"]).lock().await?;
+    /// let transfer = client.multi_lock(["account:2", "account:1", "account:2"]);
+    /// let names: Vec<&str> = transfer.locks().iter().map(|l| l.name()).collect();
+    /// assert_eq!(names, ["account:1", "account:2"]); // in one order, once each
+    /// let guard = transfer.lock().await?;
+    /// assert!(client.lock("account:1").is_locked().await?);
+    /// assert_eq!(guard.names(), ["account:1", "account:2"]);
     /// assert_eq!(guard.guards().len(), 2);
+    /// guard.unlock().await?;
+    /// assert!(!client.lock("account:2").is_locked().await?);
+    ///
+    /// // Locks of any kind, under a lease of their own.
+    /// let mixed = MultiLock::new([client.fenced_lock("ledger"), client.read_write_lock("catalog").read()]);
+    /// let guard = mixed.lock_with_lease(Duration::from_secs(5)).await?;
+    /// assert!(guard.guards().iter().any(|g| g.fencing_token().is_some()));
+    /// assert!(guard.validity() < Duration::from_secs(5));
     /// guard.unlock().await?;
     /// # Ok(()) }) }
     /// ```
@@ -129,17 +109,7 @@ impl MultiLock {
     /// As [`lock`](Self::lock).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let guard = client.multi_lock(["a", "b"]).lock_with_lease(Duration::from_secs(5)).await?;
-    /// assert!(client.lock("b").remaining_ttl().await?.unwrap() <= Duration::from_secs(5));
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`lock`](Self::lock).
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
         let g = self.acquire(None, Some(lease)).await?;
         Ok(g.expect("unbounded wait"))
@@ -168,6 +138,9 @@ impl MultiLock {
     /// assert!(!got.await.unwrap()?);
     /// assert!(!client.lock("a").is_locked().await?); // none or all
     /// b.unlock().await?;
+    /// // With a lease of its own (no watchdog): one attempt, hold for 5 s.
+    /// let g = m.try_lock_with_lease(Duration::ZERO, Duration::from_secs(5)).await?;
+    /// assert!(g.is_some());
     /// # Ok(()) }) }
     /// ```
     #[doc(alias = "tryLock")]
@@ -184,17 +157,7 @@ impl MultiLock {
     /// As [`lock`](Self::lock).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let m = client.multi_lock(["a", "b"]);
-    /// let g = m.try_lock_with_lease(Duration::ZERO, Duration::from_secs(5)).await?;
-    /// assert!(g.is_some());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`try_lock`](Self::try_lock).
     #[doc(alias = "tryLock")]
     pub async fn try_lock_with_lease(
         &self,
@@ -283,6 +246,9 @@ async fn release_all(guards: Vec<LockGuard>) -> Vec<Result<()>> {
 
 /// Proof that every part of a [`MultiLock`] is held. Dropping it releases them all in
 /// the background; [`unlock`](Self::unlock) releases them and reports errors.
+///
+/// # Examples
+/// See the examples on [`MultiLock::lock`] and [`MultiGuard::unlock`].
 #[must_use = "dropping the guard releases the locks at once"]
 pub struct MultiGuard {
     guards: Vec<LockGuard>,
@@ -312,17 +278,7 @@ impl MultiGuard {
     /// acquisitions of the parts inside it re-enter instead of waiting.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let g = client.multi_lock(["a", "b"]).lock().await?;
-    /// let a = client.lock("a");
-    /// let count = g.scope(async { a.with(|| a.hold_count()).await }).await??;
-    /// assert_eq!(count, 2); // the multi-lock's hold and `with`'s, one holder
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`unlock`](Self::unlock).
     pub async fn scope<F: std::future::Future>(&self, fut: F) -> F::Output {
         let entries = self.guards.iter().map(|g| g.held().scope_entry());
         Scope::enter(entries, fut).await
@@ -331,15 +287,7 @@ impl MultiGuard {
     /// The parts' names, in order.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let g = client.multi_lock(["b", "a"]).lock().await?;
-    /// assert_eq!(g.names(), ["a", "b"]);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`MultiLock::lock`].
     pub fn names(&self) -> Vec<&str> {
         self.guards.iter().map(LockGuard::name).collect()
     }
@@ -347,15 +295,7 @@ impl MultiGuard {
     /// The parts' guards (for their fencing tokens, validities, holders).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config, MultiLock};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let g = MultiLock::new([client.fenced_lock("ledger"), client.lock("audit")]).lock().await?;
-    /// assert!(g.guards().iter().any(|p| p.fencing_token().is_some()));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`MultiLock::lock`].
     pub fn guards(&self) -> &[LockGuard] {
         &self.guards
     }
@@ -363,18 +303,7 @@ impl MultiGuard {
     /// Cancelled as soon as any part is known lost (see [`LockGuard::lost`]).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let g = client.multi_lock(["a", "b"]).lock().await?;
-    /// client.lock("b").force_unlock().await?;
-    /// let lost = tokio::time::timeout(Duration::from_secs(5), g.lost().cancelled()).await;
-    /// assert!(lost.is_ok());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`unlock`](Self::unlock).
     pub fn lost(&self) -> CancellationToken {
         self.lost.clone()
     }
@@ -382,16 +311,7 @@ impl MultiGuard {
     /// The shortest validity among the parts.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let g = client.multi_lock(["a", "b"]).lock_with_lease(Duration::from_secs(2)).await?;
-    /// assert!(g.validity() < Duration::from_secs(2));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`MultiLock::lock`].
     pub fn validity(&self) -> Duration {
         (self.guards.iter().map(LockGuard::validity).min()).unwrap_or_default()
     }
@@ -408,10 +328,18 @@ impl MultiGuard {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let g = client.multi_lock(["a", "b"]).lock().await?;
+    /// // In the guard's scope, its locks re-enter (here through `with`).
+    /// let a = client.lock("a");
+    /// let count = g.scope(async { a.with(|| a.hold_count()).await }).await??;
+    /// assert_eq!(count, 2); // the multi-lock's hold and `with`'s, one holder
+    /// // Losing one lock loses the whole: `lost()` fires.
     /// client.lock("a").force_unlock().await?;
+    /// let lost = tokio::time::timeout(Duration::from_secs(5), g.lost().cancelled()).await;
+    /// assert!(lost.is_ok());
     /// assert!(g.unlock().await.unwrap_err().is_not_held()); // "b" was still released
     /// assert!(!client.lock("b").is_locked().await?);
     /// # Ok(()) }) }

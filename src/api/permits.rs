@@ -25,22 +25,7 @@ use crate::error::{Error, Result};
 /// Redlock).
 ///
 /// # Examples
-/// ```
-/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-/// # fn main() { doc_redis::run(|url| async move {
-/// use std::time::Duration;
-/// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-/// let builds = client.permit_expirable_semaphore("builds");
-/// builds.try_set_permits(1).await?;
-/// let permit = builds.acquire().await?; // watchdog-kept
-/// assert!(builds.try_acquire(Duration::from_millis(50)).await?.is_none());
-/// permit.release().await?;
-/// let short = builds.acquire_with_lease(Duration::from_millis(200)).await?;
-/// std::mem::forget(short); // its holder "dies"
-/// assert!(builds.try_acquire(Duration::from_secs(5)).await?.is_some()); // expired, taken back
-/// # Ok(()) }) }
-/// ```
+/// See the example on [`acquire`](PermitExpirableSemaphore::acquire).
 #[derive(Clone)]
 pub struct PermitExpirableSemaphore {
     pub(crate) client: Client,
@@ -63,14 +48,7 @@ impl PermitExpirableSemaphore {
     /// The semaphore's name (the key of its counter).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// assert_eq!(client.permit_expirable_semaphore("builds").name(), "builds");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -89,13 +67,22 @@ impl PermitExpirableSemaphore {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(2).await?;
-    /// let p = s.acquire().await?;
+    /// assert_eq!(s.name(), "builds");
+    /// s.set_permits(4).await?; // sets the count whatever it was
+    /// let p = s.acquire().await?; // kept by the watchdog while `p` lives
     /// assert_eq!(p.id().len(), 32); // 16 bytes, hex
-    /// assert_eq!(s.available().await?, 1);
+    /// assert_eq!((s.available().await?, s.acquired().await?, s.permits().await?), (3, 1, 4));
+    /// let leased = s.acquire_with_lease(Duration::from_secs(10)).await?; // no watchdog
+    /// assert!(leased.validity() < Duration::from_secs(10));
+    /// let two = s.acquire_many(2).await?; // one permit each, with ids of their own
+    /// assert_ne!(two[0].id(), two[1].id());
+    /// s.add_permits(1).await?; // one more in all
+    /// let more = s.acquire_many_with_lease(1, Duration::from_secs(10)).await?;
+    /// assert_eq!((more.len(), s.available().await?), (1, 0));
     /// # Ok(()) }) }
     /// ```
     pub async fn acquire(&self) -> Result<Permit> {
@@ -111,19 +98,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(1).await?;
-    /// let p = s.acquire_with_lease(Duration::from_secs(10)).await?;
-    /// assert!(p.validity() < Duration::from_secs(10));
-    /// p.release().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     pub async fn acquire_with_lease(&self, lease: Duration) -> Result<Permit> {
         Ok(self.take(None, Some(lease)).await?.expect("unbounded wait"))
     }
@@ -145,6 +120,18 @@ impl PermitExpirableSemaphore {
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// assert!(s.try_acquire(Duration::ZERO).await?.is_none()); // no permits set up
+    /// assert!(s.try_set_permits(2).await?); // sets up the count once...
+    /// assert!(!s.try_set_permits(9).await?); // ...and only once
+    /// assert!(s.try_acquire_many(3, Duration::from_millis(20)).await?.is_none());
+    /// assert_eq!(s.available().await?, 2); // none was taken: all or none
+    /// let both = s.try_acquire_many_with_lease(2, Duration::ZERO, Duration::from_secs(5)).await?;
+    /// assert_eq!(both.as_ref().map(|p| p.len()), Some(2));
+    /// drop(both); // given back in the background
+    /// // A permit whose holder dies expires with its lease, and is taken back.
+    /// let short = s.try_acquire_with_lease(Duration::from_secs(5), Duration::from_millis(200)).await?;
+    /// std::mem::forget(short); // its holder "dies"
+    /// let _a = s.try_acquire(Duration::from_secs(5)).await?.expect("given back");
+    /// let _b = s.try_acquire(Duration::from_secs(5)).await?.expect("expired, taken back");
     /// # Ok(()) }) }
     /// ```
     #[doc(alias = "tryAcquire")]
@@ -161,18 +148,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(1).await?;
-    /// let p = s.try_acquire_with_lease(Duration::ZERO, Duration::from_secs(5)).await?;
-    /// assert!(p.is_some());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`try_acquire`](Self::try_acquire).
     #[doc(alias = "tryAcquire")]
     pub async fn try_acquire_with_lease(
         &self,
@@ -206,13 +182,26 @@ impl PermitExpirableSemaphore {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(1).await?;
-    /// let id = s.acquire().await?.id().to_string(); // the guard's drop gives it back too
-    /// tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    /// assert!(!s.release(&id).await?);
+    /// s.set_permits(3).await?;
+    /// let p = s.acquire_with_lease(Duration::from_secs(5)).await?;
+    /// // Anyone who knows the id may extend its lease, or read it...
+    /// assert!(s.update_lease_time(p.id(), Duration::from_secs(60)).await?);
+    /// assert!(s.lease_time(p.id()).await?.unwrap() > Duration::from_secs(5));
+    /// // ...or give it back, from anywhere.
+    /// let id = p.id().to_string();
+    /// assert!(s.release(&id).await?);
+    /// assert!(!s.release(&id).await?); // already given back
+    /// assert!(s.lease_time(&id).await.unwrap_err().is_not_held());
+    /// // Several at once, all or none.
+    /// let held = s.acquire_many(2).await?;
+    /// let ids: Vec<&str> = held.iter().map(|p| p.id()).collect();
+    /// assert!(s.release_many(&ids).await?);
+    /// assert_eq!(s.available().await?, 3);
+    /// # drop(p);
     /// # Ok(()) }) }
     /// ```
     #[must_use = "false means the permit was not held: released already or expired"]
@@ -228,18 +217,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(3).await?;
-    /// let _p = s.acquire().await?;
-    /// assert_eq!(s.available().await?, 2);
-    /// assert_eq!(s.acquired().await?, 1);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     #[doc(alias = "availablePermits")]
     pub async fn available(&self) -> Result<i64> {
         Ok(self.client.engine.permits_state(&self.name).await?.0)
@@ -251,15 +229,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// assert_eq!(s.acquired().await?, 0);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     #[doc(alias = "acquiredPermits")]
     pub async fn acquired(&self) -> Result<i64> {
         Ok(self.client.engine.permits_state(&self.name).await?.1)
@@ -273,18 +243,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire`](Self::acquire), plus [`Error::InvalidCount`] for a negative count.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(4).await?;
-    /// let _p = s.acquire().await?;
-    /// s.set_permits(2).await?; // 2 in all: 1 acquired, 1 available
-    /// assert_eq!((s.available().await?, s.acquired().await?), (1, 1));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     #[doc(alias = "setPermits")]
     pub async fn set_permits(&self, permits: i64) -> Result<()> {
         self.check()?;
@@ -301,16 +260,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// assert!(s.try_set_permits(2).await?);
-    /// assert!(!s.try_set_permits(9).await?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`try_acquire`](Self::try_acquire).
     #[must_use = "false means the semaphore existed and was left as it was"]
     #[doc(alias = "trySetPermits")]
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
@@ -327,16 +277,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.add_permits(2).await?;
-    /// assert_eq!(s.available().await?, 2);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     #[doc(alias = "addPermits")]
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
         let engine = &self.client.engine;
@@ -368,6 +309,9 @@ pub(crate) fn check_id(id: &str) -> Result<()> {
 
 /// One permit of a [`PermitExpirableSemaphore`]. Dropping it gives the permit back in
 /// a background task; [`release`](Permit::release) gives it back and reports errors.
+///
+/// # Examples
+/// See the examples on [`PermitExpirableSemaphore::acquire`] and [`Permit::release`].
 #[must_use = "dropping the permit gives it back at once"]
 pub struct Permit {
     /// The permit, given back by `release` or on drop (engine/held.rs).
@@ -383,17 +327,7 @@ impl Permit {
     /// The permit's id: 32 hex digits (Redisson's format).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(2).await?;
-    /// let (a, b) = (s.acquire().await?, s.acquire().await?);
-    /// assert_ne!(a.id(), b.id());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`PermitExpirableSemaphore::acquire`].
     pub fn id(&self) -> &str {
         self.held.holder()
     }
@@ -401,16 +335,7 @@ impl Permit {
     /// The semaphore's name.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(1).await?;
-    /// assert_eq!(s.acquire().await?.name(), "builds");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     pub fn name(&self) -> &str {
         self.held.name()
     }
@@ -420,17 +345,7 @@ impl Permit {
     /// it ends [`validity`](Self::validity) after acquisition.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(1).await?;
-    /// let p = s.acquire().await?;
-    /// assert!(!p.lost().is_cancelled());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     pub fn lost(&self) -> CancellationToken {
         self.held.lost()
     }
@@ -440,18 +355,7 @@ impl Permit {
     /// sync); the watchdog extends it while the permit lives. Zero once it ran out.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(1).await?;
-    /// let p = s.acquire_with_lease(Duration::from_secs(2)).await?;
-    /// assert!(p.validity() < Duration::from_secs(2));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     pub fn validity(&self) -> Duration {
         (self.held.valid_until()).saturating_duration_since(std::time::Instant::now())
     }
@@ -460,18 +364,7 @@ impl Permit {
     /// [`LockGuard::lost_reason`](crate::LockGuard::lost_reason)).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let sem = client.permit_expirable_semaphore("gpu");
-    /// sem.try_set_permits(1).await?;
-    /// let permit = sem.acquire().await?;
-    /// assert!(permit.lost_reason().is_none()); // held
-    /// permit.release().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     pub fn lost_reason(&self) -> Option<crate::LostReason> {
         self.held.lost_reason()
     }
@@ -480,18 +373,7 @@ impl Permit {
     /// majority (as [`LockGuard::at_risk`](crate::LockGuard::at_risk)).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let sem = client.permit_expirable_semaphore("gpu");
-    /// sem.try_set_permits(1).await?;
-    /// let permit = sem.acquire().await?;
-    /// assert_eq!(*permit.at_risk().borrow(), None); // renewals succeed
-    /// permit.release().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<std::time::Instant>> {
         self.held.at_risk()
     }
@@ -515,6 +397,14 @@ impl Permit {
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.permit_expirable_semaphore("builds");
     /// s.set_permits(1).await?;
+    /// let p = s.acquire().await?;
+    /// assert_eq!(p.name(), "builds");
+    /// assert!(!p.validity().is_zero());
+    /// assert_eq!(*p.at_risk().borrow(), None); // renewals succeed
+    /// assert!(!p.lost().is_cancelled() && p.lost_reason().is_none()); // held
+    /// p.release().await?; // given back now, errors reported
+    /// assert_eq!(s.available().await?, 1);
+    ///
     /// let p = s.acquire().await?;
     /// let id = p.id().to_string();
     /// assert!(s.release(&id).await?); // released by id, from anywhere

@@ -49,19 +49,7 @@ impl PermitExpirableSemaphore {
     /// are given back in the background.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(3).await?;
-    /// let permits = s.acquire_many(2).await?;
-    /// assert_eq!(permits.len(), 2);
-    /// assert_ne!(permits[0].id(), permits[1].id());
-    /// assert_eq!(s.available().await?, 1);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     pub async fn acquire_many(&self, permits: i64) -> Result<Vec<Permit>> {
         let taken = self.take_many(permits, None, None).await?;
         Ok(taken.expect("an unbounded wait ends with the permits"))
@@ -76,18 +64,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire_many`](Self::acquire_many).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(2).await?;
-    /// let permits = s.acquire_many_with_lease(2, Duration::from_secs(10)).await?;
-    /// assert!(permits.iter().all(|p| p.validity() < Duration::from_secs(10)));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     pub async fn acquire_many_with_lease(
         &self,
         permits: i64,
@@ -107,18 +84,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire_many`](Self::acquire_many).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(2).await?;
-    /// assert!(s.try_acquire_many(3, Duration::from_millis(20)).await?.is_none());
-    /// assert_eq!(s.available().await?, 2); // none was taken
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`try_acquire`](Self::try_acquire).
     pub async fn try_acquire_many(
         &self,
         permits: i64,
@@ -137,18 +103,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire_many`](Self::acquire_many).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(2).await?;
-    /// let p = s.try_acquire_many_with_lease(2, Duration::ZERO, Duration::from_secs(5)).await?;
-    /// assert_eq!(p.map(|p| p.len()), Some(2));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`try_acquire`](Self::try_acquire).
     pub async fn try_acquire_many_with_lease(
         &self,
         permits: i64,
@@ -196,23 +151,7 @@ impl PermitExpirableSemaphore {
     /// id that is not 32 hex digits.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(3).await?;
-    /// let ids: Vec<String> = s.acquire_many(2).await?.iter().map(|p| p.id().to_string()).collect();
-    /// // The guards were dropped: both given back already, so the pair is refused whole.
-    /// tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    /// assert!(!s.release_many(&ids).await?);
-    /// let held: Vec<_> = s.acquire_many(2).await?;
-    /// let ids: Vec<&str> = held.iter().map(|p| p.id()).collect();
-    /// assert!(s.release_many(&ids).await?);
-    /// assert_eq!(s.available().await?, 3);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     #[must_use = "false means nothing was given back: some permit was not held"]
     pub async fn release_many<S: AsRef<str>>(&self, ids: &[S]) -> Result<bool> {
         self.check()?;
@@ -231,19 +170,7 @@ impl PermitExpirableSemaphore {
     /// [`Error::InvalidName`] for an id that is not 32 hex digits.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(1).await?;
-    /// let p = s.acquire_with_lease(Duration::from_secs(5)).await?;
-    /// assert!(s.update_lease_time(p.id(), Duration::from_secs(60)).await?);
-    /// assert!(s.lease_time(p.id()).await?.unwrap() > Duration::from_secs(5));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     #[must_use = "false means the permit was not held, so nothing was changed"]
     pub async fn update_lease_time(&self, id: &str, lease: Duration) -> Result<bool> {
         self.check()?;
@@ -265,22 +192,7 @@ impl PermitExpirableSemaphore {
     /// [`update_lease_time`](Self::update_lease_time).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(1).await?;
-    /// let p = s.acquire_with_lease(Duration::from_secs(5)).await?;
-    /// let left = s.lease_time(p.id()).await?.expect("it has a lease");
-    /// assert!(left <= Duration::from_secs(5));
-    /// let id = p.id().to_string();
-    /// p.release().await?;
-    /// assert!(s.lease_time(&id).await.unwrap_err().is_not_held());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     pub async fn lease_time(&self, id: &str) -> Result<Option<Duration>> {
         self.check()?;
         check_id(id)?;
@@ -297,17 +209,7 @@ impl PermitExpirableSemaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.permit_expirable_semaphore("builds");
-    /// s.set_permits(3).await?;
-    /// let _p = s.acquire().await?;
-    /// assert_eq!((s.available().await?, s.permits().await?), (2, 3));
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     pub async fn permits(&self) -> Result<i64> {
         let (available, acquired) = self.client.engine.permits_state(&self.name).await?;
         Ok(available + acquired)

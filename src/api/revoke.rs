@@ -11,6 +11,9 @@ use crate::api::lock::Lock;
 use crate::error::Result;
 
 /// What [`Lock::request_release`] reached.
+///
+/// # Examples
+/// See the example on [`Lock::request_release`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReleaseRequested {
@@ -70,27 +73,7 @@ impl LockGuard {
     /// Outside a tokio runtime the token never fires.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let lock = client.lock("reports:nightly");
-    /// let guard = lock.lock().await?;
-    /// let revoke = guard.revoke_requested();
-    /// let work = async {
-    ///     for _batch in 0..1000 {
-    ///         if revoke.is_cancelled() { return "stopped early: asked to release"; }
-    ///         tokio::time::sleep(Duration::from_millis(10)).await;
-    ///     }
-    ///     "finished"
-    /// };
-    /// let (outcome, _) = tokio::join!(work, async { lock.request_release().await.unwrap() });
-    /// assert_eq!(outcome, "stopped early: asked to release");
-    /// guard.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Lock::request_release`](crate::Lock::request_release).
     pub fn revoke_requested(&self) -> CancellationToken {
         self.held().watch_revocation()
     }

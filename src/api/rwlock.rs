@@ -32,9 +32,12 @@ use crate::api::lock::{Kind, Lock};
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
 /// # fn main() { doc_redis::run(|url| async move {
 /// use std::time::Duration;
-/// use redlatch::{Client, Config};
+/// use redlatch::{Client, Config, Error};
 /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let rw = client.read_write_lock("catalog");
+/// assert_eq!((rw.name(), rw.read().name(), rw.write().name()), ("catalog", "catalog", "catalog"));
+/// assert!(rw.prefers_writers()); // a waiting writer holds new readers back
+/// assert!(!rw.clone().prefer_writers(false).prefers_writers()); // as Redisson does
 /// let r1 = rw.read().lock().await?;
 /// let other = rw.clone();
 /// // Readers share...
@@ -45,9 +48,16 @@ use crate::api::lock::{Kind, Lock};
 /// let excluded = tokio::spawn(async move { other.write().try_lock(Duration::ZERO).await.map(|g| g.is_none()) });
 /// assert!(excluded.await.unwrap()?);
 /// r1.unlock().await?;
+/// // A downgrade: write, then read in the writer's scope, then let the write go.
 /// let w = rw.write().lock().await?;
 /// assert!(rw.write().is_locked().await?);
+/// let r = w.scope(rw.read().lock()).await?;
 /// w.unlock().await?;
+/// assert!(rw.read().is_locked().await?);
+/// // An upgrade is refused instead of waiting for ourselves.
+/// let upgrade = r.scope(rw.write().lock()).await;
+/// assert!(matches!(upgrade, Err(Error::Upgrade { .. })));
+/// r.unlock().await?;
 /// # Ok(()) }) }
 /// ```
 #[derive(Clone)]
@@ -69,16 +79,7 @@ impl ReadWriteLock {
     /// The lock's name (its Redis key).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let rw = client.read_write_lock("catalog");
-    /// assert_eq!(rw.name(), "catalog");
-    /// assert_eq!(rw.read().name(), rw.write().name());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`ReadWriteLock`].
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -87,17 +88,7 @@ impl ReadWriteLock {
     /// Redisson's semantics, where readers may overtake a waiting writer forever.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let rw = client.read_write_lock("catalog");
-    /// assert!(rw.prefers_writers());
-    /// let redisson_like = rw.clone().prefer_writers(false);
-    /// assert!(!redisson_like.prefers_writers());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`ReadWriteLock`].
     pub fn prefer_writers(mut self, prefer: bool) -> Self {
         self.prefer_writers = prefer;
         self
@@ -106,14 +97,7 @@ impl ReadWriteLock {
     /// True if waiting writers keep new readers out.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// assert!(client.read_write_lock("catalog").prefers_writers());
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`ReadWriteLock`].
     pub fn prefers_writers(&self) -> bool {
         self.prefer_writers
     }
@@ -121,21 +105,7 @@ impl ReadWriteLock {
     /// The shared side: any number of tasks may hold it while nobody writes.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config, Kind};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let read = client.read_write_lock("catalog").read();
-    /// assert_eq!(read.kind(), Kind::Read);
-    /// let outer = read.lock().await?;
-    /// let inner = outer.scope(read.lock()).await?; // re-enters in the scope
-    /// assert_eq!(read.hold_count().await?, 2);
-    /// inner.unlock().await?;
-    /// outer.unlock().await?;
-    /// assert!(!read.is_locked().await?);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`ReadWriteLock`].
     #[doc(alias = "readLock")]
     pub fn read(&self) -> Lock {
         Lock::new(self.client.clone(), self.name.clone(), Kind::Read)
@@ -145,23 +115,7 @@ impl ReadWriteLock {
     /// the write guard's [scope](crate::LockGuard::scope): a downgrade).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config, Error};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let rw = client.read_write_lock("catalog");
-    /// // A downgrade: write, then read, then let the write go.
-    /// let w = rw.write().lock().await?;
-    /// let r = w.scope(rw.read().lock()).await?;
-    /// w.unlock().await?;
-    /// assert!(rw.read().is_locked().await?);
-    /// // An upgrade is refused instead of waiting for ourselves.
-    /// let upgrade = r.scope(rw.write().lock()).await;
-    /// assert!(matches!(upgrade, Err(Error::Upgrade { .. })));
-    /// r.unlock().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`ReadWriteLock`].
     #[doc(alias = "writeLock")]
     pub fn write(&self) -> Lock {
         Lock::writer(self.client.clone(), self.name.clone(), self.prefer_writers)

@@ -17,6 +17,9 @@ use crate::keys;
 /// "permits": [{"holder", "deadline_ms"}], "writers_waiting": [{"holder", "deadline_ms"}],
 /// "replicas": {"connected", "eligible", "waited"}}` (the fields of
 /// `redlatch status --json`).
+///
+/// # Examples
+/// See the example on [`Lock::status`].
 #[derive(Clone, Debug, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
@@ -85,6 +88,9 @@ impl Lock {
     /// assert_eq!(master.key_type, "hash");
     /// assert_eq!(master.holders, [(guard.holder().to_string(), 1)]);
     /// assert!(master.ttl.is_some());
+    /// // A server without replicas: nothing to wait for, so no acquisition was synced.
+    /// let replicas = master.replicas.expect("replica sync is on by default");
+    /// assert_eq!((replicas.connected, replicas.eligible, replicas.waited), (0, 0, None));
     /// guard.unlock().await?;
     /// assert_eq!(lock.status().await?[0].key_type, "none");
     /// # Ok(()) }) }

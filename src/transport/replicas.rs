@@ -80,19 +80,7 @@ pub enum SyncReplicas {
 /// What a primary's replicas look like to replica sync, as `status` shows it.
 ///
 /// # Examples
-/// ```
-/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-/// # fn main() { doc_redis::run(|url| async move {
-/// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-/// let lock = client.lock("orders:42");
-/// let guard = lock.lock().await?;
-/// let status = lock.status().await?;
-/// // A server without replicas: nothing to wait for, so no acquisition was synced.
-/// let replicas = status[0].replicas.expect("replica sync is on by default");
-/// assert_eq!((replicas.connected, replicas.eligible, replicas.waited), (0, 0, None));
-/// # drop(guard); Ok(()) }) }
-/// ```
+/// See the example on [`Lock::status`](crate::Lock::status).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]

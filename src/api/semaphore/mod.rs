@@ -26,21 +26,7 @@ use permit::SemaphorePermit;
 /// [`Error::Unsupported`] (a counter has no majority protocol; docs/deployments.md).
 ///
 /// # Examples
-/// ```
-/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-/// # fn main() { doc_redis::run(|url| async move {
-/// use std::time::Duration;
-/// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-/// let slots = client.semaphore("gpu-slots");
-/// assert!(slots.try_set_permits(2).await?);
-/// let both = slots.acquire_many(2).await?;
-/// assert!(slots.try_acquire(Duration::from_millis(50)).await?.is_none());
-/// drop(both); // given back in the background
-/// let one = slots.try_acquire(Duration::from_secs(5)).await?.expect("given back");
-/// one.release().await?; // given back now, errors reported
-/// # Ok(()) }) }
-/// ```
+/// See the example on [`acquire`](Semaphore::acquire).
 #[derive(Clone)]
 pub struct Semaphore {
     pub(crate) client: Client,
@@ -78,14 +64,7 @@ impl Semaphore {
     /// The semaphore's name (its Redis key).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// assert_eq!(client.semaphore("slots").name(), "slots");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -107,12 +86,19 @@ impl Semaphore {
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
+    /// assert_eq!(s.name(), "slots");
+    /// assert_eq!(s.available().await?, 0); // never set up
     /// let waiting = { let s = s.clone(); tokio::spawn(async move { s.acquire().await }) };
     /// s.add_permits(1).await?; // wakes the waiter
     /// let permit = waiting.await.unwrap()?;
     /// assert_eq!(s.available().await?, 0);
     /// permit.forget(); // keep it taken: nothing gives it back
     /// assert_eq!(s.available().await?, 0);
+    ///
+    /// s.add_permits(5).await?; // (a negative delta takes permits away)
+    /// let three = s.acquire_many(3).await?;
+    /// assert_eq!((three.permits(), s.available().await?), (3, 2));
+    /// assert!(s.acquire_many(-1).await.is_err()); // Error::InvalidCount
     /// # Ok(()) }) }
     /// ```
     pub async fn acquire(&self) -> Result<SemaphorePermit> {
@@ -129,18 +115,7 @@ impl Semaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// s.set_permits(5).await?;
-    /// let three = s.acquire_many(3).await?;
-    /// assert_eq!((three.permits(), s.available().await?), (3, 2));
-    /// assert!(s.acquire_many(-1).await.is_err()); // Error::InvalidCount
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     pub async fn acquire_many(&self, permits: i64) -> Result<SemaphorePermit> {
         let taken = self.take(permits, None).await?;
         Ok(taken.expect("an unbounded wait ends with the permits"))
@@ -164,8 +139,15 @@ impl Semaphore {
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
     /// assert!(s.try_acquire(Duration::ZERO).await?.is_none()); // never set up
-    /// s.set_permits(1).await?;
-    /// assert!(s.try_acquire(Duration::from_millis(20)).await?.is_some());
+    /// assert!(s.try_set_permits(2).await?); // sets up the count once...
+    /// assert!(!s.try_set_permits(10).await?); // ...and only once
+    /// let both = s.try_acquire_many(2, Duration::ZERO).await?.expect("2 available");
+    /// assert!(s.try_acquire(Duration::from_millis(50)).await?.is_none());
+    /// drop(both); // given back in the background
+    /// let one = s.try_acquire(Duration::from_secs(5)).await?.expect("given back");
+    /// one.release().await?;
+    /// s.set_permits(1).await?; // sets the count whatever it was
+    /// assert_eq!(s.available().await?, 1);
     /// # Ok(()) }) }
     /// ```
     #[doc(alias = "tryAcquire")]
@@ -183,19 +165,7 @@ impl Semaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// s.set_permits(3).await?;
-    /// let all = s.try_acquire_many(3, Duration::ZERO).await?.expect("3 available");
-    /// assert!(s.try_acquire_many(1, Duration::from_millis(20)).await?.is_none());
-    /// all.release().await?;
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`try_acquire`](Self::try_acquire).
     #[doc(alias = "tryAcquire")]
     pub async fn try_acquire_many(
         &self,
@@ -226,8 +196,18 @@ impl Semaphore {
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("slots");
+    /// assert!(!s.release_if_exists(1).await?); // not set up: left alone
     /// s.release().await?; // also creates the semaphore
     /// assert_eq!(s.available().await?, 1);
+    /// s.acquire_many(1).await?.forget(); // taken here...
+    /// s.release_many(2).await?; // ...given back elsewhere, by count (and one more)
+    /// assert!(s.release_if_exists(1).await?);
+    /// assert_eq!(s.drain_permits().await?, 3); // the caller owns all three now
+    /// assert_eq!(s.available().await?, 0);
+    ///
+    /// // Set up for a while only: gone with its time to live, unless used.
+    /// let nightly = client.semaphore("nightly-slots");
+    /// assert!(nightly.try_set_permits_with_ttl(2, std::time::Duration::from_secs(60)).await?);
     /// # Ok(()) }) }
     /// ```
     pub async fn release(&self) -> Result<()> {
@@ -241,18 +221,7 @@ impl Semaphore {
     /// As [`acquire_many`](Self::acquire_many).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// s.release_many(2).await?; // also creates the semaphore
-    /// s.acquire_many(2).await?.forget(); // taken here...
-    /// s.release_many(2).await?; // ...given back elsewhere, by count
-    /// assert_eq!(s.available().await?, 2);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     #[doc(alias = "release")]
     pub async fn release_many(&self, permits: i64) -> Result<()> {
         let engine = &self.client.engine;
@@ -272,19 +241,7 @@ impl Semaphore {
     /// As [`acquire_many`](Self::acquire_many).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// assert!(!s.release_if_exists(1).await?); // deleted or never set up: left alone
-    /// assert_eq!(s.available().await?, 0);
-    /// s.set_permits(0).await?;
-    /// assert!(s.release_if_exists(2).await?);
-    /// assert_eq!(s.available().await?, 2);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     #[must_use = "false means nothing was given back: the semaphore does not exist"]
     pub async fn release_if_exists(&self, permits: i64) -> Result<bool> {
         let engine = &self.client.engine;
@@ -304,18 +261,7 @@ impl Semaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// s.set_permits(4).await?;
-    /// assert_eq!(s.drain_permits().await?, 4);
-    /// assert_eq!(s.available().await?, 0);
-    /// s.release_many(4).await?; // the caller owns them now: give them back this way
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     #[doc(alias = "drainPermits")]
     pub async fn drain_permits(&self) -> Result<i64> {
         self.client.engine.semaphore_drain(&self.name).await
@@ -327,17 +273,7 @@ impl Semaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// assert_eq!(s.available().await?, 0);
-    /// s.set_permits(5).await?;
-    /// assert_eq!(s.available().await?, 5);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     #[doc(alias = "availablePermits")]
     pub async fn available(&self) -> Result<i64> {
         self.client.engine.semaphore_available(&self.name).await
@@ -351,17 +287,7 @@ impl Semaphore {
     /// As [`acquire_many`](Self::acquire_many).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// s.set_permits(4).await?;
-    /// s.set_permits(1).await?;
-    /// assert_eq!(s.available().await?, 1);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`try_acquire`](Self::try_acquire).
     #[doc(alias = "setPermits")]
     pub async fn set_permits(&self, permits: i64) -> Result<()> {
         self.set(Set::Always, permits, None).await.map(drop)
@@ -374,17 +300,7 @@ impl Semaphore {
     /// As [`acquire_many`](Self::acquire_many).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// assert!(s.try_set_permits(3).await?);
-    /// assert!(!s.try_set_permits(10).await?); // already set up
-    /// assert_eq!(s.available().await?, 3);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`try_acquire`](Self::try_acquire).
     #[must_use = "false means the semaphore existed and was left as it was"]
     #[doc(alias = "trySetPermits")]
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
@@ -401,19 +317,7 @@ impl Semaphore {
     /// `ttl` under a millisecond (Redis counts it in whole milliseconds).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("nightly-slots");
-    /// assert!(s.try_set_permits_with_ttl(2, Duration::from_millis(200)).await?);
-    /// tokio::time::sleep(Duration::from_millis(400)).await;
-    /// assert_eq!(s.available().await?, 0); // gone with its time to live
-    /// assert!(s.try_set_permits(2).await?); // so it can be set up again
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     #[must_use = "false means the semaphore existed and was left as it was"]
     pub async fn try_set_permits_with_ttl(&self, permits: i64, ttl: Duration) -> Result<bool> {
         self.set(Set::IfAbsent, permits, Some(ttl)).await
@@ -426,17 +330,7 @@ impl Semaphore {
     /// As [`acquire`](Self::acquire).
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("slots");
-    /// s.add_permits(3).await?;
-    /// s.add_permits(-1).await?;
-    /// assert_eq!(s.available().await?, 2);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`acquire`](Self::acquire).
     #[doc(alias = "addPermits")]
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
         let engine = &self.client.engine;

@@ -12,22 +12,7 @@ use crate::error::Result;
 /// Redisson, where any caller may release.
 ///
 /// # Examples
-/// ```
-/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-/// # fn main() { doc_redis::run(|url| async move {
-/// use redlatch::{Client, Config};
-/// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-/// let s = client.semaphore("uploads");
-/// s.set_permits(2).await?;
-/// {
-///     let _permit = s.acquire().await?;
-///     assert_eq!(s.available().await?, 1);
-/// } // dropped: given back in the background
-/// let permit = s.acquire_many(2).await?; // so two are there again
-/// assert_eq!(permit.permits(), 2);
-/// permit.release().await?;
-/// # Ok(()) }) }
-/// ```
+/// See the example on [`release`](SemaphorePermit::release).
 #[must_use = "dropping the permit gives it back at once; forget() keeps it taken"]
 pub struct SemaphorePermit {
     semaphore: Semaphore,
@@ -49,16 +34,7 @@ impl SemaphorePermit {
     /// How many permits this holds.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("uploads");
-    /// s.set_permits(3).await?;
-    /// assert_eq!(s.acquire_many(3).await?.permits(), 3);
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     pub fn permits(&self) -> i64 {
         self.permits
     }
@@ -66,16 +42,7 @@ impl SemaphorePermit {
     /// The semaphore's name.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("uploads");
-    /// s.set_permits(1).await?;
-    /// assert_eq!(s.acquire().await?.name(), "uploads");
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`release`](Self::release).
     pub fn name(&self) -> &str {
         self.semaphore.name()
     }
@@ -84,18 +51,7 @@ impl SemaphorePermit {
     /// them back with [`Semaphore::release_many`] (from anywhere), as Redisson does.
     ///
     /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run(|url| async move {
-    /// use redlatch::{Client, Config};
-    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
-    /// let s = client.semaphore("uploads");
-    /// s.set_permits(1).await?;
-    /// s.acquire().await?.forget();
-    /// assert_eq!(s.available().await?, 0); // still taken
-    /// s.release().await?; // by count, as anyone may
-    /// # Ok(()) }) }
-    /// ```
+    /// See the example on [`Semaphore::acquire`](crate::Semaphore::acquire).
     pub fn forget(mut self) {
         self.armed = false;
     }
@@ -116,10 +72,15 @@ impl SemaphorePermit {
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let s = client.semaphore("uploads");
-    /// s.set_permits(1).await?;
-    /// let permit = s.acquire().await?;
-    /// permit.release().await?;
-    /// assert_eq!(s.available().await?, 1);
+    /// s.set_permits(2).await?;
+    /// {
+    ///     let _permit = s.acquire().await?;
+    ///     assert_eq!(s.available().await?, 1);
+    /// } // dropped: given back in the background
+    /// let permit = s.acquire_many(2).await?; // so two are there again
+    /// assert_eq!((permit.name(), permit.permits()), ("uploads", 2));
+    /// permit.release().await?; // given back now, errors reported
+    /// assert_eq!(s.available().await?, 2);
     /// # Ok(()) }) }
     /// ```
     pub async fn release(mut self) -> Result<()> {
