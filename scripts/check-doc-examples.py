@@ -5,7 +5,8 @@
    user calls to connect, hold, release, elect or wait) has a runnable example of its own.
 2. Every other public item (type, fn, and a verb's variant such as `lock_with_lease`)
    has an example of its own, or an intra-doc link to an item whose runnable example
-   shows it (a fn's name appears in that example's code). Types and async fns need a
+   shows it (a fn's name appears in that example's code); a blocking mirror's link to
+   its async counterpart counts where the counterpart's own example or link does. Types and async fns need a
    runnable one, either way.
 3. At most MAX_SERVERS doc examples start a redis-server (`doc_redis::run...`), in all
    of src/, the blocking layer included: a behaviour is proven in tests/, taught here.
@@ -101,6 +102,10 @@ def shows(key, it, depth=0):
     target = by_key.get(key)
     if not target or key == it["key"]:
         return False
+    if depth == 0 and it["key"].startswith("blocking::") and not key.startswith("blocking::"):
+        # A blocking mirror linking to its async counterpart: shown where that one is.
+        return any(r for r, _ in target["blocks"]) or any(
+            shows(t, target, 1) for t in target["links"])
     if any(r and (it["is_type"] or re.search(rf"\b{it['name']}\b", "\n".join(c)))
            for r, c in target["blocks"]):
         return True

@@ -23,6 +23,7 @@ pub use api::election::{Change, ChangeKind, Election, Leader, Leadership, Observ
 pub use api::group::{FasterMultiLock, MAX_GROUP_VALUES};
 pub use api::guard::LockGuard;
 pub use api::guarded::{Guarded, GuardedScript};
+pub use api::hold::{Acquire, Hold, HoldFuture};
 pub use api::latch::CountDownLatch;
 pub use api::lock::{BackOff, Delays, Kind, Lock, Owner};
 pub use api::multi::{MultiGuard, MultiLock};

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::RedisServer;
 use redlatch::blocking::Client;
-use redlatch::{Config, Error};
+use redlatch::{Config, Error, LostReason};
 
 fn client(server: &RedisServer) -> Client {
     Client::connect(Config::single(server.url())).unwrap()
@@ -154,4 +154,111 @@ fn a_guard_dropped_inside_a_runtime_is_released_in_the_background() {
         .is_locked()
         .unwrap()));
     client.close(Duration::from_secs(1));
+}
+
+/// A runtime of the test's own, to wait on a guard's tokens and watch from a plain
+/// thread (and to ask for a release from an async client).
+fn waiter() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs `fut` on `rt` for at most `bound`; `None` if it did not finish.
+fn within<F: std::future::Future>(
+    rt: &tokio::runtime::Runtime,
+    bound: Duration,
+    fut: F,
+) -> Option<F::Output> {
+    rt.block_on(async { tokio::time::timeout(bound, fut).await.ok() })
+}
+
+#[test]
+fn a_blocking_guard_is_at_risk_while_renewals_fail_and_clears_after_one_counts() {
+    let server = RedisServer::start();
+    // Renewed every 3 s, each renewal waiting at most 3 s: a paused master is flagged
+    // at most 6 s after the last renewal that counted, well inside the 9 s validity.
+    let lease = Duration::from_secs(9);
+    let client = Client::connect(Config::single(server.url()).watchdog_timeout(lease)).unwrap();
+    let guard = client.lock("blocking:risk").lock().unwrap();
+    let mut risk = guard.at_risk();
+    assert_eq!(*risk.borrow(), None, "at risk before any failure");
+    let rt = waiter();
+    server.pause();
+    let flagged = within(&rt, 2 * lease, risk.wait_for(|r| r.is_some()));
+    let flagged = flagged.is_some_and(|r| r.is_ok());
+    let (end, lost) = (*risk.borrow(), guard.is_lost());
+    server.resume();
+    assert!(flagged, "never at risk");
+    assert!(!lost, "lost before at risk: {:?}", guard.lost_reason());
+    let end = end.expect("at risk with the end of its validity");
+    assert!(end <= Instant::now() + lease);
+    // The master answers again: the watchdog's next round renews and clears it.
+    let cleared = within(&rt, 2 * lease, risk.wait_for(|r| r.is_none()));
+    assert!(
+        cleared.is_some(),
+        "still at risk after the master came back"
+    );
+    assert!(!guard.is_lost() && guard.lost_reason().is_none());
+    guard.unlock().unwrap();
+}
+
+#[test]
+fn blocking_guards_say_why_they_were_lost_and_hear_release_requests() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let rt = waiter();
+    let fired = |token: tokio_util::sync::CancellationToken| {
+        within(&rt, Duration::from_secs(5), token.cancelled_owned()).is_some()
+    };
+    let lock = client.lock("blocking:lost");
+    let guard = lock.lock().unwrap();
+    assert!(guard.lost_reason().is_none());
+    let revoke = guard.revoke_requested();
+    let asked = rt.block_on(async {
+        let other = redlatch::Client::connect(Config::single(server.url())).await?;
+        other.lock("blocking:lost").request_release().await
+    });
+    assert_eq!(asked.unwrap().holders, [guard.holder()]);
+    assert!(fired(revoke), "the release request was not heard");
+    assert!(lock.force_unlock().unwrap());
+    assert!(fired(guard.lost()));
+    assert!(matches!(
+        guard.lost_reason(),
+        Some(LostReason::ForceUnlocked)
+    ));
+    assert!(guard.unlock().unwrap_err().is_not_held());
+
+    // A multi-lock's guard: the reason of the part that was lost.
+    let multi = client
+        .multi_lock(["blocking:m1", "blocking:m2"])
+        .lock()
+        .unwrap();
+    assert_eq!(*multi.at_risk().borrow(), None);
+    assert!(client.lock("blocking:m2").force_unlock().unwrap());
+    assert!(fired(multi.lost()));
+    assert!(matches!(
+        multi.lost_reason(),
+        Some(LostReason::ForceUnlocked)
+    ));
+    drop(multi);
+    assert!(!client.lock("blocking:m1").is_locked().unwrap());
+
+    // Permits: an expiring one has the lock's shape; a counting one has no lease.
+    let sem = client.permit_expirable_semaphore("blocking:permits");
+    assert!(sem.try_set_permits(1).unwrap());
+    let permit = sem.acquire().unwrap();
+    assert_eq!(permit.holder(), permit.id());
+    assert!(permit.lost_reason().is_none() && permit.at_risk().borrow().is_none());
+    assert!(permit.validity() > Duration::ZERO && !permit.is_lost());
+    permit.release().unwrap();
+    let counting = client.semaphore("blocking:counting");
+    assert!(counting.try_set_permits(1).unwrap());
+    let taken = counting.acquire().unwrap();
+    assert_eq!(taken.validity(), Duration::MAX);
+    assert!(!taken.is_lost() && taken.lost_reason().is_none());
+    assert!(taken.at_risk().borrow().is_none());
+    drop(taken);
+    assert_eq!(counting.available().unwrap(), 1);
 }

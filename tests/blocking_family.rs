@@ -245,3 +245,72 @@ fn family_guards_dropped_inside_a_runtime_are_given_back_in_the_background() {
             && server.cmd::<i64>(&["EXISTS", "b:rt1"]) == 0
     }));
 }
+
+/// Every blocking getter and mirror the doc examples no longer run reaches its async
+/// namesake: the lock kinds, the semaphores' remaining calls, the client's getters.
+#[test]
+fn the_blocking_mirrors_reach_their_async_namesakes() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    assert_eq!(client.masters().len(), 1);
+    assert_eq!(client.config().urls().len(), 1);
+    assert_eq!(client.as_async().id(), client.id());
+    let backoff = redlatch::BackOff::constant(Duration::from_millis(5)).unwrap();
+    let kinds = [
+        (client.spin_lock("m:spin"), redlatch::Kind::Spin),
+        (
+            client.spin_lock_with("m:spin2", backoff),
+            redlatch::Kind::Spin,
+        ),
+        (
+            client.non_reentrant_lock("m:nr"),
+            redlatch::Kind::NonReentrant,
+        ),
+        (
+            client.non_reentrant_fair_lock("m:nrf"),
+            redlatch::Kind::NonReentrantFair,
+        ),
+    ];
+    for (lock, kind) in kinds {
+        assert_eq!(lock.kind(), kind);
+        let guard = lock.lock().unwrap();
+        let busy = thread::scope(|s| s.spawn(|| lock.try_lock(Duration::ZERO)).join().unwrap());
+        assert!(busy.unwrap().is_none(), "{} not held", lock.name());
+        drop(guard);
+        assert!(!lock.is_locked().unwrap());
+    }
+    let rw = client.read_write_lock("m:rw").prefer_writers(false);
+    assert!(!rw.prefers_writers());
+    let group = client.faster_multi_lock("m:group", ["a", "b"]).unwrap();
+    let held = group.lock_with_lease(Duration::from_secs(5)).unwrap();
+    assert!(group.is_held_by_current_thread().unwrap());
+    assert!(group.remaining_ttl().unwrap().is_some());
+    assert!(group.force_unlock().unwrap());
+    assert!(held.unlock().unwrap_err().is_not_held());
+
+    let sem = client.semaphore("m:sem");
+    assert!(sem
+        .try_set_permits_with_ttl(1, Duration::from_secs(30))
+        .unwrap());
+    sem.add_permits(1).unwrap();
+    sem.acquire_many(2).unwrap().forget();
+    sem.release().unwrap();
+    assert_eq!(sem.available().unwrap(), 1);
+    let expiring = client.permit_expirable_semaphore("m:xsem");
+    assert!(expiring.try_set_permits(2).unwrap());
+    let lease = Duration::from_secs(5);
+    let one = expiring
+        .try_acquire_with_lease(Duration::ZERO, lease)
+        .unwrap();
+    let rest = expiring
+        .try_acquire_many_with_lease(1, Duration::ZERO, lease)
+        .unwrap();
+    assert_eq!(rest.as_ref().map(Vec::len), Some(1));
+    assert!(expiring
+        .try_acquire_many_with_lease(1, Duration::ZERO, lease)
+        .unwrap()
+        .is_none());
+    assert!(one.unwrap().validity() <= lease); // dropped here: given back
+    drop(rest);
+    assert_eq!(expiring.available().unwrap(), 2);
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::inside::Values;
 use common::{eventually_async, numsub, RedisServer};
-use redlatch::{Client, Config, Error, MultiLock};
+use redlatch::{Acquire, Client, Config, Error, Hold, LostReason, MultiLock};
 
 async fn client(server: &RedisServer) -> Client {
     Client::connect(Config::single(server.url())).await.unwrap()
@@ -91,6 +91,65 @@ async fn a_lost_part_cancels_the_guards_lost_token() {
     );
     assert!(g.unlock().await.unwrap_err().is_not_held());
     assert!(!client.lock("l:1").is_locked().await.unwrap());
+}
+
+/// The guard has the shape of every hold: it is at risk while a part is (the earliest
+/// end), asked to release when a part is, and says why a part was lost.
+#[tokio::test]
+async fn the_guard_follows_its_parts_risk_revocation_and_loss() {
+    let server = RedisServer::start();
+    let lease = Duration::from_millis(4500);
+    let config = Config::single(server.url()).watchdog_timeout(lease);
+    let client = Client::connect(config).await.unwrap();
+    let g = client.multi_lock(["h:1", "h:2"]).lock().await.unwrap();
+    let mut risk = g.at_risk();
+    assert_eq!(*risk.borrow(), None);
+    let revoke = g.revoke_requested();
+    let other = self::client(&server).await;
+    other.lock("h:2").request_release().await.unwrap();
+    let heard = tokio::time::timeout(Duration::from_secs(5), revoke.cancelled()).await;
+    assert!(
+        heard.is_ok(),
+        "a part's release request did not reach the guard"
+    );
+    // Renewed just now, then the master stops answering: the next round flags the risk.
+    tokio::time::sleep(lease / 6 + Duration::from_millis(50)).await;
+    client.renew_now().await;
+    server.pause();
+    let flagged = tokio::time::timeout(2 * lease, risk.wait_for(|r| r.is_some())).await;
+    let flagged = flagged.is_ok_and(|r| r.is_ok());
+    let end = *risk.borrow();
+    server.resume();
+    assert!(flagged, "never at risk");
+    let end = end.expect("at risk with an end");
+    assert!(
+        end <= std::time::Instant::now() + lease,
+        "an end past the lease: {end:?}"
+    );
+    // A renewal that counts clears it.
+    tokio::time::sleep(lease / 6 + Duration::from_millis(50)).await;
+    client.renew_now().await;
+    let cleared = tokio::time::timeout(lease, risk.wait_for(|r| r.is_none())).await;
+    assert!(cleared.is_ok(), "still at risk after a renewal");
+    assert!(g.lost_reason().is_none());
+    client.lock("h:1").force_unlock().await.unwrap();
+    let lost = tokio::time::timeout(Duration::from_secs(5), g.lost().cancelled()).await;
+    assert!(lost.is_ok());
+    assert!(matches!(g.lost_reason(), Some(LostReason::ForceUnlocked)));
+    drop(g);
+    // Taken through the shared shape: a `dyn Hold` from a `dyn Acquire`.
+    let wanted: Box<dyn Acquire> = Box::new(client.multi_lock(["h:1", "h:2"]));
+    let hold: Box<dyn Hold> = wanted.acquire_hold(None, None).await.unwrap().unwrap();
+    assert!(hold.holder().starts_with(&client.id().to_string()));
+    assert!(hold.validity() > Duration::ZERO && hold.fencing_token().is_none());
+    let busy = other.multi_lock(["h:2"]);
+    assert!(busy
+        .acquire_hold(Some(Duration::ZERO), None)
+        .await
+        .unwrap()
+        .is_none());
+    hold.unlock().await.unwrap();
+    assert!(!client.lock("h:2").is_locked().await.unwrap());
 }
 
 #[tokio::test]

@@ -7,13 +7,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use redlatch::Hold;
 use tokio::time::Instant;
 
 use crate::child::{self, Signals};
 use crate::conn::{self, RedisArgs};
 use crate::duration::{self, human};
 use crate::exit::{self, Failure};
-use crate::held::Held;
 use crate::held::KindArgs;
 use crate::run::{self, RunArgs};
 use crate::supervise;
@@ -183,15 +183,15 @@ async fn lead_and_run(
         ("REDLATCH_LEADER_VALUE", value.to_string()),
         ("REDLATCH_HOLDER", leading.holder().to_string()),
     ];
-    let held = Held::Leader(leading);
+    let held: Box<dyn Hold> = Box::new(leading);
     let ended = match child::spawn(&args.argv(), &env) {
-        Ok(child) => supervise::supervise(child, &held, &args.terms(), signals).await,
+        Ok(child) => supervise::supervise(child, &*held, &args.terms(), signals).await,
         Err(failure) => Err(failure),
     };
     match ended {
         Ok(ended) => Ok(run::release(held, ended, &args.name).await),
         Err(failure) => {
-            let _ = tokio::time::timeout(RESIGN_TIMEOUT, held.release()).await;
+            let _ = tokio::time::timeout(RESIGN_TIMEOUT, held.unlock()).await;
             Err(failure)
         }
     }

@@ -7,31 +7,48 @@ use std::time::Duration;
 
 use clap::Args;
 
-use redlatch::{
-    Client, FasterMultiLock, Leadership, Lock, LockGuard, Permit, PermitExpirableSemaphore,
-};
-use tokio_util::sync::CancellationToken;
+use redlatch::{Acquire, Client, Hold, Lock, PermitExpirableSemaphore};
 
-/// What `run` asks for.
-pub enum Wanted {
-    Lock(Lock),
-    /// The faster multi-lock of a group over values (`--values`).
-    Values(FasterMultiLock),
+/// What `run` asks for: a lock (plain, fair, fenced, read or write), the values of a
+/// faster multi-lock (`--values`) or a permit of an expirable semaphore (`--permits N`).
+pub struct Wanted {
+    /// What it is taken of.
+    source: Box<dyn Acquire>,
+    /// `lock`, `values of group` or `semaphore`, for messages.
+    what: &'static str,
+    /// The lock, for `-v`'s report of who holds it now.
+    pub lock: Option<Lock>,
+    /// How `-v` names it ("{kind:?} lock", "N values of group", "a permit of semaphore").
+    pub label: String,
     /// An expirable semaphore set up with this many permits if it does not exist.
-    Permit(PermitExpirableSemaphore, u32),
+    set_up: Option<(PermitExpirableSemaphore, u32)>,
 }
 
 impl Wanted {
     /// The lock or semaphore `run`'s flags name.
     pub fn new(client: &Client, name: &str, kind: &KindArgs) -> redlatch::Result<Wanted> {
         if let Some(n) = kind.permits {
-            return Ok(Wanted::Permit(client.permit_expirable_semaphore(name), n));
+            let sem = client.permit_expirable_semaphore(name);
+            return Ok(Wanted {
+                source: Box::new(sem.clone()),
+                what: "semaphore",
+                lock: None,
+                label: "a permit of semaphore".into(),
+                set_up: Some((sem, n)),
+            });
         }
         if let Some(values) = &kind.values {
-            return Ok(Wanted::Values(client.faster_multi_lock(name, values)?));
+            let group = client.faster_multi_lock(name, values)?;
+            return Ok(Wanted {
+                label: format!("{} values of group", group.value_count()),
+                source: Box::new(group),
+                what: "values of group",
+                lock: None,
+                set_up: None,
+            });
         }
         let rw = client.read_write_lock(name);
-        Ok(Wanted::Lock(match kind {
+        let lock = match kind {
             k if k.read => rw.read(),
             k if k.write => rw.write(),
             k if k.fair => client.fair_lock(name),
@@ -40,7 +57,14 @@ impl Wanted {
             k if k.non_reentrant_fair => client.non_reentrant_fair_lock(name),
             k if k.spin => client.spin_lock(name),
             _ => client.lock(name),
-        }))
+        };
+        Ok(Wanted {
+            label: format!("{:?} lock", lock.kind()),
+            source: Box::new(lock.clone()),
+            what: "lock",
+            lock: Some(lock),
+            set_up: None,
+        })
     }
 
     /// Takes it: waits at most `wait` (`None`: as long as it takes), with a fixed
@@ -49,125 +73,17 @@ impl Wanted {
         &self,
         wait: Option<Duration>,
         lease: Option<Duration>,
-    ) -> redlatch::Result<Option<Held>> {
-        match self {
-            Wanted::Lock(lock) => {
-                let guard = match (wait, lease) {
-                    (None, None) => lock.lock().await.map(Some),
-                    (None, Some(l)) => lock.lock_with_lease(l).await.map(Some),
-                    (Some(w), None) => lock.try_lock(w).await,
-                    (Some(w), Some(l)) => lock.try_lock_with_lease(w, l).await,
-                }?;
-                Ok(guard.map(Held::Lock))
-            }
-            Wanted::Values(lock) => {
-                let guard = match (wait, lease) {
-                    (None, None) => lock.lock().await.map(Some),
-                    (None, Some(l)) => lock.lock_with_lease(l).await.map(Some),
-                    (Some(w), None) => lock.try_lock(w).await,
-                    (Some(w), Some(l)) => lock.try_lock_with_lease(w, l).await,
-                }?;
-                Ok(guard.map(Held::Lock))
-            }
-            Wanted::Permit(sem, n) => {
-                // The first runner sets the semaphore up; later ones use what is there.
-                let _set_up = sem.try_set_permits(i64::from(*n)).await?;
-                let permit = match (wait, lease) {
-                    (None, None) => sem.acquire().await.map(Some),
-                    (None, Some(l)) => sem.acquire_with_lease(l).await.map(Some),
-                    (Some(w), None) => sem.try_acquire(w).await,
-                    (Some(w), Some(l)) => sem.try_acquire_with_lease(w, l).await,
-                }?;
-                Ok(permit.map(Held::Permit))
-            }
+    ) -> redlatch::Result<Option<Box<dyn Hold>>> {
+        if let Some((sem, n)) = &self.set_up {
+            // The first runner sets the semaphore up; later ones use what is there.
+            let _set_up = sem.try_set_permits(i64::from(*n)).await?;
         }
+        self.source.acquire_hold(wait, lease).await
     }
 
-    /// `lock` or `semaphore`, for messages.
+    /// `lock`, `values of group` or `semaphore`, for messages.
     pub fn what(&self) -> &'static str {
-        match self {
-            Wanted::Lock(_) => "lock",
-            Wanted::Values(_) => "values of group",
-            Wanted::Permit(..) => "semaphore",
-        }
-    }
-}
-
-/// A held lock or permit.
-pub enum Held {
-    Lock(LockGuard),
-    Permit(Permit),
-    /// `redlatch elect`: the leadership of an election (its lock's guard).
-    Leader(Leadership),
-}
-
-impl Held {
-    /// The holder id (lock) or permit id.
-    pub fn holder(&self) -> &str {
-        match self {
-            Held::Lock(g) => g.holder(),
-            Held::Permit(p) => p.id(),
-            Held::Leader(l) => l.holder(),
-        }
-    }
-
-    pub fn fencing_token(&self) -> Option<u64> {
-        match self {
-            Held::Lock(g) => g.fencing_token(),
-            Held::Permit(_) => None,
-            Held::Leader(l) => Some(l.term()),
-        }
-    }
-
-    pub fn lost(&self) -> CancellationToken {
-        match self {
-            Held::Lock(g) => g.lost(),
-            Held::Permit(p) => p.lost(),
-            Held::Leader(l) => l.lost(),
-        }
-    }
-
-    /// Why it was lost, once `lost()` fired.
-    pub fn lost_reason(&self) -> Option<redlatch::LostReason> {
-        match self {
-            Held::Lock(g) => g.lost_reason(),
-            Held::Permit(p) => p.lost_reason(),
-            Held::Leader(l) => l.lost_reason(),
-        }
-    }
-
-    /// `Some(end of validity)` while renewals fail on a majority.
-    pub fn at_risk(&self) -> tokio::sync::watch::Receiver<Option<std::time::Instant>> {
-        match self {
-            Held::Lock(g) => g.at_risk(),
-            Held::Permit(p) => p.at_risk(),
-            Held::Leader(l) => l.at_risk(),
-        }
-    }
-
-    pub fn validity(&self) -> Duration {
-        match self {
-            Held::Lock(g) => g.validity(),
-            Held::Permit(p) => p.validity(),
-            Held::Leader(l) => l.guard().validity(),
-        }
-    }
-
-    /// Cancelled when someone asks for the lock (`unlock --ask`); never for a permit.
-    pub fn revoke_requested(&self) -> CancellationToken {
-        match self {
-            Held::Lock(g) => g.revoke_requested(),
-            Held::Permit(_) => CancellationToken::new(),
-            Held::Leader(l) => l.guard().revoke_requested(),
-        }
-    }
-
-    pub async fn release(self) -> redlatch::Result<()> {
-        match self {
-            Held::Lock(g) => g.unlock().await,
-            Held::Permit(p) => p.release().await,
-            Held::Leader(l) => l.resign().await,
-        }
+        self.what
     }
 }
 

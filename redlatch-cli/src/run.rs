@@ -5,9 +5,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use redlatch::Hold;
 use tokio::time::Instant;
 
-use crate::held::{Held, KindArgs, Wanted};
+use crate::held::{KindArgs, Wanted};
 use crate::supervise::{supervise, Ended, Terms};
 
 use crate::child::{self, Signals};
@@ -178,7 +179,11 @@ async fn hold_and_run(
 }
 
 /// Runs CMD under `guard` and releases it.
-async fn run_held(guard: Held, args: &RunArgs, signals: &mut Signals) -> Result<u8, Failure> {
+async fn run_held(
+    guard: Box<dyn Hold>,
+    args: &RunArgs,
+    signals: &mut Signals,
+) -> Result<u8, Failure> {
     let mut env = vec![
         ("REDLATCH_LOCK", args.name.clone()),
         ("REDLATCH_HOLDER", guard.holder().to_string()),
@@ -187,14 +192,14 @@ async fn run_held(guard: Held, args: &RunArgs, signals: &mut Signals) -> Result<
         env.push(("REDLATCH_FENCING_TOKEN", token.to_string()));
     }
     let ended = match child::spawn(&args.argv(), &env) {
-        Ok(child) => supervise(child, &guard, &args.terms(), signals).await,
+        Ok(child) => supervise(child, &*guard, &args.terms(), signals).await,
         Err(failure) => Err(failure),
     };
     match ended {
         Ok(ended) => Ok(release(guard, ended, &args.name).await),
         Err(failure) => {
             // Never leave the lock to its lease when we can release it now.
-            let _ = tokio::time::timeout(RELEASE_TIMEOUT, guard.release()).await;
+            let _ = tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await;
             Err(failure)
         }
     }
@@ -207,7 +212,7 @@ async fn acquire(
     args: &RunArgs,
     left: Option<Duration>,
     signals: &mut Signals,
-) -> Result<Held, Failure> {
+) -> Result<Box<dyn Hold>, Failure> {
     let what = wanted.what();
     let wait = args.wait();
     if args.verbose {
@@ -258,9 +263,9 @@ async fn acquire(
 
 /// Releases the lock explicitly (a process exit would skip a background release) and
 /// decides the exit status.
-pub(crate) async fn release(guard: Held, ended: Ended, name: &str) -> u8 {
+pub(crate) async fn release(guard: Box<dyn Hold>, ended: Ended, name: &str) -> u8 {
     let code = child::status_code(ended.status);
-    let result = tokio::time::timeout(RELEASE_TIMEOUT, guard.release()).await;
+    let result = tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await;
     if let Some((_, code)) = ended.lost {
         return code;
     }

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use redlatch::Hold;
 use tokio::process::Child;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -17,7 +18,6 @@ use tokio_util::sync::CancellationToken;
 use crate::child::{self, Signals};
 use crate::duration::human;
 use crate::exit::{self, Failure};
-use crate::held::Held;
 
 /// How CMD's run under the lock ended.
 pub(crate) struct Ended {
@@ -56,7 +56,7 @@ pub(crate) struct Terms<'a> {
 /// Waits for CMD to end, forwarding signals, and terminates it if the lock is lost.
 pub(crate) async fn supervise(
     child: Child,
-    guard: &Held,
+    guard: &dyn Hold,
     args: &Terms<'_>,
     signals: &mut Signals,
 ) -> Result<Ended, Failure> {
@@ -72,7 +72,7 @@ pub(crate) async fn supervise(
 /// The state of one supervision: what is known of the lock, and what CMD was sent.
 struct Supervisor<'a> {
     child: Child,
-    guard: &'a Held,
+    guard: &'a dyn Hold,
     args: &'a Terms<'a>,
     lost_token: CancellationToken,
     /// With a fixed lease nobody renews the lock: it is lost when its validity ends.
@@ -89,7 +89,7 @@ struct Supervisor<'a> {
 }
 
 impl<'a> Supervisor<'a> {
-    fn new(child: Child, guard: &'a Held, args: &'a Terms<'a>) -> Self {
+    fn new(child: Child, guard: &'a dyn Hold, args: &'a Terms<'a>) -> Self {
         Supervisor {
             child,
             guard,

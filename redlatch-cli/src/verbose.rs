@@ -19,22 +19,10 @@ pub async fn before_wait(wanted: &Wanted, name: &str, wait: Option<Duration>) {
         Some(d) if d.is_zero() => "one try".to_string(),
         Some(d) => format!("at most {}", human(d)),
     };
-    let lock = match wanted {
-        Wanted::Lock(lock) => lock,
-        Wanted::Values(values) => {
-            let n = values.value_count();
-            eprintln!("redlatch: waiting for {n} values of group {name:?} ({bound})");
-            return;
-        }
-        Wanted::Permit(..) => {
-            eprintln!("redlatch: waiting for a permit of semaphore {name:?} ({bound})");
-            return;
-        }
+    eprintln!("redlatch: waiting for {} {name:?} ({bound})", wanted.label);
+    let Some(lock) = &wanted.lock else {
+        return;
     };
-    eprintln!(
-        "redlatch: waiting for {:?} lock {name:?} ({bound})",
-        lock.kind()
-    );
     let Ok(status) = lock.status().await else {
         return;
     };

@@ -346,7 +346,7 @@ impl Lock {
     }
 
     /// `lock`/`try_lock` in their span (telemetry.rs), with the acquisition metrics.
-    async fn acquire(
+    pub(crate) async fn acquire(
         &self,
         wait: Option<Duration>,
         lease: Option<Duration>,

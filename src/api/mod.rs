@@ -15,6 +15,7 @@ pub(crate) mod group;
 pub(crate) mod guard;
 pub(crate) mod guarded;
 mod handles;
+pub(crate) mod hold;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;

@@ -12,15 +12,17 @@
 //! 3. The guard's [`lost`](MultiGuard::lost) token is cancelled as soon as any part's
 //!    token is; the task watching them stops with the guard.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::future::{join_all, select_all};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::guard::LockGuard;
 use crate::api::lock::Lock;
 use crate::engine::facade::{deadline_after, Scope};
 use crate::error::{Error, Result};
+use crate::lost::LostReason;
 
 /// Several locks held together: all of them or none (Redisson `RedissonMultiLock`).
 /// Each part may be any [`Lock`] (plain, fair, fenced, a read or write lock), over the
@@ -128,7 +130,7 @@ impl MultiLock {
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
     /// # fn main() { doc_redis::run(|url| async move {
-    /// use std::time::Duration;
+    /// use std::time::{Duration, Instant};
     /// use redlatch::{Client, Config};
     /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
     /// let b = client.lock("b").lock().await?;
@@ -168,7 +170,7 @@ impl MultiLock {
     }
 
     /// Invariant 2: wait for one part, try the others, back off on a busy one.
-    async fn acquire(
+    pub(crate) async fn acquire(
         &self,
         wait: Option<Duration>,
         lease: Option<Duration>,
@@ -183,13 +185,13 @@ impl MultiLock {
         let mut next = 0;
         loop {
             let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
-            let Some(g) = take(&self.locks[next], left, lease).await? else {
+            let Some(g) = self.locks[next].acquire(left, lease).await? else {
                 return Ok(None);
             };
             let mut guards = vec![g];
             let mut busy = None;
             for (i, lock) in self.locks.iter().enumerate().filter(|(i, _)| *i != next) {
-                match take(lock, Some(Duration::ZERO), lease).await? {
+                match lock.acquire(Some(Duration::ZERO), lease).await? {
                     Some(g) => guards.push(g),
                     None => {
                         busy = Some(i);
@@ -225,20 +227,6 @@ impl MultiLock {
     }
 }
 
-/// One part: `lock`/`try_lock` with or without a lease.
-async fn take(
-    lock: &Lock,
-    wait: Option<Duration>,
-    lease: Option<Duration>,
-) -> Result<Option<LockGuard>> {
-    match (wait, lease) {
-        (None, None) => lock.lock().await.map(Some),
-        (None, Some(l)) => lock.lock_with_lease(l).await.map(Some),
-        (Some(w), None) => lock.try_lock(w).await,
-        (Some(w), Some(l)) => lock.try_lock_with_lease(w, l).await,
-    }
-}
-
 /// Releases every guard (at once); errors are logged, the leases bound the rest.
 async fn release_all(guards: Vec<LockGuard>) -> Vec<Result<()>> {
     join_all(guards.into_iter().map(LockGuard::unlock)).await
@@ -253,23 +241,43 @@ async fn release_all(guards: Vec<LockGuard>) -> Vec<Result<()>> {
 pub struct MultiGuard {
     guards: Vec<LockGuard>,
     lost: CancellationToken,
+    /// The earliest end of validity among the parts at risk (`follow` keeps it).
+    risk: watch::Receiver<Option<Instant>>,
+    /// Cancelled when the guard goes: ends the tasks of `revoke_requested`.
+    ended: CancellationToken,
     watcher: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl MultiGuard {
     fn new(guards: Vec<LockGuard>) -> Self {
         let lost = CancellationToken::new();
-        // Invariant 3: one task watches every part's token.
-        let parts: Vec<CancellationToken> = guards.iter().map(LockGuard::lost).collect();
+        let (risk_tx, risk) = watch::channel(None);
+        let tokens: Vec<CancellationToken> = guards.iter().map(LockGuard::lost).collect();
+        let mut risks: Vec<_> = guards.iter().map(LockGuard::at_risk).collect();
         let any = lost.clone();
+        // Invariant 3: one task follows every part's token and risk.
         let watcher = tokio::spawn(async move {
-            let waits = parts.iter().map(|t| Box::pin(t.cancelled()));
-            let _ = select_all(waits).await;
+            let any_lost = || select_all(tokens.iter().map(|t| Box::pin(t.cancelled())));
+            loop {
+                let earliest = risks.iter().filter_map(|r| *r.borrow()).min();
+                risk_tx.send_if_modified(|r| std::mem::replace(r, earliest) != earliest);
+                let changed = select_all(risks.iter_mut().map(|r| Box::pin(r.changed())));
+                tokio::select! {
+                    _ = any_lost() => break,
+                    (changed, ..) = changed => if changed.is_err() {
+                        // A part's risk went with its hold: only the tokens are left.
+                        any_lost().await;
+                        break;
+                    }
+                }
+            }
             any.cancel();
         });
         MultiGuard {
             guards,
             lost,
+            risk,
+            ended: CancellationToken::new(),
             watcher: Some(watcher),
         }
     }
@@ -316,6 +324,42 @@ impl MultiGuard {
         (self.guards.iter().map(LockGuard::validity).min()).unwrap_or_default()
     }
 
+    /// Why the first part that was lost was lost, once [`lost`](Self::lost) fired:
+    /// as [`LockGuard::lost_reason`], shown in the example on [`LockGuard::lost`].
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        self.guards.iter().find_map(LockGuard::lost_reason)
+    }
+
+    /// `Some(end)` while any part is at risk, `end` the earliest of their ends; as
+    /// [`LockGuard::at_risk`], shown in the example on [`LockGuard::lost`].
+    pub fn at_risk(&self) -> watch::Receiver<Option<Instant>> {
+        self.risk.clone()
+    }
+
+    /// Cancelled when someone asks the holder of any part to release it; as
+    /// [`LockGuard::revoke_requested`], shown in the example on
+    /// [`Lock::request_release`](crate::Lock::request_release). Outside a tokio runtime
+    /// the token never fires.
+    pub fn revoke_requested(&self) -> CancellationToken {
+        let asked = CancellationToken::new();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return asked;
+        };
+        let parts: Vec<_> = self
+            .guards
+            .iter()
+            .map(LockGuard::revoke_requested)
+            .collect();
+        let (any, ended) = (asked.clone(), self.ended.clone());
+        runtime.spawn(async move {
+            tokio::select! {
+                _ = select_all(parts.iter().map(|t| Box::pin(t.cancelled()))) => any.cancel(),
+                _ = ended.cancelled() => {}
+            }
+        });
+        asked
+    }
+
     /// Releases every part now.
     ///
     /// # Errors
@@ -352,6 +396,7 @@ impl MultiGuard {
 
 impl Drop for MultiGuard {
     fn drop(&mut self) {
+        self.ended.cancel();
         if let Some(w) = self.watcher.take() {
             w.abort();
         }

@@ -158,7 +158,7 @@ impl PermitExpirableSemaphore {
         self.take(Some(wait), Some(lease)).await
     }
 
-    async fn take(
+    pub(crate) async fn take(
         &self,
         wait: Option<Duration>,
         lease: Option<Duration>,

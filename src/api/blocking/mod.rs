@@ -10,20 +10,8 @@
 //! calling **thread**, as in Redisson's `RLock`: nested `lock()` calls on one thread
 //! re-enter, other threads wait.
 //!
-//! ```
-//! # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-//! # fn main() { doc_redis::run_blocking(|url| {
-//! use redlatch::blocking::Client;
-//! use redlatch::Config;
-//!
-//! let client = Client::connect(Config::single(url))?;
-//! let lock = client.lock("billing-run");
-//! let guard = lock.lock()?;
-//! // ... critical section; the watchdog keeps the lease meanwhile ...
-//! drop(guard); // released here, before `drop` returns
-//! assert!(!lock.is_locked()?);
-//! # Ok(()) }) }
-//! ```
+//! The [`Client`] example shows the shape of it; the blocking methods link to their
+//! async namesakes' examples.
 //!
 //! # Panics
 //! Every blocking call panics when made from inside an async runtime (it would block
@@ -36,9 +24,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::Hold;
 
 mod client;
 mod group;
+mod guard;
 mod latch;
 mod lock;
 mod multi;
@@ -48,16 +38,19 @@ mod semaphore;
 
 pub use client::Client;
 pub use group::FasterMultiLock;
+pub use guard::{Guard, LockGuard, MultiGuard, Permit, SemaphorePermit};
 pub use latch::CountDownLatch;
-pub use lock::{Lock, LockGuard};
-pub use multi::{MultiGuard, MultiLock};
-pub use permits::{Permit, PermitExpirableSemaphore};
+pub use lock::Lock;
+pub use multi::MultiLock;
+pub use permits::PermitExpirableSemaphore;
 pub use rwlock::ReadWriteLock;
-pub use semaphore::{Semaphore, SemaphorePermit};
+pub use semaphore::Semaphore;
 
-/// The runtime shared by a blocking client, its locks and guards. Shut down in the
-/// background when the last of them goes, so that dropping one inside an async
-/// context does not panic.
+/// The runtime shared by a blocking client, its locks and guards: the one funnel
+/// every blocking call goes through ([`call`](Runtime::call), as tokio's
+/// `Mutex::blocking_lock` runs its async path). Shut down in the background when the
+/// last of them goes, so that dropping one inside an async context does not panic.
+#[derive(Debug)]
 pub(crate) struct Runtime(Option<tokio::runtime::Runtime>);
 
 impl Runtime {
@@ -78,23 +71,32 @@ impl Runtime {
         self.0.as_ref().expect("runtime lives until dropped")
     }
 
-    fn block_on<F: Future>(&self, f: F) -> F::Output {
+    /// Runs an async call on this thread (a per-thread lock's holder) to its end.
+    fn call<F: Future>(&self, f: F) -> F::Output {
         self.get().block_on(f)
     }
 
-    fn spawn<F: Future<Output = ()> + Send + 'static>(&self, f: F) {
-        self.get().spawn(f);
+    /// [`call`](Self::call) for a call that returns a hold, in a blocking [`Guard`].
+    fn hold<G: Hold>(self: &Arc<Self>, f: impl Future<Output = Result<G>>) -> Result<Guard<G>> {
+        Ok(Guard::new(self.call(f)?, self))
     }
-}
 
-/// Runs a guard's release from its `drop`: blocking until it is done, or, inside an
-/// async runtime (where blocking would panic), in the background on our own runtime
-/// (the caller's may end before the release ran).
-fn finish<F: Future<Output = ()> + Send + 'static>(rt: &Runtime, release: F) {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        rt.spawn(release);
-    } else {
-        rt.block_on(release);
+    /// [`hold`](Self::hold) for a call with a bounded wait (`None`: still busy).
+    fn try_hold<G: Hold>(
+        self: &Arc<Self>,
+        f: impl Future<Output = Result<Option<G>>>,
+    ) -> Result<Option<Guard<G>>> {
+        Ok(self.call(f)?.map(|g| Guard::new(g, self)))
+    }
+
+    /// Runs a guard's release from its `drop`: to its end, or in the background on our
+    /// runtime when inside another (where blocking would panic).
+    fn finish<F: Future<Output = ()> + Send + 'static>(&self, release: F) {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.get().spawn(release);
+        } else {
+            self.call(release);
+        }
     }
 }
 

@@ -8,7 +8,26 @@ use super::{Lock, Runtime};
 /// [`read`](Self::read) and [`write`](Self::write) locks are blocking [`Lock`]s held
 /// per thread, as Redisson's are. Downgrades and upgrades behave as described at
 /// [`crate::ReadWriteLock`].
-#[derive(Clone)]
+///
+/// # Examples
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+/// # fn main() { doc_redis::run_blocking(|url| {
+/// use std::time::Duration;
+/// use redlatch::blocking::Client;
+/// let client = Client::connect(redlatch::Config::single(url))?;
+/// let rw = client.read_write_lock("catalog");
+/// assert!(rw.prefers_writers() && rw.name() == "catalog");
+/// let write = rw.write().lock()?;
+/// let read = rw.read().lock()?; // the writer's thread may read (a downgrade)
+/// let other = std::thread::scope(|s| s.spawn(|| rw.read().try_lock(Duration::ZERO)).join().unwrap());
+/// assert!(other?.is_none()); // other threads wait for the writer
+/// drop(write);
+/// drop(read);
+/// assert!(!rw.prefer_writers(false).prefers_writers());
+/// # Ok(()) }) }
+/// ```
+#[derive(Clone, Debug)]
 pub struct ReadWriteLock {
     inner: crate::ReadWriteLock,
     rt: Arc<Runtime>,
@@ -26,36 +45,12 @@ impl ReadWriteLock {
         }
     }
 
-    /// The lock's name (its Redis key).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// assert_eq!(client.read_write_lock("catalog").name(), "catalog");
-    /// # Ok(()) }) }
-    /// ```
+    /// The lock's name; as [`crate::ReadWriteLock::name`] (example there).
     pub fn name(&self) -> &str {
         self.inner.name()
     }
 
-    /// The same lock with writer preference on or off (see
-    /// [`crate::ReadWriteLock::prefer_writers`]).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// let rw = client.read_write_lock("catalog").prefer_writers(false);
-    /// assert!(!rw.prefers_writers());
-    /// # Ok(()) }) }
-    /// ```
+    /// As [`crate::ReadWriteLock::prefer_writers`] (example there).
     pub fn prefer_writers(self, prefer: bool) -> Self {
         ReadWriteLock {
             inner: self.inner.prefer_writers(prefer),
@@ -63,70 +58,18 @@ impl ReadWriteLock {
         }
     }
 
-    /// True if waiting writers keep new readers out (the default).
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// assert!(client.read_write_lock("catalog").prefers_writers());
-    /// # Ok(()) }) }
-    /// ```
+    /// As [`crate::ReadWriteLock::prefers_writers`] (example there).
     pub fn prefers_writers(&self) -> bool {
         self.inner.prefers_writers()
     }
 
-    /// The read lock: shared between readers, exclusive of the writer.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use redlatch::blocking::Client;
-    /// use redlatch::{Config, Kind};
-    /// let client = Client::connect(Config::single(url))?;
-    /// let read = client.read_write_lock("catalog").read();
-    /// assert_eq!(read.kind(), Kind::Read);
-    /// let a = read.lock()?;
-    /// let b = std::thread::scope(|s| s.spawn(|| read.try_lock(std::time::Duration::ZERO).map(|g| g.is_some())).join().unwrap())?;
-    /// assert!(b); // another thread reads too
-    /// drop(a);
-    /// # Ok(()) }) }
-    /// ```
+    /// The read lock, held per thread; as [`crate::ReadWriteLock::read`] (example there).
     pub fn read(&self) -> Lock {
         self.wrap(self.inner.read())
     }
 
-    /// The write lock: exclusive of readers and other writers.
-    ///
-    /// # Examples
-    /// ```
-    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
-    /// # fn main() { doc_redis::run_blocking(|url| {
-    /// use std::time::Duration;
-    /// use redlatch::blocking::Client;
-    /// use redlatch::Config;
-    /// let client = Client::connect(Config::single(url))?;
-    /// let rw = client.read_write_lock("catalog");
-    /// let w = rw.write().lock()?;
-    /// let read = rw.read();
-    /// let other = std::thread::scope(|s| s.spawn(|| read.try_lock(Duration::from_millis(50)).map(|g| g.is_some())).join().unwrap())?;
-    /// assert!(!other); // no reader while written
-    /// w.unlock()?;
-    /// # Ok(()) }) }
-    /// ```
+    /// The write lock, held per thread; as [`crate::ReadWriteLock::write`] (example there).
     pub fn write(&self) -> Lock {
         self.wrap(self.inner.write())
-    }
-}
-
-impl std::fmt::Debug for ReadWriteLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("blocking::ReadWriteLock")
-            .field(&self.inner)
-            .finish()
     }
 }
