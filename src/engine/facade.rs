@@ -198,7 +198,7 @@ impl Engine {
         }
         self.refuse_reentry(&call)?;
         let acquire = async {
-            match spec.kind.protocol().spins() {
+            match spec.kind.protocol().policy().spins() {
                 true => spin::acquire(self, &call, spec.backoff).await,
                 false => waiter::acquire(self, &call).await,
             }
@@ -272,7 +272,7 @@ impl Engine {
     /// `NON_REENTRANT_REACQUIRE`): refused here when this client knows the hold, else
     /// by the kind's acquire script (lua/reacquire_guard.lua).
     fn refuse_reentry(&self, call: &Call) -> Result<()> {
-        if call.kind.protocol().reentrant() || self.holds.get(&call.name, &call.holder).is_none() {
+        if call.kind.protocol().policy().reentrant || self.holds.get(&call.name, &call.holder).is_none() {
             return Ok(());
         }
         Err(Error::Reentry {

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::{fair, plain, Ask, Protocol, Sending};
+use super::{fair, plain, Ask, Protocol, Sending, WaitPolicy};
 use crate::engine::master::Master;
 use crate::engine::wire::{read_fenced, Acquire, Release};
 use crate::error::Result;
@@ -54,8 +54,11 @@ impl Protocol for Fenced {
         fair::drop_lost(name, holder)
     }
 
-    fn local_shortcut(&self) -> bool {
-        true
+    fn policy(&self) -> WaitPolicy {
+        WaitPolicy {
+            local_shortcut: true,
+            ..WaitPolicy::CONSERVATIVE
+        }
     }
 }
 

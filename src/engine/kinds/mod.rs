@@ -115,59 +115,113 @@ pub(crate) trait Protocol: Sync + 'static {
         None
     }
 
+    /// How its waiters wait and what this client may do for them.
+    fn policy(&self) -> WaitPolicy {
+        WaitPolicy::CONSERVATIVE
+    }
+}
+
+/// Which of one client's waiters pass the local gate (gate.rs; waiter.rs invariants
+/// 8, 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Every waiter lines up.
+    Always,
+    /// Only under Redlock (a fair lock: on one master its Redis queue orders them).
+    Redlock,
+    /// None (readers share).
+    Never,
+}
+
+/// When a refused attempt queues its waiter: to be refreshed while it waits and left
+/// however the wait ends (waiter.rs invariants 4, 5, 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Queue {
+    /// Never.
+    Never,
+    /// Unless it is a single try (a fair waiter).
+    Waiting,
+    /// When it waits with an intent (a writer that prefers writers).
+    Intent,
+}
+
+/// How a refused waiter waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Subscribed to its wake channel (waiter/).
+    Subscribe,
+    /// Single tries spaced by a back-off, no pub/sub (engine/spin.rs).
+    Spin,
+}
+
+/// How one kind's waiters behave, in one value (a `const` per kind): how they wait,
+/// gate and queue, the local hand-overs this client may make them, and whether the
+/// holder may re-enter.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WaitPolicy {
+    /// How a refused waiter waits.
+    pub(crate) wait: Wait,
+    /// Which waiters pass the local gate.
+    pub(crate) gate: Gate,
+    /// When an attempt queues the waiter.
+    pub(crate) queue: Queue,
+    /// Local releasers may hand it to waiting tasks of this client, on one master
+    /// (waiter.rs invariant 7): the offers its waiters post.
+    pub(crate) offers: Option<Book>,
+    /// Waiters skip Redis while another task of this client holds it (waiter.rs
+    /// invariant 6).
+    pub(crate) local_shortcut: bool,
+    /// Waiters register for a cross-process hand-over (waiter.rs invariant 10).
+    pub(crate) registers: bool,
+    /// A release wakes this client's waiters at once (they listen on
+    /// [`Protocol::channel`]).
+    pub(crate) wakes_locally: bool,
     /// A lock is ours once a majority granted it: the other masters' answers land in
     /// the background. Otherwise every answer is awaited (queues to leave, the largest
     /// token).
-    fn majority_suffices(&self) -> bool {
-        false
-    }
-
-    /// Waiters of one client line up in the local gate (gate.rs; waiter.rs
-    /// invariants 8, 9).
-    fn gated(&self, _redlock: bool) -> bool {
-        true
-    }
-
-    /// A refused attempt queues the waiter (to be refreshed while it waits and left
-    /// however the wait ends: waiter.rs invariants 4, 5, 9).
-    fn queues(&self, _ask: &Ask) -> bool {
-        false
-    }
-
-    /// Local releasers may hand it to waiting tasks of this client, on one master
-    /// (waiter.rs invariant 7): the offers its waiters post.
-    fn offers(&self) -> Option<Book> {
-        None
-    }
-
-    /// Waiters skip Redis while another task of this client holds it (waiter.rs
-    /// invariant 6).
-    fn local_shortcut(&self) -> bool {
-        false
-    }
-
-    /// Waiters register for a cross-process hand-over (waiter.rs invariant 10).
-    fn registers(&self) -> bool {
-        false
-    }
-
-    /// A release wakes this client's waiters at once (they listen on [`channel`]).
-    ///
-    /// [`channel`]: Protocol::channel
-    fn wakes_locally(&self) -> bool {
-        true
-    }
-
+    pub(crate) majority_suffices: bool,
     /// A holder may acquire it again (the hold count grows). A non-reentrant kind
     /// refuses that with [`Error::Reentry`](crate::error::Error::Reentry), at once when
     /// this client knows the hold, else from its acquire script.
-    fn reentrant(&self) -> bool {
-        true
+    pub(crate) reentrant: bool,
+}
+
+impl WaitPolicy {
+    /// The plain lock's behaviour minus offers, shortcut and registry, and without
+    /// the majority shortcut: where a new kind starts (no local hand-over) and opts in.
+    pub(crate) const CONSERVATIVE: WaitPolicy = WaitPolicy {
+        wait: Wait::Subscribe,
+        gate: Gate::Always,
+        queue: Queue::Never,
+        offers: None,
+        local_shortcut: false,
+        registers: false,
+        wakes_locally: true,
+        majority_suffices: false,
+        reentrant: true,
+    };
+
+    /// Whether waiters of one client line up in the local gate.
+    pub(crate) fn gated(&self, redlock: bool) -> bool {
+        match self.gate {
+            Gate::Always => true,
+            Gate::Redlock => redlock,
+            Gate::Never => false,
+        }
+    }
+
+    /// Whether a refused attempt of `ask` queues the waiter.
+    pub(crate) fn queues(&self, ask: &Ask) -> bool {
+        match self.queue {
+            Queue::Never => false,
+            Queue::Waiting => !ask.once,
+            Queue::Intent => ask.intent && !ask.once,
+        }
     }
 
     /// Its waiters do not subscribe: they retry after a back-off (engine/spin.rs).
-    fn spins(&self) -> bool {
-        false
+    pub(crate) fn spins(&self) -> bool {
+        self.wait == Wait::Spin
     }
 }
 
@@ -180,8 +234,8 @@ impl Kind {
             Kind::Fenced => &fenced::Fenced,
             Kind::Read => &read::Read,
             Kind::Write => &write::Write,
-            Kind::NonReentrant => &nonreentrant::NonReentrant,
-            Kind::NonReentrantFair => &nonreentrant::NonReentrantFair,
+            Kind::NonReentrant => &nonreentrant::NON_REENTRANT,
+            Kind::NonReentrantFair => &nonreentrant::NON_REENTRANT_FAIR,
             Kind::Spin => &spin::Spin,
             Kind::Group => &group::Group,
         }
@@ -191,7 +245,7 @@ impl Kind {
 /// Whether `kind`'s waiters post fair offers (else plain ones, or none): which offers
 /// table holds its hand-overs and their settling (offers.rs).
 pub(crate) fn fair_offers(kind: Kind) -> bool {
-    kind.protocol().offers() == Some(Book::Fair)
+    kind.protocol().policy().offers == Some(Book::Fair)
 }
 
 /// Acquires on one master, as `kind` does it; a grant the replicas did not

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::{fair, Ask, Book, Protocol, Sending};
+use super::{fair, Ask, Book, Protocol, Sending, WaitPolicy};
 use crate::engine::master::Master;
 use crate::engine::plain_ops::{PlainOp, RELEASE};
 use crate::engine::wire::{typed, Acquire, HandOver, Release};
@@ -62,22 +62,20 @@ impl Protocol for Plain {
         fair::drop_lost(name, holder)
     }
 
-    fn majority_suffices(&self) -> bool {
-        true
-    }
-
-    fn offers(&self) -> Option<Book> {
-        Some(Book::Plain)
-    }
-
-    fn local_shortcut(&self) -> bool {
-        true
-    }
-
-    fn registers(&self) -> bool {
-        true
+    fn policy(&self) -> WaitPolicy {
+        POLICY
     }
 }
+
+/// The plain lock's waiters: a majority suffices, local hand-overs to the gate holder,
+/// the local-hold shortcut and the waiter registry.
+const POLICY: WaitPolicy = WaitPolicy {
+    majority_suffices: true,
+    offers: Some(Book::Plain),
+    local_shortcut: true,
+    registers: true,
+    ..WaitPolicy::CONSERVATIVE
+};
 
 /// Releases `from`'s last hold of `name` and, unless another client waits, gives the
 /// lock to `to` in the same script (lock lane, so in order with our other scripts);

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{read_release, Ask, Protocol, Sending};
+use super::{read_release, Ask, Gate, Protocol, Sending, WaitPolicy};
 use crate::engine::rw;
 use crate::engine::wire::{read_acquire, Acquire, Release};
 use crate::keys;
@@ -43,7 +43,11 @@ impl Protocol for Read {
         rw::drop_call(name, holder)
     }
 
-    fn gated(&self, _redlock: bool) -> bool {
-        false
+    /// Readers share: none waits in the gate.
+    fn policy(&self) -> WaitPolicy {
+        WaitPolicy {
+            gate: Gate::Never,
+            ..WaitPolicy::CONSERVATIVE
+        }
     }
 }

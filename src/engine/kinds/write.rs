@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::{read_release, Ask, Protocol, Sending};
+use super::{read_release, Ask, Protocol, Queue, Sending, WaitPolicy};
 use crate::engine::rw;
 use crate::engine::wire::{read_acquire, Acquire, Release};
 use crate::keys;
@@ -32,7 +32,7 @@ impl Protocol for Write {
         ask: &Ask,
         _waiting: Option<Arc<str>>,
     ) -> Sending<Acquire> {
-        let intent_ms = if self.queues(ask) { ask.stale_ms } else { 0 };
+        let intent_ms = if self.policy().queues(ask) { ask.stale_ms } else { 0 };
         let inv = rw::acquire_call(name, lease_ms, holder, true, intent_ms);
         Sending::Script(inv, read_acquire)
     }
@@ -50,7 +50,11 @@ impl Protocol for Write {
         Some(rw::leave_call(name, holder))
     }
 
-    fn queues(&self, ask: &Ask) -> bool {
-        ask.intent && !ask.once
+    /// A waiting writer with an intent is queued by it.
+    fn policy(&self) -> WaitPolicy {
+        WaitPolicy {
+            queue: Queue::Intent,
+            ..WaitPolicy::CONSERVATIVE
+        }
     }
 }
