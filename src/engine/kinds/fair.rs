@@ -91,6 +91,15 @@ impl Protocol for Fair {
     fn policy(&self) -> WaitPolicy {
         POLICY
     }
+
+    /// Its queue keys are named too.
+    fn validate(&self, key: &str) -> Result<()> {
+        keys::validate_fair(key)
+    }
+
+    fn force_release(&self, name: &str) -> Invocation {
+        force_release(name)
+    }
 }
 
 /// The fair lock's waiters: on one master its Redis queue orders every waiter, under

@@ -60,6 +60,10 @@ impl Protocol for Fenced {
             ..WaitPolicy::CONSERVATIVE
         }
     }
+
+    fn force_release(&self, name: &str) -> Invocation {
+        plain::force_release(name)
+    }
 }
 
 /// Raises the fencing counter of `name` to at least `token` and, if `holder` holds the

@@ -119,6 +119,79 @@ pub(crate) trait Protocol: Sync + 'static {
     fn policy(&self) -> WaitPolicy {
         WaitPolicy::CONSERVATIVE
     }
+
+    /// The Redis key an engine name of this kind is kept under (a faster multi-lock's
+    /// name is composite: its key is the group).
+    fn key<'a>(&self, name: &'a str) -> &'a str {
+        name
+    }
+
+    /// Checks the key for this kind's layout (a fair lock's names its queue keys too).
+    fn validate(&self, key: &str) -> Result<()> {
+        keys::validate(key)
+    }
+
+    /// The holder id an acquisition of it takes, from the caller's (a writer's ends
+    /// in `:write`).
+    fn holder_id(&self, holder: Arc<str>) -> Arc<str> {
+        holder
+    }
+
+    /// The kind of a hold on the same name that the caller may not wait from for this
+    /// one: it would wait for itself (a read hold, for the write side).
+    fn no_upgrade_from(&self) -> Option<Kind> {
+        None
+    }
+
+    /// The other kinds one caller's holds of this name may be (a read-write lock's
+    /// other side), for the self-wait watch (self_wait.rs).
+    fn siblings(&self) -> &'static [Kind] {
+        &[]
+    }
+
+    /// Which script the watchdog renews its holds with.
+    fn renewal(&self) -> Renewal {
+        Renewal::Field
+    }
+
+    /// How `is_locked` reads it on one master.
+    fn probe(&self) -> Probe {
+        Probe::Exists
+    }
+
+    /// Deletes the lock whoever holds it and wakes its waiters: answers how many holds
+    /// (or values) it removed, 0 if none.
+    fn force_release(&self, name: &str) -> Invocation;
+
+    /// A force-release may leave the lock alone although it is held (a read-write
+    /// lock in the other mode): then this client's holds of it stay.
+    fn force_may_spare(&self) -> bool {
+        false
+    }
+}
+
+/// Which renewal script a hold needs (the watchdog's batched round).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Renewal {
+    /// renew.lua: the holder's field of a lock hash (plain, fair, fenced, write).
+    Field,
+    /// rw_renew.lua: a reader's own hold keys.
+    Read,
+    /// xsem_renew.lua: a permit's expiry.
+    Permit,
+    /// group_renew.lua: a faster multi-lock's values (kinds/group.rs).
+    Group,
+}
+
+/// How `is_locked` reads a lock on one master.
+#[derive(Clone, Copy)]
+pub(crate) enum Probe {
+    /// The lock hash exists, with a lease (another type is `WrongType`, no lease
+    /// `BadData`).
+    Exists,
+    /// HGETALL of the name, the reply judged by the function (a read-write lock's
+    /// mode and holders).
+    Hash(fn(&Value) -> bool),
 }
 
 /// Which of one client's waiters pass the local gate (gate.rs; waiter.rs invariants
@@ -299,6 +372,14 @@ pub(crate) async fn release(
 pub(crate) async fn yes(m: &Master, name: &str, inv: &Invocation) -> Result<bool> {
     let v = m.eval(Lane::Lock, inv).await.map_err(|e| typed(name, e))?;
     Ok(m.decode::<i64>(v)? == 1)
+}
+
+/// Force-releases `name` of `kind` on one master; true if it removed something.
+pub(crate) async fn force_release(m: &Master, kind: Kind, name: &str) -> Result<bool> {
+    let kind = kind.protocol();
+    let inv = kind.force_release(name);
+    let v = m.eval(Lane::Lock, &inv).await;
+    Ok(m.decode::<i64>(v.map_err(|e| typed(kind.key(name), e))?)? > 0)
 }
 
 /// Drops a lost hold of `holder` on one master; true if there was one.

@@ -129,6 +129,14 @@ impl<P: Guardable> Protocol for NonReentrant<P> {
         self.inner.leave(name, holder, ask)
     }
 
+    fn validate(&self, key: &str) -> Result<()> {
+        self.inner.validate(key)
+    }
+
+    fn force_release(&self, name: &str) -> Invocation {
+        self.inner.force_release(name)
+    }
+
     fn policy(&self) -> WaitPolicy {
         let inner = self.inner.policy();
         WaitPolicy {

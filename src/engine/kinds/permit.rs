@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::super::master::Master;
 use super::super::renew::renew_pairs;
 use super::semaphore::run;
+use crate::engine::Kind;
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -22,6 +23,10 @@ static XSEM_AVAILABLE: LazyLock<Script> = lua!("xsem_common.lua", "xsem_availabl
 static XSEM_RELEASE_MANY: LazyLock<Script> = lua!("xsem_common.lua", "xsem_release_many.lua");
 static XSEM_LEASE: LazyLock<Script> = lua!("xsem_common.lua", "xsem_lease.lua");
 static XSEM_SET: LazyLock<Script> = lua!("xsem_common.lua", "xsem_set.lua");
+
+/// The kind a permit's hold is kept under in the hold table (marked `permit`: the
+/// watchdog renews its expiry, its release returns the permit; holds.rs).
+pub(crate) const HOLD_KIND: Kind = Kind::Plain;
 
 /// These scripts, for the catalogue (catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 7] {

@@ -65,6 +65,10 @@ impl Protocol for Plain {
     fn policy(&self) -> WaitPolicy {
         POLICY
     }
+
+    fn force_release(&self, name: &str) -> Invocation {
+        force_release(name)
+    }
 }
 
 /// The plain lock's waiters: a majority suffices, local hand-overs to the gate holder,

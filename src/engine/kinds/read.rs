@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use super::{read_release, Ask, Gate, Protocol, Sending, WaitPolicy};
+use super::{read_release, Ask, Gate, Probe, Protocol, Renewal, Sending, WaitPolicy};
+use crate::engine::Kind;
 use crate::engine::rw;
 use crate::engine::wire::{read_acquire, Acquire, Release};
 use crate::keys;
@@ -49,5 +50,33 @@ impl Protocol for Read {
             gate: Gate::Never,
             ..WaitPolicy::CONSERVATIVE
         }
+    }
+
+    fn siblings(&self) -> &'static [Kind] {
+        &[Kind::Write]
+    }
+
+    /// Each read hold renews its own timeout key (rw.rs `renew_reads`).
+    fn renewal(&self) -> Renewal {
+        Renewal::Read
+    }
+
+    /// Anyone reads: a hash in read mode, or in write mode with more holders than
+    /// the writer (a writer's own read holds, a downgrade, are read holds too).
+    fn probe(&self) -> Probe {
+        Probe::Hash(|v| match rw::parse_state(v) {
+            (Some(mode), _) if mode == "read" => true,
+            (Some(mode), holders) if mode == "write" => holders > 1,
+            _ => false,
+        })
+    }
+
+    /// Deletes it if in read mode.
+    fn force_release(&self, name: &str) -> Invocation {
+        rw::force_call(name, false)
+    }
+
+    fn force_may_spare(&self) -> bool {
+        true
     }
 }

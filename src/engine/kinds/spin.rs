@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::{fair, read_release, Ask, Protocol, Sending, Wait, WaitPolicy};
+use super::{fair, plain, read_release, Ask, Protocol, Sending, Wait, WaitPolicy};
 use crate::engine::plain_ops::PlainOp;
 use crate::engine::wire::{Acquire, Release};
 use crate::transport::script::lua;
@@ -67,5 +67,10 @@ impl Protocol for Spin {
             wakes_locally: false,
             ..WaitPolicy::CONSERVATIVE
         }
+    }
+
+    /// The plain force-release (its publication wakes nobody).
+    fn force_release(&self, name: &str) -> Invocation {
+        plain::force_release(name)
     }
 }

@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use super::{read_release, Ask, Protocol, Queue, Sending, WaitPolicy};
+use super::{read_release, Ask, Probe, Protocol, Queue, Sending, WaitPolicy};
+use crate::engine::Kind;
 use crate::engine::rw;
 use crate::engine::wire::{read_acquire, Acquire, Release};
 use crate::keys;
@@ -56,5 +57,33 @@ impl Protocol for Write {
             queue: Queue::Intent,
             ..WaitPolicy::CONSERVATIVE
         }
+    }
+
+    /// The reader id with `:write`.
+    fn holder_id(&self, holder: Arc<str>) -> Arc<str> {
+        rw::writer(&holder)
+    }
+
+    /// A reader waiting to write would wait for its own read hold.
+    fn no_upgrade_from(&self) -> Option<Kind> {
+        Some(Kind::Read)
+    }
+
+    fn siblings(&self) -> &'static [Kind] {
+        &[Kind::Read]
+    }
+
+    /// Anyone writes: a hash in write mode.
+    fn probe(&self) -> Probe {
+        Probe::Hash(|v| rw::parse_state(v).0.as_deref() == Some("write"))
+    }
+
+    /// Deletes it if in write mode.
+    fn force_release(&self, name: &str) -> Invocation {
+        rw::force_call(name, true)
+    }
+
+    fn force_may_spare(&self) -> bool {
+        true
     }
 }
