@@ -39,7 +39,7 @@ pub(crate) use super::holder::{fresh_number, Scope};
 pub(crate) use super::kinds::group::{
     composite as group_name, field as group_field, Status as GroupStatus,
 };
-pub(crate) use super::queries::{lease_left, Inspected};
+pub(crate) use super::queries::Inspected;
 pub(crate) use super::waiter::deadline_after;
 pub(crate) use crate::transport::connect::{Deployment, Shape};
 pub(crate) use crate::transport::replicas::SyncReplicas;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use redis::Value;
 
 use super::call::LockSpec;
+use super::kinds::inspect::{self, lease_left, State};
 use super::kinds::{self, Probe};
 use super::master::Master;
 use super::quorum::{answers, fan_out, majority_floor, majority_true};
@@ -20,7 +21,8 @@ pub(crate) struct Inspected {
     pub(crate) serving: String,
     /// Its replicas as replica sync last counted them.
     pub(crate) replicas: Option<ReplicaSync>,
-    pub(crate) reply: Result<Vec<Value>>,
+    /// What it holds under the name, or why that could not be read.
+    pub(crate) state: std::result::Result<State, String>,
 }
 
 impl Engine {
@@ -91,9 +93,11 @@ impl Engine {
         Ok(deleted)
     }
 
-    /// Sends `pipe` (about `key`) to every master; one answer per master, in order,
-    /// with the server that answered and its replicas.
-    pub(crate) async fn inspect(&self, key: &str, pipe: &redis::Pipeline) -> Vec<Inspected> {
+    /// Reads what every master holds under `key`, every kind's layout
+    /// (kinds/inspect.rs); one answer per master, in order, with the server that
+    /// answered and its replicas. A master that cannot be read answers why.
+    pub(crate) async fn inspect(&self, key: &str) -> Vec<Inspected> {
+        let pipe = &inspect::pipeline(&kinds::SECTIONS, key);
         let results = fan_out(&self.masters, |m| async move {
             let v = m.pipe(pipe).await?;
             m.decode::<Vec<Value>>(v)
@@ -103,7 +107,10 @@ impl Engine {
             .map(|(m, reply)| Inspected {
                 serving: m.link().serving(key.as_bytes()),
                 replicas: m.link().replica_sync(key.as_bytes()),
-                reply,
+                state: match reply {
+                    Ok(v) => inspect::read(&kinds::SECTIONS, &v),
+                    Err(e) => Err(e.to_string()),
+                },
             })
             .collect()
     }
@@ -148,11 +155,4 @@ fn as_int(v: &Value) -> i64 {
             .unwrap_or(0),
         _ => 0,
     }
-}
-
-/// A PTTL as the lease left: `None` for a missing key (-2) or one without expiry (-1).
-/// 0 is a lease in its last millisecond (Redis drops a key once its millisecond clock
-/// passes the expiry), still held: `Some(ZERO)`.
-pub(crate) fn lease_left(pttl: i64) -> Option<Duration> {
-    u64::try_from(pttl).ok().map(Duration::from_millis)
 }

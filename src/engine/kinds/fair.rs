@@ -8,6 +8,7 @@ use std::sync::{Arc, LazyLock};
 
 use redis::Value;
 
+use super::inspect::{scored, scores, text, Section};
 use super::{Ask, Book, Gate, Protocol, Queue, Sending, WaitPolicy};
 use crate::engine::master::Master;
 use crate::engine::wire::{protocol, read_acquire, typed, Acquire, HandOver, Release};
@@ -188,3 +189,24 @@ pub(crate) fn force_release(name: &str) -> Invocation {
         .arg(keys::derived("redlatch_revoke__channel", name));
     inv
 }
+
+/// Its part of an inspection (kinds/inspect.rs): the queue in order, each waiter with
+/// its deadline.
+pub(crate) static INSPECT: Section = Section {
+    reads: |name, pipe| {
+        pipe.cmd("LRANGE").arg(keys::queue(name)).arg(0).arg(-1);
+        scores(pipe, keys::timeouts(name));
+    },
+    replies: 2,
+    read: |v, st| {
+        let deadlines = scored(&v[1], text);
+        if let Value::Array(items) = &v[0] {
+            st.queue = (items.iter().filter_map(text))
+                .map(|w| {
+                    let d = deadlines.iter().find(|(h, _)| *h == w).map(|(_, d)| *d);
+                    (w, d)
+                })
+                .collect();
+        }
+    },
+};

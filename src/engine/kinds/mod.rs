@@ -1,27 +1,37 @@
-//! One protocol type per lock kind (Redisson gives each kind a class that overrides
-//! acquire, release and subscribe): what a kind sends to acquire, release, drop a lost
-//! hold, force-release and leave a wait, which channel wakes its waiters, and how its
-//! waiters behave locally (gate, offers, the local-hold shortcut, the waiter
-//! registry). The engine's generic parts (waiter/, attempt.rs, release.rs, the
-//! watchdog) ask [`Kind::protocol`] instead of matching on the kind.
+//! A kind is one type (Redisson gives each kind a class that overrides acquire,
+//! unlock, renewal, force-unlock and is-locked, and nothing else asks which kind it
+//! has). Each lock kind's file here holds a unit struct implementing [`Protocol`]:
+//! what it sends to acquire, release, drop a lost hold, force-release and leave a
+//! wait; its channels; its key, name check and holder id; how the watchdog renews it
+//! and how `is_locked` reads it; and how its waiters behave, in one [`WaitPolicy`]
+//! value. Its part of an operator's inspection is a [`inspect::Section`] beside it.
+//! The engine's generic parts (waiter/, attempt.rs, release.rs, the watchdog,
+//! queries.rs, the façade) ask [`Kind::protocol`], the one place that matches on a
+//! kind, instead of the kind.
 //!
 //! * [`plain`]: Redisson `RLock`; [`fenced`]: `RFencedLock` (the plain release);
 //!   [`fair`]: `RFairLock`; [`read`], [`write`]: the sides of `RReadWriteLock`
-//!   (their shared layout in rw.rs); [`nonreentrant`]: `RedissonNonReentrantLock` and
-//!   `RedissonNonReentrantFairLock`; [`spin`]: `RedissonSpinLock` (waited for by
-//!   engine/spin.rs, without pub/sub); [`group`]:
-//!   `RedissonFasterMultiLock` (many values under one hash).
+//!   (their shared layout in rw.rs); [`nonreentrant`]: a wrapper that makes any
+//!   [`Guardable`](nonreentrant::Guardable) kind non-reentrant
+//!   (`RedissonNonReentrantLock` over the plain lock, `RedissonNonReentrantFairLock`
+//!   over the fair one); [`spin`]: `RedissonSpinLock` (waited for by engine/spin.rs,
+//!   without pub/sub); [`group`]: `RedissonFasterMultiLock` (many values under one
+//!   hash).
 //! * The counters, with no holder and no majority protocol: [`semaphore`]
 //!   (`RSemaphore`), [`permit`] (`RPermitExpirableSemaphore`, renewed as holds) and
 //!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
+//! * [`inspect`]: every layout read at once for `Lock::status`, each kind's
+//!   [`Section`](inspect::Section) composed ([`SECTIONS`]).
 //!
 //! Adding a kind: its Lua in `lua/`, one file here implementing [`Protocol`] (its
-//! scripts declared beside their calls and listed in catalogue.rs), its arm in
-//! [`Kind::protocol`], and its API file (ARCHITECTURE.md, "How a kind is added").
+//! scripts declared beside their calls and listed in catalogue.rs), its `Kind` variant
+//! and its arm in [`Kind::protocol`], and its getter in api/handles.rs
+//! (ARCHITECTURE.md, "How a kind is added").
 
 pub(crate) mod fair;
 pub(crate) mod fenced;
 pub(crate) mod group;
+pub(crate) mod inspect;
 pub(crate) mod latch;
 pub(crate) mod nonreentrant;
 pub(crate) mod permit;
@@ -77,7 +87,11 @@ pub(crate) enum Book {
     Fair,
 }
 
-/// A lock kind's protocol. The defaults are the plain lock's behaviour.
+/// A lock kind: everything the engine does differently per kind. Required: its
+/// label and its four calls (acquire, release, drop a lost hold, force-release); the
+/// defaults of the rest are the plain lock's (its channel, its name as key and
+/// holder id, the field renewal, the exists probe) with a [`WaitPolicy::CONSERVATIVE`]
+/// wait.
 pub(crate) trait Protocol: Sync + 'static {
     /// The `kind` of spans and metrics.
     fn label(&self) -> &'static str;
@@ -297,6 +311,17 @@ impl WaitPolicy {
         self.wait == Wait::Spin
     }
 }
+
+/// Every layout's part of an inspection (inspect.rs), in pipeline order: the plain
+/// lock's first (the others' reads use its key type).
+pub(crate) static SECTIONS: [&inspect::Section; 6] = [
+    &plain::INSPECT,
+    &fair::INSPECT,
+    &fenced::INSPECT,
+    &write::INSPECT,
+    &semaphore::INSPECT,
+    &permit::INSPECT,
+];
 
 impl Kind {
     /// This kind's protocol: the one place the engine matches on a lock kind.

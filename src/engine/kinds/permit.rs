@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::super::master::Master;
 use super::super::renew::renew_pairs;
+use super::inspect::{hex, scored, scores, Section};
 use super::semaphore::run;
 use crate::engine::Kind;
 use crate::error::Result;
@@ -148,3 +149,15 @@ pub(crate) async fn renew_permits(
 pub(crate) async fn permits_state(m: &Master, name: &str) -> Result<(i64, i64)> {
     run(m, name, &xsem_call(&XSEM_AVAILABLE, name)).await
 }
+
+/// Its part of an inspection (kinds/inspect.rs): the acquired permits (id in hex) with
+/// their expiry.
+pub(crate) static INSPECT: Section = Section {
+    reads: |name, pipe| scores(pipe, keys::permit_timeouts(name)),
+    replies: 1,
+    read: |v, st| {
+        st.permits = (scored(&v[0], hex).into_iter())
+            .map(|(id, at)| (id, Some(at)))
+            .collect();
+    },
+};

@@ -6,6 +6,9 @@
 
 use std::sync::{Arc, LazyLock};
 
+use redis::Value;
+
+use super::inspect::{int, lease_left, text, Section};
 use super::{fair, Ask, Book, Protocol, Sending, WaitPolicy};
 use crate::engine::master::Master;
 use crate::engine::plain_ops::{PlainOp, RELEASE};
@@ -135,3 +138,24 @@ pub(crate) fn force_release(name: &str) -> Invocation {
         .arg(keys::derived("redlatch_revoke__channel", name));
     inv
 }
+
+/// Its part of an inspection (kinds/inspect.rs): the key's type, its lease and the
+/// holders of the lock hash (every hash-kept lock's: plain, fenced, fair, read-write).
+pub(crate) static INSPECT: Section = Section {
+    reads: |name, pipe| {
+        pipe.cmd("TYPE").arg(name);
+        pipe.cmd("PTTL").arg(name);
+        pipe.cmd("HGETALL").arg(name);
+    },
+    replies: 3,
+    read: |v, st| {
+        st.key_type = text(&v[0]).unwrap_or_default();
+        st.ttl = int(&v[1]).and_then(lease_left);
+        if let Value::Array(items) = &v[2] {
+            st.holders = items
+                .chunks(2)
+                .filter_map(|p| Some((text(&p[0])?, int(p.get(1)?)?.max(0) as u64)))
+                .collect();
+        }
+    },
+};

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::inspect::{scored, scores, text, Section};
 use super::{read_release, Ask, Probe, Protocol, Queue, Sending, WaitPolicy};
 use crate::engine::Kind;
 use crate::engine::rw;
@@ -87,3 +88,20 @@ impl Protocol for Write {
         true
     }
 }
+
+/// The read-write layout's part of an inspection (kinds/inspect.rs; both sides share
+/// it, its holders are the hash's): the mode, and the writers waiting with when their
+/// intent lapses.
+pub(crate) static INSPECT: Section = Section {
+    reads: |name, pipe| {
+        pipe.cmd("HGET").arg(name).arg("mode");
+        scores(pipe, keys::rw_writers(name));
+    },
+    replies: 2,
+    read: |v, st| {
+        st.mode = text(&v[0]);
+        st.writers_waiting = (scored(&v[1], text).into_iter())
+            .map(|(w, at)| (w, Some(at)))
+            .collect();
+    },
+};
