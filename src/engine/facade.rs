@@ -267,7 +267,9 @@ impl Engine {
     /// `NON_REENTRANT_REACQUIRE`): refused here when this client knows the hold, else
     /// by the kind's acquire script (lua/reacquire_guard.lua).
     fn refuse_reentry(&self, call: &Call) -> Result<()> {
-        if call.kind.protocol().policy().reentrant || self.holds.get(&call.name, &call.holder).is_none() {
+        if call.kind.protocol().policy().reentrant
+            || self.holds.get(&call.name, &call.holder).is_none()
+        {
             return Ok(());
         }
         Err(Error::Reentry {
@@ -293,4 +295,3 @@ impl Engine {
         }
     }
 }
-

@@ -259,7 +259,10 @@ fn judge(
         count(results, |r| *r == Release::StillHeld),
         count(results, |r| *r == Release::NotHeld),
     );
-    if released > 0 && kind.protocol().policy().wakes_locally && wake_local && engine.pubsub.has_channels()
+    if released > 0
+        && kind.protocol().policy().wakes_locally
+        && wake_local
+        && engine.pubsub.has_channels()
     {
         engine.pubsub.notify_local(&kind.channel(name));
     }

@@ -104,7 +104,7 @@ impl Protocol for Fair {
 }
 
 /// The fair lock's waiters: on one master its Redis queue orders every waiter, under
-/// Redlock one waiter per client queues at a time (waiter.rs invariant 8); a waiter
+/// Redlock one waiter per client queues at a time (waiter/mod.rs invariant 8); a waiter
 /// queues unless it tries once, is offered the lock one per task, and listens on its
 /// own channel (a release wakes nobody on the shared one).
 const POLICY: WaitPolicy = WaitPolicy {

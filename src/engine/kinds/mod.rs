@@ -208,7 +208,7 @@ pub(crate) enum Probe {
     Hash(fn(&Value) -> bool),
 }
 
-/// Which of one client's waiters pass the local gate (gate.rs; waiter.rs invariants
+/// Which of one client's waiters pass the local gate (gate.rs; waiter/mod.rs invariants
 /// 8, 9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Gate {
@@ -221,7 +221,7 @@ pub(crate) enum Gate {
 }
 
 /// When a refused attempt queues its waiter: to be refreshed while it waits and left
-/// however the wait ends (waiter.rs invariants 4, 5, 9).
+/// however the wait ends (waiter/mod.rs invariants 4, 5, 9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Queue {
     /// Never.
@@ -253,12 +253,12 @@ pub(crate) struct WaitPolicy {
     /// When an attempt queues the waiter.
     pub(crate) queue: Queue,
     /// Local releasers may hand it to waiting tasks of this client, on one master
-    /// (waiter.rs invariant 7): the offers its waiters post.
+    /// (waiter/mod.rs invariant 7): the offers its waiters post.
     pub(crate) offers: Option<Book>,
-    /// Waiters skip Redis while another task of this client holds it (waiter.rs
+    /// Waiters skip Redis while another task of this client holds it (waiter/mod.rs
     /// invariant 6).
     pub(crate) local_shortcut: bool,
-    /// Waiters register for a cross-process hand-over (waiter.rs invariant 10).
+    /// Waiters register for a cross-process hand-over (waiter/mod.rs invariant 10).
     pub(crate) registers: bool,
     /// A release wakes this client's waiters at once (they listen on
     /// [`Protocol::channel`]).

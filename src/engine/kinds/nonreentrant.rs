@@ -172,3 +172,65 @@ impl Guardable for Fair {
         fair::acquire_call(script, (name, lease_ms, holder), ask)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::kinds::Queue;
+
+    fn ask() -> Ask {
+        Ask {
+            once: false,
+            intent: false,
+            redlock: false,
+            stale_ms: 5000,
+            wait_ms: 300_000,
+        }
+    }
+
+    /// The script, keys and arguments of a described script call.
+    fn parts(sent: Sending<Acquire>) -> (&'static Script, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        match sent {
+            Sending::Script(inv, _) => inv.parts(),
+            Sending::Batched(_) => panic!("a guarded acquire is a script"),
+        }
+    }
+
+    /// The guarded fair acquire sends the fair acquire's keys and arguments, only its
+    /// script differs (Redisson's non-reentrant fair lock shares the fair layout).
+    #[test]
+    fn the_guard_changes_the_script_not_the_call() {
+        let call = ("n", 30_000, "uuid:1");
+        let (script, keys, args) =
+            parts(NON_REENTRANT_FAIR.acquire(call.0, call.1, call.2, &ask(), None));
+        let (fair, fair_keys, fair_args) =
+            parts(Fair.acquire(call.0, call.1, call.2, &ask(), None));
+        assert_eq!((keys, args), (fair_keys, fair_args));
+        assert!(!std::ptr::eq(script, fair));
+        assert!(std::ptr::eq(script, &*NR_FAIR_ACQUIRE));
+        let (script, keys, args) =
+            parts(NON_REENTRANT.acquire(call.0, call.1, call.2, &ask(), None));
+        assert!(std::ptr::eq(script, &*NR_ACQUIRE));
+        assert_eq!(keys, [b"n".to_vec()]);
+        assert_eq!(args, [b"30000".to_vec(), b"uuid:1".to_vec()]);
+    }
+
+    /// Wrapped, a kind never re-enters and drops what assumes re-entry or a plain
+    /// hand-over; the fair queue and its offers stay.
+    #[test]
+    fn the_wrapper_keeps_the_inner_wait_but_re_entry() {
+        for wrapped in [NON_REENTRANT.policy(), NON_REENTRANT_FAIR.policy()] {
+            assert!(!wrapped.reentrant && !wrapped.local_shortcut && !wrapped.registers);
+        }
+        let (plain, nr) = (Plain.policy(), NON_REENTRANT.policy());
+        assert!(plain.reentrant && plain.offers.is_some());
+        assert_eq!(nr.offers, None);
+        assert_eq!(nr.majority_suffices, plain.majority_suffices);
+        let (fair, nrf) = (Fair.policy(), NON_REENTRANT_FAIR.policy());
+        assert_eq!(nrf.offers, Some(Book::Fair));
+        assert_eq!((nrf.gate, nrf.queue), (fair.gate, Queue::Waiting));
+        assert_eq!(nrf.wakes_locally, fair.wakes_locally);
+        assert_eq!(NON_REENTRANT_FAIR.label(), "non_reentrant_fair");
+        assert_eq!(NON_REENTRANT.label(), "non_reentrant");
+    }
+}

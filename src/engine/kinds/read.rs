@@ -1,14 +1,14 @@
 //! The read side of a read-write lock (Redisson `RReadWriteLock.readLock()`; layout
 //! and scripts in rw.rs). Readers share: no gate, no offers, no local-hold shortcut
-//! (waiter.rs invariant 9); each read hold has its own timeout key, renewed by the
+//! (waiter/mod.rs invariant 9); each read hold has its own timeout key, renewed by the
 //! watchdog's per-pair renewal (rw.rs `renew_reads`).
 
 use std::sync::Arc;
 
 use super::{read_release, Ask, Gate, Probe, Protocol, Renewal, Sending, WaitPolicy};
-use crate::engine::Kind;
 use crate::engine::rw;
 use crate::engine::wire::{read_acquire, Acquire, Release};
+use crate::engine::Kind;
 use crate::keys;
 use crate::transport::Invocation;
 

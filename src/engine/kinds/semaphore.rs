@@ -5,9 +5,9 @@
 
 use std::sync::LazyLock;
 
-use super::inspect::{int, Section};
 use super::super::master::Master;
 use super::super::wire::typed;
+use super::inspect::{int, Section};
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;

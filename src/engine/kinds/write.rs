@@ -1,16 +1,16 @@
 //! The write side of a read-write lock (Redisson `RReadWriteLock.writeLock()`; layout
 //! and scripts in rw.rs). Held under the writer id `<holder>:write`; a writer that
 //! prefers writers records an intent while it waits, which keeps new readers out, is
-//! refreshed like a fair queue entry and removed however the wait ends (waiter.rs
+//! refreshed like a fair queue entry and removed however the wait ends (waiter/mod.rs
 //! invariant 9). Never handed over locally (its waiters post no offers).
 
 use std::sync::Arc;
 
 use super::inspect::{scored, scores, text, Section};
 use super::{read_release, Ask, Probe, Protocol, Queue, Sending, WaitPolicy};
-use crate::engine::Kind;
 use crate::engine::rw;
 use crate::engine::wire::{read_acquire, Acquire, Release};
+use crate::engine::Kind;
 use crate::keys;
 use crate::transport::Invocation;
 
@@ -34,7 +34,11 @@ impl Protocol for Write {
         ask: &Ask,
         _waiting: Option<Arc<str>>,
     ) -> Sending<Acquire> {
-        let intent_ms = if self.policy().queues(ask) { ask.stale_ms } else { 0 };
+        let intent_ms = if self.policy().queues(ask) {
+            ask.stale_ms
+        } else {
+            0
+        };
         let inv = rw::acquire_call(name, lease_ms, holder, true, intent_ms);
         Sending::Script(inv, read_acquire)
     }
