@@ -111,7 +111,7 @@ impl<P: Guardable> Protocol for NonReentrant<P> {
         ask: &Ask,
         _waiting: Option<Arc<str>>,
     ) -> Sending<Acquire> {
-        let inv = (self.inner).acquire_over(&self.acquire, (name, lease_ms, holder), ask);
+        let inv = (self.inner).acquire_over(self.acquire, (name, lease_ms, holder), ask);
         Sending::Script(inv, read)
     }
 
