@@ -10,7 +10,6 @@ use crate::api::client::Client;
 use crate::api::guard::LockGuard;
 use crate::api::lock::Lock;
 use crate::engine::facade::{election_lock_name, Current, Event, Watch};
-use crate::engine::Kind;
 use crate::error::{Error, Result};
 use crate::lost::LostReason;
 
@@ -111,7 +110,7 @@ impl Election {
     }
 
     fn lock(&self) -> Lock {
-        Lock::new(self.client.clone(), self.lock_name(), Kind::Fenced)
+        self.client.fenced_lock(self.lock_name())
     }
 
     /// Waits (with pub/sub, no polling) until this caller leads, then records `value`

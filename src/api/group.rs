@@ -309,7 +309,7 @@ impl FasterMultiLock {
     #[doc(alias = "forceUnlock")]
     pub async fn force_unlock(&self) -> Result<bool> {
         let engine = &self.lock.client().engine;
-        engine.group_force_unlock(self.lock.spec()).await
+        engine.force_unlock(self.lock.spec()).await
     }
 
     async fn status(&self) -> Result<GroupStatus> {

@@ -1,13 +1,12 @@
-//! Read-only inspection of a lock on every master, for operators (`redlatch status`).
+//! Read-only inspection of a lock on every master, for operators (`redlatch status`):
+//! the public [`MasterStatus`] and the call; what is read, and how, is the engine's
+//! (each kind's part of an inspection beside its scripts, engine/kinds/inspect.rs).
 
 use std::time::Duration;
 
-use redis::Value;
-
 use crate::api::lock::Lock;
-use crate::engine::facade::{self, Inspected};
+use crate::engine::facade::Inspected;
 use crate::error::Result;
-use crate::keys;
 
 /// What one master holds for a lock.
 ///
@@ -97,124 +96,39 @@ impl Lock {
     /// ```
     pub async fn status(&self) -> Result<Vec<MasterStatus>> {
         self.check_name()?;
-        let mut pipe = redis::pipe();
-        // A key of another type fails HGETALL only; TYPE still says what it is.
-        pipe.ignore_errors();
-        pipe.cmd("TYPE").arg(self.name());
-        pipe.cmd("PTTL").arg(self.name());
-        pipe.cmd("HGETALL").arg(self.name());
-        pipe.cmd("LRANGE")
-            .arg(keys::queue(self.name()))
-            .arg(0)
-            .arg(-1);
-        pipe.cmd("ZRANGE")
-            .arg(keys::timeouts(self.name()))
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES");
-        pipe.cmd("GET").arg(keys::token(self.name()));
-        pipe.cmd("HGET").arg(self.name()).arg("mode");
-        pipe.cmd("GET").arg(self.name());
-        (pipe.cmd("ZRANGE").arg(keys::permit_timeouts(self.name())))
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES");
-        (pipe.cmd("ZRANGE").arg(keys::rw_writers(self.name())))
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES");
-        let answers = self.client().engine.inspect(self.name(), &pipe).await;
-        Ok(answers.into_iter().map(decode).collect())
+        let answers = self.client().engine.inspect(self.name()).await;
+        Ok(answers.into_iter().map(MasterStatus::from).collect())
     }
 }
 
-fn decode(answer: Inspected) -> MasterStatus {
-    let mut st = MasterStatus {
-        master: answer.serving,
-        replicas: answer.replicas,
-        ..Default::default()
-    };
-    let v = match answer.reply {
-        Ok(v) if v.len() == 10 => v,
-        Ok(v) => {
-            st.error = Some(format!("unexpected reply of {} items", v.len()));
-            return st;
+impl From<Inspected> for MasterStatus {
+    fn from(answer: Inspected) -> MasterStatus {
+        let (master, replicas) = (answer.serving, answer.replicas);
+        let st = match answer.state {
+            Ok(st) => st,
+            Err(error) => {
+                return MasterStatus {
+                    master,
+                    error: Some(error),
+                    replicas,
+                    ..Default::default()
+                }
+            }
+        };
+        MasterStatus {
+            master,
+            error: None,
+            key_type: st.key_type,
+            holders: st.holders,
+            ttl: st.ttl,
+            queue: st.queue,
+            fencing_counter: st.fencing_counter,
+            mode: st.mode,
+            counter: st.counter,
+            permits: st.permits,
+            writers_waiting: st.writers_waiting,
+            replicas,
         }
-        Err(e) => {
-            st.error = Some(e.to_string());
-            return st;
-        }
-    };
-    st.key_type = text(&v[0]).unwrap_or_default();
-    st.ttl = int(&v[1]).and_then(facade::lease_left);
-    if let Value::Array(items) = &v[2] {
-        st.holders = items
-            .chunks(2)
-            .filter_map(|p| Some((text(&p[0])?, int(p.get(1)?)?.max(0) as u64)))
-            .collect();
-    }
-    let deadlines = scored(&v[4], text);
-    if let Value::Array(items) = &v[3] {
-        st.queue = items
-            .iter()
-            .filter_map(text)
-            .map(|w| {
-                let d = deadlines.iter().find(|(h, _)| *h == w).map(|(_, d)| *d);
-                (w, d)
-            })
-            .collect();
-    }
-    st.fencing_counter = int(&v[5]).map(|t| t.max(0) as u64);
-    st.mode = text(&v[6]);
-    st.counter = (st.key_type == "string").then(|| int(&v[7])).flatten();
-    st.permits = (scored(&v[8], hex).into_iter())
-        .map(|(id, at)| (id, Some(at)))
-        .collect();
-    st.writers_waiting = (scored(&v[9], text).into_iter())
-        .map(|(w, at)| (w, Some(at)))
-        .collect();
-    st
-}
-
-/// A ZRANGE WITHSCORES reply as (member, score) pairs, members read by `member`.
-fn scored(v: &Value, member: fn(&Value) -> Option<String>) -> Vec<(String, i64)> {
-    match v {
-        Value::Array(items) => items
-            .chunks(2)
-            .filter_map(|p| Some((member(&p[0])?, int(p.get(1)?)?)))
-            .collect(),
-        Value::Map(items) => items
-            .iter()
-            .filter_map(|(k, s)| Some((member(k)?, int(s)?)))
-            .collect(),
-        _ => vec![],
-    }
-}
-
-/// A binary member (a permit id) in hex.
-fn hex(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => Some(b.iter().map(|x| format!("{x:02x}")).collect()),
-        _ => None,
-    }
-}
-
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
-        Value::SimpleString(s) => Some(s.clone()),
-        Value::Okay => Some("OK".into()),
-        _ => None,
-    }
-}
-
-fn int(v: &Value) -> Option<i64> {
-    match v {
-        Value::Int(i) => Some(*i),
-        Value::Double(d) => Some(*d as i64),
-        other => text(other)
-            .and_then(|s| s.parse::<f64>().ok())
-            .map(|f| f as i64),
     }
 }
 
@@ -258,32 +172,5 @@ mod ser {
             holder,
             deadline_ms: *deadline_ms,
         }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The status of a hash whose key reads PTTL `pttl`.
-    fn with_pttl(pttl: i64) -> MasterStatus {
-        let mut reply = vec![Value::Nil; 10];
-        reply[0] = Value::SimpleString("hash".into());
-        reply[1] = Value::Int(pttl);
-        decode(Inspected {
-            serving: "127.0.0.1:1".into(),
-            replicas: None,
-            reply: Ok(reply),
-        })
-    }
-
-    /// A PTTL of 0 is a lease in its last millisecond (Redis keeps the key until its
-    /// millisecond clock has passed the expiry), not a key without expiry.
-    #[test]
-    fn a_lease_in_its_last_millisecond_has_a_ttl_of_zero() {
-        assert_eq!(with_pttl(1500).ttl, Some(Duration::from_millis(1500)));
-        assert_eq!(with_pttl(0).ttl, Some(Duration::ZERO));
-        assert_eq!(with_pttl(-1).ttl, None, "no expiry");
-        assert_eq!(with_pttl(-2).ttl, None, "no key");
     }
 }

@@ -98,7 +98,7 @@ pub(crate) async fn attempt(
     // land in the background. Fair and fenced attempts need every answer (queues to
     // leave, the largest token), and so does a re-entry: should it fail after all (no
     // validity left), it is undone only where granted, which must be known.
-    let plain = kind.protocol().majority_suffices() && !reentrant;
+    let plain = kind.protocol().policy().majority_suffices && !reentrant;
     let results = fan_out_until(
         &inner.masters,
         &inner.cleanups,

@@ -19,7 +19,7 @@ use super::kind::Kind;
 use super::master::Master;
 use super::self_wait::Watched;
 use super::tickets::Tickets;
-use super::{attempt, holder, rw, spin, waiter, watchdog};
+use super::{attempt, holder, spin, waiter, watchdog};
 use super::{Engine, Settings};
 use crate::error::{Error, Result};
 use crate::keys;
@@ -39,7 +39,7 @@ pub(crate) use super::holder::{fresh_number, Scope};
 pub(crate) use super::kinds::group::{
     composite as group_name, field as group_field, Status as GroupStatus,
 };
-pub(crate) use super::queries::{lease_left, Inspected};
+pub(crate) use super::queries::Inspected;
 pub(crate) use super::waiter::deadline_after;
 pub(crate) use crate::transport::connect::{Deployment, Shape};
 pub(crate) use crate::transport::replicas::SyncReplicas;
@@ -160,15 +160,10 @@ impl Engine {
 
     /// Checks `name` for a lock of `kind` on this deployment.
     pub(crate) fn check_name(&self, name: &str, kind: Kind) -> Result<()> {
+        let kind = kind.protocol();
         // A faster multi-lock's engine name is composite: its key is the group.
-        let name = match kind {
-            Kind::Group => super::kinds::group::parts(name).0,
-            _ => name,
-        };
-        match kind.is_fair() {
-            true => keys::validate_fair(name)?,
-            false => keys::validate(name)?,
-        }
+        let name = kind.key(name);
+        kind.validate(name)?;
         if self.settings.cluster {
             keys::validate_cluster(name)?;
         }
@@ -193,12 +188,12 @@ impl Engine {
             wait,
             intent: spec.intent,
         };
-        if spec.kind == Kind::Write {
-            self.refuse_upgrade(&call)?;
+        if let Some(lower) = spec.kind.protocol().no_upgrade_from() {
+            self.refuse_upgrade(&call, lower)?;
         }
         self.refuse_reentry(&call)?;
         let acquire = async {
-            match spec.kind.protocol().spins() {
+            match spec.kind.protocol().policy().spins() {
                 true => spin::acquire(self, &call, spec.backoff).await,
                 false => waiter::acquire(self, &call).await,
             }
@@ -237,7 +232,7 @@ impl Engine {
             Holding::Owner(n) => holder::owner(&self.holder_prefix, n),
             Holding::PerCall => holder::for_call(&self.holder_prefix, &spec.name),
         };
-        side(spec.kind, holder)
+        spec.kind.protocol().holder_id(holder)
     }
 
     /// The holder id whose hold "the caller" means, if any: the thread's (blocking
@@ -248,18 +243,18 @@ impl Engine {
             return Some(self.holder(spec));
         }
         if let Some(scoped) = holder::scoped(&self.holder_prefix, &spec.name) {
-            return Some(side(spec.kind, scoped));
+            return Some(spec.kind.protocol().holder_id(scoped));
         }
         let hold = (self.holds).taken_in(&spec.name, spec.kind, holder::context())?;
         Some(hold.holder.clone())
     }
 
-    /// A task holding the read lock (and not the write lock) may not wait for the
-    /// write lock: it would wait for itself.
-    fn refuse_upgrade(&self, call: &Call) -> Result<()> {
+    /// A task holding the read lock (`lower`, under its base id) and not the write
+    /// lock may not wait for the write lock: it would wait for itself.
+    fn refuse_upgrade(&self, call: &Call, lower: Kind) -> Result<()> {
         let (name, writer) = (&call.name, &*call.holder);
         let reader = holder::base(writer);
-        let reads = (self.holds.get(name, reader)).is_some_and(|h| h.kind == Kind::Read);
+        let reads = (self.holds.get(name, reader)).is_some_and(|h| h.kind == lower);
         if reads && self.holds.get(name, writer).is_none() {
             return Err(Error::Upgrade {
                 name: name.to_string(),
@@ -272,7 +267,9 @@ impl Engine {
     /// `NON_REENTRANT_REACQUIRE`): refused here when this client knows the hold, else
     /// by the kind's acquire script (lua/reacquire_guard.lua).
     fn refuse_reentry(&self, call: &Call) -> Result<()> {
-        if call.kind.protocol().reentrant() || self.holds.get(&call.name, &call.holder).is_none() {
+        if call.kind.protocol().policy().reentrant
+            || self.holds.get(&call.name, &call.holder).is_none()
+        {
             return Ok(());
         }
         Err(Error::Reentry {
@@ -296,13 +293,5 @@ impl Engine {
                     .into(),
             }),
         }
-    }
-}
-
-/// A writer's holder id is its reader id with `:write` (rw.rs).
-fn side(kind: Kind, holder: Arc<str>) -> Arc<str> {
-    match kind {
-        Kind::Write => rw::writer(&holder),
-        _ => holder,
     }
 }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::holder::{self, ScopeEntry};
 use super::holds::Hold;
-use super::kinds::permit;
+use super::kinds::{self, permit};
 use super::{release, Engine};
 use crate::error::{Error, Result};
 use crate::lost::LostReason;
@@ -141,7 +141,7 @@ impl Held {
             None => {
                 // A lost hold is being dropped on the masters (Engine::lose): report
                 // once that is done, so nothing of it is left when unlock returns.
-                let fair = hold.kind.is_fair();
+                let fair = kinds::fair_offers(hold.kind);
                 engine.offers(fair).settled(&hold.name, &hold.holder).await;
                 Err(not_held(hold))
             }

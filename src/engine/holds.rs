@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::call::Call;
 use super::holder::{self, Context};
 use super::kind::Kind;
+use super::kinds::permit;
 use crate::error::Error;
 use crate::lost::LostReason;
 use crate::telemetry;
@@ -246,7 +247,7 @@ impl Holds {
         at: Instant,
         lease: Duration,
     ) -> Arc<Hold> {
-        let hold = Hold::first(name, id, Kind::Plain, true, (watchdog, at, lease));
+        let hold = Hold::first(name, id, permit::HOLD_KIND, true, (watchdog, at, lease));
         let mut map = self.map.lock();
         map.entry(name.clone()).or_default().push(hold.clone());
         telemetry::held(1);

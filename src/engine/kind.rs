@@ -58,15 +58,4 @@ impl Kind {
     pub(crate) fn channel(self, name: &str) -> String {
         self.protocol().channel(name)
     }
-
-    /// A side of a read-write lock.
-    pub(crate) fn is_rw(self) -> bool {
-        matches!(self, Kind::Read | Kind::Write)
-    }
-
-    /// Kept in the fair lock's layout (a queue, deadlines, per-waiter channels): its
-    /// names are checked, force-released and handed over as the fair lock's.
-    pub(crate) fn is_fair(self) -> bool {
-        matches!(self, Kind::Fair | Kind::NonReentrantFair)
-    }
 }

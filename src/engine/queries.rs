@@ -6,12 +6,12 @@ use std::time::Duration;
 use redis::Value;
 
 use super::call::LockSpec;
-use super::kind::Kind;
-use super::kinds::{fair, plain, yes};
+use super::kinds::inspect::{self, lease_left, State};
+use super::kinds::{self, Probe};
 use super::master::Master;
 use super::quorum::{answers, fan_out, majority_floor, majority_true};
 use super::wire::{no_expiry, typed};
-use super::{rw, Engine};
+use super::Engine;
 use crate::error::{Error, Result};
 use crate::transport::replicas::ReplicaSync;
 
@@ -21,26 +21,19 @@ pub(crate) struct Inspected {
     pub(crate) serving: String,
     /// Its replicas as replica sync last counted them.
     pub(crate) replicas: Option<ReplicaSync>,
-    pub(crate) reply: Result<Vec<Value>>,
+    /// What it holds under the name, or why that could not be read.
+    pub(crate) state: std::result::Result<State, String>,
 }
 
 impl Engine {
     /// True if anyone holds `spec` on a majority. For the read lock of a read-write
     /// lock: anyone reads; for its write lock: anyone writes.
     pub(crate) async fn is_locked(&self, spec: &LockSpec) -> Result<bool> {
-        if spec.kind.is_rw() {
+        if let Probe::Hash(held) = spec.kind.protocol().probe() {
             let v = self
                 .query(spec, redis::cmd("HGETALL").arg(&*spec.name))
                 .await?;
-            let held: Vec<bool> = (v.iter().map(rw::parse_state))
-                .map(|(mode, holders)| match (spec.kind, mode.as_deref()) {
-                    (Kind::Write, Some("write")) => true,
-                    // A writer's own read holds (a downgrade) are read holds too.
-                    (Kind::Read, Some("read")) => true,
-                    (Kind::Read, Some("write")) => holders > 1,
-                    _ => false,
-                })
-                .collect();
+            let held: Vec<bool> = v.iter().map(held).collect();
             return Ok(majority_true(&held, self.quorum));
         }
         self.check_name(&spec.name, spec.kind)?;
@@ -87,28 +80,24 @@ impl Engine {
     pub(crate) async fn force_unlock(&self, spec: &LockSpec) -> Result<bool> {
         self.check_name(&spec.name, spec.kind)?;
         let (name, kind) = (&*spec.name, spec.kind);
-        let results = fan_out(&self.masters, |m| async move {
-            match kind {
-                Kind::Read | Kind::Write => rw::force_release(m, name, kind == Kind::Write).await,
-                _ => force_release(m, name, kind.is_fair()).await,
-            }
-        })
-        .await;
+        let results = fan_out(&self.masters, |m| kinds::force_release(m, kind, name)).await;
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
         }
         let deleted = answers(&self.masters, results, self.quorum)?.contains(&true);
         // A read-write lock in the other mode was left alone: its holds are not lost.
-        if deleted || !kind.is_rw() {
+        if deleted || !kind.protocol().force_may_spare() {
             self.holds.lose_name(name);
         }
         self.pubsub.notify_local(&kind.channel(name));
         Ok(deleted)
     }
 
-    /// Sends `pipe` (about `key`) to every master; one answer per master, in order,
-    /// with the server that answered and its replicas.
-    pub(crate) async fn inspect(&self, key: &str, pipe: &redis::Pipeline) -> Vec<Inspected> {
+    /// Reads what every master holds under `key`, every kind's layout
+    /// (kinds/inspect.rs); one answer per master, in order, with the server that
+    /// answered and its replicas. A master that cannot be read answers why.
+    pub(crate) async fn inspect(&self, key: &str) -> Vec<Inspected> {
+        let pipe = &inspect::pipeline(&kinds::SECTIONS, key);
         let results = fan_out(&self.masters, |m| async move {
             let v = m.pipe(pipe).await?;
             m.decode::<Vec<Value>>(v)
@@ -118,7 +107,10 @@ impl Engine {
             .map(|(m, reply)| Inspected {
                 serving: m.link().serving(key.as_bytes()),
                 replicas: m.link().replica_sync(key.as_bytes()),
-                reply,
+                state: match reply {
+                    Ok(v) => inspect::read(&kinds::SECTIONS, &v),
+                    Err(e) => Err(e.to_string()),
+                },
             })
             .collect()
     }
@@ -133,17 +125,6 @@ impl Engine {
         .await;
         answers(&self.masters, results, self.quorum)
     }
-}
-
-/// Deletes the plain, fenced or fair lock `name` whoever holds it and wakes its
-/// waiters; true if it was deleted.
-async fn force_release(m: &Master, name: &str, fair: bool) -> Result<bool> {
-    let inv = if fair {
-        fair::force_release(name)
-    } else {
-        plain::force_release(name)
-    };
-    yes(m, name, &inv).await
 }
 
 /// Whether lock `name` exists on `m`: a hash with a lease. Another type is
@@ -174,11 +155,4 @@ fn as_int(v: &Value) -> i64 {
             .unwrap_or(0),
         _ => 0,
     }
-}
-
-/// A PTTL as the lease left: `None` for a missing key (-2) or one without expiry (-1).
-/// 0 is a lease in its last millisecond (Redis drops a key once its millisecond clock
-/// passes the expiry), still held: `Some(ZERO)`.
-pub(crate) fn lease_left(pttl: i64) -> Option<Duration> {
-    u64::try_from(pttl).ok().map(Duration::from_millis)
 }

@@ -34,7 +34,7 @@ pub(crate) async fn release(
     last: bool,
 ) -> Result<()> {
     let kind = hold.kind;
-    let book = kind.protocol().offers();
+    let book = kind.protocol().policy().offers;
     let fair = book == Some(Book::Fair);
     // Kinds whose waiters post no offers (read and write locks) are never handed over.
     if last && engine.masters.len() == 1 && book.is_some() {
@@ -259,7 +259,10 @@ fn judge(
         count(results, |r| *r == Release::StillHeld),
         count(results, |r| *r == Release::NotHeld),
     );
-    if released > 0 && kind.protocol().wakes_locally() && wake_local && engine.pubsub.has_channels()
+    if released > 0
+        && kind.protocol().policy().wakes_locally
+        && wake_local
+        && engine.pubsub.has_channels()
     {
         engine.pubsub.notify_local(&kind.channel(name));
     }

@@ -18,11 +18,10 @@ use redis::Value;
 
 use super::master::Master;
 use super::renew::renew_pairs;
-use super::wire::typed;
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
-use crate::transport::{Invocation, Lane, Script};
+use crate::transport::{Invocation, Script};
 
 static READ_ACQUIRE: LazyLock<Script> = lua!("rw_common.lua", "rw_read_acquire.lua");
 static WRITE_ACQUIRE: LazyLock<Script> = lua!("rw_common.lua", "rw_write_acquire.lua");
@@ -152,8 +151,8 @@ pub(crate) fn drop_call(name: &str, holder: &str) -> Invocation {
 }
 
 /// Deletes the lock if it is in write mode (`write`) or read mode, whoever holds it,
-/// and wakes its waiters; true if it was deleted.
-pub(crate) async fn force_release(m: &Master, name: &str, write: bool) -> Result<bool> {
+/// and wakes its waiters; answers 1 if it was deleted.
+pub(crate) fn force_call(name: &str, write: bool) -> Invocation {
     let mut inv = FORCE.call();
     inv.key(name).key(keys::rw_channel(name));
     if write {
@@ -161,8 +160,7 @@ pub(crate) async fn force_release(m: &Master, name: &str, write: bool) -> Result
     } else {
         inv.arg("read").arg(UNLOCK);
     }
-    let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
-    Ok(m.decode::<i64>(v)? == 1)
+    inv
 }
 
 /// A waiting writer gives up: removes its intent and wakes the readers it kept out;

@@ -87,11 +87,8 @@ impl<'a> Watched<'a> {
 
     /// Whether the caller's task holds the lock under another holder id (rule 1).
     fn held_by_caller(&self) -> bool {
-        let sides: &[Kind] = match self.kind {
-            Kind::Read | Kind::Write => &[Kind::Read, Kind::Write],
-            other => &[other],
-        };
-        sides.iter().any(|&kind| {
+        let siblings = self.kind.protocol().siblings().iter().copied();
+        std::iter::once(self.kind).chain(siblings).any(|kind| {
             (self.holds.taken_in(self.name, kind, self.caller))
                 .is_some_and(|h| holder::base(&h.holder) != holder::base(self.holder))
         })

@@ -40,8 +40,7 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::holds::Hold;
-use super::kind::Kind;
-use super::kinds::permit;
+use super::kinds::{permit, Renewal};
 use super::master::Master;
 use super::urgent::Urgent;
 use super::Engine;
@@ -229,27 +228,11 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// Which renewal script a hold needs.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Renewal {
-    /// renew.lua: the holder's field of a lock hash (plain, fair, fenced, write).
-    Field,
-    /// rw_renew.lua: a reader's own hold keys.
-    Read,
-    /// xsem_renew.lua: a permit's expiry.
-    Permit,
-    /// group_renew.lua: a faster multi-lock's values (kinds/group.rs).
-    Group,
-}
-
-impl Renewal {
-    fn of(hold: &Hold) -> Renewal {
-        match (hold.permit, hold.kind) {
-            (true, _) => Renewal::Permit,
-            (false, Kind::Read) => Renewal::Read,
-            (false, Kind::Group) => Renewal::Group,
-            _ => Renewal::Field,
-        }
+/// Which renewal script `hold` needs: a permit's, else its kind's.
+fn renewal(hold: &Hold) -> Renewal {
+    match hold.permit {
+        true => Renewal::Permit,
+        false => hold.kind.protocol().renewal(),
     }
 }
 
@@ -267,7 +250,7 @@ fn groups(chunk: &[Arc<Hold>]) -> Groups<'_> {
     ]
     .map(|want| {
         let idx: Vec<usize> = (0..chunk.len())
-            .filter(|&i| Renewal::of(&chunk[i]) == want)
+            .filter(|&i| renewal(&chunk[i]) == want)
             .collect();
         let pairs = (idx.iter())
             .map(|&i| (&*chunk[i].name, &*chunk[i].holder))

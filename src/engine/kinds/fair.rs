@@ -8,7 +8,8 @@ use std::sync::{Arc, LazyLock};
 
 use redis::Value;
 
-use super::{Ask, Book, Protocol, Sending};
+use super::inspect::{scored, scores, text, Section};
+use super::{Ask, Book, Gate, Protocol, Queue, Sending, WaitPolicy};
 use crate::engine::master::Master;
 use crate::engine::wire::{protocol, read_acquire, typed, Acquire, HandOver, Release};
 use crate::error::Result;
@@ -59,12 +60,7 @@ impl Protocol for Fair {
         ask: &Ask,
         _waiting: Option<Arc<str>>,
     ) -> Sending<Acquire> {
-        let mut inv = call(&FAIR_ACQUIRE, name);
-        inv.arg(lease_ms)
-            .arg(holder)
-            .arg(ask.stale_ms)
-            .arg(if ask.once { "0" } else { "1" })
-            .arg(ask.wait_ms);
+        let inv = acquire_call(&FAIR_ACQUIRE, (name, lease_ms, holder), ask);
         Sending::Script(inv, read_acquire)
     }
 
@@ -93,24 +89,46 @@ impl Protocol for Fair {
         Some(inv)
     }
 
-    /// On one master its Redis queue orders every waiter; under Redlock one waiter
-    /// per client queues at a time (waiter.rs invariant 8).
-    fn gated(&self, redlock: bool) -> bool {
-        redlock
+    fn policy(&self) -> WaitPolicy {
+        POLICY
     }
 
-    fn queues(&self, ask: &Ask) -> bool {
-        !ask.once
+    /// Its queue keys are named too.
+    fn validate(&self, key: &str) -> Result<()> {
+        keys::validate_fair(key)
     }
 
-    fn offers(&self) -> Option<Book> {
-        Some(Book::Fair)
+    fn force_release(&self, name: &str) -> Invocation {
+        force_release(name)
     }
+}
 
-    /// Fair waiters listen on their own channels.
-    fn wakes_locally(&self) -> bool {
-        false
-    }
+/// The fair lock's waiters: on one master its Redis queue orders every waiter, under
+/// Redlock one waiter per client queues at a time (waiter/mod.rs invariant 8); a waiter
+/// queues unless it tries once, is offered the lock one per task, and listens on its
+/// own channel (a release wakes nobody on the shared one).
+const POLICY: WaitPolicy = WaitPolicy {
+    gate: Gate::Redlock,
+    queue: Queue::Waiting,
+    offers: Some(Book::Fair),
+    wakes_locally: false,
+    ..WaitPolicy::CONSERVATIVE
+};
+
+/// A fair acquire of `holder` over `script` (fair_acquire.lua, or it guarded:
+/// kinds/nonreentrant.rs).
+pub(crate) fn acquire_call(
+    script: &'static Script,
+    (name, lease_ms, holder): (&str, u64, &str),
+    ask: &Ask,
+) -> Invocation {
+    let mut inv = call(script, name);
+    inv.arg(lease_ms)
+        .arg(holder)
+        .arg(ask.stale_ms)
+        .arg(if ask.once { "0" } else { "1" })
+        .arg(ask.wait_ms);
+    inv
 }
 
 /// drop.lua for `holder`'s lost hold of `name` (every kind but read-write).
@@ -171,3 +189,24 @@ pub(crate) fn force_release(name: &str) -> Invocation {
         .arg(keys::derived("redlatch_revoke__channel", name));
     inv
 }
+
+/// Its part of an inspection (kinds/inspect.rs): the queue in order, each waiter with
+/// its deadline.
+pub(crate) static INSPECT: Section = Section {
+    reads: |name, pipe| {
+        pipe.cmd("LRANGE").arg(keys::queue(name)).arg(0).arg(-1);
+        scores(pipe, keys::timeouts(name));
+    },
+    replies: 2,
+    read: |v, st| {
+        let deadlines = scored(&v[1], text);
+        if let Value::Array(items) = &v[0] {
+            st.queue = (items.iter().filter_map(text))
+                .map(|w| {
+                    let d = deadlines.iter().find(|(h, _)| *h == w).map(|(_, d)| *d);
+                    (w, d)
+                })
+                .collect();
+        }
+    },
+};

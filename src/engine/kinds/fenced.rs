@@ -5,7 +5,8 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::{fair, plain, Ask, Protocol, Sending};
+use super::inspect::{int, Section};
+use super::{fair, plain, Ask, Protocol, Sending, WaitPolicy};
 use crate::engine::master::Master;
 use crate::engine::wire::{read_fenced, Acquire, Release};
 use crate::error::Result;
@@ -54,8 +55,15 @@ impl Protocol for Fenced {
         fair::drop_lost(name, holder)
     }
 
-    fn local_shortcut(&self) -> bool {
-        true
+    fn policy(&self) -> WaitPolicy {
+        WaitPolicy {
+            local_shortcut: true,
+            ..WaitPolicy::CONSERVATIVE
+        }
+    }
+
+    fn force_release(&self, name: &str) -> Invocation {
+        plain::force_release(name)
     }
 }
 
@@ -72,3 +80,13 @@ pub(crate) async fn sync(m: &Master, name: &str, holder: &str, token: u64) -> Re
     let v = m.eval(Lane::Lock, &inv).await?;
     m.decode(v)
 }
+
+/// Its part of an inspection (kinds/inspect.rs): the fencing counter, if the name was
+/// ever used as a fenced lock.
+pub(crate) static INSPECT: Section = Section {
+    reads: |name, pipe| {
+        pipe.cmd("GET").arg(keys::token(name));
+    },
+    replies: 1,
+    read: |v, st| st.fencing_counter = int(&v[0]).map(|t| t.max(0) as u64),
+};

@@ -19,7 +19,7 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use highway::{HighwayHash, HighwayHasher, Key};
 
-use super::{read_release, Ask, Protocol, Sending};
+use super::{read_release, Ask, Protocol, Renewal, Sending};
 use crate::engine::call::LockSpec;
 use crate::engine::master::Master;
 use crate::engine::quorum::{answers, fan_out, majority_floor, majority_true};
@@ -148,6 +148,25 @@ impl Protocol for Group {
         add_fields(&mut inv, name);
         inv
     }
+
+    /// The group.
+    fn key<'a>(&self, name: &'a str) -> &'a str {
+        parts(name).0
+    }
+
+    /// One call per hold (its values travel as arguments).
+    fn renewal(&self) -> Renewal {
+        Renewal::Group
+    }
+
+    /// Force-unlocks the values whoever holds them: answers how many had a holder.
+    /// Holds of other value sets that shared a value are found lost by their next
+    /// renewal (group_renew.lua answers 0).
+    fn force_release(&self, name: &str) -> Invocation {
+        let (mut inv, _) = call(&FORCE, name, true);
+        add_fields(&mut inv, name);
+        inv
+    }
 }
 
 /// Renews `(composite name, holder)` holds to `lease_ms`: one call each (a group's
@@ -169,17 +188,6 @@ pub(crate) async fn renew(
         unreplicated(m.decode::<i64>(v)? == 1, &short)
     }))
     .await
-}
-
-/// Force-unlocks the values of `name` whoever holds them: how many had a holder.
-pub(crate) async fn force_release(m: &Master, name: &str) -> Result<u64> {
-    let (mut inv, group) = call(&FORCE, name, true);
-    add_fields(&mut inv, name);
-    let v = m
-        .eval(Lane::Lock, &inv)
-        .await
-        .map_err(|e| typed(group, e))?;
-    m.decode(v)
 }
 
 /// What [`status`] reads of a group's values.
@@ -250,30 +258,6 @@ impl Engine {
             },
             left: (held && left >= 0).then(|| Duration::from_millis(left as u64)),
         })
-    }
-
-    /// Force-unlocks the values of `spec` on every master, whoever holds them; true if
-    /// any had a holder on a master that answered (a majority must answer). This
-    /// client's holds on exactly these values are lost.
-    pub(crate) async fn group_force_unlock(&self, spec: &LockSpec) -> Result<bool> {
-        self.check_name(&spec.name, Kind::Group)?;
-        let name = &*spec.name;
-        let results = fan_out(
-            &self.masters,
-            |m| async move { force_release(m, name).await },
-        )
-        .await;
-        if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
-            return Err(results.into_iter().find_map(Result::err).expect("an error"));
-        }
-        let removed = answers(&self.masters, results, self.quorum)?
-            .into_iter()
-            .any(|n| n > 0);
-        // Holds of other value sets that shared a value are found lost by their next
-        // renewal (group_renew.lua answers 0).
-        self.holds.lose_name(name);
-        self.pubsub.notify_local(&keys::channel(parts(name).0));
-        Ok(removed)
     }
 }
 

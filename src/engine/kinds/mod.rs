@@ -1,27 +1,37 @@
-//! One protocol type per lock kind (Redisson gives each kind a class that overrides
-//! acquire, release and subscribe): what a kind sends to acquire, release, drop a lost
-//! hold, force-release and leave a wait, which channel wakes its waiters, and how its
-//! waiters behave locally (gate, offers, the local-hold shortcut, the waiter
-//! registry). The engine's generic parts (waiter/, attempt.rs, release.rs, the
-//! watchdog) ask [`Kind::protocol`] instead of matching on the kind.
+//! A kind is one type (Redisson gives each kind a class that overrides acquire,
+//! unlock, renewal, force-unlock and is-locked, and nothing else asks which kind it
+//! has). Each lock kind's file here holds a unit struct implementing [`Protocol`]:
+//! what it sends to acquire, release, drop a lost hold, force-release and leave a
+//! wait; its channels; its key, name check and holder id; how the watchdog renews it
+//! and how `is_locked` reads it; and how its waiters behave, in one [`WaitPolicy`]
+//! value. Its part of an operator's inspection is a [`inspect::Section`] beside it.
+//! The engine's generic parts (waiter/, attempt.rs, release.rs, the watchdog,
+//! queries.rs, the façade) ask [`Kind::protocol`], the one place that matches on a
+//! kind, instead of the kind.
 //!
 //! * [`plain`]: Redisson `RLock`; [`fenced`]: `RFencedLock` (the plain release);
 //!   [`fair`]: `RFairLock`; [`read`], [`write`]: the sides of `RReadWriteLock`
-//!   (their shared layout in rw.rs); [`nonreentrant`]: `RedissonNonReentrantLock` and
-//!   `RedissonNonReentrantFairLock`; [`spin`]: `RedissonSpinLock` (waited for by
-//!   engine/spin.rs, without pub/sub); [`group`]:
-//!   `RedissonFasterMultiLock` (many values under one hash).
+//!   (their shared layout in rw.rs); [`nonreentrant`]: a wrapper that makes any
+//!   [`Guardable`](nonreentrant::Guardable) kind non-reentrant
+//!   (`RedissonNonReentrantLock` over the plain lock, `RedissonNonReentrantFairLock`
+//!   over the fair one); [`spin`]: `RedissonSpinLock` (waited for by engine/spin.rs,
+//!   without pub/sub); [`group`]: `RedissonFasterMultiLock` (many values under one
+//!   hash).
 //! * The counters, with no holder and no majority protocol: [`semaphore`]
 //!   (`RSemaphore`), [`permit`] (`RPermitExpirableSemaphore`, renewed as holds) and
 //!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
+//! * [`inspect`]: every layout read at once for `Lock::status`, each kind's
+//!   [`Section`](inspect::Section) composed ([`SECTIONS`]).
 //!
 //! Adding a kind: its Lua in `lua/`, one file here implementing [`Protocol`] (its
-//! scripts declared beside their calls and listed in catalogue.rs), its arm in
-//! [`Kind::protocol`], and its API file (ARCHITECTURE.md, "How a kind is added").
+//! scripts declared beside their calls and listed in catalogue.rs), its `Kind` variant
+//! and its arm in [`Kind::protocol`], and its getter in api/handles.rs
+//! (ARCHITECTURE.md, "How a kind is added").
 
 pub(crate) mod fair;
 pub(crate) mod fenced;
 pub(crate) mod group;
+pub(crate) mod inspect;
 pub(crate) mod latch;
 pub(crate) mod nonreentrant;
 pub(crate) mod permit;
@@ -77,7 +87,11 @@ pub(crate) enum Book {
     Fair,
 }
 
-/// A lock kind's protocol. The defaults are the plain lock's behaviour.
+/// A lock kind: everything the engine does differently per kind. Required: its
+/// label and its four calls (acquire, release, drop a lost hold, force-release); the
+/// defaults of the rest are the plain lock's (its channel, its name as key and
+/// holder id, the field renewal, the exists probe) with a [`WaitPolicy::CONSERVATIVE`]
+/// wait.
 pub(crate) trait Protocol: Sync + 'static {
     /// The `kind` of spans and metrics.
     fn label(&self) -> &'static str;
@@ -115,61 +129,199 @@ pub(crate) trait Protocol: Sync + 'static {
         None
     }
 
-    /// A lock is ours once a majority granted it: the other masters' answers land in
-    /// the background. Otherwise every answer is awaited (queues to leave, the largest
-    /// token).
-    fn majority_suffices(&self) -> bool {
-        false
+    /// How its waiters wait and what this client may do for them.
+    fn policy(&self) -> WaitPolicy {
+        WaitPolicy::CONSERVATIVE
     }
 
-    /// Waiters of one client line up in the local gate (gate.rs; waiter.rs
-    /// invariants 8, 9).
-    fn gated(&self, _redlock: bool) -> bool {
-        true
+    /// The Redis key an engine name of this kind is kept under (a faster multi-lock's
+    /// name is composite: its key is the group).
+    fn key<'a>(&self, name: &'a str) -> &'a str {
+        name
     }
 
-    /// A refused attempt queues the waiter (to be refreshed while it waits and left
-    /// however the wait ends: waiter.rs invariants 4, 5, 9).
-    fn queues(&self, _ask: &Ask) -> bool {
-        false
+    /// Checks the key for this kind's layout (a fair lock's names its queue keys too).
+    fn validate(&self, key: &str) -> Result<()> {
+        keys::validate(key)
     }
 
-    /// Local releasers may hand it to waiting tasks of this client, on one master
-    /// (waiter.rs invariant 7): the offers its waiters post.
-    fn offers(&self) -> Option<Book> {
+    /// The holder id an acquisition of it takes, from the caller's (a writer's ends
+    /// in `:write`).
+    fn holder_id(&self, holder: Arc<str>) -> Arc<str> {
+        holder
+    }
+
+    /// The kind of a hold on the same name that the caller may not wait from for this
+    /// one: it would wait for itself (a read hold, for the write side).
+    fn no_upgrade_from(&self) -> Option<Kind> {
         None
     }
 
-    /// Waiters skip Redis while another task of this client holds it (waiter.rs
-    /// invariant 6).
-    fn local_shortcut(&self) -> bool {
-        false
+    /// The other kinds one caller's holds of this name may be (a read-write lock's
+    /// other side), for the self-wait watch (self_wait.rs).
+    fn siblings(&self) -> &'static [Kind] {
+        &[]
     }
 
-    /// Waiters register for a cross-process hand-over (waiter.rs invariant 10).
-    fn registers(&self) -> bool {
-        false
+    /// Which script the watchdog renews its holds with.
+    fn renewal(&self) -> Renewal {
+        Renewal::Field
     }
 
-    /// A release wakes this client's waiters at once (they listen on [`channel`]).
-    ///
-    /// [`channel`]: Protocol::channel
-    fn wakes_locally(&self) -> bool {
-        true
+    /// How `is_locked` reads it on one master.
+    fn probe(&self) -> Probe {
+        Probe::Exists
     }
 
-    /// A holder may acquire it again (the hold count grows). A non-reentrant kind
-    /// refuses that with [`Error::Reentry`](crate::error::Error::Reentry), at once when
-    /// this client knows the hold, else from its acquire script.
-    fn reentrant(&self) -> bool {
-        true
-    }
+    /// Deletes the lock whoever holds it and wakes its waiters: answers how many holds
+    /// (or values) it removed, 0 if none.
+    fn force_release(&self, name: &str) -> Invocation;
 
-    /// Its waiters do not subscribe: they retry after a back-off (engine/spin.rs).
-    fn spins(&self) -> bool {
+    /// A force-release may leave the lock alone although it is held (a read-write
+    /// lock in the other mode): then this client's holds of it stay.
+    fn force_may_spare(&self) -> bool {
         false
     }
 }
+
+/// Which renewal script a hold needs (the watchdog's batched round).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Renewal {
+    /// renew.lua: the holder's field of a lock hash (plain, fair, fenced, write).
+    Field,
+    /// rw_renew.lua: a reader's own hold keys.
+    Read,
+    /// xsem_renew.lua: a permit's expiry.
+    Permit,
+    /// group_renew.lua: a faster multi-lock's values (kinds/group.rs).
+    Group,
+}
+
+/// How `is_locked` reads a lock on one master.
+#[derive(Clone, Copy)]
+pub(crate) enum Probe {
+    /// The lock hash exists, with a lease (another type is `WrongType`, no lease
+    /// `BadData`).
+    Exists,
+    /// HGETALL of the name, the reply judged by the function (a read-write lock's
+    /// mode and holders).
+    Hash(fn(&Value) -> bool),
+}
+
+/// Which of one client's waiters pass the local gate (gate.rs; waiter/mod.rs invariants
+/// 8, 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Every waiter lines up.
+    Always,
+    /// Only under Redlock (a fair lock: on one master its Redis queue orders them).
+    Redlock,
+    /// None (readers share).
+    Never,
+}
+
+/// When a refused attempt queues its waiter: to be refreshed while it waits and left
+/// however the wait ends (waiter/mod.rs invariants 4, 5, 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Queue {
+    /// Never.
+    Never,
+    /// Unless it is a single try (a fair waiter).
+    Waiting,
+    /// When it waits with an intent (a writer that prefers writers).
+    Intent,
+}
+
+/// How a refused waiter waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Subscribed to its wake channel (waiter/).
+    Subscribe,
+    /// Single tries spaced by a back-off, no pub/sub (engine/spin.rs).
+    Spin,
+}
+
+/// How one kind's waiters behave, in one value (a `const` per kind): how they wait,
+/// gate and queue, the local hand-overs this client may make them, and whether the
+/// holder may re-enter.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WaitPolicy {
+    /// How a refused waiter waits.
+    pub(crate) wait: Wait,
+    /// Which waiters pass the local gate.
+    pub(crate) gate: Gate,
+    /// When an attempt queues the waiter.
+    pub(crate) queue: Queue,
+    /// Local releasers may hand it to waiting tasks of this client, on one master
+    /// (waiter/mod.rs invariant 7): the offers its waiters post.
+    pub(crate) offers: Option<Book>,
+    /// Waiters skip Redis while another task of this client holds it (waiter/mod.rs
+    /// invariant 6).
+    pub(crate) local_shortcut: bool,
+    /// Waiters register for a cross-process hand-over (waiter/mod.rs invariant 10).
+    pub(crate) registers: bool,
+    /// A release wakes this client's waiters at once (they listen on
+    /// [`Protocol::channel`]).
+    pub(crate) wakes_locally: bool,
+    /// A lock is ours once a majority granted it: the other masters' answers land in
+    /// the background. Otherwise every answer is awaited (queues to leave, the largest
+    /// token).
+    pub(crate) majority_suffices: bool,
+    /// A holder may acquire it again (the hold count grows). A non-reentrant kind
+    /// refuses that with [`Error::Reentry`](crate::error::Error::Reentry), at once when
+    /// this client knows the hold, else from its acquire script.
+    pub(crate) reentrant: bool,
+}
+
+impl WaitPolicy {
+    /// The plain lock's behaviour minus offers, shortcut and registry, and without
+    /// the majority shortcut: where a new kind starts (no local hand-over) and opts in.
+    pub(crate) const CONSERVATIVE: WaitPolicy = WaitPolicy {
+        wait: Wait::Subscribe,
+        gate: Gate::Always,
+        queue: Queue::Never,
+        offers: None,
+        local_shortcut: false,
+        registers: false,
+        wakes_locally: true,
+        majority_suffices: false,
+        reentrant: true,
+    };
+
+    /// Whether waiters of one client line up in the local gate.
+    pub(crate) fn gated(&self, redlock: bool) -> bool {
+        match self.gate {
+            Gate::Always => true,
+            Gate::Redlock => redlock,
+            Gate::Never => false,
+        }
+    }
+
+    /// Whether a refused attempt of `ask` queues the waiter.
+    pub(crate) fn queues(&self, ask: &Ask) -> bool {
+        match self.queue {
+            Queue::Never => false,
+            Queue::Waiting => !ask.once,
+            Queue::Intent => ask.intent && !ask.once,
+        }
+    }
+
+    /// Its waiters do not subscribe: they retry after a back-off (engine/spin.rs).
+    pub(crate) fn spins(&self) -> bool {
+        self.wait == Wait::Spin
+    }
+}
+
+/// Every layout's part of an inspection (inspect.rs), in pipeline order: the plain
+/// lock's first (the others' reads use its key type).
+pub(crate) static SECTIONS: [&inspect::Section; 6] = [
+    &plain::INSPECT,
+    &fair::INSPECT,
+    &fenced::INSPECT,
+    &write::INSPECT,
+    &semaphore::INSPECT,
+    &permit::INSPECT,
+];
 
 impl Kind {
     /// This kind's protocol: the one place the engine matches on a lock kind.
@@ -180,8 +332,8 @@ impl Kind {
             Kind::Fenced => &fenced::Fenced,
             Kind::Read => &read::Read,
             Kind::Write => &write::Write,
-            Kind::NonReentrant => &nonreentrant::NonReentrant,
-            Kind::NonReentrantFair => &nonreentrant::NonReentrantFair,
+            Kind::NonReentrant => &nonreentrant::NON_REENTRANT,
+            Kind::NonReentrantFair => &nonreentrant::NON_REENTRANT_FAIR,
             Kind::Spin => &spin::Spin,
             Kind::Group => &group::Group,
         }
@@ -191,7 +343,7 @@ impl Kind {
 /// Whether `kind`'s waiters post fair offers (else plain ones, or none): which offers
 /// table holds its hand-overs and their settling (offers.rs).
 pub(crate) fn fair_offers(kind: Kind) -> bool {
-    kind.protocol().offers() == Some(Book::Fair)
+    kind.protocol().policy().offers == Some(Book::Fair)
 }
 
 /// Acquires on one master, as `kind` does it; a grant the replicas did not
@@ -245,6 +397,14 @@ pub(crate) async fn release(
 pub(crate) async fn yes(m: &Master, name: &str, inv: &Invocation) -> Result<bool> {
     let v = m.eval(Lane::Lock, inv).await.map_err(|e| typed(name, e))?;
     Ok(m.decode::<i64>(v)? == 1)
+}
+
+/// Force-releases `name` of `kind` on one master; true if it removed something.
+pub(crate) async fn force_release(m: &Master, kind: Kind, name: &str) -> Result<bool> {
+    let kind = kind.protocol();
+    let inv = kind.force_release(name);
+    let v = m.eval(Lane::Lock, &inv).await;
+    Ok(m.decode::<i64>(v.map_err(|e| typed(kind.key(name), e))?)? > 0)
 }
 
 /// Drops a lost hold of `holder` on one master; true if there was one.

@@ -1,22 +1,29 @@
-//! The non-reentrant locks (Redisson 4.4's `RedissonNonReentrantLock` and
-//! `RedissonNonReentrantFairLock`): the plain and the fair lock with one change, made
-//! in their acquire scripts by `lua/reacquire_guard.lua`: a holder that already holds
-//! the lock is refused (status 4, read here as [`Error::Reentry`]) instead of
-//! re-entering. Everything else — layout, release, queue, channels, renewal, dropping
-//! a lost hold — is the reentrant kind's, so both interoperate with Redisson's classes
-//! and exclude its reentrant locks of the same name.
+//! Non-reentrance as a wrapper over a kind (Redisson 4.4's `RedissonNonReentrantLock`
+//! and `RedissonNonReentrantFairLock` are the plain and the fair lock with one change):
+//! [`NonReentrant`] runs its inner kind's acquire behind `lua/reacquire_guard.lua`,
+//! which refuses a holder that already holds the lock (status 4, read here as
+//! [`Error::Reentry`]) instead of letting it re-enter. Everything else — layout,
+//! release, queue, channels, renewal, dropping a lost hold — is the inner kind's, so
+//! both interoperate with Redisson's classes and exclude its reentrant locks of the
+//! same name.
 //!
-//! Locally they opt out of what assumes re-entry or a plain hand-over: no local-hold
-//! shortcut, no offers for the non-fair one, no waiter registry (its waiters listen on
-//! the shared channel as Redisson's do, so a release always publishes for them,
-//! pass_on.lua invariant 1). The fair one keeps the fair lock's queue and offers: a
+//! Any kind whose acquire script takes the guard (KEYS[1] the lock, ARGV[2] the holder,
+//! a hash of holders) can be wrapped: it implements [`Guardable`], which gives its
+//! acquire call over another script with the same keys and arguments.
+//!
+//! Locally the wrapper opts out of what assumes re-entry or a plain hand-over: no
+//! local-hold shortcut, no plain offers, no waiter registry (a non-fair waiter
+//! listens on the shared channel as Redisson's do, so a release always publishes for
+//! it, pass_on.lua invariant 1). A fair inner kind keeps its queue and offers: a
 //! hand-over goes to another task, never to the releasing holder.
 
 use std::sync::{Arc, LazyLock};
 
 use redis::Value;
 
-use super::{fair, plain, Ask, Book, Protocol, Sending};
+use super::fair::{self, Fair};
+use super::plain::Plain;
+use super::{Ask, Book, Protocol, Sending, WaitPolicy};
 use crate::engine::wire::{int, read_acquire, Acquire, Release};
 use crate::error::{Error, Result};
 use crate::transport::script::lua;
@@ -26,12 +33,47 @@ static NR_ACQUIRE: LazyLock<Script> = lua!("reacquire_guard.lua", "acquire.lua")
 static NR_FAIR_ACQUIRE: LazyLock<Script> =
     lua!("fair_evict.lua", "reacquire_guard.lua", "fair_acquire.lua");
 
+/// Redisson `RedissonNonReentrantLock` (`getNonReentrantLock`): the plain lock, guarded.
+pub(crate) static NON_REENTRANT: NonReentrant<Plain> = NonReentrant {
+    inner: Plain,
+    acquire: &NR_ACQUIRE,
+    label: "non_reentrant",
+};
+
+/// Redisson `RedissonNonReentrantFairLock` (`getNonReentrantFairLock`): the fair lock,
+/// guarded.
+pub(crate) static NON_REENTRANT_FAIR: NonReentrant<Fair> = NonReentrant {
+    inner: Fair,
+    acquire: &NR_FAIR_ACQUIRE,
+    label: "non_reentrant_fair",
+};
+
 /// The status `lua/reacquire_guard.lua` answers for a second acquisition.
 const REACQUIRE: i64 = 4;
 
 /// These scripts, for the catalogue (catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
     [&NR_ACQUIRE, &NR_FAIR_ACQUIRE]
+}
+
+/// A kind whose acquire can run behind `lua/reacquire_guard.lua`.
+pub(crate) trait Guardable: Protocol {
+    /// The acquire call (its keys and arguments) over `script`, which is this kind's
+    /// acquire script with the guard prepended.
+    fn acquire_over(
+        &self,
+        script: &'static Script,
+        call: (&str, u64, &str),
+        ask: &Ask,
+    ) -> Invocation;
+}
+
+/// `P` without re-entry: its acquire guarded, the rest its own.
+pub(crate) struct NonReentrant<P> {
+    inner: P,
+    /// `P`'s acquire script behind the guard.
+    acquire: &'static LazyLock<Script>,
+    label: &'static str,
 }
 
 /// An acquire reply, the guard's refusal typed.
@@ -46,59 +88,21 @@ fn read(addr: &str, name: &str, v: Value) -> Result<Acquire> {
     read_acquire(addr, name, v)
 }
 
-/// Redisson `RedissonNonReentrantLock` (`getNonReentrantLock`).
-pub(crate) struct NonReentrant;
-
-impl Protocol for NonReentrant {
+impl<P: Guardable> Protocol for NonReentrant<P> {
     fn label(&self) -> &'static str {
-        "non_reentrant"
+        self.label
     }
 
-    fn acquire(
-        &self,
-        name: &str,
-        lease_ms: u64,
-        holder: &str,
-        _ask: &Ask,
-        _waiting: Option<Arc<str>>,
-    ) -> Sending<Acquire> {
-        let mut inv = NR_ACQUIRE.call();
-        inv.key(name).arg(lease_ms).arg(holder);
-        Sending::Script(inv, read)
-    }
-
-    /// The plain release: its hold count is always 1, so it frees the lock and
-    /// publishes for the waiters (pass_on.lua: they are not registered).
-    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
-        plain::Plain.release(name, lease_ms, holder)
-    }
-
-    fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
-        fair::drop_lost(name, holder)
-    }
-
-    fn majority_suffices(&self) -> bool {
-        true
-    }
-
-    fn reentrant(&self) -> bool {
-        false
-    }
-}
-
-/// Redisson `RedissonNonReentrantFairLock` (`getNonReentrantFairLock`): the fair
-/// lock's protocol but for its acquire.
-pub(crate) struct NonReentrantFair;
-
-impl Protocol for NonReentrantFair {
-    fn label(&self) -> &'static str {
-        "non_reentrant_fair"
+    fn channel(&self, name: &str) -> String {
+        self.inner.channel(name)
     }
 
     fn wake_channel(&self, name: &str, holder: &str) -> String {
-        fair::Fair.wake_channel(name, holder)
+        self.inner.wake_channel(name, holder)
     }
 
+    /// The inner acquire behind the guard, always a script (a plain acquire does not
+    /// go through group commit here).
     fn acquire(
         &self,
         name: &str,
@@ -107,44 +111,126 @@ impl Protocol for NonReentrantFair {
         ask: &Ask,
         _waiting: Option<Arc<str>>,
     ) -> Sending<Acquire> {
-        let mut inv = fair::call(&NR_FAIR_ACQUIRE, name);
-        inv.arg(lease_ms)
-            .arg(holder)
-            .arg(ask.stale_ms)
-            .arg(if ask.once { "0" } else { "1" })
-            .arg(ask.wait_ms);
+        let inv = (self.inner).acquire_over(self.acquire, (name, lease_ms, holder), ask);
         Sending::Script(inv, read)
     }
 
+    /// The inner release: a hold count is always 1, so it frees the lock and wakes
+    /// the waiters.
     fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
-        fair::Fair.release(name, lease_ms, holder)
+        self.inner.release(name, lease_ms, holder)
     }
 
     fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
-        fair::drop_lost(name, holder)
+        self.inner.drop_lost(name, holder)
     }
 
     fn leave(&self, name: &str, holder: &str, ask: &Ask) -> Option<Invocation> {
-        fair::Fair.leave(name, holder, ask)
+        self.inner.leave(name, holder, ask)
     }
 
-    fn gated(&self, redlock: bool) -> bool {
-        fair::Fair.gated(redlock)
+    fn validate(&self, key: &str) -> Result<()> {
+        self.inner.validate(key)
     }
 
-    fn queues(&self, ask: &Ask) -> bool {
-        fair::Fair.queues(ask)
+    fn force_release(&self, name: &str) -> Invocation {
+        self.inner.force_release(name)
     }
 
-    fn offers(&self) -> Option<Book> {
-        fair::Fair.offers()
+    fn policy(&self) -> WaitPolicy {
+        let inner = self.inner.policy();
+        WaitPolicy {
+            reentrant: false,
+            local_shortcut: false,
+            registers: false,
+            offers: inner.offers.filter(|book| *book == Book::Fair),
+            ..inner
+        }
+    }
+}
+
+impl Guardable for Plain {
+    fn acquire_over(
+        &self,
+        script: &'static Script,
+        (name, lease_ms, holder): (&str, u64, &str),
+        _ask: &Ask,
+    ) -> Invocation {
+        let mut inv = script.call();
+        inv.key(name).arg(lease_ms).arg(holder);
+        inv
+    }
+}
+
+impl Guardable for Fair {
+    fn acquire_over(
+        &self,
+        script: &'static Script,
+        (name, lease_ms, holder): (&str, u64, &str),
+        ask: &Ask,
+    ) -> Invocation {
+        fair::acquire_call(script, (name, lease_ms, holder), ask)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::kinds::Queue;
+
+    fn ask() -> Ask {
+        Ask {
+            once: false,
+            intent: false,
+            redlock: false,
+            stale_ms: 5000,
+            wait_ms: 300_000,
+        }
     }
 
-    fn wakes_locally(&self) -> bool {
-        fair::Fair.wakes_locally()
+    /// The script, keys and arguments of a described script call.
+    fn parts(sent: Sending<Acquire>) -> (&'static Script, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        match sent {
+            Sending::Script(inv, _) => inv.parts(),
+            Sending::Batched(_) => panic!("a guarded acquire is a script"),
+        }
     }
 
-    fn reentrant(&self) -> bool {
-        false
+    /// The guarded fair acquire sends the fair acquire's keys and arguments, only its
+    /// script differs (Redisson's non-reentrant fair lock shares the fair layout).
+    #[test]
+    fn the_guard_changes_the_script_not_the_call() {
+        let call = ("n", 30_000, "uuid:1");
+        let (script, keys, args) =
+            parts(NON_REENTRANT_FAIR.acquire(call.0, call.1, call.2, &ask(), None));
+        let (fair, fair_keys, fair_args) =
+            parts(Fair.acquire(call.0, call.1, call.2, &ask(), None));
+        assert_eq!((keys, args), (fair_keys, fair_args));
+        assert!(!std::ptr::eq(script, fair));
+        assert!(std::ptr::eq(script, &*NR_FAIR_ACQUIRE));
+        let (script, keys, args) =
+            parts(NON_REENTRANT.acquire(call.0, call.1, call.2, &ask(), None));
+        assert!(std::ptr::eq(script, &*NR_ACQUIRE));
+        assert_eq!(keys, [b"n".to_vec()]);
+        assert_eq!(args, [b"30000".to_vec(), b"uuid:1".to_vec()]);
+    }
+
+    /// Wrapped, a kind never re-enters and drops what assumes re-entry or a plain
+    /// hand-over; the fair queue and its offers stay.
+    #[test]
+    fn the_wrapper_keeps_the_inner_wait_but_re_entry() {
+        for wrapped in [NON_REENTRANT.policy(), NON_REENTRANT_FAIR.policy()] {
+            assert!(!wrapped.reentrant && !wrapped.local_shortcut && !wrapped.registers);
+        }
+        let (plain, nr) = (Plain.policy(), NON_REENTRANT.policy());
+        assert!(plain.reentrant && plain.offers.is_some());
+        assert_eq!(nr.offers, None);
+        assert_eq!(nr.majority_suffices, plain.majority_suffices);
+        let (fair, nrf) = (Fair.policy(), NON_REENTRANT_FAIR.policy());
+        assert_eq!(nrf.offers, Some(Book::Fair));
+        assert_eq!((nrf.gate, nrf.queue), (fair.gate, Queue::Waiting));
+        assert_eq!(nrf.wakes_locally, fair.wakes_locally);
+        assert_eq!(NON_REENTRANT_FAIR.label(), "non_reentrant_fair");
+        assert_eq!(NON_REENTRANT.label(), "non_reentrant");
     }
 }

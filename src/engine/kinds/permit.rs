@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use super::super::master::Master;
 use super::super::renew::renew_pairs;
+use super::inspect::{hex, scored, scores, Section};
 use super::semaphore::run;
+use crate::engine::Kind;
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -22,6 +24,10 @@ static XSEM_AVAILABLE: LazyLock<Script> = lua!("xsem_common.lua", "xsem_availabl
 static XSEM_RELEASE_MANY: LazyLock<Script> = lua!("xsem_common.lua", "xsem_release_many.lua");
 static XSEM_LEASE: LazyLock<Script> = lua!("xsem_common.lua", "xsem_lease.lua");
 static XSEM_SET: LazyLock<Script> = lua!("xsem_common.lua", "xsem_set.lua");
+
+/// The kind a permit's hold is kept under in the hold table (marked `permit`: the
+/// watchdog renews its expiry, its release returns the permit; holds.rs).
+pub(crate) const HOLD_KIND: Kind = Kind::Plain;
 
 /// These scripts, for the catalogue (catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 7] {
@@ -143,3 +149,15 @@ pub(crate) async fn renew_permits(
 pub(crate) async fn permits_state(m: &Master, name: &str) -> Result<(i64, i64)> {
     run(m, name, &xsem_call(&XSEM_AVAILABLE, name)).await
 }
+
+/// Its part of an inspection (kinds/inspect.rs): the acquired permits (id in hex) with
+/// their expiry.
+pub(crate) static INSPECT: Section = Section {
+    reads: |name, pipe| scores(pipe, keys::permit_timeouts(name)),
+    replies: 1,
+    read: |v, st| {
+        st.permits = (scored(&v[0], hex).into_iter())
+            .map(|(id, at)| (id, Some(at)))
+            .collect();
+    },
+};

@@ -6,7 +6,10 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::{fair, Ask, Book, Protocol, Sending};
+use redis::Value;
+
+use super::inspect::{int, lease_left, text, Section};
+use super::{fair, Ask, Book, Protocol, Sending, WaitPolicy};
 use crate::engine::master::Master;
 use crate::engine::plain_ops::{PlainOp, RELEASE};
 use crate::engine::wire::{typed, Acquire, HandOver, Release};
@@ -62,22 +65,24 @@ impl Protocol for Plain {
         fair::drop_lost(name, holder)
     }
 
-    fn majority_suffices(&self) -> bool {
-        true
+    fn policy(&self) -> WaitPolicy {
+        POLICY
     }
 
-    fn offers(&self) -> Option<Book> {
-        Some(Book::Plain)
-    }
-
-    fn local_shortcut(&self) -> bool {
-        true
-    }
-
-    fn registers(&self) -> bool {
-        true
+    fn force_release(&self, name: &str) -> Invocation {
+        force_release(name)
     }
 }
+
+/// The plain lock's waiters: a majority suffices, local hand-overs to the gate holder,
+/// the local-hold shortcut and the waiter registry.
+const POLICY: WaitPolicy = WaitPolicy {
+    majority_suffices: true,
+    offers: Some(Book::Plain),
+    local_shortcut: true,
+    registers: true,
+    ..WaitPolicy::CONSERVATIVE
+};
 
 /// Releases `from`'s last hold of `name` and, unless another client waits, gives the
 /// lock to `to` in the same script (lock lane, so in order with our other scripts);
@@ -133,3 +138,24 @@ pub(crate) fn force_release(name: &str) -> Invocation {
         .arg(keys::derived("redlatch_revoke__channel", name));
     inv
 }
+
+/// Its part of an inspection (kinds/inspect.rs): the key's type, its lease and the
+/// holders of the lock hash (every hash-kept lock's: plain, fenced, fair, read-write).
+pub(crate) static INSPECT: Section = Section {
+    reads: |name, pipe| {
+        pipe.cmd("TYPE").arg(name);
+        pipe.cmd("PTTL").arg(name);
+        pipe.cmd("HGETALL").arg(name);
+    },
+    replies: 3,
+    read: |v, st| {
+        st.key_type = text(&v[0]).unwrap_or_default();
+        st.ttl = int(&v[1]).and_then(lease_left);
+        if let Value::Array(items) = &v[2] {
+            st.holders = items
+                .chunks(2)
+                .filter_map(|p| Some((text(&p[0])?, int(p.get(1)?)?.max(0) as u64)))
+                .collect();
+        }
+    },
+};

@@ -1,13 +1,14 @@
 //! The read side of a read-write lock (Redisson `RReadWriteLock.readLock()`; layout
 //! and scripts in rw.rs). Readers share: no gate, no offers, no local-hold shortcut
-//! (waiter.rs invariant 9); each read hold has its own timeout key, renewed by the
+//! (waiter/mod.rs invariant 9); each read hold has its own timeout key, renewed by the
 //! watchdog's per-pair renewal (rw.rs `renew_reads`).
 
 use std::sync::Arc;
 
-use super::{read_release, Ask, Protocol, Sending};
+use super::{read_release, Ask, Gate, Probe, Protocol, Renewal, Sending, WaitPolicy};
 use crate::engine::rw;
 use crate::engine::wire::{read_acquire, Acquire, Release};
+use crate::engine::Kind;
 use crate::keys;
 use crate::transport::Invocation;
 
@@ -43,7 +44,39 @@ impl Protocol for Read {
         rw::drop_call(name, holder)
     }
 
-    fn gated(&self, _redlock: bool) -> bool {
-        false
+    /// Readers share: none waits in the gate.
+    fn policy(&self) -> WaitPolicy {
+        WaitPolicy {
+            gate: Gate::Never,
+            ..WaitPolicy::CONSERVATIVE
+        }
+    }
+
+    fn siblings(&self) -> &'static [Kind] {
+        &[Kind::Write]
+    }
+
+    /// Each read hold renews its own timeout key (rw.rs `renew_reads`).
+    fn renewal(&self) -> Renewal {
+        Renewal::Read
+    }
+
+    /// Anyone reads: a hash in read mode, or in write mode with more holders than
+    /// the writer (a writer's own read holds, a downgrade, are read holds too).
+    fn probe(&self) -> Probe {
+        Probe::Hash(|v| match rw::parse_state(v) {
+            (Some(mode), _) if mode == "read" => true,
+            (Some(mode), holders) if mode == "write" => holders > 1,
+            _ => false,
+        })
+    }
+
+    /// Deletes it if in read mode.
+    fn force_release(&self, name: &str) -> Invocation {
+        rw::force_call(name, false)
+    }
+
+    fn force_may_spare(&self) -> bool {
+        true
     }
 }

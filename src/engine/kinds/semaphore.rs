@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use super::super::master::Master;
 use super::super::wire::typed;
+use super::inspect::{int, Section};
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -106,3 +107,13 @@ pub(crate) async fn available(m: &Master, name: &str) -> Result<i64> {
         .map_err(|e| typed(name, e))?;
     Ok(v.unwrap_or(0))
 }
+
+/// Its part of an inspection (kinds/inspect.rs): the value of a string key, a
+/// semaphore's available permits or a latch's count (the same layout).
+pub(crate) static INSPECT: Section = Section {
+    reads: |name, pipe| {
+        pipe.cmd("GET").arg(name);
+    },
+    replies: 1,
+    read: |v, st| st.counter = (st.key_type == "string").then(|| int(&v[0])).flatten(),
+};

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::{fair, read_release, Ask, Protocol, Sending};
+use super::{fair, plain, read_release, Ask, Protocol, Sending, Wait, WaitPolicy};
 use crate::engine::plain_ops::PlainOp;
 use crate::engine::wire::{Acquire, Release};
 use crate::transport::script::lua;
@@ -58,16 +58,19 @@ impl Protocol for Spin {
         fair::drop_lost(name, holder)
     }
 
-    fn majority_suffices(&self) -> bool {
-        true
+    /// Spins; a majority suffices; nobody listens, so a release wakes no waiter of
+    /// this client either.
+    fn policy(&self) -> WaitPolicy {
+        WaitPolicy {
+            wait: Wait::Spin,
+            majority_suffices: true,
+            wakes_locally: false,
+            ..WaitPolicy::CONSERVATIVE
+        }
     }
 
-    /// Nobody listens: a release wakes no waiter of this client either.
-    fn wakes_locally(&self) -> bool {
-        false
-    }
-
-    fn spins(&self) -> bool {
-        true
+    /// The plain force-release (its publication wakes nobody).
+    fn force_release(&self, name: &str) -> Invocation {
+        plain::force_release(name)
     }
 }

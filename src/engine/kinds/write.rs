@@ -1,14 +1,16 @@
 //! The write side of a read-write lock (Redisson `RReadWriteLock.writeLock()`; layout
 //! and scripts in rw.rs). Held under the writer id `<holder>:write`; a writer that
 //! prefers writers records an intent while it waits, which keeps new readers out, is
-//! refreshed like a fair queue entry and removed however the wait ends (waiter.rs
+//! refreshed like a fair queue entry and removed however the wait ends (waiter/mod.rs
 //! invariant 9). Never handed over locally (its waiters post no offers).
 
 use std::sync::Arc;
 
-use super::{read_release, Ask, Protocol, Sending};
+use super::inspect::{scored, scores, text, Section};
+use super::{read_release, Ask, Probe, Protocol, Queue, Sending, WaitPolicy};
 use crate::engine::rw;
 use crate::engine::wire::{read_acquire, Acquire, Release};
+use crate::engine::Kind;
 use crate::keys;
 use crate::transport::Invocation;
 
@@ -32,7 +34,11 @@ impl Protocol for Write {
         ask: &Ask,
         _waiting: Option<Arc<str>>,
     ) -> Sending<Acquire> {
-        let intent_ms = if self.queues(ask) { ask.stale_ms } else { 0 };
+        let intent_ms = if self.policy().queues(ask) {
+            ask.stale_ms
+        } else {
+            0
+        };
         let inv = rw::acquire_call(name, lease_ms, holder, true, intent_ms);
         Sending::Script(inv, read_acquire)
     }
@@ -50,7 +56,56 @@ impl Protocol for Write {
         Some(rw::leave_call(name, holder))
     }
 
-    fn queues(&self, ask: &Ask) -> bool {
-        ask.intent && !ask.once
+    /// A waiting writer with an intent is queued by it.
+    fn policy(&self) -> WaitPolicy {
+        WaitPolicy {
+            queue: Queue::Intent,
+            ..WaitPolicy::CONSERVATIVE
+        }
+    }
+
+    /// The reader id with `:write`.
+    fn holder_id(&self, holder: Arc<str>) -> Arc<str> {
+        rw::writer(&holder)
+    }
+
+    /// A reader waiting to write would wait for its own read hold.
+    fn no_upgrade_from(&self) -> Option<Kind> {
+        Some(Kind::Read)
+    }
+
+    fn siblings(&self) -> &'static [Kind] {
+        &[Kind::Read]
+    }
+
+    /// Anyone writes: a hash in write mode.
+    fn probe(&self) -> Probe {
+        Probe::Hash(|v| rw::parse_state(v).0.as_deref() == Some("write"))
+    }
+
+    /// Deletes it if in write mode.
+    fn force_release(&self, name: &str) -> Invocation {
+        rw::force_call(name, true)
+    }
+
+    fn force_may_spare(&self) -> bool {
+        true
     }
 }
+
+/// The read-write layout's part of an inspection (kinds/inspect.rs; both sides share
+/// it, its holders are the hash's): the mode, and the writers waiting with when their
+/// intent lapses.
+pub(crate) static INSPECT: Section = Section {
+    reads: |name, pipe| {
+        pipe.cmd("HGET").arg(name).arg("mode");
+        scores(pipe, keys::rw_writers(name));
+    },
+    replies: 2,
+    read: |v, st| {
+        st.mode = text(&v[0]);
+        st.writers_waiting = (scored(&v[1], text).into_iter())
+            .map(|(w, at)| (w, Some(at)))
+            .collect();
+    },
+};

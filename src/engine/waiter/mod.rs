@@ -117,14 +117,15 @@ struct Plan {
 impl Plan {
     fn of(engine: &Engine, call: &Call) -> Plan {
         let kind = call.kind.protocol();
+        let policy = kind.policy();
         let ask = ask(engine, call.wait == Some(Duration::ZERO), call.intent);
         Plan {
             kind,
             ask,
-            fair: kind.offers() == Some(Book::Fair),
-            queues: kind.queues(&ask),
-            can_offer: kind.offers().is_some() && !ask.redlock,
-            gated: kind.gated(ask.redlock),
+            fair: policy.offers == Some(Book::Fair),
+            queues: policy.queues(&ask),
+            can_offer: policy.offers.is_some() && !ask.redlock,
+            gated: policy.gated(ask.redlock),
         }
     }
 }
@@ -170,7 +171,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         }
     };
     // Invariant 10: only a gated waiter of a registering kind on one master registers.
-    let ticket = (plan.kind.registers() && !plan.ask.redlock && _pass.is_some())
+    let ticket = (plan.kind.policy().registers && !plan.ask.redlock && _pass.is_some())
         .then(|| engine.tickets.issue(&call.holder, call.lease));
     let req = Request {
         name: call.name.clone(),
@@ -413,7 +414,7 @@ impl Waiter<'_> {
     /// asks Redis instead.
     fn local_hold(&self, reentrant: bool, woken: bool) -> Option<Duration> {
         let claiming = self.trace == Trace::Claiming;
-        if !self.plan.kind.local_shortcut() || reentrant || woken || claiming {
+        if !self.plan.kind.policy().local_shortcut || reentrant || woken || claiming {
             return None;
         }
         (self.engine.holds)
