@@ -2,7 +2,7 @@
 //! and permission or data errors reported at once as typed errors, never retried as
 //! outages (which took 30 s before) or reported as lost locks.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! Masters are paused with SIGSTOP; each renewal round is run with `renew_now()`, so
 //! what is asserted follows from the rounds, not from the machine's speed.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

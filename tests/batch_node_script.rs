@@ -5,7 +5,7 @@
 //! answers "not here" (4) and writes nothing, and so does every later operation of the
 //! same lock in the call, while its neighbours run.
 
-mod common;
+use redlatch_testkit as common;
 
 use common::cluster::{key_slot, RedisCluster};
 use redis::{Script, Value};

@@ -7,7 +7,7 @@
 //! slot. Runs on whatever `redis-server` is on the PATH (7.0 in CI; 6.2 by putting its
 //! binaries first on the PATH).
 
-mod common;
+use redlatch_testkit as common;
 
 use common::cluster::{key_slot, RedisCluster};
 use redis::Script;

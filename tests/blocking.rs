@@ -1,7 +1,7 @@
 //! `redlatch::blocking`: the same locks for synchronous code, held per thread, guards
 //! released before `drop` returns. Plain `#[test]`s: no async runtime of our own.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::mpsc;
 use std::thread;

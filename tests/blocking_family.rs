@@ -3,7 +3,7 @@
 //! clients; limits and exclusion never broken, guards given back before `drop`
 //! returns (and in the background when dropped inside a runtime).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;

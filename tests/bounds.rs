@@ -19,7 +19,7 @@
 //! primary killed). Each row runs on its own servers; the test harness runs two at a
 //! time. (A Redis Cluster in `CLUSTERDOWN` is a row to add beside these.)
 
-mod common;
+use redlatch_testkit as common;
 
 use std::future::Future;
 use std::pin::Pin;

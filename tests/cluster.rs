@@ -4,7 +4,7 @@
 //! Tests here leave the topology alone and share one cluster per binary
 //! ([`shared_cluster`]); tests/cluster_faults.rs changes it.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! The tests on the shared cluster run one at a time: one counts the script calls every
 //! primary received.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! failover (kill -9 and CLUSTER FAILOVER), slot migration while locks are held and
 //! waited on, and replica-synced acquisitions (`Config::sync_replicas`).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

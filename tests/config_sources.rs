@@ -3,7 +3,7 @@
 //! configures the client once; `valkey://` URLs work; a wrong password is a typed
 //! error that does not show the password.
 
-mod common;
+use redlatch_testkit as common;
 
 use common::RedisServer;
 use redis::{IntoConnectionInfo, ProtocolVersion};

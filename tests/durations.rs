@@ -5,7 +5,7 @@
 //! own task or in one the library spawned (a release sent from a guard's drop), which
 //! tokio would otherwise swallow ([`no_panics`]).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Once;

@@ -4,7 +4,7 @@
 //! Cluster and Sentinel: tests/election_deployments.rs; processes and kill -9:
 //! redlatch-cli/tests/cli_elect.rs.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! slot) and on Sentinel across a failover: the leader survives it (its lock and record
 //! were synced to the replica), the next term is greater, the observer goes on.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Bad input and unavailable Redis: typed errors, never a panic, a hang or a leak.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

@@ -9,7 +9,7 @@
 //! to do), then run from `target/<profile>/examples/`, the sibling of this test
 //! binary's `deps/` directory.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::io::Read;
 use std::path::PathBuf;

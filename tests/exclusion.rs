@@ -1,6 +1,6 @@
 //! Mutual exclusion: a GET-then-SET counter stays exact under contention.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! and `for_each_concurrent` never let two of them inside one lock. Nested calls
 //! re-enter only in a guard's scope (`LockGuard::scope`, `Lock::with`).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::collections::HashMap;
 use std::sync::Arc;

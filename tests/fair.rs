@@ -3,7 +3,7 @@
 //! Force-unlock, leases, queries and plain/fair mixes are in fair_api.rs; Redlock in
 //! fair_redlock.rs.
 
-mod common;
+use redlatch_testkit as common;
 
 use common::fair::*;
 

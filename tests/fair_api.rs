@@ -2,7 +2,7 @@
 //! watchdog, explicit lease and queries behave as for the plain lock; plain and fair
 //! clients on one name (documented behaviour, as with Redisson).
 
-mod common;
+use redlatch_testkit as common;
 
 use common::fair::*;
 

@@ -3,7 +3,7 @@
 //! redlatch waiters in one queue keep strict FIFO order; nobody live is evicted or left
 //! asleep while the lock is free; give-ups, cancellations and dead waiters of both kinds.
 
-mod common;
+use redlatch_testkit as common;
 
 use common::fair::*;
 use common::redisson::*;

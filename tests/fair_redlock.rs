@@ -2,7 +2,7 @@
 //! (different orders on different masters) resolve; no entry is left on a master that
 //! refused a waiter the majority granted.
 
-mod common;
+use redlatch_testkit as common;
 
 use common::fair::*;
 

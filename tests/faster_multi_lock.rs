@@ -2,7 +2,7 @@
 //! hash, all or none; exclusion per value under contention; waiters woken by the
 //! group's channel; cancel safety; leases, the watchdog and bad input.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::collections::HashMap;
 use std::sync::Arc;

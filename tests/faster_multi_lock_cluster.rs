@@ -3,7 +3,7 @@
 //! release message; the watchdog renews through routing; a group name whose keys would
 //! span slots is refused.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

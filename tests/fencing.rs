@@ -1,6 +1,6 @@
 //! Fenced locks on one master: tokens grow with every acquisition, Redisson's counter key.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! since their counter was last written back), or when every master granted; otherwise
 //! the attempt fails safe as an outage instead of handing out a smaller token.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! anything is sent; a user's script runs only while the lock is held; a cluster
 //! routes them to the lock's slot; Redlock refuses them.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::LazyLock;
 use std::time::Duration;

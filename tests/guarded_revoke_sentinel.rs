@@ -5,7 +5,7 @@
 //! `SyncReplicas::Auto` makes it) still writes, on the new primary, and a force-unlock
 //! there makes its next write refused.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

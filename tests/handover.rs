@@ -1,7 +1,7 @@
 //! Local hand-over: the last hold of a plain lock passes to the next waiting task of
 //! the same client in the release script, unless another client waits for the lock.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

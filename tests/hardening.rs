@@ -1,7 +1,7 @@
 //! Regression tests for the defects of the fault and bad-input campaign (issue 11):
 //! one server listed twice, two fair names sharing one queue, SCRIPT FLUSH in a loop.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

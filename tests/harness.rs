@@ -1,6 +1,6 @@
 //! Self-tests of the shared test harness in tests/common.
 
-mod common;
+use redlatch_testkit as common;
 
 use common::{eventually, eventually_async, numsub, start_many, RedisServer};
 use std::collections::HashSet;

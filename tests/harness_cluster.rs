@@ -4,7 +4,7 @@
 //! Tests on [`shared_cluster`] only read the topology; the others change it and start their
 //! own cluster.
 
-mod common;
+use redlatch_testkit as common;
 
 use common::cluster::{entry, key_in_slot, key_slot, shared_cluster, RedisCluster, Role, SLOTS};
 use common::eventually_every;

@@ -2,7 +2,7 @@
 //! one test per reason the library can find out on a standalone master (a failover's
 //! `MasterDataLost` is in tests/cluster_faults.rs).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

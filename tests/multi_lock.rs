@@ -1,7 +1,7 @@
 //! The multi-lock (Redisson RedissonMultiLock): all or none, no deadlock between
 //! overlapping sets taken in different orders, one `lost()` for every part.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::Arc;
 use std::time::Duration;

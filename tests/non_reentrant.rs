@@ -5,7 +5,7 @@
 //! each other; several clients and processes never overlap; a dropped wait leaves
 //! nothing; a dead holder's lease frees the lock; bad input is typed; Redlock works.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! waiters woken by the sharded unlock message, the spin waiter by its next try, with
 //! no subscription on any node), and nothing is left behind.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

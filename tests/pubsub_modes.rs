@@ -18,7 +18,7 @@
 //! Every lease here is 30 s (the default watchdog): a waiter that missed the message
 //! would retry only then, far past the bounds asserted.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! Recovery: flushed scripts, dropped pub/sub connections, restarted Redis.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

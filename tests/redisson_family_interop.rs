@@ -2,7 +2,7 @@
 //! both directions: the Java side runs Redisson's own scripts (tests/redisson/*.lua) by
 //! EVAL, exactly as the Java client sends them.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

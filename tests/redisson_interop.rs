@@ -1,7 +1,7 @@
 //! Redisson wire compatibility: the same hash, fields, channel and unlock message.
 //! The Redisson side runs Redisson's own scripts (tests/redisson/*.lua) by EVAL.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

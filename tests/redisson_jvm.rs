@@ -6,7 +6,8 @@
 //! Wake latencies are printed (`--nocapture`), not asserted: they are the JVM's
 //! `System.nanoTime()` and our CLOCK_MONOTONIC, the same clock on Linux.
 
-mod common;
+use redlatch_testkit as common;
+use redlatch_testkit::per_version;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,8 @@
 //! subscribes classic there (tests/redisson_jvm_pubsub_modes.rs). Before Redis 7 (no
 //! sharded pub/sub) both use classic pub/sub on the primary serving the channel's slot.
 
-mod common;
+use redlatch_testkit as common;
+use redlatch_testkit::per_version;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,8 @@
 //! RSemaphore, RPermitExpirableSemaphore, RCountDownLatch and RedissonMultiLock. Each
 //! scenario runs on the three Redisson versions; wake latencies are printed.
 
-mod common;
+use redlatch_testkit as common;
+use redlatch_testkit::per_version;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! getPermits, and the wake-ups their messages give across the two. 4.7 only: the
 //! methods are newer than 3.27.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! real Redisson 4.7 sends: each fixture's body, whitespace aside, is one of the string
 //! constants of Redisson's classes (read from the jar with `javap`, part of the JDK).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::process::Command;
 

@@ -5,7 +5,8 @@
 //! Redisson 3.52 and 4.7 (3.27 has no faster multi-lock). The Java client encodes values
 //! with `StringCodec` (connect option `codec=string`), so a string names the same field.
 
-mod common;
+use redlatch_testkit as common;
+use redlatch_testkit::per_version;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! section seen by one checker (tests/common/mixed.rs): zero overlaps, nobody starved, and
 //! FIFO for the fair lock.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::Arc;
 use std::time::Duration;

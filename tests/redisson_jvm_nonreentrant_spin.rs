@@ -5,7 +5,7 @@
 //! refusal of a re-acquisition (IllegalMonitorStateException) shows the layout we share.
 //! 4.7 only: the classes are newer than 3.x (getNonReentrantLock came with 4.4).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -11,7 +11,7 @@
 //! default watchdog) and every wake-up must come within [`WITHIN`]: a missed message
 //! fails the test instead of the lease letting the waiter in.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! goes through a kill -9 of the primary and the sentinels' failover with zero overlaps
 //! and nobody starved.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::Arc;
 use std::time::Duration;

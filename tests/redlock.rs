@@ -1,7 +1,7 @@
 //! Redlock over 3 and 5 healthy masters: quorum, validity, queries by majority,
 //! reentrancy across masters and fencing tokens (SPEC §3, §8).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

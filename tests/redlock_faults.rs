@@ -1,7 +1,7 @@
 //! Redlock under faults: crashed (kill -9) and stopped (SIGSTOP) masters, slow masters
 //! eating the validity, and the watchdog renewing by majority (SPEC §3, §5).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! (unsafe) or only after the longest lease (scripts/delayed-restart.sh), and mutual
 //! exclusion while minorities of masters crash and come back late.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

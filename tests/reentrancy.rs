@@ -1,7 +1,7 @@
 //! Reentrancy in a guard's scope: nesting, unwinding, other tasks and calls wait,
 //! guards move. (tests/exclusion_in_task.rs: futures of one task exclude each other.)
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

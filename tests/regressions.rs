@@ -1,7 +1,7 @@
 //! Regression tests for defects found in review (each failed before its fix):
 //! lost wake-ups, lease shortening, spinning, self-deadlock, polling during outages.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

@@ -8,7 +8,7 @@
 //! while it loads it), not by the machine's speed: each lock below is taken while the
 //! replica is seen in that phase.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Replica-synced acquisitions (`Config::sync_replicas`) on a standalone primary with
 //! one replica: WAIT in the same round trip, typed errors, undo, WAITAOF detection.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! The replication link is cut (the replica paused and its connection killed on the
 //! primary, so nothing buffered reaches it later) before the renewal.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! asked by an earlier request; a Redisson-style holder is asked but nobody hears it;
 //! listening ends with the hold; it works on a cluster (sharded pub/sub).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

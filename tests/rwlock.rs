@@ -2,7 +2,7 @@
 //! contention, reentrancy, downgrade, refused upgrade, wake-ups without polling, leases of
 //! dead holders, the watchdog, cancel safety, writer preference and bad input.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;

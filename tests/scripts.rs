@@ -3,7 +3,7 @@
 //! sequence of operations runs once through the single scripts and once through one
 //! batch call, on twin keys of a real Redis.
 
-mod common;
+use redlatch_testkit as common;
 
 use common::RedisServer;
 use redis::{Script, Value};

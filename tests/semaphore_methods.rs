@@ -4,7 +4,7 @@
 //! release(List) all or nothing, updateLeaseTime, getLeaseTime, setPermits, getPermits;
 //! RCountDownLatch await(). Limits under contention, cancel safety, bad input.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;

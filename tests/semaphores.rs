@@ -2,7 +2,7 @@
 //! (RCountDownLatch): limits never exceeded under contention, wake-ups without polling,
 //! cancel safety, expiring permits of dead holders, refusal under Redlock, bad input.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! primary found through the sentinels, followed across a failover, waiters
 //! resubscribed on the new primary, replica-synced acquisitions.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! (How long its back-off makes a waiter lag a release is measured in BENCHMARKS.md,
 //! not asserted here.)
 
-mod common;
+use redlatch_testkit as common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! TLS with certificates of a CA the test generates (tests/common/tls.rs). Each server
 //! also keeps a plain port, used only by the harness (readiness, PUBSUB NUMSUB).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

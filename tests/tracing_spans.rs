@@ -5,7 +5,7 @@
 //! current-thread runtime, so the thread-local subscriber sees the client's background
 //! tasks too.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Waiting without polling: pub/sub wake-ups, timeouts, cancellation.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! Each "process" is its own `Client` (its own connections and subscriber). The last
 //! tests run the scripts themselves (the library's files, as it sends them).
 
-mod common;
+use redlatch_testkit as common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

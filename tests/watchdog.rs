@@ -1,7 +1,7 @@
 //! The watchdog: leases kept while guards live, lost locks reported, crashed holders
 //! freed by their lease.
 
-mod common;
+use redlatch_testkit as common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -2,9 +2,7 @@
 //! status, unlock --force, and mutual exclusion between processes.
 
 mod cli_util;
-// The library's redis-server harness, shared rather than copied.
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,7 @@
 //! to end (`--wait 300ms` on a master hung while it waited: 2.4 s).
 
 mod cli_util;
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

@@ -4,9 +4,7 @@
 //! cluster name. (The bench on a cluster: redlatch-bench/tests/bench.rs.)
 
 mod cli_util;
-// The library's redis-server harness, shared rather than copied.
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

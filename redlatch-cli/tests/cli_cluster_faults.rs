@@ -3,8 +3,7 @@
 //! to a shared file; overlaps are counted after the failover. With replica sync on
 //! (the default), there must be none.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};

@@ -2,8 +2,7 @@
 //! the manual page, and exit codes that match the help.
 
 mod cli_util;
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -5,8 +5,7 @@
 //! greater term; observers print each change once.
 
 mod cli_util;
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

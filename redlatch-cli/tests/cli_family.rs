@@ -2,8 +2,7 @@
 //! semaphores, against real redis-server processes.
 
 mod cli_util;
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
 

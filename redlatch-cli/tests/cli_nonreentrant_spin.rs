@@ -4,8 +4,7 @@
 //! `--spin` runner waits without subscribing to anything.
 
 mod cli_util;
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

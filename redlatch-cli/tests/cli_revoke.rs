@@ -4,8 +4,7 @@
 //! that does not listen gives exit 1.
 
 mod cli_util;
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -4,9 +4,7 @@
 //! URL, a key that is not a lock).
 
 mod cli_util;
-// The library's redis-server harness, shared rather than copied.
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use common::RedisServer;
 

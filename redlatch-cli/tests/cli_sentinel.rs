@@ -3,8 +3,7 @@
 
 mod cli_util;
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use cli_util::{output, redlatch};
 use common::sentinel::SentinelSet;

@@ -5,8 +5,7 @@
 //! primary comes back as its replica. With replica sync on (the default: acquisitions
 //! and renewals acknowledged by the replica), no two sections of one name overlap.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::collections::HashSet;
 use std::io::Write as _;

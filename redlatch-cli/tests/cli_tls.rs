@@ -4,9 +4,7 @@
 //! moves with the other CLI tests.
 
 mod cli_util;
-// The library's redis-server harness, shared rather than copied.
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 /// `redlatch ARGS` with no REDLATCH_TLS_* from the caller's environment.
 fn redlatch(args: &[String]) -> assert_cmd::Command {

@@ -4,8 +4,7 @@
 //! pseudo-terminal here) and `NO_COLOR` is unset.
 
 mod cli_util;
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::io::Read;
 use std::process::{Command, Stdio};

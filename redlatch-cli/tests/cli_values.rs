@@ -3,8 +3,7 @@
 //! bad value list is a usage error.
 
 mod cli_util;
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::common::RedisServer;
+use redlatch_testkit::RedisServer;
 
 /// Upper bound for any single foreground `redlatch` invocation in the tests.
 pub const CMD_TIMEOUT: Duration = Duration::from_secs(60);

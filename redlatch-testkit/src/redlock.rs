@@ -16,8 +16,7 @@ pub const OTHER: &str = "00000000-0000-4000-8000-000000000000:1";
 
 static RESTARTS: AtomicUsize = AtomicUsize::new(0);
 
-/// The repository's root: the package's own directory for the library's tests, its
-/// parent for the CLI's (redlatch-cli/tests/ share this harness).
+/// The repository's root: the parent of this crate's directory (redlatch-testkit/).
 fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()

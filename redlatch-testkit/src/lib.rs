@@ -1,6 +1,6 @@
-#![allow(dead_code)]
-//! Shared integration-test harness: include with `mod common;` from any file under tests/
-//! (the CLI's tests, in redlatch-cli/tests/, include it with `#[path = "../../tests/common/mod.rs"]`).
+//! The workspace's integration-test harness (not published): a dev-dependency of the
+//! library's, the CLI's and the bench's tests, which name it `common`
+//! (`use redlatch_testkit as common;`). Compiled once, not once per test binary.
 //!
 //! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
 //! * [`acl`]: the minimal ACL of docs/errors.md, and a user with it.
@@ -19,6 +19,8 @@
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
+//! * [`test_name!`]: the full name of a test of the calling module, for a test that runs
+//!   another of its binary's tests in a child process (`--exact NAME`).
 
 pub mod acl;
 pub mod cluster;
@@ -38,6 +40,25 @@ pub use server::RedisServer;
 use std::time::{Duration, Instant};
 
 const POLL_INTERVAL: Duration = Duration::from_millis(10);
+
+/// The name the test harness gives the test `name` of the calling module: its module
+/// path without the test binary's crate name (`watchdog::child_process_holder` for
+/// `child_process_holder` in tests/standalone/watchdog.rs), what `--exact` matches.
+#[macro_export]
+macro_rules! test_name {
+    ($name:expr) => {
+        $crate::test_path(module_path!(), $name)
+    };
+}
+
+/// [`test_name!`]'s work: `module` is the caller's `module_path!()`, whose first
+/// segment is the test binary's crate.
+pub fn test_path(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_, inside)) => format!("{inside}::{name}"),
+        None => name.to_string(),
+    }
+}
 
 /// Start `n` independent servers (distinct ports and dirs).
 pub fn start_many(n: usize) -> Vec<RedisServer> {
@@ -306,7 +327,7 @@ pub async fn cancelled_storm(client: &redlatch::Client, prefix: &str, names: usi
     let calls: Vec<_> = (0..calls)
         .map(|i| {
             let lock = client.lock(format!("{prefix}{}", i % names));
-            // A spread of patiences, 0–3 ms (tests/common is shared with the CLI's
+            // A spread of patiences, 0–3 ms (the testkit is shared with the CLI's
             // tests, which have no random-number crate).
             let patience = Duration::from_micros((i as u64).wrapping_mul(2654435761) % 3000);
             tokio::spawn(async move {

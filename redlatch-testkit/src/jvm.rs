@@ -33,8 +33,12 @@ pub const VERSIONS: [&str; 3] = [OLD, LAST3, V4];
 /// How long one command may take before the test fails instead of hanging.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The repository's root (this crate lies in its redlatch-testkit/).
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("redlatch-testkit/ lies in the repository")
+        .to_path_buf()
 }
 
 /// The cargo target directory (`CARGO_TARGET_DIR` or `target/`).
@@ -481,8 +485,8 @@ macro_rules! per_version {
     (@test $test:ident, $version:ident, $name:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $test() {
-            if $crate::common::jvm::available() {
-                super::$name($crate::common::jvm::$version).await
+            if $crate::jvm::available() {
+                super::$name($crate::jvm::$version).await
             }
         }
     };

@@ -94,6 +94,11 @@ impl Checker {
         }
     }
 
+    /// The name of the lock the run contends on.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// `who` (lock field `holder`) holds the lock.
     pub fn enter(&self, who: &str, holder: &str) {
         let mut s = self.state.lock().unwrap();

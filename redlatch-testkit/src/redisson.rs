@@ -17,9 +17,9 @@ use tokio::time::Instant;
 
 use super::RedisServer;
 
-pub const FAIR_LOCK: &str = include_str!("../redisson/fair_lock.lua");
-pub const FAIR_UNLOCK: &str = include_str!("../redisson/fair_unlock.lua");
-pub const FAIR_ACQUIRE_FAILED: &str = include_str!("../redisson/fair_acquire_failed.lua");
+pub const FAIR_LOCK: &str = include_str!("../../tests/redisson/fair_lock.lua");
+pub const FAIR_UNLOCK: &str = include_str!("../../tests/redisson/fair_unlock.lua");
+pub const FAIR_ACQUIRE_FAILED: &str = include_str!("../../tests/redisson/fair_acquire_failed.lua");
 
 /// Redisson's default `fairLockWaitTimeout` (RedissonFairLock's `threadWaitTime`).
 pub const THREAD_WAIT: Duration = Duration::from_secs(300);
