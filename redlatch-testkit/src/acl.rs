@@ -1,9 +1,9 @@
-//! The minimal ACL of docs/errors.md, shared by tests/acl.rs (the core scenarios under
+//! The minimal ACL of docs/errors.md, shared by tests/standalone/acl.rs (the core scenarios under
 //! it) and the CLI's tests (`redlatch run` under it prints nothing).
 
 use super::RedisServer;
 
-/// The minimal ACL's commands, as docs/errors.md lists them (tests/acl.rs checks the two
+/// The minimal ACL's commands, as docs/errors.md lists them (tests/standalone/acl.rs checks the two
 /// agree).
 pub const MINIMAL: &[&str] = &[
     "+ping",

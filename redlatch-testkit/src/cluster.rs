@@ -667,28 +667,47 @@ impl RedisCluster {
 
 /// The cluster shared by the tests of one test binary: 3 primaries with 1 replica each,
 /// started on first use and killed when the process exits. Only for tests that leave the
-/// topology alone (no kill, pause, failover, migration, restart, FLUSHALL) and use their
-/// own keys. Under nextest every test is its own process, so each still starts one; under
-/// `cargo test` the tests of a binary share it.
+/// topology and configuration alone (no kill, pause, failover, migration, restart,
+/// FLUSHALL, CONFIG SET) and use their own keys, and that count nothing server-wide:
+/// every module of the binary uses it at the same time (a file whose tests need more
+/// takes [`cluster_of`] with a cell of its own). Under nextest every test is its own
+/// process, so each still starts one; under `cargo test` the tests of a binary share it.
 pub fn shared_cluster() -> &'static RedisCluster {
-    SHARED.get_or_init(|| {
+    static SHARED: OnceLock<RedisCluster> = OnceLock::new();
+    cluster_of(&SHARED)
+}
+
+/// A cluster like [`shared_cluster`]'s, but the one in `cell`: the cluster of the
+/// callers of that cell alone (e.g. one test file's tests, taking turns on it), started
+/// on first use and killed when the process exits.
+pub fn cluster_of(cell: &'static OnceLock<RedisCluster>) -> &'static RedisCluster {
+    cell.get_or_init(|| {
         let cluster = RedisCluster::start(3, 1);
-        // SAFETY: registers a plain extern "C" fn; statics are never dropped, so this is what
-        // stops the nodes.
-        unsafe { libc::atexit(kill_shared_cluster) };
+        let mut started = AT_EXIT.lock();
+        if started.is_empty() {
+            // SAFETY: registers a plain extern "C" fn; statics are never dropped, so
+            // this is what stops the nodes.
+            unsafe { libc::atexit(kill_static_clusters) };
+        }
+        started.extend(
+            cluster
+                .nodes
+                .iter()
+                .map(|n| (n.pid(), n.dir().to_path_buf())),
+        );
         cluster
     })
 }
 
-static SHARED: OnceLock<RedisCluster> = OnceLock::new();
+/// The nodes of the clusters in statics (PID, data directory), killed at exit.
+static AT_EXIT: parking_lot::Mutex<Vec<(u32, std::path::PathBuf)>> =
+    parking_lot::Mutex::new(Vec::new());
 
-extern "C" fn kill_shared_cluster() {
-    if let Some(cluster) = SHARED.get() {
-        for node in &cluster.nodes {
-            // SAFETY: kill(2) on the PID of our own child (SIGKILL also ends a paused one).
-            unsafe { libc::kill(node.pid() as libc::pid_t, libc::SIGKILL) };
-            let _ = std::fs::remove_dir_all(node.dir());
-        }
+extern "C" fn kill_static_clusters() {
+    for (pid, dir) in AT_EXIT.lock().iter() {
+        // SAFETY: kill(2) on the PID of our own child (SIGKILL also ends a paused one).
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 

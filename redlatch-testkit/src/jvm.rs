@@ -1,4 +1,4 @@
-//! The real Redisson client in a JVM, for the interop tests (tests/redisson_jvm*.rs).
+//! The real Redisson client in a JVM, for the interop tests (tests/redisson/redisson_jvm*.rs).
 //!
 //! The Java side is `interop/redisson/` (a Maven project; `Driver.java` documents the line
 //! protocol). [`Jvm::start`] builds it once per Redisson version and run (`mvn -q package`,

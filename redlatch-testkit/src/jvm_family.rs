@@ -3,7 +3,7 @@
 //! permit-expirable semaphore, the count-down latch and the fenced lock, a waiter on
 //! one side is woken by the other side's release, then the roles swap. The deployment
 //! only changes how a test sees that a waiter has subscribed; the standalone family
-//! (tests/redisson_jvm_family.rs) goes deeper, one test per kind.
+//! (tests/redisson/redisson_jvm_family.rs) goes deeper, one test per kind.
 
 use std::future::Future;
 use std::time::Duration;
