@@ -3,7 +3,7 @@
 //! reason, and no "at risk" after it; in colour only when stderr is a terminal (a
 //! pseudo-terminal here) and `NO_COLOR` is unset.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::io::Read;

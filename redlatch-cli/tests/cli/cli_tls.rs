@@ -3,7 +3,7 @@
 //! `tls`), and the flags refused without the feature. A file of its own so that it
 //! moves with the other CLI tests.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 /// `redlatch ARGS` with no REDLATCH_TLS_* from the caller's environment.

@@ -4,7 +4,7 @@
 //! waits. These fail on a build whose wait is not end
 //! to end (`--wait 300ms` on a master hung while it waited: 2.4 s).
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `redlatch run` and signals: forwarding, a lost lock terminating CMD, CMD killed by
 //! a signal, redlatch itself interrupted or killed.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};

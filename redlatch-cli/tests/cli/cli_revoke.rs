@@ -3,7 +3,7 @@
 //! CMD finishes, the lock is released; `none` ignores requests; a free lock or a holder
 //! that does not listen gives exit 1.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! replaced, and on resuming is told it lost (exit 76) while its successor keeps a
 //! greater term; observers print each change once.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};

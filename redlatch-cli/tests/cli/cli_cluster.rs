@@ -3,7 +3,7 @@
 //! it waited 30 s and exited 69 with MOVED), `status` and `unlock --force` on a
 //! cluster name. (The bench on a cluster: redlatch-bench/tests/bench.rs.)
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};

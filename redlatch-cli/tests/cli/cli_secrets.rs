@@ -3,7 +3,7 @@
 //! REDLATCH_REDIS, and whatever goes wrong (bad password, wrong user, Redis down, a bad
 //! URL, a key that is not a lock).
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use common::RedisServer;

@@ -1,7 +1,7 @@
 //! `redlatch run --read/--write/--permits N` and `status` on read-write locks and
 //! semaphores, against real redis-server processes.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! The `redlatch` command against real redis-server processes: exit codes, release,
 //! status, unlock --force, and mutual exclusion between processes.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::{Duration, Instant};
@@ -194,7 +194,7 @@ fn unreachable_redis_is_69_quickly() {
         .code(69);
 }
 
-/// Under the minimal ACL of docs/errors.md (the user tests/acl.rs runs the library's
+/// Under the minimal ACL of docs/errors.md (the user tests/standalone/acl.rs runs the library's
 /// scenarios under), `redlatch run` takes, holds and releases the lock and prints
 /// nothing: no warning about a channel it may not subscribe to.
 #[test]

@@ -2,7 +2,7 @@
 //! against a real redis-server: runners exclude each other on shared values only, a
 //! bad value list is a usage error.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! between processes, its exit codes and bad input, against real redis-server
 //! processes.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! exit codes of `run`), the flags exclude each other and the other kinds (64), and a
 //! `--spin` runner waits without subscribing to anything.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! flock(1)'s and consul's habits (issue 26): -w/-n/-E/-c/-v, RUST_LOG, completions and
 //! the manual page, and exit codes that match the help.
 
-mod cli_util;
+use crate::cli_util;
 use redlatch_testkit as common;
 
 use std::time::Duration;

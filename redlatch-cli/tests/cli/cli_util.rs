@@ -1,5 +1,4 @@
-#![allow(dead_code)]
-//! Helpers for the `redlatch` command-line tests (tests/cli.rs, tests/cli_signals.rs):
+//! Helpers for the `redlatch` command-line tests (this binary's modules):
 //! running the binary in the foreground (assert_cmd) or in the background with bounded
 //! waits, a private temp dir, and signals.
 

@@ -1,7 +1,7 @@
 //! `redlatch` against a Sentinel set-up (`--sentinel NAME`, the URLs are the
 //! sentinels'): run, status and unlock --force reach the primary the sentinels name.
 
-mod cli_util;
+use crate::cli_util;
 
 use redlatch_testkit as common;
 
