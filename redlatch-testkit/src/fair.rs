@@ -89,9 +89,10 @@ pub async fn join<T>(task: JoinHandle<T>, within: Duration) -> T {
         .expect("the task panicked")
 }
 
-/// Runs the test `helper` of the current test binary as a separate process with the
-/// environment variable `env` set, for a waiter that is then killed; returns the process
-/// once it printed `QUEUED <holder>`, and that holder.
+/// Runs the test `helper` (its full name: [`crate::test_name!`]) of the current test
+/// binary as a separate process with the environment variable `env` set, for a waiter
+/// that is then killed; returns the process once it printed `QUEUED <holder>`, and that
+/// holder.
 pub async fn queued_helper(
     helper: &str,
     (var, value): (&str, String),

@@ -349,7 +349,11 @@ async fn dead_redlatch_waiter(
 ) -> (tokio::process::Child, String) {
     let urls: Vec<String> = masters.iter().map(|m| m.url()).collect();
     let env = format!("{name} {} {}", wait.as_millis(), urls.join(","));
-    queued_helper("helper_process_queued_redlatch_waiter", (HELPER_ENV, env)).await
+    queued_helper(
+        &redlatch_testkit::test_name!("helper_process_queued_redlatch_waiter"),
+        (HELPER_ENV, env),
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

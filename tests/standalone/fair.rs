@@ -294,8 +294,11 @@ async fn a_waiter_process_killed_while_queued_is_passed_over_after_its_stale_tim
     let client = connect(&server, 5 * SEC).await;
     let lock = client.fair_lock(KILLED_NAME);
     let held = lock.lock().await.unwrap();
-    let (mut child, dead) =
-        queued_helper("helper_process_queued_waiter", (HELPER_ENV, server.url())).await;
+    let (mut child, dead) = queued_helper(
+        &redlatch_testkit::test_name!("helper_process_queued_waiter"),
+        (HELPER_ENV, server.url()),
+    )
+    .await;
     let (next, task) = spawn_lock(&lock);
     wait_queued(&server, KILLED_NAME, &next).await;
     assert_eq!(queue(&server, KILLED_NAME), [dead.clone(), next.clone()]);
