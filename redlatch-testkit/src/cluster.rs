@@ -143,6 +143,11 @@ impl RedisCluster {
         self.nodes.len()
     }
 
+    /// Whether the cluster has no nodes: never once started ([`Self::len`]'s companion).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
     pub fn replicas_per_primary(&self) -> usize {
         self.replicas_per_primary
     }
