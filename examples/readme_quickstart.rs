@@ -1,5 +1,5 @@
-//! The README's Quickstart, as it stands there (tests/readme.rs keeps the two the same;
-//! tests/examples.rs runs it): `cargo run --example readme_quickstart`.
+//! The README's Quickstart, as it stands there (tests/standalone/readme.rs keeps the two the same;
+//! tests/standalone/examples.rs runs it): `cargo run --example readme_quickstart`.
 
 use redlatch::{Client, Config};
 use std::time::Duration;

@@ -3,8 +3,9 @@
 # a flake shows up as "name  k/N" with 0 < k < N.
 #
 # Usage: scripts/flakes.sh N [ARGS...]
-#   ARGS go to the test runner as in scripts/test.sh: a name filter, `--test redlock_faults`,
-#   or both, e.g.  scripts/flakes.sh 20 --test redlock_faults an_unlock_outlasts
+#   ARGS go to the test runner as in scripts/test.sh: a name filter, a test binary
+#   (`--test topologies`: tests/topologies/main.rs), or both, e.g.
+#   scripts/flakes.sh 20 --test topologies redlock_faults::an_unlock_outlasts
 # Runs with the features of scripts/test.sh, under cargo-nextest when it is installed,
 # else plain `cargo test --no-fail-fast` (then doc tests are part of every run).
 # Every run is bounded by FLAKES_RUN_TIMEOUT seconds (default 1800): a run that hangs
@@ -49,12 +50,15 @@ failed_tests() {
             sed -E 's/ +$//' | sort -u
     else
         awk '
-            # "     Running tests/redlock_faults.rs (target/debug/deps/...)": the binary
+            # "     Running tests/topologies/main.rs (target/debug/deps/...)": the binary
+            # (topologies), its tests named by module (redlock_faults::an_unlock_...);
+            # "     Running tests/metrics.rs (...)": a binary of one file (metrics);
             # "     Running unittests src/lib.rs (target/debug/deps/redlatch-...)"
             /^ +Running / {
                 bin = $0
                 sub(/^ +Running +(unittests +)?/, "", bin)
                 sub(/ +\(.*$/, "", bin)
+                sub(/\/main\.rs$/, "", bin)
                 sub(/^.*\//, "", bin); sub(/\.rs$/, "", bin)
                 if ($0 ~ /redlatch-cli\//) bin = "redlatch-cli/" bin
                 named[bin] = 0

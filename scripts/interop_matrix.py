@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Render the Redisson compatibility matrix from the JVM interop tests' result lines.
 
-Each test of tests/redisson_jvm*.rs that passed wrote `primitive|version|deployment|result`
+Each test of tests/redisson/redisson_jvm*.rs that passed wrote `primitive|version|deployment|result`
 lines to target/interop-matrix/<test>.txt (result: `pass`, or `diff: one line`). A cell
 is `pass` when every line for it passed, the difference's footnote when one was recorded,
 and `—` when no test covered it in this run (not tested, or its test failed).
@@ -98,7 +98,7 @@ def main():
     cells = load()
     if not cells:
         print(f"no results in {RESULTS}: run the JVM interop tests first "
-              "(cargo test --test 'redisson_jvm*')", file=sys.stderr)
+              "(cargo test --test redisson redisson_jvm)", file=sys.stderr)
         return 1
     table = render(cells)
     if "--summary" in sys.argv:

@@ -19,4 +19,5 @@ for stale in "$cargo_home"/registry/src/-*/redlatch-[0-9]* "$cargo_home"/registr
 done
 target_dir="target/package-verify"
 rm -rf -- "$target_dir"
-cargo package --workspace --exclude redlatch-bench --quiet --allow-dirty --target-dir "$target_dir" "$@"
+# The bench and the test harness (redlatch-testkit) are not published.
+cargo package --workspace --exclude redlatch-bench --exclude redlatch-testkit --quiet --allow-dirty --target-dir "$target_dir" "$@"

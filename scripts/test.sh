@@ -4,7 +4,7 @@
 # of the whole workspace: the library, the CLI (redlatch-cli/) and the bench harness.
 # Extra arguments go to the test runner, e.g. `scripts/test.sh redlock`.
 # With the cargo features `tls`, `metrics` and `serde`, so their tests run too.
-# The Redisson JVM interop (tests/redisson_jvm*.rs, the real Java client from Maven Central)
+# The Redisson JVM interop (tests/redisson/redisson_jvm*.rs, the real Java client from Maven Central)
 # runs when `java` and `mvn` are on the PATH and is skipped, said plainly, when not;
 # REDLATCH_REQUIRE_JAVA=1 (set by .ci/run) makes their absence an error.
 # Under cargo-nextest when it is installed (its own summary line ends the output), else
@@ -24,7 +24,7 @@ elif [ "${REDLATCH_REQUIRE_JAVA:-}" = 1 ]; then
     echo "Redisson JVM interop: REQUIRED (REDLATCH_REQUIRE_JAVA=1) but java or mvn is missing" >&2
     exit 1
 else
-    echo "Redisson JVM interop: SKIPPED (no java or mvn on the PATH; tests/redisson_jvm*.rs return at once)"
+    echo "Redisson JVM interop: SKIPPED (no java or mvn on the PATH; tests/redisson/redisson_jvm*.rs return at once)"
 fi
 . scripts/features.sh
 cargo build --workspace --all-targets --features "$features" --quiet

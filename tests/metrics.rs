@@ -4,7 +4,7 @@
 //! One test only: the recorder is process-global and the counters are not per lock.
 #![cfg(feature = "metrics")]
 
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

@@ -2,9 +2,7 @@
 //! the library's harness: one JSON line per workload with its fields, W7's separate
 //! processes, cluster figures counted on the primaries, and nothing left behind.
 
-// The library's redis-server harness, shared rather than copied.
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use redlatch_testkit as common;
 
 use std::time::Duration;
 

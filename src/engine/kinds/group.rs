@@ -285,7 +285,7 @@ mod tests {
 
     /// The fields Redisson 4.7.0 (StringCodec) wrote for `getMultiLock("class_100",
     /// ["Jack_001", "Mary_002", "", "ü"])`, read back with HGETALL: a fixture for
-    /// machines without a JVM (tests/redisson_jvm_group.rs checks it live).
+    /// machines without a JVM (tests/redisson/redisson_jvm_group.rs checks it live).
     #[test]
     fn fields_are_redissons_digests() {
         assert_eq!(field(b"Jack_001"), "7pNoDdizVy2xY792MaFv+w");

@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn slots_match_redis_cluster_keyslot() {
-        // Values from `CLUSTER KEYSLOT` on Redis 7.0 (tests/cluster.rs checks more
+        // Values from `CLUSTER KEYSLOT` on Redis 7.0 (tests/topologies/cluster.rs checks more
         // against a live cluster).
         assert_eq!(key_slot(b"123456789"), 12739);
         assert_eq!(key_slot(b"foo"), 12182);

@@ -1,0 +1,131 @@
+//! `redlatch run --non-reentrant`, `--non-reentrant-fair` and `--spin` against real redis-server
+//! processes: concurrent runners never overlap, a busy lock gives 75 after --wait (the
+//! exit codes of `run`), the flags exclude each other and the other kinds (64), and a
+//! `--spin` runner waits without subscribing to anything.
+
+use crate::cli_util;
+use redlatch_testkit as common;
+
+use std::time::Duration;
+
+use cli_util::{output, redlatch, run_args, until_file, Bg, TempDir};
+use common::{eventually, RedisServer};
+
+/// Six runners, two rounds each, of a CMD that counts who is inside.
+fn never_overlap(flag: &str) {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    let script = "touch \"$D/in.$ID\"; ls \"$D\" | grep -c '^in\\.' >> \"$D/counts\"; \
+                  sleep 0.05; rm \"$D/in.$ID\"";
+    std::thread::scope(|scope| {
+        for id in 0..6 {
+            let (server, dir) = (&server, &dir);
+            scope.spawn(move || {
+                for _ in 0..2 {
+                    let argv = run_args("job", &[server], &[flag, "--wait", "120s"], script);
+                    redlatch(&argv)
+                        .env("D", dir.path())
+                        .env("ID", id.to_string())
+                        .assert()
+                        .code(0);
+                }
+            });
+        }
+    });
+    let counts = std::fs::read_to_string(dir.file("counts")).unwrap();
+    let counts: Vec<u32> = counts.lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert_eq!(counts.len(), 12, "{flag}");
+    assert!(
+        counts.iter().all(|&n| n == 1),
+        "{flag}: two CMDs at once: {counts:?}"
+    );
+    assert_eq!(
+        server.cmd::<i64>(&["EXISTS", "job"]),
+        0,
+        "{flag}: lock left"
+    );
+}
+
+#[test]
+fn non_reentrant_runners_never_overlap() {
+    never_overlap("--non-reentrant");
+}
+
+#[test]
+fn spin_runners_never_overlap() {
+    never_overlap("--spin");
+}
+
+#[test]
+fn non_reentrant_fair_runners_never_overlap() {
+    never_overlap("--non-reentrant-fair");
+}
+
+#[test]
+fn a_busy_lock_gives_75_and_a_spin_waiter_subscribes_to_nothing() {
+    for flag in ["--non-reentrant", "--spin"] {
+        let server = RedisServer::start();
+        let dir = TempDir::new();
+        let script = format!("touch \"$D/started\"; {}", until_file("stop", 60));
+        let holder = Bg::start(
+            &run_args("busy", &[&server], &[flag], &script),
+            &dir,
+            "holder",
+        );
+        assert!(eventually(Duration::from_secs(20), || dir
+            .file("started")
+            .exists()));
+        if flag == "--spin" {
+            let waiter = Bg::start(
+                &run_args("busy", &[&server], &[flag, "--wait", "60s"], "true"),
+                &dir,
+                "waiter",
+            );
+            // It retries (its attempts reach the server) and listens to nothing.
+            let tries = common::calls(&server, "evalsha");
+            assert!(eventually(Duration::from_secs(20), || {
+                common::calls(&server, "evalsha") >= tries + 3
+            }));
+            // The only channel is the holder's own (it listens for `unlock --ask`).
+            let mut channels: Vec<String> = server.cmd(&["PUBSUB", "CHANNELS", "*"]);
+            channels.retain(|c| !c.starts_with("redlatch_revoke__channel:{busy}:"));
+            assert_eq!(channels, Vec::<String>::new());
+            assert_eq!(common::numsub(&server, "redisson_lock__channel:{busy}"), 0);
+            let list: String = server.cmd(&["CLIENT", "LIST"]);
+            let subscribed = list.lines().filter(|l| !l.contains(" sub=0 ")).count();
+            assert!(subscribed <= 1, "more than the holder subscribed: {list}");
+            drop(waiter);
+        }
+        let out = output(
+            &run_args("busy", &[&server], &[flag, "--wait", "300ms"], "true"),
+            75,
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("not acquired within 300ms"),
+            "{flag}: {stderr}"
+        );
+        std::fs::write(dir.file("stop"), "").unwrap();
+        assert_eq!(
+            holder.wait(Duration::from_secs(30)).code(),
+            Some(0),
+            "{flag}"
+        );
+        assert_eq!(server.cmd::<i64>(&["EXISTS", "busy"]), 0, "{flag}");
+    }
+}
+
+#[test]
+fn the_kind_flags_exclude_each_other() {
+    let server = RedisServer::start();
+    for pair in [
+        ["--non-reentrant", "--spin"],
+        ["--spin", "--fair"],
+        ["--non-reentrant-fair", "--non-reentrant"],
+        ["--non-reentrant", "--read"],
+    ] {
+        let out = output(&run_args("x", &[&server], &pair, "true"), 64);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("cannot be used with"), "{pair:?}: {stderr}");
+    }
+}

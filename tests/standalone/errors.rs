@@ -1,0 +1,620 @@
+//! Bad input and unavailable Redis: typed errors, never a panic, a hang or a leak.
+
+use redlatch_testkit as common;
+
+use std::time::{Duration, Instant};
+
+use common::RedisServer;
+use redlatch::{Client, Config, Error, MAX_LEASE, MAX_NAME_LEN};
+
+async fn client(server: &RedisServer) -> Client {
+    Client::connect(Config::single(server.url())).await.unwrap()
+}
+
+#[tokio::test]
+async fn invalid_urls_are_rejected_before_connecting() {
+    let mut urls = vec!["http://127.0.0.1:1", "127.0.0.1:6379", "redis://[::1"];
+    if cfg!(not(feature = "tls")) {
+        // Without the feature rediss:// is refused up front (tests/standalone/tls.rs has the rest).
+        urls.push("rediss://:s3cret@127.0.0.1:1");
+    }
+    for url in urls {
+        let err = Client::connect(Config::single(url)).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidUrl { .. }), "{url}: {err}");
+        assert!(err.to_string().starts_with("invalid redis url"), "{err}");
+        assert!(!format!("{err} {err:?}").contains("s3cret"), "{err:?}");
+    }
+    let err = Client::connect(Config::redlock(Vec::<String>::new()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn fair_timeouts_below_their_minimums_are_configuration_errors() {
+    let server = RedisServer::start();
+    let too_short = Config::single(server.url()).fair_stale_timeout(Duration::from_millis(5));
+    let err = Client::connect(too_short).await.unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err}");
+    assert!(err.to_string().contains("fair_stale_timeout"), "{err}");
+    // The wait time is at least the stale timeout (5 s by default).
+    let too_short = Config::single(server.url()).fair_wait_time(Duration::from_secs(1));
+    let err = Client::connect(too_short).await.unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err}");
+    assert!(err.to_string().contains("fair_wait_time"), "{err}");
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_fails_fast_with_the_masters_address() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Instant::now();
+    let err = Client::connect(Config::single(format!("redis://127.0.0.1:{port}")))
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(
+        matches!(err, Error::Redis { .. } | Error::Timeout { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains(&format!("127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(err.is_unavailable());
+}
+
+#[tokio::test]
+async fn a_stalled_redis_times_out_at_connect_instead_of_hanging() {
+    let server = RedisServer::start();
+    server.pause();
+    let started = Instant::now();
+    let err =
+        Client::connect(Config::single(server.url()).connect_timeout(Duration::from_millis(500)))
+            .await
+            .unwrap_err();
+    server.resume();
+    // A stalled server never answers: without the connect timeout this hangs.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(err.is_timeout(), "{err}");
+}
+
+#[tokio::test]
+async fn empty_and_oversized_names_are_invalid_everywhere() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    for name in [String::new(), "x".repeat(MAX_NAME_LEN + 1)] {
+        let lock = c.lock(name.clone());
+        assert!(matches!(lock.lock().await, Err(Error::InvalidName(_))));
+        assert!(matches!(
+            lock.try_lock(Duration::ZERO).await,
+            Err(Error::InvalidName(_))
+        ));
+        assert!(matches!(lock.is_locked().await, Err(Error::InvalidName(_))));
+        assert!(matches!(
+            lock.force_unlock().await,
+            Err(Error::InvalidName(_))
+        ));
+        assert!(matches!(
+            c.fair_lock(name).lock().await,
+            Err(Error::InvalidName(_))
+        ));
+    }
+    // The largest allowed name works end to end.
+    let big = c.lock("y".repeat(MAX_NAME_LEN));
+    big.lock().await.unwrap().unlock().await.unwrap();
+    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
+}
+
+#[tokio::test]
+async fn zero_tiny_and_absurd_leases_are_invalid() {
+    let server = RedisServer::start();
+    let lock = client(&server).await.lock("lease");
+    for lease in [
+        Duration::ZERO,
+        Duration::from_micros(999),
+        Duration::from_millis(9),
+        MAX_LEASE + Duration::from_secs(1),
+    ] {
+        let err = lock.lock_with_lease(lease).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidLease(_)), "{lease:?}: {err}");
+        let err = lock
+            .try_lock_with_lease(Duration::ZERO, lease)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidLease(_)));
+    }
+    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
+    let bad = Config::single(server.url()).watchdog_timeout(Duration::ZERO);
+    assert!(matches!(
+        Client::connect(bad).await,
+        Err(Error::InvalidLease(_) | Error::Config { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_key_of_another_type_is_reported_and_left_alone() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    server.cmd::<String>(&["SET", "str", "value"]);
+    for lock in [c.lock("str"), c.fair_lock("str"), c.fenced_lock("str")] {
+        let err = lock.lock().await.unwrap_err();
+        assert!(matches!(err, Error::WrongType { .. }), "{err}");
+        assert!(err.to_string().contains("another type"), "{err}");
+        assert!(matches!(
+            lock.try_lock(Duration::from_secs(1)).await,
+            Err(Error::WrongType { .. })
+        ));
+        assert!(matches!(
+            lock.hold_count().await,
+            Err(Error::WrongType { .. })
+        ));
+        assert!(matches!(
+            lock.force_unlock().await,
+            Err(Error::WrongType { .. })
+        ));
+    }
+    assert_eq!(server.cmd::<String>(&["GET", "str"]), "value");
+    // is_locked() reports it as lock() does: the key and its master named.
+    match c.lock("str").is_locked().await {
+        Err(Error::WrongType { name, addr }) => {
+            assert_eq!(name, "str");
+            assert_eq!(addr, server.addr());
+        }
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+}
+
+/// A hash without expiry at a lock's name (never written so by a lock script: each
+/// sets a lease) would never free: `lock()` reports it at once instead of waiting
+/// forever, and `is_locked()` the same way, naming key and master.
+#[tokio::test]
+async fn a_lock_key_without_expiry_is_bad_data_not_a_wait() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let _: i64 = server.cmd(&["HSET", "stuck", "someone:1", "1"]);
+    for lock in [
+        c.lock("stuck"),
+        c.fair_lock("stuck"),
+        c.fenced_lock("stuck"),
+    ] {
+        let started = Instant::now();
+        let waited = tokio::time::timeout(Duration::from_secs(20), lock.lock()).await;
+        let err = waited.expect("lock() must not wait on it").unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(20));
+        match &err {
+            Error::BadData { name, addr, detail } => {
+                assert_eq!(name, "stuck");
+                assert_eq!(addr, &server.addr());
+                assert!(detail.contains("no expiry"), "{detail}");
+            }
+            other => panic!("expected BadData, got {other:?}"),
+        }
+        assert!(err.is_permanent());
+        let err = lock.is_locked().await.unwrap_err();
+        assert!(
+            matches!(&err, Error::BadData { detail, .. } if detail.contains("no expiry")),
+            "{err}"
+        );
+        let tried = lock.try_lock(Duration::from_secs(5)).await;
+        assert!(matches!(tried, Err(Error::BadData { .. })), "{tried:?}");
+    }
+    assert_eq!(server.cmd::<i64>(&["HGET", "stuck", "someone:1"]), 1);
+    // With a lease, the same hash is a lock held by someone: busy, not an error.
+    let _: i64 = server.cmd(&["PEXPIRE", "stuck", "60000"]);
+    assert!(c.lock("stuck").is_locked().await.unwrap());
+    assert!(c
+        .lock("stuck")
+        .try_lock(Duration::from_millis(50))
+        .await
+        .unwrap()
+        .is_none());
+}
+
+/// A lock on a read-only replica fails with the server's READONLY (the Sentinel transport
+/// looks the primary up again on it), on every version: Redis 7 refuses the script up
+/// front; Redis 6.2 runs it and wraps the refused write's error in its own "ERR Error
+/// running script" (so does it WRONGTYPE and OOM), which must not hide the code.
+#[tokio::test]
+async fn a_lock_on_a_replica_fails_with_readonly() {
+    let primary = RedisServer::start();
+    let replica =
+        RedisServer::start_with(&["--replicaof", "127.0.0.1", &primary.port().to_string()]);
+    let c = client(&replica).await;
+    let lock = c.lock("on-a-replica");
+    let err = tokio::time::timeout(Duration::from_secs(10), lock.try_lock(Duration::ZERO))
+        .await
+        .expect("no answer from the replica")
+        .unwrap_err();
+    match &err {
+        Error::Redis { source, .. } => {
+            assert_eq!(source.code(), Some("READONLY"), "{err}");
+        }
+        other => panic!("not the server's READONLY: {other}"),
+    }
+}
+
+#[tokio::test]
+async fn redis_going_down_gives_an_error_not_a_hang() {
+    let mut server = RedisServer::start();
+    let c = Client::connect(
+        Config::single(server.url())
+            .master_timeout(Duration::from_millis(200))
+            .unavailable_timeout(Duration::from_secs(1)),
+    )
+    .await
+    .unwrap();
+    let held = c.lock("down").lock().await.unwrap();
+    server.kill();
+    let started = Instant::now();
+    let err = c.lock("other").lock().await.unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let r = c.lock("other").try_lock(Duration::from_millis(300)).await;
+    assert!(
+        r.is_err(),
+        "an unreachable master is an error, not contention"
+    );
+    assert!(held.unlock().await.unwrap_err().is_unavailable());
+    assert!(c.lock("other").is_locked().await.is_err());
+}
+
+#[tokio::test]
+async fn unlock_after_force_unlock_says_not_held_and_lost_fires() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let g = c.lock("forced").lock().await.unwrap();
+    assert!(c.lock("forced").force_unlock().await.unwrap());
+    assert!(g.lost().is_cancelled());
+    let err = g.unlock().await.unwrap_err();
+    assert!(matches!(err, Error::NotHeld { .. }), "{err}");
+    assert_eq!(c.held_locks(), 0);
+}
+
+/// `Config::from_env` with REDLATCH_REDIS set to a list, set to nothing, and unset, each
+/// in a child process running [`from_env_child`]: the environment is the process's, and
+/// this binary's other tests run beside this one.
+#[test]
+fn from_env_reads_redlatch_redis() {
+    let lists = [
+        Some("redis://127.0.0.1:1, redis://127.0.0.1:2,redis://127.0.0.1:3"),
+        Some(""),
+        None,
+    ];
+    for value in lists {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args([
+                "--exact",
+                redlatch_testkit::test_name!("from_env_child").as_str(),
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("REDLATCH_FROM_ENV_CHILD", "1")
+            .env_remove(redlatch::ENV_MODE)
+            .env_remove(redlatch::ENV_SENTINEL_MASTER);
+        match value {
+            Some(v) => child.env(redlatch::ENV_VAR, v),
+            None => child.env_remove(redlatch::ENV_VAR),
+        };
+        let out = child.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{value:?}: {stdout}");
+        assert!(stdout.contains("from_env checked"), "{value:?}: {stdout}");
+    }
+}
+
+/// The child of [`from_env_reads_redlatch_redis`] (returns at once elsewhere): three
+/// URLs are Redlock with a quorum of 2; an empty or missing variable is an error.
+#[test]
+fn from_env_child() {
+    if std::env::var_os("REDLATCH_FROM_ENV_CHILD").is_none() {
+        return;
+    }
+    let cfg = Config::from_env();
+    match std::env::var(redlatch::ENV_VAR) {
+        Ok(list) if !list.is_empty() => {
+            let cfg = cfg.unwrap();
+            assert_eq!(cfg.urls().len(), 3);
+            assert_eq!(cfg.quorum(), 2);
+        }
+        _ => assert!(cfg.is_err()),
+    }
+    println!("from_env checked");
+}
+
+#[tokio::test]
+async fn status_shows_the_type_of_a_key_that_is_not_a_lock() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    server.cmd::<String>(&["SET", "not-a-lock", "v"]);
+    let st = c.lock("not-a-lock").status().await.unwrap();
+    assert_eq!(st.len(), 1);
+    assert_eq!(st[0].key_type, "string");
+    assert!(st[0].error.is_none(), "{:?}", st[0].error);
+    assert!(st[0].holders.is_empty());
+}
+
+/// The password of [`protected`].
+const PASSWORD: &str = "pw-never-shown";
+
+/// A server that requires [`PASSWORD`] of user `default`, with the ACL user `locker`
+/// (password [`PASSWORD`] too); set after start (the harness checks it without one).
+fn protected() -> RedisServer {
+    let server = RedisServer::start();
+    server.cmd::<String>(&[
+        "ACL",
+        "SETUSER",
+        "locker",
+        "on",
+        ">pw-never-shown",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
+    server.cmd::<String>(&["CONFIG", "SET", "requirepass", PASSWORD]);
+    server
+}
+
+/// One short line (no pipeline of 49 script errors), without the password.
+fn assert_short(err: &Error) {
+    let text = err.to_string();
+    assert!(
+        !text.contains('\n') && text.len() < 200,
+        "one short line: {text}"
+    );
+    for shown in [text, format!("{err:?}")] {
+        assert!(
+            !shown.contains(PASSWORD) && !shown.contains("wrong-pw"),
+            "{shown}"
+        );
+    }
+}
+
+/// No password, a wrong one, an unknown user: each a typed, permanent authentication
+/// error naming the user and the master, returned at once (it is not an outage).
+#[tokio::test]
+async fn authentication_failures_are_typed_permanent_and_name_the_user() {
+    let server = protected();
+    let port = server.port();
+    for (url, user) in [
+        (format!("redis://127.0.0.1:{port}"), "default"),
+        (format!("redis://:wrong-pw@127.0.0.1:{port}"), "default"),
+        (
+            format!("redis://nobody:{PASSWORD}@127.0.0.1:{port}"),
+            "nobody",
+        ),
+        (
+            format!("redis://locker:wrong-pw@127.0.0.1:{port}"),
+            "locker",
+        ),
+    ] {
+        let started = Instant::now();
+        let err = Client::connect(Config::single(url.clone()))
+            .await
+            .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        match &err {
+            Error::Authentication { addr, user: u, .. } => {
+                assert_eq!((addr.as_str(), u.as_str()), (server.addr().as_str(), user));
+            }
+            other => panic!(
+                "{}: not an authentication error: {other:?}",
+                redlatch::redact_url(&url)
+            ),
+        }
+        assert!(err.is_permanent() && !err.is_unavailable(), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("{user:?}")) && text.contains(&server.addr()),
+            "{text}"
+        );
+        assert_short(&err);
+    }
+    let ok = format!("redis://locker:{PASSWORD}@127.0.0.1:{port}");
+    let client = Client::connect(Config::single(ok)).await.unwrap();
+    client
+        .lock("auth")
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
+
+/// A database the server does not have: a configuration error naming it and the master.
+#[tokio::test]
+async fn a_database_out_of_range_is_a_configuration_error() {
+    let server = RedisServer::start();
+    let err = Client::connect(Config::single(format!("{}/99", server.url())))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("database 99") && text.contains(&server.addr()),
+        "{text}"
+    );
+    assert!(err.is_permanent(), "{err}");
+    assert_short(&err);
+}
+
+/// An address where an HTTP server answers: an error saying it does not speak RESP.
+#[tokio::test]
+async fn a_server_that_is_not_redis_is_named_as_such() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Answers the first few connections as an HTTP server answers a request it cannot
+    // read, then stops (bounded: the test opens one or two).
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(8) {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = stream.read(&mut [0; 1024]);
+            let _ = stream.write_all(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let err = Client::connect(Config::single(format!("redis://{addr}")))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotRedis { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("does not speak RESP") && text.contains(&addr.to_string()),
+        "{text}"
+    );
+    assert!(err.is_permanent(), "{err}");
+    assert_short(&err);
+}
+
+/// The error and, under a quorum error, its first master's.
+fn cause(err: &Error) -> &Error {
+    match err {
+        Error::NoQuorum { errors, .. } if !errors.is_empty() => cause(&errors[0].error),
+        e => e,
+    }
+}
+
+/// Slack over a bound for scheduling on a loaded machine (2 cores, other builds).
+const SLACK: Duration = Duration::from_millis(1500);
+
+/// A Redis Cluster that lost a primary and its replica answers CLUSTERDOWN on every
+/// node: a bounded call keeps its bound (its wait, or `unavailable_timeout`, plus one
+/// master timeout) and fails with `ClusterDown` naming the node, not "timed out".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_that_is_down_says_so_within_the_bound() {
+    let mut cluster = common::cluster::RedisCluster::start(3, 1);
+    let primaries = cluster.primaries();
+    let (gone, up) = (primaries[0], primaries[1]);
+    let name = cluster.key_on(up, "down-");
+    let master_timeout = Duration::from_millis(500);
+    let unavailable = Duration::from_secs(2);
+    let config = Config::cluster(vec![cluster.node(up).url()])
+        .master_timeout(master_timeout)
+        .unavailable_timeout(unavailable);
+    let client = Client::connect(config).await.unwrap();
+    client
+        .lock(name.clone())
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+    cluster.take_down_shard(gone);
+    let lock = client.lock(name.clone());
+    let wait = Duration::from_secs(2);
+    let started = Instant::now();
+    let err = lock.try_lock(wait).await.unwrap_err();
+    let took = started.elapsed();
+    eprintln!("try_lock({wait:?}) took {took:?}: {err}");
+    assert!(
+        took <= wait + master_timeout + SLACK,
+        "try_lock({wait:?}) took {took:?}"
+    );
+    assert!(matches!(cause(&err), Error::ClusterDown { .. }), "{err:?}");
+    assert!(err.is_unavailable() && !err.is_permanent(), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("CLUSTERDOWN") && text.contains("127.0.0.1:"),
+        "{text}"
+    );
+    let started = Instant::now();
+    let err = lock.lock().await.unwrap_err();
+    let took = started.elapsed();
+    eprintln!("lock() with unavailable_timeout({unavailable:?}) took {took:?}: {err}");
+    assert!(
+        took <= unavailable + master_timeout + SLACK,
+        "lock() took {took:?}"
+    );
+    assert!(matches!(cause(&err), Error::ClusterDown { .. }), "{err:?}");
+}
+
+/// Redlock over three masters where each fails a read for its own reason: one killed,
+/// one whose ACL user may not run `HGET`, one whose key holds a string. The quorum
+/// error keeps every master's error, each with its address, in the masters' order.
+#[tokio::test]
+async fn a_quorum_failure_names_every_masters_error() {
+    let mut servers = common::start_many(3);
+    let acl_url = common::acl::user(&servers[1], &["+hget"]);
+    let urls = [servers[0].url(), acl_url, servers[2].url()];
+    let config = Config::redlock(urls).master_timeout(Duration::from_millis(500));
+    let client = Client::connect(config).await.unwrap();
+    let lock = client.lock("every-cause");
+    servers[0].kill();
+    let addr = |i: usize| servers[i].addr();
+
+    // Two masters fail, one answers: 1 of 2.
+    let err = lock.hold_count().await.unwrap_err();
+    let Error::NoQuorum {
+        acquired: 1,
+        needed: 2,
+        errors,
+    } = &err
+    else {
+        panic!("expected NoQuorum 1 of 2, got {err:?}");
+    };
+    let at: Vec<&str> = errors.iter().map(|m| m.addr.as_str()).collect();
+    assert_eq!(at, [addr(0), addr(1)], "{err}");
+    assert!(errors[0].error.is_unavailable(), "{err}");
+    assert!(
+        matches!(&errors[1].error, Error::PermissionDenied { detail, .. } if detail.contains("hget")),
+        "{err}"
+    );
+    // Retrying can cure the killed master: not permanent, worth retrying later.
+    assert!(!err.is_permanent() && err.is_unavailable(), "{err}");
+
+    // The third master's key is not a lock: all three fail, each for its reason.
+    let _: String = servers[2].cmd(&["SET", "every-cause", "x"]);
+    let err = lock.hold_count().await.unwrap_err();
+    let Error::NoQuorum {
+        acquired: 0,
+        needed: 2,
+        errors,
+    } = &err
+    else {
+        panic!("expected NoQuorum 0 of 2, got {err:?}");
+    };
+    let at: Vec<&str> = errors.iter().map(|m| m.addr.as_str()).collect();
+    assert_eq!(at, [addr(0), addr(1), addr(2)], "{err}");
+    assert!(
+        matches!(&errors[2].error, Error::WrongType { name, .. } if name == "every-cause"),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with("no quorum: 0 of 2 needed masters agreed; "),
+        "{text}"
+    );
+    for i in 0..3 {
+        assert_eq!(text.matches(&addr(i)).count(), 1, "{i}: {text}");
+    }
+    for cause in ["permission denied", "hget", "holds a value of another type"] {
+        assert!(text.contains(cause), "{cause}: {text}");
+    }
+    assert!(
+        !text.contains('\n') && !text.contains(common::acl::PASSWORD),
+        "{text}"
+    );
+    // The chain: the list, then the first master's error.
+    let first = std::error::Error::source(&err).and_then(std::error::Error::source);
+    let first = first
+        .and_then(|e| e.downcast_ref::<Error>())
+        .expect("a master's error");
+    assert!(first.to_string().contains(&addr(0)), "{first}");
+}

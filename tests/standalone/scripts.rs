@@ -1,0 +1,368 @@
+//! `lua/batch.lua` (group commit) answers every operation exactly as `lua/acquire.lua`
+//! and `lua/release.lua` do on their own, and leaves the same state behind: the same
+//! sequence of operations runs once through the single scripts and once through one
+//! batch call, on twin keys of a real Redis.
+
+use redlatch_testkit as common;
+
+use common::RedisServer;
+use redis::{Script, Value};
+
+const LEASE: &str = "10000";
+/// The scripts as the library sends them on a single server: the classic dialect's
+/// prelude first, and lua/pass_on.lua before the scripts that free plain locks.
+const ACQUIRE: &str = concat!(
+    include_str!("../../lua/dialect_classic.lua"),
+    include_str!("../../lua/acquire.lua")
+);
+const RELEASE: &str = include_str!("../../lua/release.lua");
+const BATCH: &str = concat!(
+    include_str!("../../lua/acquire_op.lua"),
+    include_str!("../../lua/batch.lua")
+);
+
+/// A script that frees plain locks, after the prelude and lua/pass_on.lua.
+fn waking(script: &str) -> String {
+    format!(
+        "{}{}{script}",
+        include_str!("../../lua/dialect_classic.lua"),
+        include_str!("../../lua/pass_on.lua")
+    )
+}
+
+/// One operation: acquire (`true`) or release, on a lock name, by a holder.
+type Op = (bool, &'static str, &'static str);
+
+/// The single scripts' answer in batch.lua's terms: (status, value).
+fn single(conn: &mut redis::Connection, (acquire, name, holder): (bool, &str, &str)) -> (i64, i64) {
+    if acquire {
+        let r: redis::RedisResult<(i64, i64)> = Script::new(ACQUIRE)
+            .key(name)
+            .arg(LEASE)
+            .arg(holder)
+            .invoke(conn);
+        return r.unwrap_or_else(|e| {
+            assert!(e.to_string().contains("WRONGTYPE"), "{e}");
+            (3, 0)
+        });
+    }
+    let r: redis::RedisResult<Option<i64>> = Script::new(&waking(RELEASE))
+        .key(name)
+        .key(format!("redlatch_lock_waiters:{{{name}}}"))
+        .arg(format!("redisson_lock__channel:{{{name}}}"))
+        .arg("0")
+        .arg(LEASE)
+        .arg(holder)
+        .invoke(conn);
+    match r {
+        Ok(v) => (v.unwrap_or(-1), 0),
+        Err(e) => {
+            assert!(e.to_string().contains("WRONGTYPE"), "{e}");
+            (3, 0)
+        }
+    }
+}
+
+fn batch(conn: &mut redis::Connection, ops: &[Op], prefix: &str) -> Vec<(i64, i64)> {
+    let script = Script::new(&waking(BATCH));
+    let mut inv = script.prepare_invoke();
+    for &(acquire, name, holder) in ops {
+        let name = format!("{prefix}{name}");
+        inv.key(&name)
+            .key(format!("redlatch_lock_waiters:{{{name}}}"))
+            .arg(if acquire { "a" } else { "r" })
+            .arg(LEASE)
+            .arg(holder);
+        match acquire {
+            true => inv.arg(""),
+            false => inv.arg(format!("redisson_lock__channel:{{{name}}}")),
+        };
+        inv.arg("");
+    }
+    let v: Vec<i64> = inv.invoke(conn).unwrap();
+    v.chunks(2).map(|c| (c[0], c[1])).collect()
+}
+
+/// What a key holds: its type, hash fields and whether it expires within the lease.
+fn state(conn: &mut redis::Connection, key: &str) -> (String, Value, bool) {
+    let kind: String = redis::cmd("TYPE").arg(key).query(conn).unwrap();
+    let fields: Value = if kind == "hash" {
+        redis::cmd("HGETALL").arg(key).query(conn).unwrap()
+    } else {
+        Value::Nil
+    };
+    let pttl: i64 = redis::cmd("PTTL").arg(key).query(conn).unwrap();
+    (kind, fields, pttl > 0 && pttl <= 10_000)
+}
+
+#[test]
+fn a_batch_answers_and_changes_exactly_what_the_single_scripts_do() {
+    let server = RedisServer::start();
+    let mut conn = server.conn();
+    let ops: Vec<Op> = vec![
+        (true, "a", "h:1"),  // fresh
+        (true, "a", "h:1"),  // re-entered, count 2
+        (true, "a", "h:2"),  // busy
+        (false, "a", "h:2"), // not held
+        (false, "a", "h:1"), // still held
+        (false, "a", "h:1"), // released
+        (false, "a", "h:1"), // not held any more
+        (true, "s", "h:1"),  // a string key: WRONGTYPE
+        (false, "s", "h:1"), // WRONGTYPE on release too
+        (true, "b", "h:3"),  // fresh, left held
+    ];
+    for prefix in ["single:", "batch:"] {
+        let _: () = redis::cmd("SET")
+            .arg(format!("{prefix}s"))
+            .arg("x")
+            .query(&mut conn)
+            .unwrap();
+    }
+    let mut sub = server.conn();
+    let mut sub = sub.as_pubsub();
+    // A listener that is not a registered redlatch waiter (as a Redisson JVM waiting
+    // on these locks): every full release wakes it with "0" on the shared channel.
+    sub.subscribe(&[
+        "redisson_lock__channel:{single:a}",
+        "redisson_lock__channel:{batch:a}",
+    ])
+    .unwrap();
+    sub.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let singles: Vec<(i64, i64)> = ops
+        .iter()
+        .map(|&(a, name, h)| single(&mut conn, (a, &format!("single:{name}"), h)))
+        .collect();
+    let mut batched = batch(&mut conn, &ops, "batch:");
+    // The busy answer carries the holder's PTTL, which ticks between the two runs.
+    assert!(batched[2].1 > 0 && batched[2].1 <= 10_000, "{batched:?}");
+    batched[2].1 = singles[2].1;
+    assert_eq!(batched, singles);
+    assert_eq!(
+        singles,
+        vec![
+            (1, 1),
+            (2, 2),
+            (0, singles[2].1),
+            (-1, 0),
+            (0, 0),
+            (1, 0),
+            (-1, 0),
+            (3, 0),
+            (3, 0),
+            (1, 1)
+        ]
+    );
+    assert!(
+        singles[2].1 > 0 && singles[2].1 <= 10_000,
+        "busy: the holder's pttl"
+    );
+    for name in ["a", "s", "b"] {
+        assert_eq!(
+            state(&mut conn, &format!("single:{name}")),
+            state(&mut conn, &format!("batch:{name}")),
+            "{name}"
+        );
+    }
+    // Each release of the last hold published "0" on its lock's channel, once.
+    let mut channels = Vec::new();
+    for _ in 0..2 {
+        let msg = sub.get_message().unwrap();
+        assert_eq!(msg.get_payload::<String>().unwrap(), "0");
+        channels.push(msg.get_channel_name().to_string());
+    }
+    assert_eq!(
+        channels,
+        [
+            "redisson_lock__channel:{single:a}",
+            "redisson_lock__channel:{batch:a}"
+        ]
+    );
+}
+
+/// A batch of distinct locks takes batch.lua's short path (one EXISTS for the
+/// acquisitions, one DEL, NUMSUB and EXISTS for the releases): it must still answer and
+/// leave behind exactly what the single scripts do, hand-over to a registered waiter,
+/// "0" for a listener that is not one, a dead waiter's ticket dropped, included. Then a
+/// batch whose acquisitions meet a held lock (the per-operation path) does the same.
+#[test]
+fn a_batch_of_distinct_locks_answers_and_hands_over_as_the_single_scripts_do() {
+    let server = RedisServer::start();
+    let mut conn = server.conn();
+    let registry = |p: &str, name: &str| format!("redlatch_lock_waiters:{{{p}{name}}}");
+    let channel = |p: &str, name: &str| format!("redisson_lock__channel:{{{p}{name}}}");
+    let mut sub = server.conn();
+    let mut sub = sub.as_pubsub();
+    for p in ["single:", "batch:"] {
+        for (name, holds) in [
+            ("held1", 1),
+            ("held2", 2),
+            ("queued", 1),
+            ("heard", 1),
+            ("stale", 1),
+        ] {
+            for _ in 0..holds {
+                let (status, _) = single(&mut conn, (true, &format!("{p}{name}"), "h:1"));
+                assert!(status > 0, "{p}{name}");
+            }
+        }
+        let zadd = |conn: &mut redis::Connection, key: String, ticket: &str| {
+            let _: () = redis::cmd("ZADD")
+                .arg(key)
+                .arg(1)
+                .arg(ticket)
+                .query(conn)
+                .unwrap();
+        };
+        zadd(&mut conn, registry(p, "queued"), "c0ffee:7:1:10000");
+        zadd(&mut conn, registry(p, "stale"), "dead:1:1:10000");
+        zadd(&mut conn, registry(p, "new2"), "c1:6:1:10000");
+        // The queued waiter's client listens on its own channel and the marker; a
+        // Redisson-like waiter listens on the shared channel of "heard" only.
+        sub.subscribe(&[
+            format!("{}:c0ffee", channel(p, "queued")),
+            format!("{}:redlatch-waiters", channel(p, "queued")),
+            channel(p, "heard"),
+        ])
+        .unwrap();
+    }
+    sub.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let releases = ["held1", "held2", "queued", "heard", "stale", "nothere"];
+    // The single scripts, one call each.
+    let mut singles = vec![
+        single(&mut conn, (true, "single:new1", "h:5")),
+        Script::new(ACQUIRE)
+            .key("single:new2")
+            .key(registry("single:", "new2"))
+            .arg(LEASE)
+            .arg("c1:6")
+            .arg("c1:6:1:10000")
+            .invoke::<(i64, i64)>(&mut conn)
+            .unwrap(),
+    ];
+    for name in releases {
+        singles.push(single(&mut conn, (false, &format!("single:{name}"), "h:1")));
+    }
+    // The same in one batch (new2 with its waiter's ticket).
+    let script = Script::new(&waking(BATCH));
+    let mut inv = script.prepare_invoke();
+    for (name, ticket) in [("new1", ""), ("new2", "c1:6:1:10000")] {
+        let holder = if ticket.is_empty() { "h:5" } else { "c1:6" };
+        inv.key(format!("batch:{name}"))
+            .key(registry("batch:", name))
+            .arg("a")
+            .arg(LEASE)
+            .arg(holder)
+            .arg("")
+            .arg(ticket);
+    }
+    for name in releases {
+        inv.key(format!("batch:{name}"))
+            .key(registry("batch:", name))
+            .arg("r")
+            .arg(LEASE)
+            .arg("h:1")
+            .arg(channel("batch:", name))
+            .arg("");
+    }
+    let batched: Vec<i64> = inv.invoke(&mut conn).unwrap();
+    let batched: Vec<(i64, i64)> = batched.chunks(2).map(|c| (c[0], c[1])).collect();
+    assert_eq!(batched, singles);
+    assert_eq!(
+        singles,
+        [
+            (1, 1),
+            (1, 1),
+            (1, 0),
+            (0, 0),
+            (1, 0),
+            (1, 0),
+            (1, 0),
+            (-1, 0)
+        ]
+    );
+    let members = |conn: &mut redis::Connection, key: String| -> Vec<String> {
+        redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .query(conn)
+            .unwrap()
+    };
+    for name in [
+        "new1", "new2", "held1", "held2", "queued", "heard", "stale", "nothere",
+    ] {
+        assert_eq!(
+            state(&mut conn, &format!("single:{name}")),
+            state(&mut conn, &format!("batch:{name}")),
+            "{name}"
+        );
+        assert_eq!(
+            members(&mut conn, registry("single:", name)),
+            members(&mut conn, registry("batch:", name)),
+            "registry of {name}"
+        );
+    }
+    // "queued" went to the waiter's holder, with the hand-over recorded for its claim.
+    let (_, fields, _) = state(&mut conn, "batch:queued");
+    assert_eq!(
+        fields,
+        Value::Array(vec![
+            Value::BulkString(b"c0ffee:7".to_vec()),
+            Value::BulkString(b"1".to_vec())
+        ])
+    );
+    for p in ["single:", "batch:"] {
+        let handed: Option<String> = redis::cmd("GET")
+            .arg(format!("{}:handed", registry(p, "queued")))
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(handed.as_deref(), Some("c0ffee:7:1:10000"), "{p}");
+    }
+    // Per run: the hand-over message on the waiter's own channel and "0" for the
+    // listener of "heard"; nothing else (the dead waiter's "0" reaches nobody here).
+    let mut heard = Vec::new();
+    for _ in 0..4 {
+        let msg = sub.get_message().unwrap();
+        heard.push((
+            msg.get_channel_name().to_string(),
+            msg.get_payload::<String>().unwrap(),
+        ));
+    }
+    heard.sort();
+    let mut expected = Vec::new();
+    for p in ["batch:", "single:"] {
+        expected.push((channel(p, "heard"), "0".to_string()));
+        expected.push((
+            format!("{}:c0ffee", channel(p, "queued")),
+            format!("c0ffee:7:1:10000|{p}queued"),
+        ));
+    }
+    expected.sort();
+    assert_eq!(heard, expected);
+
+    // The per-operation path: one acquisition meets a held lock ("held2", h:1 still
+    // holds it once), so the batch's acquisitions are each checked with TYPE.
+    let ops: Vec<Op> = vec![
+        (true, "held2", "h:9"),
+        (true, "new3", "h:5"),
+        (false, "new1", "h:5"),
+    ];
+    let singles: Vec<(i64, i64)> = ops
+        .iter()
+        .map(|&(a, name, h)| single(&mut conn, (a, &format!("single:{name}"), h)))
+        .collect();
+    let mut batched = batch(&mut conn, &ops, "batch:");
+    assert!(batched[0].0 == 0 && batched[0].1 > 0, "{batched:?}");
+    batched[0].1 = singles[0].1;
+    assert_eq!(batched, singles);
+    assert_eq!(singles[1..], [(1, 1), (1, 0)]);
+    for name in ["held2", "new3", "new1"] {
+        assert_eq!(
+            state(&mut conn, &format!("single:{name}")),
+            state(&mut conn, &format!("batch:{name}")),
+            "{name}"
+        );
+    }
+}

@@ -1,0 +1,218 @@
+//! `lua/batch_node.lua` (group commit per cluster node) on a real Redis 7 cluster: one
+//! call over locks of several hash slots of one primary answers every operation exactly
+//! as `lua/acquire.lua` and `lua/release.lua` do on their own and leaves the same state;
+//! an operation whose slot the node does not serve, or whose slot is being migrated,
+//! answers "not here" (4) and writes nothing, and so does every later operation of the
+//! same lock in the call, while its neighbours run.
+
+use redlatch_testkit as common;
+
+use common::cluster::{key_slot, RedisCluster};
+use redis::{Script, Value};
+
+const LEASE: &str = "10000";
+const SHARDED: &str = include_str!("../../lua/dialect_sharded.lua");
+const PASS_ON: &str = include_str!("../../lua/pass_on.lua");
+
+/// The scripts as the library sends them on a Redis 7 cluster.
+fn acquire_script() -> String {
+    format!("{SHARDED}{}", include_str!("../../lua/acquire.lua"))
+}
+fn release_script() -> String {
+    format!(
+        "{SHARDED}{PASS_ON}{}",
+        include_str!("../../lua/release.lua")
+    )
+}
+fn node_script() -> String {
+    format!(
+        "{}{SHARDED}{PASS_ON}{}{}",
+        include_str!("../../lua/cross_slot_flags.lua"),
+        include_str!("../../lua/acquire_op.lua"),
+        include_str!("../../lua/batch_node.lua")
+    )
+}
+
+fn registry(name: &str) -> String {
+    format!("redlatch_lock_waiters:{{{name}}}")
+}
+fn channel(name: &str) -> String {
+    format!("redisson_lock__channel:{{{name}}}")
+}
+
+/// One operation: acquire (`true`) or release, on a lock name, by a holder.
+type Op = (bool, String, &'static str);
+
+/// The single scripts' answer in batch.lua's terms: (status, value).
+fn single(conn: &mut redis::Connection, (acquire, name, holder): &Op) -> (i64, i64) {
+    if *acquire {
+        let r: redis::RedisResult<(i64, i64)> = Script::new(&acquire_script())
+            .key(name)
+            .arg(LEASE)
+            .arg(*holder)
+            .invoke(conn);
+        return r.unwrap_or_else(|e| {
+            assert!(e.to_string().contains("WRONGTYPE"), "{e}");
+            (3, 0)
+        });
+    }
+    let r: redis::RedisResult<Option<i64>> = Script::new(&release_script())
+        .key(name)
+        .key(registry(name))
+        .arg(channel(name))
+        .arg("0")
+        .arg(LEASE)
+        .arg(*holder)
+        .invoke(conn);
+    match r {
+        Ok(v) => (v.unwrap_or(-1), 0),
+        Err(e) => {
+            assert!(e.to_string().contains("WRONGTYPE"), "{e}");
+            (3, 0)
+        }
+    }
+}
+
+/// One batch_node.lua call, routed by `route` (a name the node serves).
+fn node_batch(conn: &mut redis::Connection, route: &str, ops: &[Op]) -> Vec<(i64, i64)> {
+    let script = Script::new(&node_script());
+    let mut inv = script.prepare_invoke();
+    inv.key(route);
+    for (acquire, name, holder) in ops {
+        inv.arg(if *acquire { "a" } else { "r" })
+            .arg(LEASE)
+            .arg(*holder)
+            .arg(name)
+            .arg(registry(name));
+        match acquire {
+            true => inv.arg(""),
+            false => inv.arg(channel(name)),
+        };
+    }
+    let v: Vec<i64> = inv.invoke(conn).unwrap();
+    v.chunks(2).map(|c| (c[0], c[1])).collect()
+}
+
+/// What a key holds: its type, hash fields and whether it expires within the lease.
+fn state(conn: &mut redis::Connection, key: &str) -> (String, Value, bool) {
+    let kind: String = redis::cmd("TYPE").arg(key).query(conn).unwrap();
+    let fields: Value = if kind == "hash" {
+        redis::cmd("HGETALL").arg(key).query(conn).unwrap()
+    } else {
+        Value::Nil
+    };
+    let pttl: i64 = redis::cmd("PTTL").arg(key).query(conn).unwrap();
+    (kind, fields, pttl > 0 && pttl <= 10_000)
+}
+
+#[test]
+fn a_node_batch_answers_each_operation_as_the_single_scripts_do() {
+    if common::older_than(7, "batch_node.lua (allow-cross-slot-keys)") {
+        return;
+    }
+    let cluster = RedisCluster::start(3, 0);
+    let [p, other] = [cluster.primaries()[0], cluster.primaries()[1]];
+    let mut conn = cluster.node(p).conn();
+    // Twin names on primary p, for the single scripts and for the batch; every name in
+    // its own slot.
+    let names = |prefix: &str| -> Vec<String> {
+        ["a", "s", "b"]
+            .iter()
+            .map(|n| cluster.key_on(p, &format!("{prefix}{n}-")))
+            .collect()
+    };
+    let (singles_names, batch_names) = (names("single-"), names("batch-"));
+    let mut slots: Vec<u16> = (singles_names.iter().chain(&batch_names))
+        .map(|n| key_slot(n.as_bytes()))
+        .collect();
+    slots.sort();
+    slots.dedup();
+    assert_eq!(slots.len(), 6, "every name in its own slot");
+    let ops = |n: &[String]| -> Vec<Op> {
+        let (a, s, b) = (n[0].clone(), n[1].clone(), n[2].clone());
+        vec![
+            (true, a.clone(), "h:1"),  // fresh
+            (true, a.clone(), "h:1"),  // re-entered, count 2
+            (true, a.clone(), "h:2"),  // busy
+            (false, a.clone(), "h:2"), // not held
+            (false, a.clone(), "h:1"), // still held
+            (false, a.clone(), "h:1"), // released
+            (false, a.clone(), "h:1"), // not held any more
+            (true, s.clone(), "h:1"),  // a string key: WRONGTYPE
+            (false, s, "h:1"),         // WRONGTYPE on release too
+            (true, b.clone(), "h:3"),  // fresh, left held
+            (true, b, "h:3"),          // re-entered
+        ]
+    };
+    for n in [&singles_names, &batch_names] {
+        let _: () = redis::cmd("SET")
+            .arg(&n[1])
+            .arg("x")
+            .query(&mut conn)
+            .unwrap();
+    }
+    let singles: Vec<(i64, i64)> = ops(&singles_names)
+        .iter()
+        .map(|op| single(&mut conn, op))
+        .collect();
+    let mut batched = node_batch(&mut conn, &batch_names[0], &ops(&batch_names));
+    // The busy answer carries the holder's PTTL, which ticks between the two runs.
+    assert!(batched[2].1 > 0 && batched[2].1 <= 10_000, "{batched:?}");
+    batched[2].1 = singles[2].1;
+    assert_eq!(batched, singles);
+    assert_eq!(
+        singles,
+        vec![
+            (1, 1),
+            (2, 2),
+            (0, singles[2].1),
+            (-1, 0),
+            (0, 0),
+            (1, 0),
+            (-1, 0),
+            (3, 0),
+            (3, 0),
+            (1, 1),
+            (2, 2)
+        ]
+    );
+    for (s, b) in singles_names.iter().zip(&batch_names) {
+        assert_eq!(state(&mut conn, s), state(&mut conn, b), "{s} / {b}");
+    }
+
+    // A lock of another primary, and one in a slot of p being migrated: "not here" for
+    // every operation of theirs, nothing written; their neighbours run.
+    let away = cluster.key_on(other, "away-");
+    let moving = cluster.key_on(p, "moving-");
+    let fresh = cluster.key_on(p, "fresh-");
+    let slot = key_slot(moving.as_bytes());
+    // Held before the migration starts: its key is here, the slot is not settled.
+    assert_eq!(
+        single(&mut conn, &(true, moving.clone(), "h:9")),
+        (1, 1),
+        "{moving}"
+    );
+    cluster.begin_migration(slot, p, other);
+    let answers = node_batch(
+        &mut conn,
+        &fresh,
+        &[
+            (true, away.clone(), "h:1"),
+            (true, fresh.clone(), "h:1"),
+            (false, moving.clone(), "h:9"),
+            (true, moving.clone(), "h:9"),
+            (false, away.clone(), "h:1"),
+        ],
+    );
+    assert_eq!(answers, [(4, 0), (1, 1), (4, 0), (4, 0), (4, 0)]);
+    // The held lock is untouched (one hold, h:9's), the fresh one taken.
+    let held: Option<i64> = redis::cmd("HGET")
+        .arg(&moving)
+        .arg("h:9")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(held, Some(1));
+    assert_eq!(state(&mut conn, &fresh).0, "hash");
+    let mut away_conn = cluster.node(other).conn();
+    assert_eq!(state(&mut away_conn, &away).0, "none");
+}
