@@ -251,13 +251,21 @@ async fn hand_over_on_a_cluster(
     assert_eq!(holders.len(), 1);
     assert!(holders[0].starts_with(&b.id().to_string()), "{holders:?}");
     // Taken from the message, the hand-over's mark is left until the next release; a
-    // claim deletes it.
+    // claim deletes it. Where the message path is on, the waiter may still claim it: a
+    // waiter whose subscription the server has confirmed (what `registered` sees) but
+    // the client has not yet read retries once after reading it (waiter invariant 1),
+    // and that retry claims the lock handed to it. The test cannot order the two, so
+    // there only a mark that names someone else is wrong. (That the waiter listens on
+    // the slot's primary, which the hand-over needs, is asserted above.)
     let handed: Option<String> = node.cmd(&["GET", &format!("{registry}:handed")]);
-    assert_eq!(
-        handed.is_some_and(|t| t.starts_with(&holders[0])),
-        from_message,
-        "taken from the message: {from_message}"
-    );
+    if from_message {
+        assert!(
+            handed.as_ref().is_none_or(|t| t.starts_with(&holders[0])),
+            "handed to someone else: {handed:?}, held by {holders:?}"
+        );
+    } else {
+        assert_eq!(handed, None, "a claim leaves no mark");
+    }
     guard.unlock().await.unwrap();
     let left: Vec<String> = node.cmd(&["KEYS", &format!("*{name}*")]);
     assert!(left.is_empty(), "{left:?}");
