@@ -30,6 +30,11 @@
 //!    (lua/dialect_sharded.lua), so ours never make a release `PUBLISH` classic; a
 //!    subscription is confirmed when every part of it is. The server never drops the
 //!    classic parts (invariant 3): a lost sharded part resubscribes them all.
+//! 5. A marker is subscribed only while its twin is: subscribing sends the twin first,
+//!    unsubscribing the marker first, in order on the primary's one connection. Were a
+//!    marker counted without its twin, a release in between would subtract a foreign
+//!    classic listener (a Redisson 3.27 waiter) and not `PUBLISH` to it: the waiter
+//!    would sleep out the lease. A twin without its marker only costs one `PUBLISH`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -156,18 +161,27 @@ async fn each(conn: &MultiplexedConnection, commands: &[(&str, String)]) -> Redi
 impl Kind {
     /// The commands that (un)subscribe `channels` (`sharded`: the dialect's own command,
     /// else classic's): each channel, and its classic twin and marker (invariant 4).
-    fn commands(
-        &self,
-        channels: &[&str],
-        sharded: &'static str,
-        classic: &'static str,
-    ) -> Vec<(&'static str, String)> {
+    /// They go out in this order on one connection, so the server runs them in it: a
+    /// subscription's twin before its marker, an unsubscription's marker before its
+    /// twin. A marker never counts while its twin does not, so a script never counts
+    /// a foreign classic listener away (invariant 5).
+    fn commands(&self, channels: &[&str], subscribing: bool) -> Vec<(&'static str, String)> {
+        let (sharded, classic) = if subscribing {
+            (self.subscribe, "SUBSCRIBE")
+        } else {
+            (self.unsubscribe, "UNSUBSCRIBE")
+        };
         let mut out = Vec::with_capacity(channels.len());
         for ch in channels {
             out.push((sharded, ch.to_string()));
             if self.twins && !keys::redlatch_only(ch) {
-                out.push((classic, ch.to_string()));
-                out.push((classic, format!("{ch}{}", keys::MARKER)));
+                let twin = (classic, ch.to_string());
+                let marker = (classic, format!("{ch}{}", keys::MARKER));
+                if subscribing {
+                    out.extend([twin, marker]);
+                } else {
+                    out.extend([marker, twin]);
+                }
             }
         }
         out
@@ -179,7 +193,7 @@ impl Subscriber for Sharded {
         Box::pin(async move {
             for (addr, group) in self.by_owner(channels)? {
                 let conn = self.conn(&addr).await?;
-                let commands = self.kind.commands(&group, self.kind.subscribe, "SUBSCRIBE");
+                let commands = self.kind.commands(&group, true);
                 if let Err(e) = each(&conn, &commands).await {
                     if let Some((to, slot)) = e.redirect_node() {
                         // Invariant 2: learn where it went; the hub retries.
@@ -207,9 +221,7 @@ impl Subscriber for Sharded {
             }
             for (addr, group) in groups {
                 if let Some(conn) = self.conns.get(&addr) {
-                    let commands = self
-                        .kind
-                        .commands(&group, self.kind.unsubscribe, "UNSUBSCRIBE");
+                    let commands = self.kind.commands(&group, false);
                     each(conn, &commands).await?;
                 }
             }
@@ -256,4 +268,39 @@ fn lost(e: Error) -> RedisError {
         "cluster subscriber",
         e.to_string(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Invariant 5: a marker is never subscribed without its twin.
+    #[test]
+    fn a_marker_never_outlives_its_twin() {
+        let ch = "redisson_rwlock:{rw}";
+        let marker = format!("{ch}{}", keys::MARKER);
+        let names = |cmds: Vec<(&str, String)>| -> Vec<String> {
+            cmds.into_iter().map(|(c, n)| format!("{c} {n}")).collect()
+        };
+        assert_eq!(
+            names(SHARDED.commands(&[ch], true)),
+            [
+                format!("SSUBSCRIBE {ch}"),
+                format!("SUBSCRIBE {ch}"),
+                format!("SUBSCRIBE {marker}"),
+            ]
+        );
+        assert_eq!(
+            names(SHARDED.commands(&[ch], false)),
+            [
+                format!("SUNSUBSCRIBE {ch}"),
+                format!("UNSUBSCRIBE {marker}"),
+                format!("UNSUBSCRIBE {ch}"),
+            ]
+        );
+        assert_eq!(
+            names(CLASSIC.commands(&[ch], false)),
+            [format!("UNSUBSCRIBE {ch}")]
+        );
+    }
 }
