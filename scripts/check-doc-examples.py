@@ -23,7 +23,7 @@ VERBS = {
     "campaign", "try_campaign", "observe", "wait", "request_release", "status",
 }
 FILES = sorted(glob.glob("src/api/**/*.rs", recursive=True)) + [
-    "src/error.rs", "src/lost.rs", "src/engine/backoff.rs", "src/engine/kind.rs",
+    "src/error.rs", "src/lost.rs", "src/engine/kinds/backoff.rs", "src/engine/kinds/kind.rs",
     "src/transport/replicas.rs"]
 
 item_re = re.compile(r"^\s*pub (async )?(fn|struct|enum) (\w+)")

@@ -357,8 +357,25 @@ def size_errors():
     return errs
 
 
+def facade_index_errors():
+    """Every `pub(crate) fn` of an `impl Engine` or `impl Held` block in the engine is
+    named in the method table of engine/facade/mod.rs: Engine's methods are found from
+    that one file."""
+    index = open(os.path.join(ENGINE, "facade", "mod.rs")).read()
+    listed = set(re.findall(r"`(\w+)`", "\n".join(l for l in index.splitlines() if l.startswith("//! |"))))
+    errs = []
+    for path in rust_files(ENGINE):
+        text = without_tests(open(path).read())
+        for block in re.finditer(r"^impl (Engine|Held) \{\n(.*?)^\}", text, re.S | re.M):
+            for m in re.finditer(r"^    pub\(crate\) (?:async )?fn (\w+)", block.group(2), re.M):
+                if m.group(1) not in listed:
+                    rel = os.path.relpath(path, ROOT)
+                    errs.append(f"{rel}: {block.group(1)}::{m.group(1)} is not in the method table of engine/facade/mod.rs")
+    return errs
+
+
 def main():
-    errs = layer_errors()
+    errs = layer_errors() + facade_index_errors()
     modules = 0
     for root_file, crate in CRATES:
         for scope, graph in sorted(module_graphs(root_file).items()):

@@ -23,7 +23,7 @@ use crate::telemetry;
 /// See the examples on [`LockGuard::unlock`], [`LockGuard::lost`] and [`LockGuard::scope`].
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
-    /// The hold, released by `unlock` or on drop (engine/held.rs).
+    /// The hold, released by `unlock` or on drop (engine/holding/held.rs).
     held: Held,
 }
 

@@ -4,11 +4,11 @@
 //! not the other way round.
 
 use crate::api::client::Client;
+use crate::api::expirable_semaphore::PermitExpirableSemaphore;
 use crate::api::group::FasterMultiLock;
 use crate::api::latch::CountDownLatch;
 use crate::api::lock::{BackOff, Kind, Lock, Owner};
 use crate::api::multi::MultiLock;
-use crate::api::permits::PermitExpirableSemaphore;
 use crate::api::rwlock::ReadWriteLock;
 use crate::api::semaphore::Semaphore;
 

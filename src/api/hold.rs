@@ -12,11 +12,11 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::election::Leadership;
+use crate::api::expirable_semaphore::{Permit, PermitExpirableSemaphore};
 use crate::api::group::FasterMultiLock;
 use crate::api::guard::LockGuard;
 use crate::api::lock::Lock;
 use crate::api::multi::{MultiGuard, MultiLock};
-use crate::api::permits::{Permit, PermitExpirableSemaphore};
 use crate::api::semaphore::permit::SemaphorePermit;
 use crate::error::Result;
 use crate::lost::LostReason;

@@ -55,7 +55,7 @@ use crate::telemetry;
 #[derive(Clone)]
 pub struct Lock {
     client: Client,
-    /// The name, the kind, who holds what it acquires (holder.rs invariants 1-4) and
+    /// The name, the kind, who holds what it acquires (holding/holder_id.rs invariants 1-4) and
     /// a writer's intent: what every call on it tells the engine.
     spec: LockSpec,
 }

@@ -11,6 +11,7 @@ pub(crate) mod config_sources;
 #[cfg(feature = "tls")]
 mod config_tls;
 pub(crate) mod election;
+pub(crate) mod expirable_semaphore;
 pub(crate) mod group;
 pub(crate) mod guard;
 pub(crate) mod guarded;
@@ -19,8 +20,6 @@ pub(crate) mod hold;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;
-pub(crate) mod permits;
-pub(crate) mod permits_many;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;

@@ -2,73 +2,50 @@
 //! independent deployments. It sends requests through the transport layer
 //! ([`crate::transport::Transport`]) and knows nothing of the public API above it.
 //!
-//! * [`facade`]: what the API layer calls (connect, `lock`, the façade's types);
-//!   [`queries`]: the read side and `force_unlock`; `counters`: semaphores and
-//!   latches; `expirable`: the permit-expirable semaphore; [`election`],
-//!   [`guarded`], [`revoke`]: leader election, guarded writes, release requests.
-//! * [`master`]: one deployment as the engine uses it (its transport and group commit).
-//! * [`kinds`]: one protocol per lock kind (what it sends, which channel wakes it);
-//!   [`catalogue`]: every script in `lua/`; [`plain_ops`]: how group commit sends
-//!   plain operations; [`renew`]: renewal calls; [`shards`]: grouping a batch by slot
-//!   or node; [`wire`]: script replies and the rules every call shares.
-//! * [`quorum`]: fan-out to every master and the majority rules.
-//! * [`attempt`]: one acquisition attempt over all masters (Redlock steps 1–5).
-//! * [`waiter`]: the wait for a busy lock (attempt → subscribe → wait → retry);
-//!   [`spin`]: a spin lock's wait instead (try → back off → retry, no pub/sub), spaced
-//!   by a [`BackOff`] ([`backoff`]).
-//! * [`release`]: giving a hold back, or handing it to a local waiter.
-//! * [`rw`]: what the read and write locks of a read-write lock share.
-//! * [`signal`]: waiting for a counter; calls that run to their end if cancelled.
-//! * [`watchdog`]: renewing the leases of held locks.
-//! * [`held`], [`holds`], [`holder`], [`gate`], [`offers`]: the client's local
-//!   bookkeeping; `self_wait`: telling a call that may wait for its own task's hold.
-//! * [`tickets`]: waits that a release in another client may hand the lock to.
+//! The folders say what they hold, lowest first (each uses only those above it in
+//! this list; scripts/check-layers.py checks that no two import each other):
 //!
-//! The API layer uses only the façade: [`Engine`]'s methods (in [`facade`],
-//! [`queries`], `counters`, `expirable`, [`election`], [`revoke`]) and [`Held`]'s,
+//! * [`masters`]: how the engine reaches the masters: one master with its group
+//!   commit (`master`), how plain operations travel in it (`plain_ops`), the fan-out
+//!   to every master and the majority rules (`quorum`), grouping a batch by slot or
+//!   node (`shards`), script replies and the rules every call shares (`replies`), and
+//!   deadlines from any duration (`clock`).
+//! * [`kinds`]: a lock kind is one type: its scripts, channel, wait policy, renewal
+//!   and inspection ([`Kind`] names them, in `kind`); what the calls of every kind
+//!   share: the call descriptions (`call`), the renewal calls (`renew`), the spin
+//!   kind's [`BackOff`] (`backoff`) and the read-write layout (`rw_layout`).
+//! * [`holding`]: keeping and giving back: one acquisition as a guard carries it
+//!   (`held`), the client's hold table (`table`), holder ids (`holder_id`), the
+//!   watchdog (`watchdog`, `urgent`), the release (`release`) and the hand-over
+//!   offers of local waiters it may answer (`offers`).
+//! * [`acquire`]: taking a lock: one Redlock attempt (`attempt`), the wait for a busy
+//!   lock (`waiter/`: attempt → subscribe → wait → retry) or a spin lock's
+//!   (`spin_wait`), waiting for a counter (`signal`), the local line of contenders
+//!   (`gate`), hand-overs from other clients (`tickets`), and a call that may wait for
+//!   its own task's hold (`self_wait`).
+//! * [`coordination`]: what is built on holding a lock: leader election, guarded
+//!   writes and release requests.
+//! * [`facade`]: what the API layer calls. `facade/mod.rs` lists every method of
+//!   [`Engine`] the API calls and the file that holds it; `catalogue` lists every
+//!   script, preloaded on each connection.
+//!
+//! The API layer uses only the façade: [`Engine`]'s methods (listed in [`facade`])
+//! and [`Held`]'s,
 //! [`Kind`], [`Settings`], and the types [`facade`] re-exports (the call description,
 //! the handle of an acquisition, what the API needs of the transport). It never names
 //! an inner module (scripts/check-layers.py checks it, and that no engine modules
 //! import each other in a circle). `Engine`'s fields are private to this module.
 //!
-//! [`Held`]: held::Held
+//! [`Held`]: holding::held::Held
 
-pub(crate) mod attempt;
-mod backoff;
-pub(crate) mod call;
-pub(crate) mod catalogue;
-mod clock;
-mod counters;
-pub(crate) mod election;
-mod expirable;
+pub(crate) mod acquire;
+pub(crate) mod coordination;
 pub(crate) mod facade;
 #[cfg(test)]
 mod fake;
-pub(crate) mod gate;
-pub(crate) mod guarded;
-pub(crate) mod held;
-pub(crate) mod holder;
-pub(crate) mod holds;
-mod kind;
+pub(crate) mod holding;
 pub(crate) mod kinds;
-pub(crate) mod master;
-pub(crate) mod offers;
-pub(crate) mod plain_ops;
-pub(crate) mod queries;
-pub(crate) mod quorum;
-pub(crate) mod release;
-pub(crate) mod renew;
-pub(crate) mod revoke;
-pub(crate) mod rw;
-mod self_wait;
-pub(crate) mod shards;
-pub(crate) mod signal;
-mod spin;
-pub(crate) mod tickets;
-mod urgent;
-pub(crate) mod waiter;
-pub(crate) mod watchdog;
-pub(crate) mod wire;
+pub(crate) mod masters;
 
 #[cfg(test)]
 mod tests;
@@ -82,14 +59,14 @@ use uuid::Uuid;
 
 use crate::transport::pubsub::PubSub;
 
-pub use backoff::{BackOff, Delays};
-use gate::Gates;
-use holds::{Hold, Holds};
-pub use kind::Kind;
-use master::Master;
-use offers::Offers;
-use tickets::Tickets;
-use urgent::Urgent;
+use acquire::gate::Gates;
+use acquire::tickets::Tickets;
+use holding::offers::Offers;
+use holding::table::{Hold, HoldTable};
+use holding::urgent::Urgent;
+pub use kinds::backoff::{BackOff, Delays};
+pub use kinds::kind::Kind;
+use masters::master::Master;
 
 /// The timing the engine works with (the API's `Config`, validated).
 #[derive(Clone, Debug)]
@@ -123,7 +100,7 @@ pub(crate) struct Engine {
     quorum: usize,
     settings: Settings,
     pubsub: PubSub,
-    holds: Holds,
+    holds: HoldTable,
     gates: Gates,
     /// Waits registered for a cross-process hand-over (tickets.rs).
     tickets: Tickets,
@@ -155,7 +132,7 @@ impl Engine {
 
     /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).
     /// The longest one request may take when its master answers (the slowest master's
-    /// [`Master::bound`](master::Master::bound)).
+    /// [`Master::bound`](masters::master::Master::bound)).
     fn request_bound(&self) -> Duration {
         self.masters
             .iter()

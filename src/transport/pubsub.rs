@@ -13,7 +13,7 @@
 //! 3. When a connection drops, its actor reconnects, resubscribes everything and bumps
 //!    every channel: messages may have been missed, so every waiter re-tries. Such a
 //!    wake-up is counted apart from a message's ([`Subscription::heard`]): a watch that
-//!    acts on a message alone (engine/revoke.rs) tells the two apart.
+//!    acts on a message alone (engine/coordination/revoke.rs) tells the two apart.
 //! 4. Dropping a subscription only edits the map and pokes the actors (no await), so a
 //!    cancelled waiter unsubscribes promptly and `Drop` never blocks.
 //! 5. A channel whose last subscription went lingers for [`LINGER`] before it is

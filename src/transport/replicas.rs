@@ -28,7 +28,7 @@
 //! 4. A synced write is answered `[reply, acked, wanted, node]`; the engine undoes an
 //!    acquisition with `acked < wanted` and reports [`Error::NotReplicated`]
 //!    (crate::Error::NotReplicated); a renewal with `acked < wanted` does not extend
-//!    the hold's validity (engine/watchdog.rs).
+//!    the hold's validity (engine/holding/watchdog.rs).
 
 use std::time::{Duration, Instant};
 

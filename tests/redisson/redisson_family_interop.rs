@@ -298,7 +298,7 @@ async fn expirable_permits_flow_between_java_and_rust() {
     let now = now_ms().to_string();
     let v = eval(
         &server,
-        include_str!("xsem_try_acquire.lua"),
+        include_str!("expirable_semaphore_try_acquire.lua"),
         &["xs", timeouts, channel],
         &[
             b"1",
@@ -322,7 +322,7 @@ async fn expirable_permits_flow_between_java_and_rust() {
     let now = now_ms().to_string();
     let v = eval(
         &server,
-        include_str!("xsem_try_release.lua"),
+        include_str!("expirable_semaphore_try_release.lua"),
         &["xs", channel, timeouts],
         &[&id, b"1", now.as_bytes(), b"publish"],
     );

@@ -16,7 +16,7 @@ const W6_NAMES: usize = 1_000;
 const W6_WAITERS: usize = 10_000;
 const PARALLEL: usize = 256;
 /// Locks per renewal call before the split by node: the watchdog's chunk
-/// (`CHUNK` in src/engine/watchdog.rs), for the per-slot estimate.
+/// (`CHUNK` in src/engine/holding/watchdog.rs), for the per-slot estimate.
 pub const WATCHDOG_CHUNK: usize = 5000;
 
 /// W5: hold 100,000 locks under a 3 s watchdog for three renewal periods. Renewal

@@ -27,22 +27,22 @@ use crate::error::{Error, Result};
 use crate::Hold;
 
 mod client;
+mod expirable_semaphore;
 mod group;
 mod guard;
 mod latch;
 mod lock;
 mod multi;
-mod permits;
 mod rwlock;
 mod semaphore;
 
 pub use client::Client;
+pub use expirable_semaphore::PermitExpirableSemaphore;
 pub use group::FasterMultiLock;
 pub use guard::{Guard, LockGuard, MultiGuard, Permit, SemaphorePermit};
 pub use latch::CountDownLatch;
 pub use lock::Lock;
 pub use multi::MultiLock;
-pub use permits::PermitExpirableSemaphore;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::Semaphore;
 

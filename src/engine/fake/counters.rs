@@ -7,7 +7,7 @@ use std::time::Duration;
 use redis::Value;
 use tokio::time::Instant;
 
-use super::State;
+use crate::engine::fake::State;
 use crate::engine::kinds::latch::{LATCH_COUNT_DOWN, LATCH_SET};
 use crate::engine::kinds::semaphore::{SEM_ACQUIRE, SEM_DRAIN, SEM_RELEASE, SEM_SET};
 use crate::error::Result;

@@ -4,9 +4,9 @@
 
 use redis::Value;
 
-use super::{counters, State};
+use crate::engine::fake::{counters, State};
 use crate::engine::kinds::plain as scripts;
-use crate::engine::{plain_ops, renew};
+use crate::engine::{kinds::renew, masters::plain_ops};
 use crate::error::Result;
 use crate::transport::Invocation;
 

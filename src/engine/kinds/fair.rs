@@ -8,10 +8,10 @@ use std::sync::{Arc, LazyLock};
 
 use redis::Value;
 
-use super::inspect::{scored, scores, text, Section};
-use super::{Ask, Book, Gate, Protocol, Queue, Sending, WaitPolicy};
-use crate::engine::master::Master;
-use crate::engine::wire::{protocol, read_acquire, typed, Acquire, HandOver, Release};
+use crate::engine::kinds::inspect::{scored, scores, text, Section};
+use crate::engine::kinds::{Ask, Book, Gate, Protocol, Queue, Sending, WaitPolicy};
+use crate::engine::masters::master::Master;
+use crate::engine::masters::replies::{protocol, read_acquire, typed, Acquire, HandOver, Release};
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -29,7 +29,7 @@ static FAIR_FORCE: LazyLock<Script> = lua!(
 /// drops a lost hold, fair queues evicted on the way.
 pub(crate) static DROP: LazyLock<Script> = lua!("fair_evict.lua", "drop.lua");
 
-/// These scripts, for the catalogue (catalogue.rs).
+/// These scripts, for the catalogue (facade/catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 5] {
     [
         &FAIR_ACQUIRE,

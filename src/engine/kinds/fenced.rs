@@ -5,10 +5,10 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::inspect::{int, Section};
-use super::{fair, plain, Ask, Protocol, Sending, WaitPolicy};
-use crate::engine::master::Master;
-use crate::engine::wire::{read_fenced, Acquire, Release};
+use crate::engine::kinds::inspect::{int, Section};
+use crate::engine::kinds::{fair, plain, Ask, Protocol, Sending, WaitPolicy};
+use crate::engine::masters::master::Master;
+use crate::engine::masters::replies::{read_fenced, Acquire, Release};
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -17,7 +17,7 @@ use crate::transport::{Invocation, Lane, Script};
 static FENCED_ACQUIRE: LazyLock<Script> = lua!("fenced_acquire.lua");
 static FENCED_SYNC: LazyLock<Script> = lua!("fenced_sync.lua");
 
-/// These scripts, for the catalogue (catalogue.rs).
+/// These scripts, for the catalogue (facade/catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
     [&FENCED_ACQUIRE, &FENCED_SYNC]
 }

@@ -19,13 +19,10 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use highway::{HighwayHash, HighwayHasher, Key};
 
-use super::{read_release, Ask, Protocol, Renewal, Sending};
-use crate::engine::call::LockSpec;
-use crate::engine::master::Master;
-use crate::engine::quorum::{answers, fan_out, majority_floor, majority_true};
-use crate::engine::wire::{read_acquire, typed, unreplicated, Acquire, Release};
-use crate::engine::{Engine, Kind};
-use crate::error::{Error, Result};
+use crate::engine::kinds::{read_release, Ask, Protocol, Renewal, Sending};
+use crate::engine::masters::master::Master;
+use crate::engine::masters::replies::{read_acquire, typed, unreplicated, Acquire, Release};
+use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Lane, Script};
@@ -37,7 +34,7 @@ static DROP: LazyLock<Script> = lua!("group_common.lua", "group_drop.lua");
 static FORCE: LazyLock<Script> = lua!("group_common.lua", "group_force.lua");
 static STATUS: LazyLock<Script> = lua!("group_common.lua", "group_status.lua");
 
-/// These scripts, for the catalogue (catalogue.rs).
+/// These scripts, for the catalogue (facade/catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 6] {
     [&ACQUIRE, &RELEASE, &RENEW, &DROP, &FORCE, &STATUS]
 }
@@ -213,8 +210,8 @@ pub(crate) async fn status(m: &Master, name: &str, holder: &str) -> Result<Statu
         .await
         .map_err(|e| typed(group, e))?;
     let (locked, held, count, ms): (i64, i64, i64, i64) = m.decode(v)?;
-    if locked == crate::engine::wire::WRONG_TYPE {
-        return Err(crate::engine::wire::wrong_type(m.addr(), group));
+    if locked == crate::engine::masters::replies::WRONG_TYPE {
+        return Err(crate::engine::masters::replies::wrong_type(m.addr(), group));
     }
     Ok(Status {
         locked: locked == 1,
@@ -222,43 +219,6 @@ pub(crate) async fn status(m: &Master, name: &str, holder: &str) -> Result<Statu
         count: count.clamp(0, i64::from(u32::MAX)) as u32,
         left: (ms >= 0).then(|| Duration::from_millis(ms as u64)),
     })
-}
-
-impl Engine {
-    /// The values of `spec` as the caller (Engine::callers_holder) sees them, by
-    /// majority: locked / held when a majority says so, the count and the time left
-    /// that a majority reaches at least.
-    pub(crate) async fn group_status(&self, spec: &LockSpec) -> Result<Status> {
-        self.check_name(&spec.name, Kind::Group)?;
-        let holder = self.callers_holder(spec);
-        let (name, holder) = (&*spec.name, holder.as_deref().unwrap_or(""));
-        let results = fan_out(
-            &self.masters,
-            |m| async move { status(m, name, holder).await },
-        )
-        .await;
-        if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
-            return Err(results.into_iter().find_map(Result::err).expect("an error"));
-        }
-        let all = answers(&self.masters, results, self.quorum)?;
-        let locked: Vec<bool> = all.iter().map(|s| s.locked).collect();
-        let held: Vec<bool> = all.iter().map(|s| s.held).collect();
-        let left = all
-            .iter()
-            .map(|s| s.left.map_or(-1, |d| d.as_millis() as i64));
-        let left = majority_floor(left.collect(), self.quorum);
-        let held = majority_true(&held, self.quorum);
-        Ok(Status {
-            locked: majority_true(&locked, self.quorum),
-            held,
-            count: if held {
-                majority_floor(all.iter().map(|s| s.count).collect(), self.quorum)
-            } else {
-                0
-            },
-            left: (held && left >= 0).then(|| Duration::from_millis(left as u64)),
-        })
-    }
 }
 
 #[cfg(test)]

@@ -6,9 +6,9 @@ use std::sync::LazyLock;
 
 use redis::Value;
 
-use super::super::master::Master;
-use super::super::wire::typed;
-use super::semaphore::run;
+use crate::engine::kinds::semaphore::run;
+use crate::engine::masters::master::Master;
+use crate::engine::masters::replies::typed;
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -17,7 +17,7 @@ use crate::transport::Script;
 pub(crate) static LATCH_SET: LazyLock<Script> = lua!("latch_set.lua");
 pub(crate) static LATCH_COUNT_DOWN: LazyLock<Script> = lua!("latch_count_down.lua");
 
-/// These scripts, for the catalogue (catalogue.rs).
+/// These scripts, for the catalogue (facade/catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
     [&LATCH_SET, &LATCH_COUNT_DOWN]
 }

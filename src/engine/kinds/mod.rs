@@ -11,32 +11,37 @@
 //!
 //! * [`plain`]: Redisson `RLock`; [`fenced`]: `RFencedLock` (the plain release);
 //!   [`fair`]: `RFairLock`; [`read`], [`write`]: the sides of `RReadWriteLock`
-//!   (their shared layout in rw.rs); [`nonreentrant`]: a wrapper that makes any
+//!   (their shared layout in kinds/rw_layout.rs); [`nonreentrant`]: a wrapper that makes any
 //!   [`Guardable`](nonreentrant::Guardable) kind non-reentrant
 //!   (`RedissonNonReentrantLock` over the plain lock, `RedissonNonReentrantFairLock`
-//!   over the fair one); [`spin`]: `RedissonSpinLock` (waited for by engine/spin.rs,
+//!   over the fair one); [`spin`]: `RedissonSpinLock` (waited for by engine/acquire/spin_wait.rs,
 //!   without pub/sub); [`group`]: `RedissonFasterMultiLock` (many values under one
 //!   hash).
 //! * The counters, with no holder and no majority protocol: [`semaphore`]
-//!   (`RSemaphore`), [`permit`] (`RPermitExpirableSemaphore`, renewed as holds) and
+//!   (`RSemaphore`), [`expirable_semaphore`] (`RPermitExpirableSemaphore`, renewed as holds) and
 //!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
 //! * [`inspect`]: every layout read at once for `Lock::status`, each kind's
 //!   [`Section`](inspect::Section) composed ([`SECTIONS`]).
 //!
 //! Adding a kind: its Lua in `lua/`, one file here implementing [`Protocol`] (its
-//! scripts declared beside their calls and listed in catalogue.rs), its `Kind` variant
+//! scripts declared beside their calls and listed in facade/catalogue.rs), its `Kind` variant
 //! and its arm in [`Kind::protocol`], and its getter in api/handles.rs
 //! (ARCHITECTURE.md, "How a kind is added").
 
+pub(crate) mod backoff;
+pub(crate) mod call;
+pub(crate) mod expirable_semaphore;
 pub(crate) mod fair;
 pub(crate) mod fenced;
 pub(crate) mod group;
 pub(crate) mod inspect;
+pub(crate) mod kind;
 pub(crate) mod latch;
 pub(crate) mod nonreentrant;
-pub(crate) mod permit;
 pub(crate) mod plain;
 pub(crate) mod read;
+pub(crate) mod renew;
+pub(crate) mod rw_layout;
 pub(crate) mod semaphore;
 pub(crate) mod spin;
 pub(crate) mod write;
@@ -45,10 +50,12 @@ use std::sync::Arc;
 
 use redis::Value;
 
-use super::master::Master;
-use super::plain_ops::PlainOp;
-use super::wire::{acquire_status, protocol, typed, wrong_type, Acquire, Release, WRONG_TYPE};
-use super::Kind;
+use crate::engine::masters::master::Master;
+use crate::engine::masters::plain_ops::PlainOp;
+use crate::engine::masters::replies::{
+    acquire_status, protocol, typed, wrong_type, Acquire, Release, WRONG_TYPE,
+};
+use crate::engine::Kind;
 use crate::error::Result;
 use crate::keys;
 use crate::transport::{Invocation, Lane};
@@ -71,7 +78,7 @@ pub(crate) struct Ask {
 
 /// How one operation travels.
 pub(crate) enum Sending<T> {
-    /// Through the master's group commit (plain acquires and releases, plain_ops.rs).
+    /// Through the master's group commit (plain acquires and releases, masters/plain_ops.rs).
     Batched(PlainOp),
     /// A script on the lock lane, its reply read by the function (address, lock name,
     /// reply).
@@ -191,7 +198,7 @@ pub(crate) enum Renewal {
     Field,
     /// rw_renew.lua: a reader's own hold keys.
     Read,
-    /// xsem_renew.lua: a permit's expiry.
+    /// expirable_semaphore_renew.lua: a permit's expiry.
     Permit,
     /// group_renew.lua: a faster multi-lock's values (kinds/group.rs).
     Group,
@@ -237,7 +244,7 @@ pub(crate) enum Queue {
 pub(crate) enum Wait {
     /// Subscribed to its wake channel (waiter/).
     Subscribe,
-    /// Single tries spaced by a back-off, no pub/sub (engine/spin.rs).
+    /// Single tries spaced by a back-off, no pub/sub (engine/acquire/spin_wait.rs).
     Spin,
 }
 
@@ -306,7 +313,7 @@ impl WaitPolicy {
         }
     }
 
-    /// Its waiters do not subscribe: they retry after a back-off (engine/spin.rs).
+    /// Its waiters do not subscribe: they retry after a back-off (engine/acquire/spin_wait.rs).
     pub(crate) fn spins(&self) -> bool {
         self.wait == Wait::Spin
     }
@@ -320,7 +327,7 @@ pub(crate) static SECTIONS: [&inspect::Section; 6] = [
     &fenced::INSPECT,
     &write::INSPECT,
     &semaphore::INSPECT,
-    &permit::INSPECT,
+    &expirable_semaphore::INSPECT,
 ];
 
 impl Kind {

@@ -21,10 +21,10 @@ use std::sync::{Arc, LazyLock};
 
 use redis::Value;
 
-use super::fair::{self, Fair};
-use super::plain::Plain;
-use super::{Ask, Book, Protocol, Sending, WaitPolicy};
-use crate::engine::wire::{int, read_acquire, Acquire, Release};
+use crate::engine::kinds::fair::{self, Fair};
+use crate::engine::kinds::plain::Plain;
+use crate::engine::kinds::{Ask, Book, Protocol, Sending, WaitPolicy};
+use crate::engine::masters::replies::{int, read_acquire, Acquire, Release};
 use crate::error::{Error, Result};
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Script};
@@ -51,7 +51,7 @@ pub(crate) static NON_REENTRANT_FAIR: NonReentrant<Fair> = NonReentrant {
 /// The status `lua/reacquire_guard.lua` answers for a second acquisition.
 const REACQUIRE: i64 = 4;
 
-/// These scripts, for the catalogue (catalogue.rs).
+/// These scripts, for the catalogue (facade/catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
     [&NR_ACQUIRE, &NR_FAIR_ACQUIRE]
 }

@@ -1,5 +1,5 @@
 //! The plain lock (Redisson `RLock`): acquires and releases go through the master's
-//! group commit (plain_ops.rs: `acquire.lua`, `release.lua`, `batch.lua`); a release
+//! group commit (masters/plain_ops.rs: `acquire.lua`, `release.lua`, `batch.lua`); a release
 //! may hand the lock to a waiting task of this client (`release.lua`'s receiver) or to
 //! another client's registered waiter (`lua/pass_on.lua`); a waiter that stops waiting
 //! leaves the registry (`unwait.lua`).
@@ -8,11 +8,11 @@ use std::sync::{Arc, LazyLock};
 
 use redis::Value;
 
-use super::inspect::{int, lease_left, text, Section};
-use super::{fair, Ask, Book, Protocol, Sending, WaitPolicy};
-use crate::engine::master::Master;
-use crate::engine::plain_ops::{PlainOp, RELEASE};
-use crate::engine::wire::{typed, Acquire, HandOver, Release};
+use crate::engine::kinds::inspect::{int, lease_left, text, Section};
+use crate::engine::kinds::{fair, Ask, Book, Protocol, Sending, WaitPolicy};
+use crate::engine::masters::master::Master;
+use crate::engine::masters::plain_ops::{PlainOp, RELEASE};
+use crate::engine::masters::replies::{typed, Acquire, HandOver, Release};
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -21,7 +21,7 @@ use crate::transport::{Invocation, Lane, Script};
 pub(crate) static UNWAIT: LazyLock<Script> = lua!("pass_on.lua", "unwait.lua");
 pub(crate) static FORCE: LazyLock<Script> = lua!("tell_holders.lua", "force_release.lua");
 
-/// These scripts, for the catalogue (catalogue.rs).
+/// These scripts, for the catalogue (facade/catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
     [&UNWAIT, &FORCE]
 }

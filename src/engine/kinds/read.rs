@@ -1,13 +1,15 @@
 //! The read side of a read-write lock (Redisson `RReadWriteLock.readLock()`; layout
-//! and scripts in rw.rs). Readers share: no gate, no offers, no local-hold shortcut
+//! and scripts in kinds/rw_layout.rs). Readers share: no gate, no offers, no local-hold shortcut
 //! (waiter/mod.rs invariant 9); each read hold has its own timeout key, renewed by the
-//! watchdog's per-pair renewal (rw.rs `renew_reads`).
+//! watchdog's per-pair renewal (kinds/rw_layout.rs `renew_reads`).
 
 use std::sync::Arc;
 
-use super::{read_release, Ask, Gate, Probe, Protocol, Renewal, Sending, WaitPolicy};
-use crate::engine::rw;
-use crate::engine::wire::{read_acquire, Acquire, Release};
+use crate::engine::kinds::rw_layout;
+use crate::engine::kinds::{
+    read_release, Ask, Gate, Probe, Protocol, Renewal, Sending, WaitPolicy,
+};
+use crate::engine::masters::replies::{read_acquire, Acquire, Release};
 use crate::engine::Kind;
 use crate::keys;
 use crate::transport::Invocation;
@@ -32,16 +34,19 @@ impl Protocol for Read {
         _ask: &Ask,
         _waiting: Option<Arc<str>>,
     ) -> Sending<Acquire> {
-        let inv = rw::acquire_call(name, lease_ms, holder, false, 0);
+        let inv = rw_layout::acquire_call(name, lease_ms, holder, false, 0);
         Sending::Script(inv, read_acquire)
     }
 
     fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
-        Sending::Script(rw::release_call(name, lease_ms, holder), read_release)
+        Sending::Script(
+            rw_layout::release_call(name, lease_ms, holder),
+            read_release,
+        )
     }
 
     fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
-        rw::drop_call(name, holder)
+        rw_layout::drop_call(name, holder)
     }
 
     /// Readers share: none waits in the gate.
@@ -56,7 +61,7 @@ impl Protocol for Read {
         &[Kind::Write]
     }
 
-    /// Each read hold renews its own timeout key (rw.rs `renew_reads`).
+    /// Each read hold renews its own timeout key (kinds/rw_layout.rs `renew_reads`).
     fn renewal(&self) -> Renewal {
         Renewal::Read
     }
@@ -64,7 +69,7 @@ impl Protocol for Read {
     /// Anyone reads: a hash in read mode, or in write mode with more holders than
     /// the writer (a writer's own read holds, a downgrade, are read holds too).
     fn probe(&self) -> Probe {
-        Probe::Hash(|v| match rw::parse_state(v) {
+        Probe::Hash(|v| match rw_layout::parse_state(v) {
             (Some(mode), _) if mode == "read" => true,
             (Some(mode), holders) if mode == "write" => holders > 1,
             _ => false,
@@ -73,7 +78,7 @@ impl Protocol for Read {
 
     /// Deletes it if in read mode.
     fn force_release(&self, name: &str) -> Invocation {
-        rw::force_call(name, false)
+        rw_layout::force_call(name, false)
     }
 
     fn force_may_spare(&self) -> bool {

@@ -5,9 +5,9 @@
 
 use std::sync::LazyLock;
 
-use super::super::master::Master;
-use super::super::wire::typed;
-use super::inspect::{int, Section};
+use crate::engine::kinds::inspect::{int, Section};
+use crate::engine::masters::master::Master;
+use crate::engine::masters::replies::typed;
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
@@ -18,7 +18,7 @@ pub(crate) static SEM_RELEASE: LazyLock<Script> = lua!("sem_release.lua");
 pub(crate) static SEM_SET: LazyLock<Script> = lua!("sem_set.lua");
 pub(crate) static SEM_DRAIN: LazyLock<Script> = lua!("sem_drain.lua");
 
-/// These scripts, for the catalogue (catalogue.rs).
+/// These scripts, for the catalogue (facade/catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 4] {
     [&SEM_ACQUIRE, &SEM_RELEASE, &SEM_SET, &SEM_DRAIN]
 }

@@ -1,20 +1,20 @@
 //! The spin lock (Redisson `RedissonSpinLock`, `getSpinLock`): the reentrant lock's
 //! layout and acquire (acquire.lua through group commit, never registering a waiter),
 //! a release that publishes nothing (`lua/spin_release.lua`). Its waiters do not
-//! subscribe: they try once, sleep a back-off and try again (engine/spin.rs), so the
+//! subscribe: they try once, sleep a back-off and try again (engine/acquire/spin_wait.rs), so the
 //! kind's local waiter behaviour below is never used for a wait.
 
 use std::sync::{Arc, LazyLock};
 
-use super::{fair, plain, read_release, Ask, Protocol, Sending, Wait, WaitPolicy};
-use crate::engine::plain_ops::PlainOp;
-use crate::engine::wire::{Acquire, Release};
+use crate::engine::kinds::{fair, plain, read_release, Ask, Protocol, Sending, Wait, WaitPolicy};
+use crate::engine::masters::plain_ops::PlainOp;
+use crate::engine::masters::replies::{Acquire, Release};
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Script};
 
 static SPIN_RELEASE: LazyLock<Script> = lua!("spin_release.lua");
 
-/// These scripts, for the catalogue (catalogue.rs).
+/// These scripts, for the catalogue (facade/catalogue.rs).
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
     [&SPIN_RELEASE]
 }

@@ -1,15 +1,15 @@
 //! The write side of a read-write lock (Redisson `RReadWriteLock.writeLock()`; layout
-//! and scripts in rw.rs). Held under the writer id `<holder>:write`; a writer that
+//! and scripts in kinds/rw_layout.rs). Held under the writer id `<holder>:write`; a writer that
 //! prefers writers records an intent while it waits, which keeps new readers out, is
 //! refreshed like a fair queue entry and removed however the wait ends (waiter/mod.rs
 //! invariant 9). Never handed over locally (its waiters post no offers).
 
 use std::sync::Arc;
 
-use super::inspect::{scored, scores, text, Section};
-use super::{read_release, Ask, Probe, Protocol, Queue, Sending, WaitPolicy};
-use crate::engine::rw;
-use crate::engine::wire::{read_acquire, Acquire, Release};
+use crate::engine::kinds::inspect::{scored, scores, text, Section};
+use crate::engine::kinds::rw_layout;
+use crate::engine::kinds::{read_release, Ask, Probe, Protocol, Queue, Sending, WaitPolicy};
+use crate::engine::masters::replies::{read_acquire, Acquire, Release};
 use crate::engine::Kind;
 use crate::keys;
 use crate::transport::Invocation;
@@ -39,21 +39,24 @@ impl Protocol for Write {
         } else {
             0
         };
-        let inv = rw::acquire_call(name, lease_ms, holder, true, intent_ms);
+        let inv = rw_layout::acquire_call(name, lease_ms, holder, true, intent_ms);
         Sending::Script(inv, read_acquire)
     }
 
     fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
-        Sending::Script(rw::release_call(name, lease_ms, holder), read_release)
+        Sending::Script(
+            rw_layout::release_call(name, lease_ms, holder),
+            read_release,
+        )
     }
 
     fn drop_lost(&self, name: &str, holder: &str) -> Invocation {
-        rw::drop_call(name, holder)
+        rw_layout::drop_call(name, holder)
     }
 
     /// Removes the writer's intent.
     fn leave(&self, name: &str, holder: &str, _ask: &Ask) -> Option<Invocation> {
-        Some(rw::leave_call(name, holder))
+        Some(rw_layout::leave_call(name, holder))
     }
 
     /// A waiting writer with an intent is queued by it.
@@ -66,7 +69,7 @@ impl Protocol for Write {
 
     /// The reader id with `:write`.
     fn holder_id(&self, holder: Arc<str>) -> Arc<str> {
-        rw::writer(&holder)
+        rw_layout::writer(&holder)
     }
 
     /// A reader waiting to write would wait for its own read hold.
@@ -80,12 +83,12 @@ impl Protocol for Write {
 
     /// Anyone writes: a hash in write mode.
     fn probe(&self) -> Probe {
-        Probe::Hash(|v| rw::parse_state(v).0.as_deref() == Some("write"))
+        Probe::Hash(|v| rw_layout::parse_state(v).0.as_deref() == Some("write"))
     }
 
     /// Deletes it if in write mode.
     fn force_release(&self, name: &str) -> Invocation {
-        rw::force_call(name, true)
+        rw_layout::force_call(name, true)
     }
 
     fn force_may_spare(&self) -> bool {

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::*;
-use crate::engine::counters::Set;
+use crate::engine::facade::counters::Set;
 use crate::engine::fake::Server;
+use crate::engine::tests::*;
 use crate::engine::Engine;
 
 /// Sets the semaphore `name` to `n` permits.

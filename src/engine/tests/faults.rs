@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::*;
+use crate::engine::acquire::waiter::acquire;
 use crate::engine::fake::Server;
-use crate::engine::waiter::acquire;
+use crate::engine::tests::*;
 use crate::engine::Engine;
 
 /// B's `lock()` of a free lock whose first acquire reply is late (`late`: it landed,

@@ -14,12 +14,12 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use super::attempt::Grant;
-use super::fake::Server;
-use super::holds::Hold;
-use super::release::release;
-use super::waiter::{acquire, Call};
-use super::{Engine, Kind, Settings};
+use crate::engine::acquire::attempt::Grant;
+use crate::engine::acquire::waiter::{acquire, Call};
+use crate::engine::fake::Server;
+use crate::engine::holding::release::release;
+use crate::engine::holding::table::Hold;
+use crate::engine::{Engine, Kind, Settings};
 
 pub(super) const LEASE: Duration = Duration::from_secs(30);
 
@@ -55,7 +55,7 @@ pub(super) fn call(name: &str, holder: &Arc<str>, wait: Option<Duration>) -> Cal
 
 /// A fresh holder id of `engine` (as one async call of a task gets).
 pub(super) fn holder(engine: &Engine, n: u64) -> Arc<str> {
-    super::holder::owner(&engine.holder_prefix, n)
+    crate::engine::holding::holder_id::owner(&engine.holder_prefix, n)
 }
 
 /// Records a grant as the API does (the hold the release gives back).

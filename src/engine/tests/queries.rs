@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::*;
-use crate::engine::call::LockSpec;
+use crate::engine::kinds::call::LockSpec;
+use crate::engine::tests::*;
 
 /// A lease in its last millisecond reads PTTL 0 (Redis keeps a key until its
 /// millisecond clock has passed the expiry): the lock is still held, with no whole

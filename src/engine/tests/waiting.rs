@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use super::*;
+use crate::engine::acquire::waiter::acquire;
 use crate::engine::fake::Server;
-use crate::engine::waiter::acquire;
+use crate::engine::tests::*;
 use crate::engine::Engine;
 use crate::keys;
 

@@ -1,0 +1,87 @@
+//! The spin lock's wait (Redisson `RedissonSpinLock`): no subscription, no gate, no
+//! queue. Each turn is one single try (`try_lock(ZERO)` through the waiter, so a
+//! try cancelled mid-flight is undone as any attempt is: attempt.rs), then a sleep
+//! from the lock's [`BackOff`] sequence, bounded by the caller's deadline.
+//!
+//! Invariants:
+//! 1. A spinning waiter never subscribes: between its tries it sends nothing and
+//!    listens to nothing; it sleeps the next delay of its own sequence (a fresh one per
+//!    call, as Redisson creates a policy per acquisition).
+//! 2. With a deadline the last try is made at the deadline at the latest: a sleep is
+//!    cut to the time left, and an attempt follows it.
+//! 3. Cancel safety: dropping the future at any await leaves nothing behind: it is
+//!    either sleeping (nothing on the server) or inside a single try, whose own
+//!    cancel safety applies (waiter/mod.rs invariant 4, attempt.rs undo).
+//! 4. An outage (no majority answered) is tried again until the deadline (and returned
+//!    if the last try met it), or for an unbounded wait until `unavailable_after` (its
+//!    last try made then, not a back-off delay later), then returned, as the waiter
+//!    does; any other error is returned at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::engine::acquire::attempt::Grant;
+use crate::engine::acquire::waiter::{self, deadline_after};
+use crate::engine::kinds::backoff::BackOff;
+use crate::engine::kinds::call::Call;
+use crate::engine::masters::clock;
+use crate::engine::Engine;
+use crate::error::Result;
+
+/// Acquires `call` by trying and sleeping; `Ok(None)` when the wait ran out.
+pub(crate) async fn acquire(
+    engine: &Arc<Engine>,
+    call: &Call,
+    backoff: BackOff,
+) -> Result<Option<Grant>> {
+    let deadline = call.wait.and_then(deadline_after);
+    let mut delays = backoff.delays();
+    let mut unavailable_since: Option<Instant> = None;
+    loop {
+        let once = Call {
+            name: call.name.clone(),
+            holder: call.holder.clone(),
+            kind: call.kind,
+            lease: call.lease,
+            watchdog: call.watchdog,
+            wait: Some(Duration::ZERO),
+            intent: false,
+        };
+        let now = Instant::now();
+        let out_of_time = deadline.is_some_and(|d| now >= d);
+        // The try's outage: what a wait that runs out in it returns (invariant 4).
+        let mut outage = None;
+        match waiter::acquire(engine, &once).await {
+            Ok(Some(grant)) => return Ok(Some(grant)),
+            Ok(None) => unavailable_since = None,
+            // Invariant 4.
+            Err(e) if e.is_unavailable() && !e.is_permanent() => {
+                let since = *unavailable_since.get_or_insert(now);
+                let given_up = match deadline {
+                    Some(_) => out_of_time,
+                    None => since.elapsed() >= engine.settings.unavailable_after,
+                };
+                if given_up {
+                    return Err(e);
+                }
+                outage = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+        if out_of_time || deadline.is_some_and(|d| Instant::now() >= d) {
+            return outage.map_or(Ok(None), Err);
+        }
+        // Invariants 1, 2.
+        let pause = delays.next().unwrap_or(backoff.max_delay());
+        // A back-off the user set may be `Duration::MAX`: saturated, never an overflow.
+        let wake = clock::later(pause);
+        // In an outage an unbounded wait tries once more at its unavailable timeout,
+        // not after it (waiter/mod.rs invariant 11).
+        let outage_end =
+            unavailable_since.and_then(|t| t.checked_add(engine.settings.unavailable_after));
+        let wake = deadline.or(outage_end).map_or(wake, |d| wake.min(d));
+        tokio::time::sleep_until(wake).await;
+    }
+}

@@ -1,0 +1,34 @@
+//! The script catalogue: [`all`], every script of every lock kind, which the transport
+//! loads on each new connection. Each kind declares its scripts beside its typed calls
+//! (masters/plain_ops.rs, kinds/renew.rs, kinds/, kinds/rw_layout.rs, election.rs, guarded.rs, revoke.rs); this file only lists them,
+//! and no engine file imports it (it would close a circle through the kinds).
+
+use crate::transport::Script;
+
+/// Every script, for the transport to load on each new connection before its first
+/// call (transport/script.rs): a call never meets NOSCRIPT on a fresh connection, so
+/// its reload cannot reorder it behind later calls (issue 11.7).
+pub(crate) fn all() -> Vec<&'static Script> {
+    use crate::engine::{kinds, kinds::renew, masters::plain_ops};
+    let mut all: Vec<&'static Script> = vec![
+        &plain_ops::BATCH,
+        &plain_ops::BATCH_NODE,
+        &plain_ops::ACQUIRE,
+        &plain_ops::RELEASE,
+        &renew::RENEW,
+    ];
+    all.extend(kinds::plain::scripts().map(|s| &**s));
+    all.extend(kinds::fenced::scripts().map(|s| &**s));
+    all.extend(kinds::fair::scripts().map(|s| &**s));
+    all.extend(kinds::nonreentrant::scripts().map(|s| &**s));
+    all.extend(kinds::spin::scripts().map(|s| &**s));
+    all.extend(crate::engine::kinds::rw_layout::all().map(|s| &**s));
+    all.extend(kinds::semaphore::scripts().map(|s| &**s));
+    all.extend(kinds::expirable_semaphore::scripts().map(|s| &**s));
+    all.extend(kinds::latch::scripts().map(|s| &**s));
+    all.extend(kinds::group::scripts().map(|s| &**s));
+    all.extend(crate::engine::coordination::election::scripts().map(|s| &**s));
+    all.extend(crate::engine::coordination::guarded::scripts().map(|s| &**s));
+    all.extend(crate::engine::coordination::revoke::scripts().map(|s| &**s));
+    all
+}
