@@ -163,14 +163,8 @@ impl Election {
     /// # Ok(()) }) }
     /// ```
     pub async fn campaign(&self, value: impl Into<String>) -> Result<Leadership> {
-        self.check()?;
-        let value = value.into();
-        loop {
-            let guard = self.lock().lock().await?;
-            if let Some(l) = self.elected(guard, &value).await? {
-                return Ok(l);
-            }
-        }
+        let led = self.run_campaign(value.into(), None).await?;
+        Ok(led.expect("a campaign without a deadline leads"))
     }
 
     /// As [`campaign`](Self::campaign), but gives up after `wait`: `Ok(None)` if another
@@ -194,46 +188,26 @@ impl Election {
         value: impl Into<String>,
         wait: Duration,
     ) -> Result<Option<Leadership>> {
-        self.check()?;
-        let value = value.into();
-        // No deadline when `wait` is beyond what an `Instant` holds (`Duration::MAX`).
-        let deadline = Instant::now().checked_add(wait);
-        loop {
-            let left = deadline.map_or(wait, |d| d.saturating_duration_since(Instant::now()));
-            let Some(guard) = self.lock().try_lock(left).await? else {
-                return Ok(None);
-            };
-            if let Some(l) = self.elected(guard, &value).await? {
-                return Ok(Some(l));
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(None);
-            }
-        }
+        self.run_campaign(value.into(), Some(wait)).await
     }
 
-    /// Records the holder of `guard` as leader; `None` if it lost the lock first.
-    async fn elected(&self, guard: LockGuard, value: &str) -> Result<Option<Leadership>> {
-        let term = guard
-            .fencing_token()
-            .expect("a fenced lock's guard has a token");
+    /// The engine's campaign (`Engine::election_campaign`) over this election's lock.
+    async fn run_campaign(
+        &self,
+        value: String,
+        wait: Option<Duration>,
+    ) -> Result<Option<Leadership>> {
         let engine = &self.client.engine;
-        let leader = (guard.holder(), term);
-        let recorded = (engine.election_proclaim(&self.name, leader, value, Event::Elected)).await;
-        match recorded {
-            Ok(true) => Ok(Some(Leadership {
-                election: self.clone(),
-                guard: Some(guard),
-                term,
-                value: value.to_string(),
-            })),
-            // Lost between the grant and the record (a lease that ran out): campaign on.
-            Ok(false) => Ok(None),
-            Err(e) => {
-                let _ = guard.unlock().await;
-                Err(e)
-            }
-        }
+        let lock = self.lock();
+        let led = engine
+            .election_campaign(&self.name, lock.spec(), &value, wait)
+            .await?;
+        Ok(led.map(|(held, term)| Leadership {
+            election: self.clone(),
+            guard: Some(LockGuard::new(held)),
+            term,
+            value,
+        }))
     }
 
     /// The current leader, or `None` when nobody leads (nobody campaigned, the leader
@@ -455,14 +429,8 @@ impl Leadership {
     /// See the example on [`Election::campaign`].
     pub async fn resign(mut self) -> Result<()> {
         let guard = self.guard.take().expect("present until resigned");
-        let engine = self.election.client.engine.clone();
-        let name = self.election.name.clone();
-        let resigned = engine
-            .election_resign(&name, guard.holder(), self.term)
-            .await;
-        let released = guard.unlock().await;
-        resigned?;
-        released
+        let engine = &self.election.client.engine;
+        (engine.election_step_down(&self.election.name, guard.into_held(), self.term)).await
     }
 }
 
@@ -476,14 +444,18 @@ impl Drop for Leadership {
         };
         let engine = self.election.client.engine.clone();
         let (name, term) = (self.election.name.clone(), self.term);
-        let resign = async move {
-            let holder = guard.holder().to_string();
-            if let Err(e) = engine.election_resign(&name, &holder, term).await {
+        let step_down = async move {
+            if let Err(e) = engine
+                .election_step_down(&name, guard.into_held(), term)
+                .await
+            {
                 tracing::debug!(election = %name, error = %e, "resigning on drop failed");
             }
-            drop(guard);
         };
-        self.election.client.engine.spawn_cleanup(resign, &runtime);
+        self.election
+            .client
+            .engine
+            .spawn_cleanup(step_down, &runtime);
     }
 }
 

@@ -89,6 +89,12 @@ impl LockGuard {
         &self.held
     }
 
+    /// The hold itself, for a call that gives it back in the engine (an election's
+    /// step-down).
+    pub(crate) fn into_held(self) -> Held {
+        self.held
+    }
+
     /// The fencing token of a fenced lock (strictly greater than every token handed out
     /// before for this name); `None` for other locks. Pass it to the storage you write
     /// to, and let it reject writes with an older token.

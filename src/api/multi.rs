@@ -2,14 +2,9 @@
 //! [`MultiGuard`].
 //!
 //! Invariants:
-//! 1. All or none: a call returns a guard holding every lock, or holds none of them
-//!    when it returns (a dropped call's partial holds are released by their guards).
-//! 2. No deadlock: a call never waits for a lock while it holds another. It waits for
-//!    one lock (the one that was busy last), then tries the others once each; if one is
-//!    busy it releases what it took, backs off a random moment (so two callers on
-//!    overlapping sets desynchronise) and waits for that one next. A release still
-//!    unanswered at the caller's deadline finishes in the background.
-//! 3. The guard's [`lost`](MultiGuard::lost) token is cancelled as soon as any part's
+//! 1. All or none, and no deadlock: the engine's wait (engine/acquire/all_or_none.rs,
+//!    its invariants 1-3) takes the parts, each with its [`Lock`]'s own call.
+//! 2. The guard's [`lost`](MultiGuard::lost) token is cancelled as soon as any part's
 //!    token is; the task watching them stops with the guard.
 
 use std::time::{Duration, Instant};
@@ -20,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::guard::LockGuard;
 use crate::api::lock::Lock;
-use crate::engine::facade::{deadline_after, Scope};
+use crate::engine::facade::{all_or_none, Scope};
 use crate::error::{Error, Result};
 use crate::lost::LostReason;
 
@@ -169,7 +164,7 @@ impl MultiLock {
         self.acquire(Some(wait), Some(lease)).await
     }
 
-    /// Invariant 2: wait for one part, try the others, back off on a busy one.
+    /// All or none, never waiting while holding a part (the engine's `all_or_none`).
     pub(crate) async fn acquire(
         &self,
         wait: Option<Duration>,
@@ -180,50 +175,15 @@ impl MultiLock {
                 "a multi-lock needs at least one name".into(),
             ));
         };
-        let deadline = wait.and_then(deadline_after);
         let engine = &first.client().engine;
-        let mut next = 0;
-        loop {
-            let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
-            let Some(g) = self.locks[next].acquire(left, lease).await? else {
-                return Ok(None);
-            };
-            let mut guards = vec![g];
-            let mut busy = None;
-            for (i, lock) in self.locks.iter().enumerate().filter(|(i, _)| *i != next) {
-                match lock.acquire(Some(Duration::ZERO), lease).await? {
-                    Some(g) => guards.push(g),
-                    None => {
-                        busy = Some(i);
-                        break;
-                    }
-                }
-            }
-            let Some(busy) = busy else {
-                guards.sort_by(|a, b| a.name().cmp(b.name()));
-                return Ok(Some(MultiGuard::new(guards)));
-            };
-            // Invariant 2: give back what we took before waiting for the busy one; by
-            // the deadline at the latest (a master that stopped answering would keep
-            // each unlock for up to the unavailable timeout): the rest goes on in the
-            // background and the call returns in time.
-            let back = tokio::spawn(release_all(guards));
-            match deadline {
-                Some(d) => drop(tokio::time::timeout_at(d, back).await),
-                None => drop(back.await),
-            }
-            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
-                return Ok(None);
-            }
-            let pause = engine.backoff();
-            match deadline {
-                Some(d) => {
-                    tokio::time::sleep_until(d.min(tokio::time::Instant::now() + pause)).await
-                }
-                None => tokio::time::sleep(pause).await,
-            }
-            next = busy;
-        }
+        let take = |i: usize, wait| self.locks[i].acquire(wait, lease);
+        let taken = all_or_none(self.locks.len(), wait, take, release_all, || {
+            engine.backoff()
+        });
+        Ok(taken.await?.map(|mut guards| {
+            guards.sort_by(|a, b| a.name().cmp(b.name()));
+            MultiGuard::new(guards)
+        }))
     }
 }
 
@@ -255,7 +215,7 @@ impl MultiGuard {
         let tokens: Vec<CancellationToken> = guards.iter().map(LockGuard::lost).collect();
         let mut risks: Vec<_> = guards.iter().map(LockGuard::at_risk).collect();
         let any = lost.clone();
-        // Invariant 3: one task follows every part's token and risk.
+        // Invariant 2: one task follows every part's token and risk.
         let watcher = tokio::spawn(async move {
             let any_lost = || select_all(tokens.iter().map(|t| Box::pin(t.cancelled())));
             loop {

@@ -2,6 +2,7 @@
 //! lock's back-off), waiting for a counter, the client's local line of contenders,
 //! hand-overs from other clients, and a call that may wait for its own task's hold.
 
+pub(crate) mod all_or_none;
 pub(crate) mod attempt;
 pub(crate) mod gate;
 pub(crate) mod self_wait;

@@ -22,13 +22,21 @@
 //!    every wake-up: each change is seen once, in log order; a change made between two
 //!    reads is read by the second (the wake counter was bumped after the first was
 //!    sent, pubsub.rs invariant 2), and a reconnect wakes it (pubsub.rs invariant 3).
+//! 4. A campaign leads only once its term is recorded: it takes the lock (waiting with
+//!    pub/sub as any lock's waiter), records its value under the lock's token, and
+//!    campaigns on if the lock was lost before the record. A failed record gives the
+//!    lock back. Stepping down clears the record before it gives the lock back, so an
+//!    observer sees the resignation before the next leader's election.
 
 use std::collections::VecDeque;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use redis::Value;
 
+use crate::engine::holding::held::Held;
+use crate::engine::kinds::call::LockSpec;
+use crate::engine::masters::clock::deadline_after;
 use crate::engine::masters::master::Master;
 use crate::engine::masters::replies::typed;
 use crate::engine::Engine;
@@ -307,6 +315,57 @@ impl Engine {
         term: u64,
     ) -> Result<bool> {
         resign(&self.masters[0], name, holder, term).await
+    }
+
+    /// Campaigns for the election `name` (invariant 4) with `lock`, the election's
+    /// fenced lock as the API names it: leads with `value` within `wait` (`None`: as
+    /// long as it takes) and returns the lock's hold and the term, or `None` when
+    /// another still led as `wait` ran out.
+    pub(crate) async fn election_campaign(
+        self: &Arc<Self>,
+        name: &str,
+        lock: &LockSpec,
+        value: &str,
+        wait: Option<Duration>,
+    ) -> Result<Option<(Held, u64)>> {
+        self.election_check(name)?;
+        let deadline = wait.and_then(deadline_after);
+        let now = tokio::time::Instant::now;
+        loop {
+            // No deadline although a wait was given: it is beyond what an Instant holds.
+            let left = deadline
+                .map(|d| d.saturating_duration_since(now()))
+                .or(wait);
+            let Some(held) = self.lock(lock, left, None).await? else {
+                return Ok(None);
+            };
+            let term = held.token().expect("a fenced lock's hold has a token");
+            let leader = (held.holder(), term);
+            match self
+                .election_proclaim(name, leader, value, Event::Elected)
+                .await
+            {
+                Ok(true) => return Ok(Some((held, term))),
+                // Lost between the grant and the record (a lease that ran out).
+                Ok(false) => {}
+                Err(e) => {
+                    let _ = held.release().await;
+                    return Err(e);
+                }
+            }
+            if deadline.is_some_and(|d| now() >= d) {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Steps down from `term` of the election `name` (invariant 4): the record goes,
+    /// then `held` is given back. The record's error is reported first.
+    pub(crate) async fn election_step_down(&self, name: &str, held: Held, term: u64) -> Result<()> {
+        let resigned = self.election_resign(name, held.holder(), term).await;
+        let released = held.release().await;
+        resigned?;
+        released
     }
 
     /// The leader of the election `name`, while its holder holds the lock (invariant 2).

@@ -14,7 +14,7 @@
 //! | `is_locked`, `hold_count`, `remaining_ttl`, `force_unlock`, `inspect`, `group_status` | `facade/queries.rs` |
 //! | `semaphore_acquire`, `semaphore_release`, `semaphore_check`, `semaphore_drain`, `semaphore_available`, `semaphore_set`, `latch_set`, `latch_check`, `latch_count_down`, `latch_count`, `latch_wait` | `facade/counters.rs` |
 //! | `permits_check`, `take_permits`, `return_permit`, `return_permits`, `permits_state`, `permits_set`, `permits_set_total`, `set_permit_lease`, `permit_lease` | `facade/expirable_semaphore.rs` |
-//! | `election_check`, `election_proclaim`, `election_resign`, `election_leader`, `election_watch` | `coordination/election.rs` |
+//! | `election_check`, `election_campaign`, `election_step_down`, `election_proclaim`, `election_resign`, `election_leader`, `election_watch` | `coordination/election.rs` |
 //! | `request_release` | `coordination/revoke.rs` |
 //!
 //! | methods of [`Held`] (a guard's handle) | file |
@@ -22,6 +22,9 @@
 //! | `name`, `holder`, `token`, `watchdog`, `granted_validity`, `masters`, `lost`, `lost_reason`, `at_risk`, `valid_until`, `scope_entry`, `release` | `holding/held.rs` |
 //! | `guarded_write`, `guarded_script`, `decode` | `coordination/guarded.rs` |
 //! | `watch_revocation` | `coordination/revoke.rs` |
+//!
+//! Besides them the API calls one free function, `all_or_none` (a multi-lock's
+//! wait, `acquire/all_or_none.rs`).
 //!
 //! A new façade method goes into the file of its area and into this table
 //! (scripts/check-layers.py checks that every one is listed).
@@ -58,7 +61,7 @@ use crate::transport::Transport;
 // What the API may name besides `Engine`, `Kind` and `Settings` (engine/mod.rs): the
 // call description, the handle of an acquisition, a guard's scope, the answers of an
 // inspection, and what it needs of the transport (plain settings, public types).
-pub(crate) use crate::engine::acquire::waiter::deadline_after;
+pub(crate) use crate::engine::acquire::all_or_none::all_or_none;
 pub(crate) use crate::engine::coordination::election::{
     lock_name as election_lock_name, Current, Event, Watch,
 };
