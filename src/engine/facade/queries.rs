@@ -11,7 +11,7 @@ use crate::engine::kinds::{self, group, Probe};
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::{answers, fan_out, majority_floor, majority_true};
 use crate::engine::masters::replies::{no_expiry, typed};
-use crate::engine::{Engine, Kind};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::transport::replicas::ReplicaSync;
 
@@ -162,7 +162,7 @@ impl Engine {
     /// majority: locked / held when a majority says so, the count and the time left
     /// that a majority reaches at least.
     pub(crate) async fn group_status(&self, spec: &LockSpec) -> Result<group::Status> {
-        self.check_name(&spec.name, Kind::Group)?;
+        self.check_name(&spec.name, spec.kind)?;
         let holder = self.callers_holder(spec);
         let (name, holder) = (&*spec.name, holder.as_deref().unwrap_or(""));
         let results = fan_out(&self.masters, |m| async move {
