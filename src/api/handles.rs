@@ -130,7 +130,7 @@ impl Client {
     /// ```
     #[doc(alias = "getNonReentrantLock")]
     pub fn non_reentrant_lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), name.into(), Kind::NonReentrant)
+        self.lock(name).non_reentrant()
     }
 
     /// A **non-reentrant** FIFO lock (Redisson `getNonReentrantFairLock`,
@@ -142,7 +142,7 @@ impl Client {
     /// See the example on [`non_reentrant_lock`](Client::non_reentrant_lock).
     #[doc(alias = "getNonReentrantFairLock")]
     pub fn non_reentrant_fair_lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.clone(), name.into(), Kind::NonReentrantFair)
+        self.fair_lock(name).non_reentrant()
     }
 
     /// A **spin lock** (Redisson `getSpinLock(name)`, `RedissonSpinLock`): reentrant,

@@ -144,6 +144,12 @@ impl Lock {
         self.held_as(Holding::Owner(owner.0))
     }
 
+    /// The non-reentrant variant of this lock (plain and fair locks have one).
+    pub(crate) fn non_reentrant(mut self) -> Self {
+        self.spec.kind = self.spec.kind.non_reentrant();
+        self
+    }
+
     /// The write lock of a read-write lock, preferring writers or not.
     pub(crate) fn writer(client: Client, name: Arc<str>, prefer: bool) -> Self {
         let mut lock = Lock::new(client, name, Kind::Write);

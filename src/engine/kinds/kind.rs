@@ -47,6 +47,16 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The non-reentrant variant of this kind (its holder's second acquisition is
+    /// refused), where it has one: plain and fair; the kind itself otherwise.
+    pub(crate) fn non_reentrant(self) -> Kind {
+        match self {
+            Kind::Plain => Kind::NonReentrant,
+            Kind::Fair => Kind::NonReentrantFair,
+            other => other,
+        }
+    }
+
     /// `plain`, `fair`, `fenced`, `read`, `write`, `non_reentrant`,
     /// `non_reentrant_fair`, `spin` or `group`: the `kind` of spans and metrics.
     pub(crate) fn label(self) -> &'static str {
