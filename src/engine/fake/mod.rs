@@ -63,6 +63,8 @@ pub(crate) struct Server {
     slow_subscribe: watch::Sender<bool>,
     /// Requests lost before they reach the server, still to come.
     lose: parking_lot::Mutex<usize>,
+    /// Requests refused with an error (no effect), still to come.
+    refuse: parking_lot::Mutex<Vec<Error>>,
 }
 
 impl Server {
@@ -74,6 +76,7 @@ impl Server {
             parked: watch::channel(false).0,
             slow_subscribe: watch::channel(false).0,
             lose: Default::default(),
+            refuse: Default::default(),
         })
     }
 
@@ -100,6 +103,12 @@ impl Server {
     /// The next `n` requests are lost on the way: no effect, and they time out.
     pub(crate) fn lose_next(&self, n: usize) {
         *self.lose.lock() = n;
+    }
+
+    /// The next request is refused with `error`, at once and without effect (a node
+    /// answering CLUSTERDOWN, say).
+    pub(crate) fn refuse_next(&self, error: Error) {
+        self.refuse.lock().push(error);
     }
 
     /// The holders of `name` and their counts (expired leases purged).
@@ -344,6 +353,9 @@ impl Transport for Link {
     ) -> BoxFuture<'a, Result<Value>> {
         Box::pin(async move {
             let server = &self.0;
+            if let Some(error) = server.refuse.lock().pop() {
+                return Err(error);
+            }
             let lost = {
                 let mut lose = server.lose.lock();
                 let lost = *lose > 0;

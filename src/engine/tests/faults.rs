@@ -8,6 +8,7 @@ use crate::engine::acquire::waiter::acquire;
 use crate::engine::fake::Server;
 use crate::engine::tests::*;
 use crate::engine::Engine;
+use crate::error::Error;
 
 /// B's `lock()` of a free lock whose first acquire reply is late (`late`: it landed,
 /// its answer came after the master timeout) or lost with its request: B ends holding
@@ -54,6 +55,44 @@ async fn a_lost_attempt_is_retried() {
 
 /// A release whose request is lost, or whose reply comes after the master timeout, is
 /// asked again until answered: the unlock succeeds and the lock is free.
+/// An outage's cause outlives the attempt the caller's deadline cut: B waits for A's
+/// lock; when A's lease ends, the node answers B's attempt (and its undo) with
+/// CLUSTERDOWN, then stops answering. B's try_lock, ending in that outage, returns the cluster's error, not
+/// the timeout of the attempt its end cut (waiter invariant 11).
+#[tokio::test(start_paused = true)]
+async fn a_deadline_in_an_outage_returns_its_cause_not_the_cut() {
+    let server = Server::new();
+    let (a, b) = (client(&server), client(&server));
+    let (ma, mb) = (holder(&a, 1), holder(&b, 1));
+    let _held = take(&a, "n", &ma).await;
+    server.expire_in("n", Duration::from_millis(200));
+    let waiting = tokio::spawn(async move {
+        let call = call("n", &mb, Some(Duration::from_millis(500)));
+        let started = tokio::time::Instant::now();
+        (acquire(&b, &call).await.err(), started.elapsed())
+    });
+    settle(Duration::from_millis(50)).await;
+    assert!(!waiting.is_finished(), "B waits for A");
+    // The attempt and its undo are refused; every later request is parked.
+    for _ in 0..2 {
+        server.refuse_next(Error::ClusterDown {
+            addr: "fake:1".into(),
+            detail: "CLUSTERDOWN The cluster is down".into(),
+        });
+    }
+    server.park(true);
+    let (err, took) = waiting.await.expect("no panic");
+    let err = err.expect("no grant in an outage");
+    assert!(
+        matches!(err, Error::ClusterDown { .. }),
+        "{err:?} after {took:?}"
+    );
+    // Bounded as invariant 11 says: one request's bound (the fake's master timeout,
+    // 1 s) after the outage began at A's lease end, the wait being shorter.
+    assert!(took <= Duration::from_millis(1250), "{took:?}");
+    server.park(false);
+}
+
 async fn release_unanswered(late: bool) {
     let server = Server::new();
     let a = client(&server);

@@ -63,12 +63,14 @@
 //!     a subscription's confirmation, a local releaser's answer and leaving the queue
 //!     or the registry, each then finished in the background as if the call had been
 //!     dropped. Two exceptions keep a healthy master's answer: a call may take one
-//!     request's bound ([`Master::bound`](super::master::Master::bound)) for its first
+//!     request's bound ([`Master::bound`](crate::engine::masters::master::Master::bound)) for its first
 //!     attempt, however short its wait, and so may the last attempt, made at the
 //!     deadline, while the masters answer. An unbounded `lock()` in an outage is
 //!     bounded the same way by the unavailable timeout, counted from the first attempt
 //!     that met the outage. So a call returns within its wait (or the unavailable
-//!     timeout) plus one request's bound, whatever the masters do.
+//!     timeout) plus one request's bound, whatever the masters do. A call that ends
+//!     in an outage returns the outage's cause, not the timeout of the request its end
+//!     cut ([`Waiter::cause_kept`]).
 
 mod handed;
 mod listen;
@@ -368,7 +370,8 @@ impl Waiter<'_> {
                     return Ok(State::Granted(grant));
                 }
                 self.attempting();
-                attempt(self.engine, &self.req, end).await?
+                let outcome = attempt(self.engine, &self.req, end).await?;
+                self.cause_kept(outcome, end)
             }
         };
         let refused = match self.judge(outcome, started)? {
@@ -392,6 +395,21 @@ impl Waiter<'_> {
                 local: local.is_some(),
             }
         })
+    }
+
+    /// Invariant 11: an attempt in an outage cut at its end (the caller's deadline)
+    /// had no answer, so it says nothing new: the outage's error so far (a cluster that
+    /// is down, an ACL refusal) stays the cause the call returns, not a timeout of the
+    /// cut. A master that stops answering mid-outage still times out by its own bound
+    /// before the end, and that timeout is kept.
+    fn cause_kept(&self, outcome: Outcome, end: Option<Instant>) -> Outcome {
+        let cut = end.is_some_and(|end| Instant::now() >= end);
+        match (outcome, &self.outage) {
+            (Outcome::Unavailable(Error::Timeout { .. }), Some(cause)) if cut => {
+                Outcome::Unavailable(cause.clone())
+            }
+            (outcome, _) => outcome,
+        }
     }
 
     /// What an attempt about to be sent may leave on the server: a cancelled fair
