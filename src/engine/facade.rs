@@ -75,6 +75,7 @@ impl Engine {
                 }
             });
             let timeout = settings.connect_timeout;
+            let holds = Holds::new(settings.metrics_names.clone());
             Engine {
                 id,
                 holder_prefix: holder::prefix(&id),
@@ -82,7 +83,7 @@ impl Engine {
                 quorum,
                 pubsub: PubSub::start(links, quorum, timeout, &shutdown, on_payload),
                 settings,
-                holds: Holds::default(),
+                holds,
                 gates: Gates::default(),
                 tickets: Tickets::default(),
                 offers: Default::default(),
@@ -114,6 +115,11 @@ impl Engine {
     /// The masters' addresses, in configuration order.
     pub(crate) fn addrs(&self) -> Vec<String> {
         self.masters.iter().map(|m| m.addr().to_string()).collect()
+    }
+
+    /// `name` as the `lock` label of its metrics, if `Config::metrics_names` allows it.
+    pub(crate) fn metrics_label<'a>(&self, name: &'a str) -> Option<&'a str> {
+        self.settings.metrics_names.label(name)
     }
 
     /// The address of the only master, if there is one.
