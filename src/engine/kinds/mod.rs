@@ -41,7 +41,7 @@ pub(crate) mod semaphore;
 pub(crate) mod spin;
 pub(crate) mod write;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use redis::Value;
 
@@ -51,7 +51,7 @@ use super::wire::{acquire_status, protocol, typed, wrong_type, Acquire, Release,
 use super::Kind;
 use crate::error::Result;
 use crate::keys;
-use crate::transport::{Invocation, Lane};
+use crate::transport::{Invocation, Lane, Script};
 
 /// What an acquisition asks for beyond name, lease and holder, fixed for one call.
 #[derive(Clone, Copy, Debug)]
@@ -173,6 +173,14 @@ pub(crate) trait Protocol: Sync + 'static {
         Probe::Exists
     }
 
+    /// How `hold_count` reads `holder`'s count on one master: the read, and what its
+    /// reply says (the field of the lock hash by default).
+    fn hold_query(&self, name: &str, holder: &str) -> (redis::Cmd, fn(&Value, &str) -> u32) {
+        let mut cmd = redis::cmd("HGET");
+        cmd.arg(name).arg(holder);
+        (cmd, |v, _| inspect::int(v).unwrap_or(0).max(0) as u32)
+    }
+
     /// Deletes the lock whoever holds it and wakes its waiters: answers how many holds
     /// (or values) it removed, 0 if none.
     fn force_release(&self, name: &str) -> Invocation;
@@ -195,6 +203,30 @@ pub(crate) enum Renewal {
     Permit,
     /// group_renew.lua: a faster multi-lock's values (kinds/group.rs).
     Group,
+    /// A kind's own script over `(name, holder)` pairs (renew.rs's `renew_pairs`).
+    Pairs(&'static PairRenewal),
+}
+
+/// A renewal script of a kind's own: ARGV[1] the lease in ms, then what `add` appends
+/// per `(name, holder)` pair; it answers an array with 1 per pair still held (and
+/// renewed), else 0. Declared as a `static` beside the kind; equal only to itself.
+pub(crate) struct PairRenewal {
+    pub(crate) script: &'static LazyLock<Script>,
+    pub(crate) add: fn(&mut Invocation, &str, &str),
+}
+
+impl PartialEq for PairRenewal {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for PairRenewal {}
+
+impl std::fmt::Debug for PairRenewal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PairRenewal")
+    }
 }
 
 /// How `is_locked` reads a lock on one master.
@@ -203,6 +235,9 @@ pub(crate) enum Probe {
     /// The lock hash exists, with a lease (another type is `WrongType`, no lease
     /// `BadData`).
     Exists,
+    /// A key of this Redis type exists, with a lease (as [`Probe::Exists`] for a lock
+    /// kept in another type than a hash).
+    Key(&'static str),
     /// HGETALL of the name, the reply judged by the function (a read-write lock's
     /// mode and holders).
     Hash(fn(&Value) -> bool),
