@@ -27,6 +27,7 @@ pub(crate) fn all() -> Vec<&'static Script> {
     all.extend(kinds::permit::scripts().map(|s| &**s));
     all.extend(kinds::latch::scripts().map(|s| &**s));
     all.extend(kinds::group::scripts().map(|s| &**s));
+    all.extend(kinds::simple::scripts().map(|s| &**s));
     all.extend(super::election::scripts().map(|s| &**s));
     all.extend(super::guarded::scripts().map(|s| &**s));
     all.extend(super::revoke::scripts().map(|s| &**s));

@@ -16,7 +16,8 @@
 //!   (`RedissonNonReentrantLock` over the plain lock, `RedissonNonReentrantFairLock`
 //!   over the fair one); [`spin`]: `RedissonSpinLock` (waited for by engine/spin.rs,
 //!   without pub/sub); [`group`]: `RedissonFasterMultiLock` (many values under one
-//!   hash).
+//!   hash); [`simple`]: the Redlock reference clients' `SET NX PX` lock (redsync,
+//!   node-redlock, redis-py), a string key, spun for.
 //! * The counters, with no holder and no majority protocol: [`semaphore`]
 //!   (`RSemaphore`), [`permit`] (`RPermitExpirableSemaphore`, renewed as holds) and
 //!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
@@ -38,6 +39,7 @@ pub(crate) mod permit;
 pub(crate) mod plain;
 pub(crate) mod read;
 pub(crate) mod semaphore;
+pub(crate) mod simple;
 pub(crate) mod spin;
 pub(crate) mod write;
 
@@ -349,13 +351,14 @@ impl WaitPolicy {
 
 /// Every layout's part of an inspection (inspect.rs), in pipeline order: the plain
 /// lock's first (the others' reads use its key type).
-pub(crate) static SECTIONS: [&inspect::Section; 6] = [
+pub(crate) static SECTIONS: [&inspect::Section; 7] = [
     &plain::INSPECT,
     &fair::INSPECT,
     &fenced::INSPECT,
     &write::INSPECT,
     &semaphore::INSPECT,
     &permit::INSPECT,
+    &simple::INSPECT,
 ];
 
 impl Kind {
@@ -371,6 +374,7 @@ impl Kind {
             Kind::NonReentrantFair => &nonreentrant::NON_REENTRANT_FAIR,
             Kind::Spin => &spin::Spin,
             Kind::Group => &group::Group,
+            Kind::Simple => &simple::Simple,
         }
     }
 }
