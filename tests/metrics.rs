@@ -152,7 +152,10 @@ async fn counters_and_histograms_after_a_contended_run() {
 /// other name adds to the unlabelled series, and nothing names it.
 async fn by_name(handle: &PrometheusHandle, server: &RedisServer) {
     let bad = Config::single(server.url()).metrics_names(["metrics:*:x"]);
-    let err = Client::connect(bad).await.err().expect("a '*' inside is refused");
+    let err = Client::connect(bad)
+        .await
+        .err()
+        .expect("a '*' inside is refused");
     assert!(matches!(err, redlatch::Error::Config { .. }), "{err:?}");
     assert!(err.to_string().contains("metrics_names"), "{err}");
 
@@ -165,8 +168,7 @@ async fn by_name(handle: &PrometheusHandle, server: &RedisServer) {
         )
     };
     let (acq, wait, hold) = unlabelled(&before);
-    let config =
-        Config::single(server.url()).metrics_names(["metrics:named:hot", "metrics:pfx:*"]);
+    let config = Config::single(server.url()).metrics_names(["metrics:named:hot", "metrics:pfx:*"]);
     let client = Client::connect(config).await.unwrap();
     for name in [
         "metrics:named:hot",
@@ -182,8 +184,14 @@ async fn by_name(handle: &PrometheusHandle, server: &RedisServer) {
         let with_kind = format!("{{kind=\"plain\",lock=\"{lock}\"}}");
         (
             sample(&text, &format!("redlatch_acquired_total{with_kind}")),
-            sample(&text, &format!("redlatch_acquire_wait_seconds_count{with_kind}")),
-            sample(&text, &format!("redlatch_hold_seconds_count{{lock=\"{lock}\"}}")),
+            sample(
+                &text,
+                &format!("redlatch_acquire_wait_seconds_count{with_kind}"),
+            ),
+            sample(
+                &text,
+                &format!("redlatch_hold_seconds_count{{lock=\"{lock}\"}}"),
+            ),
         )
     };
     assert_eq!(labelled("metrics:named:hot"), (2.0, 2.0, 2.0), "{text}");

@@ -218,7 +218,28 @@ impl Client {
     /// the string key.
     ///
     /// # Examples
-    /// Used as any [`Lock`]: see the example on [`Lock::lock`].
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{BackOff, Client, Config, Error, Kind};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let lock = client.simple_lock("billing:nightly");
+    /// assert_eq!(lock.kind(), Kind::Simple);
+    /// let guard = lock.lock().await?;
+    /// // A redsync or redis-py client sees a string key holding our token: taken.
+    /// // Its holder may not take it again:
+    /// let again = guard.scope(lock.try_lock(Duration::ZERO)).await;
+    /// assert!(matches!(again, Err(Error::Reentry { .. })));
+    /// guard.unlock().await?;
+    ///
+    /// // Polled every 5 ms while another holder has it.
+    /// let polled = client.simple_lock_with("billing:nightly", BackOff::constant(Duration::from_millis(5))?);
+    /// let guard = polled.lock().await?;
+    /// assert!(polled.try_lock(Duration::from_millis(12)).await?.is_none());
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
     #[doc(alias("redsync", "redlock", "SET NX PX", "setnx"))]
     pub fn simple_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into(), Kind::Simple)
@@ -228,7 +249,7 @@ impl Client {
     /// [`simple_lock`](Client::simple_lock).
     ///
     /// # Examples
-    /// See the example on [`spin_lock`](Client::spin_lock).
+    /// See the example on [`simple_lock`](Client::simple_lock).
     #[doc(alias("redsync", "redlock"))]
     pub fn simple_lock_with(&self, name: impl Into<String>, backoff: BackOff) -> Lock {
         self.simple_lock(name).backing_off(backoff)

@@ -294,7 +294,9 @@ async fn renew_on(engine: &Engine, m: &Master, n: usize, groups: &Groups<'_>) ->
             Renewal::Read => rw::renew_reads(m, pairs, lease_ms, timeout).await,
             Renewal::Permit => permit::renew_permits(m, pairs, lease_ms, timeout).await,
             Renewal::Group => kinds::group::renew(m, pairs, lease_ms, timeout).await,
-            Renewal::Pairs(by) => renew::renew_pairs(m, by.script, pairs, lease_ms, timeout, by.add).await,
+            Renewal::Pairs(by) => {
+                renew::renew_pairs(m, by.script, pairs, lease_ms, timeout, by.add).await
+            }
         };
         idx.iter().zip(r).for_each(|(&i, h)| held[i] = h);
     }

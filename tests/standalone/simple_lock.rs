@@ -73,7 +73,10 @@ async fn a_reference_client_holding_the_name_blocks_redlatch_and_its_release_let
         .unwrap()
         .is_none());
     assert!(lock.is_locked().await.unwrap());
-    assert_eq!(lock.status().await.unwrap()[0].holders, [(token.clone(), 1)]);
+    assert_eq!(
+        lock.status().await.unwrap()[0].holders,
+        [(token.clone(), 1)]
+    );
     // A waiter polls; the peer's compare-and-delete lets it in.
     let waiter = tokio::spawn({
         let lock = lock.clone();
@@ -82,7 +85,11 @@ async fn a_reference_client_holding_the_name_blocks_redlatch_and_its_release_let
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!waiter.is_finished(), "acquired while the peer held it");
     assert_eq!(peer.release().await, 1);
-    let guard = waiter.await.unwrap().unwrap().expect("acquired after the release");
+    let guard = waiter
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("acquired after the release");
     assert_eq!(get(&server, name).as_deref(), Some(guard.holder()));
     guard.unlock().await.unwrap();
     assert_eq!(get(&server, name), None);
@@ -115,7 +122,10 @@ async fn redlatch_holding_the_name_blocks_a_reference_client_and_its_release_let
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
     guard.unlock().await.unwrap();
-    let token = peer.held().await.expect("the peer takes it after the release");
+    let token = peer
+        .held()
+        .await
+        .expect("the peer takes it after the release");
     assert_eq!(get(&server, name), Some(token));
     // redlatch's compare-and-delete of a lost hold never touches the peer's key: a
     // force-unlock is the operator's, and it does.
@@ -190,8 +200,14 @@ async fn a_redisson_layout_key_is_another_type_both_ways() {
     let simple = client.simple_lock("simple:typed");
     let err = simple.try_lock(Duration::ZERO).await.unwrap_err();
     assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
-    assert!(matches!(simple.is_locked().await, Err(Error::WrongType { .. })));
-    assert!(matches!(simple.force_unlock().await, Err(Error::WrongType { .. })));
+    assert!(matches!(
+        simple.is_locked().await,
+        Err(Error::WrongType { .. })
+    ));
+    assert!(matches!(
+        simple.force_unlock().await,
+        Err(Error::WrongType { .. })
+    ));
     plain.unlock().await.unwrap();
     // The plain lock's try on a simple lock's key never takes it (it reads the key as
     // busy or as another type, by the path its attempt took).
@@ -202,6 +218,10 @@ async fn a_redisson_layout_key_is_another_type_both_ways() {
     held.unlock().await.unwrap();
     // A string without expiry is nobody's lock: reported, not waited on forever.
     server.cmd::<String>(&["SET", "simple:forever", "x"]);
-    let err = client.simple_lock("simple:forever").lock().await.unwrap_err();
+    let err = client
+        .simple_lock("simple:forever")
+        .lock()
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::BadData { .. }), "{err:?}");
 }

@@ -50,19 +50,33 @@ async fn a_redsync_style_peer_and_redlatch_exclude_each_other_over_three_masters
     let mut peer = RedlockPeer::start(&all, name, Duration::from_secs(30), Duration::from_secs(20));
     tokio::time::sleep(Duration::from_millis(100)).await;
     guard.unlock().await.unwrap();
-    let theirs = peer.held().await.expect("the peer takes it after the release");
+    let theirs = peer
+        .held()
+        .await
+        .expect("the peer takes it after the release");
     assert!(holding(&servers, name, &theirs) >= 2);
 
     // The peer first: redlatch waits by polling and gets it after the peer's release.
-    assert!(lock.try_lock(Duration::from_millis(200)).await.unwrap().is_none());
+    assert!(lock
+        .try_lock(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_none());
     let waiter = tokio::spawn({
         let lock = lock.clone();
         async move { lock.try_lock(Duration::from_secs(20)).await }
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!waiter.is_finished(), "acquired while the peer held a majority");
+    assert!(
+        !waiter.is_finished(),
+        "acquired while the peer held a majority"
+    );
     assert!(peer.release().await >= 2);
-    let guard = waiter.await.unwrap().unwrap().expect("acquired after the release");
+    let guard = waiter
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("acquired after the release");
     assert!(holding(&servers, name, guard.holder()) >= 2);
     guard.unlock().await.unwrap();
     let gone = eventually_async(Duration::from_secs(10), || {
@@ -75,11 +89,9 @@ async fn a_redsync_style_peer_and_redlatch_exclude_each_other_over_three_masters
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_token_on_one_master_is_outvoted_and_a_master_down_leaves_a_majority() {
     let mut servers = start_many(3);
-    let client = Client::connect(
-        config(&servers).watchdog_timeout(Duration::from_millis(1500)),
-    )
-    .await
-    .unwrap();
+    let client = Client::connect(config(&servers).watchdog_timeout(Duration::from_millis(1500)))
+        .await
+        .unwrap();
     let name = "simple:minority";
     // Another client's token on master 0 only (its Redlock attempt lost there).
     let _: String = servers[0].cmd(&["SET", name, "foreign", "PX", "60000"]);
@@ -106,7 +118,12 @@ async fn a_foreign_token_on_one_master_is_outvoted_and_a_master_down_leaves_a_ma
     assert_eq!(holding(&servers[..2], name, &token), 2);
     // The peer is configured with all three (the dead one refuses its connection).
     let all: Vec<&RedisServer> = servers.iter().collect();
-    let refused = RedlockPeer::start(&all, name, Duration::from_secs(30), Duration::from_millis(500));
+    let refused = RedlockPeer::start(
+        &all,
+        name,
+        Duration::from_secs(30),
+        Duration::from_millis(500),
+    );
     assert_eq!(refused.held().await, None);
     guard.unlock().await.unwrap();
     assert_eq!(holding(&servers[..2], name, &token), 0);

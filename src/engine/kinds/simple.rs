@@ -120,7 +120,9 @@ impl Protocol for Simple {
     fn hold_query(&self, name: &str, _holder: &str) -> (redis::Cmd, fn(&Value, &str) -> u32) {
         let mut cmd = redis::cmd("GET");
         cmd.arg(name);
-        (cmd, |v, holder| u32::from(text(v).as_deref() == Some(holder)))
+        (cmd, |v, holder| {
+            u32::from(text(v).as_deref() == Some(holder))
+        })
     }
 
     fn force_release(&self, name: &str) -> Invocation {
