@@ -152,10 +152,9 @@ async fn counters_and_histograms_after_a_contended_run() {
 /// other name adds to the unlabelled series, and nothing names it.
 async fn by_name(handle: &PrometheusHandle, server: &RedisServer) {
     let bad = Config::single(server.url()).metrics_names(["metrics:*:x"]);
-    let err = Client::connect(bad)
-        .await
-        .err()
-        .expect("a '*' inside is refused");
+    let Err(err) = Client::connect(bad).await else {
+        panic!("a '*' inside is refused")
+    };
     assert!(matches!(err, redlatch::Error::Config { .. }), "{err:?}");
     assert!(err.to_string().contains("metrics_names"), "{err}");
 
