@@ -165,15 +165,17 @@ fn not_a_lock(m: &MasterStatus) -> bool {
     }
     match m.key_type.as_str() {
         "none" => false,
-        "string" => m.counter.is_none(),
+        // A counter, or a simple lock (its token read as its holder).
+        "string" => m.counter.is_none() && m.holders.is_empty(),
         "hash" => m.holders.is_empty() && m.mode.is_none(),
         _ => true,
     }
 }
 
-/// A lock hash without expiry: nothing ever frees it.
+/// A lock (a hash, or a simple lock's string) without expiry: nothing ever frees it.
 fn no_expiry(m: &MasterStatus) -> bool {
-    m.error.is_none() && m.key_type == "hash" && m.ttl.is_none()
+    let lock = m.key_type == "hash" || (m.key_type == "string" && !m.holders.is_empty());
+    m.error.is_none() && lock && m.ttl.is_none()
 }
 
 /// The holder present on a majority of masters, if any.
