@@ -172,10 +172,9 @@ fn not_a_lock(m: &MasterStatus) -> bool {
     }
 }
 
-/// A lock (a hash, or a simple lock's string) without expiry: nothing ever frees it.
+/// A lock hash without expiry: nothing ever frees it.
 fn no_expiry(m: &MasterStatus) -> bool {
-    let lock = m.key_type == "hash" || (m.key_type == "string" && !m.holders.is_empty());
-    m.error.is_none() && lock && m.ttl.is_none()
+    m.error.is_none() && m.key_type == "hash" && m.ttl.is_none()
 }
 
 /// The holder present on a majority of masters, if any.

@@ -139,15 +139,16 @@ fn drop_lost(name: &str, holder: &str) -> Invocation {
     inv
 }
 
-/// Its part of an inspection (kinds/inspect.rs): a string key's value is its holder's
-/// token (a counter's value is a number, and stays the counter's).
+/// Its part of an inspection (kinds/inspect.rs): a string key with a lease holds its
+/// holder's token (a counter's value is a number, and stays the counter's; a string
+/// without expiry is nobody's lock).
 pub(crate) static INSPECT: Section = Section {
     reads: |name, pipe| {
         pipe.cmd("GET").arg(name);
     },
     replies: 1,
     read: |v, st| {
-        if st.key_type == "string" {
+        if st.key_type == "string" && st.ttl.is_some() {
             if let Some(token) = text(&v[0]).filter(|t| t.parse::<f64>().is_err()) {
                 st.holders = vec![(token, 1)];
             }
