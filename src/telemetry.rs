@@ -284,3 +284,27 @@ pub(crate) fn describe() {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::LockNames;
+
+    #[test]
+    fn names_are_exact_or_prefixes_and_none_labels_nothing() {
+        let names = LockNames::new(&["billing:nightly", "orders:*"]);
+        assert_eq!(names.label("billing:nightly"), Some("billing:nightly"));
+        assert_eq!(
+            names.label("billing:nightly:2"),
+            None,
+            "exact, not a prefix"
+        );
+        assert_eq!(names.label("orders:42"), Some("orders:42"));
+        assert_eq!(names.label("orders:"), Some("orders:"));
+        assert_eq!(names.label("order"), None);
+        let every = LockNames::new(&["*"]);
+        assert_eq!(every.label("anything"), Some("anything"));
+        let none = LockNames::new::<&str>(&[]);
+        assert_eq!(none.label("billing:nightly"), None);
+        assert_eq!(LockNames::default().label("x"), None);
+    }
+}
