@@ -132,15 +132,14 @@ impl Engine {
     }
 }
 
-/// Whether lock `name` exists on `m`: a key of `key_type` (a hash, but for a kind
+/// Whether lock `name` exists on `m`: a key of type `want` (a hash, but for a kind
 /// kept in another type) with a lease. Another type is `WrongType`, a lock without
 /// expiry `BadData` ([`no_expiry`]).
-async fn lock_exists(m: &Master, name: &str, key_type_wanted: &str) -> Result<bool> {
+async fn lock_exists(m: &Master, name: &str, want: &str) -> Result<bool> {
     let mut pipe = redis::pipe();
     pipe.cmd("TYPE").arg(name).cmd("PTTL").arg(name);
     let v = m.pipe(&pipe).await.map_err(|e| typed(name, e))?;
     let (key_type, pttl): (String, i64) = m.decode(v)?;
-    let want = key_type_wanted;
     let addr = || m.link().serving(name.as_bytes());
     match key_type.as_str() {
         "none" => Ok(false),
