@@ -5,15 +5,15 @@
 //!
 //! | name | type | labels | counts |
 //! |---|---|---|---|
-//! | `redlatch_acquired_total` | counter | `kind` | locks acquired (re-entries included) |
+//! | `redlatch_acquired_total` | counter | `kind` (, `lock`) | locks acquired (re-entries included) |
 //! | `redlatch_contended_total` | counter | `kind` | acquisitions that found the lock busy and waited |
 //! | `redlatch_woken_total` | counter | `kind` | waits ended by an unlock message or a local hand-over |
 //! | `redlatch_timed_out_total` | counter | `kind` | `try_lock` calls whose wait ran out |
 //! | `redlatch_lost_total` | counter | | holds declared lost (watchdog, force-unlock, shutdown) |
 //! | `redlatch_renewals_total` | counter | | holds renewed by a majority in a watchdog round |
 //! | `redlatch_errors_total` | counter | `master` | requests a master failed or did not answer |
-//! | `redlatch_acquire_wait_seconds` | histogram | `kind` | time from the call to the grant |
-//! | `redlatch_hold_seconds` | histogram | | time from acquisition to the last release |
+//! | `redlatch_acquire_wait_seconds` | histogram | `kind` (, `lock`) | time from the call to the grant |
+//! | `redlatch_hold_seconds` | histogram | (`lock`) | time from acquisition to the last release |
 //! | `redlatch_replicas_waited` | histogram | `primary` | replicas a replica-synced acquisition waited for |
 //! | `redlatch_not_replicated_total` | counter | `primary` | synced writes (acquisitions, renewals) fewer replicas acknowledged than waited for |
 //! | `redlatch_held_locks` | gauge | | holds in the client's table (distinct lock and holder; permits included) |
@@ -22,7 +22,8 @@
 //!
 //! `kind` is `plain`, `fair`, `fenced`, `read` or `write`; `master` is the `host:port` of the master;
 //! `primary` the `host:port` of the primary that answered (a cluster node, the
-//! current Sentinel primary).
+//! current Sentinel primary). `lock` is the lock's name, only for the names
+//! `Config::metrics_names` allows ([`LockNames`]); other names carry no `lock` label.
 //!
 //! Spans (`tracing`, target `redlatch`): `lock`, `try_lock` and `unlock` at INFO (what an
 //! operator follows), `hand_over`, `renewal_round` and `pubsub_reconnect` at DEBUG. Each
@@ -34,9 +35,53 @@
 //! WARN `lock lost` (with `reason`, before `lost()` fires) and `lock at risk` (with
 //! `validity_left_ms`), INFO when a risk ends or a client closes with live guards.
 
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::Span;
+
+/// The lock names whose wait, hold and acquisition metrics carry a `lock` label
+/// (`Config::metrics_names`): exact names, and prefixes written with a trailing `*`
+/// (`orders:*`; `*` alone allows every name). Empty by default: then nothing is
+/// labelled and asking costs one pointer test.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LockNames(Option<Arc<Patterns>>);
+
+#[derive(Debug)]
+struct Patterns {
+    exact: HashSet<Box<str>>,
+    prefixes: Vec<Box<str>>,
+}
+
+impl LockNames {
+    /// Names from `patterns` (a trailing `*` makes a prefix); none: nothing labelled.
+    pub(crate) fn new<S: AsRef<str>>(patterns: &[S]) -> LockNames {
+        if patterns.is_empty() {
+            return LockNames(None);
+        }
+        let mut p = Patterns {
+            exact: HashSet::new(),
+            prefixes: Vec::new(),
+        };
+        for pattern in patterns.iter().map(AsRef::as_ref) {
+            match pattern.strip_suffix('*') {
+                Some(prefix) => p.prefixes.push(prefix.into()),
+                None => {
+                    p.exact.insert(pattern.into());
+                }
+            }
+        }
+        LockNames(Some(Arc::new(p)))
+    }
+
+    /// `name` as a label value when it is allowed; `None` (unlabelled) otherwise.
+    pub(crate) fn label<'a>(&self, name: &'a str) -> Option<&'a str> {
+        let p = self.0.as_deref()?;
+        let allowed = p.exact.contains(name) || p.prefixes.iter().any(|x| name.starts_with(&**x));
+        allowed.then_some(name)
+    }
+}
 
 /// Records `outcome` and the time since `started` on `span` (which must declare both
 /// fields as `Empty`), and emits the closing DEBUG event inside it.
@@ -61,16 +106,24 @@ pub(crate) fn finish(
     });
 }
 
-/// An acquisition after `waited`.
-pub(crate) fn acquired(kind: &'static str, waited: Duration) {
+/// An acquisition after `waited`; `lock`: its name when [`LockNames`] allows it.
+pub(crate) fn acquired(kind: &'static str, lock: Option<&str>, waited: Duration) {
     #[cfg(feature = "metrics")]
-    {
-        metrics::counter!("redlatch_acquired_total", "kind" => kind).increment(1);
-        metrics::histogram!("redlatch_acquire_wait_seconds", "kind" => kind)
-            .record(waited.as_secs_f64());
+    match lock {
+        None => {
+            metrics::counter!("redlatch_acquired_total", "kind" => kind).increment(1);
+            metrics::histogram!("redlatch_acquire_wait_seconds", "kind" => kind)
+                .record(waited.as_secs_f64());
+        }
+        Some(lock) => {
+            let labels = [("kind", kind.to_string()), ("lock", lock.to_string())];
+            metrics::counter!("redlatch_acquired_total", &labels).increment(1);
+            metrics::histogram!("redlatch_acquire_wait_seconds", &labels)
+                .record(waited.as_secs_f64());
+        }
     }
     #[cfg(not(feature = "metrics"))]
-    let _ = (kind, waited);
+    let _ = (kind, lock, waited);
 }
 
 /// An acquisition found the lock busy and is about to wait.
@@ -97,11 +150,11 @@ pub(crate) fn timed_out(kind: &'static str) {
     let _ = kind;
 }
 
-/// A hold was declared lost after being held for `held`.
-pub(crate) fn lost(held: Duration) {
+/// A hold was declared lost after being held for `held` (`lock` as in [`released`]).
+pub(crate) fn lost(lock: Option<&str>, held: Duration) {
     #[cfg(feature = "metrics")]
     metrics::counter!("redlatch_lost_total").increment(1);
-    released(held);
+    released(lock, held);
 }
 
 /// Holds in the client's table went up or down by `delta` (gauge `redlatch_held_locks`).
@@ -130,12 +183,17 @@ pub(crate) fn subscriptions(master: &str, n: usize) {
     let _ = (master, n);
 }
 
-/// The last hold of a holder on a lock ended after `held` (released or lost).
-pub(crate) fn released(held: Duration) {
+/// The last hold of a holder on a lock ended after `held` (released or lost); `lock`:
+/// its name when [`LockNames`] allows it.
+pub(crate) fn released(lock: Option<&str>, held: Duration) {
     #[cfg(feature = "metrics")]
-    metrics::histogram!("redlatch_hold_seconds").record(held.as_secs_f64());
+    match lock {
+        None => metrics::histogram!("redlatch_hold_seconds").record(held.as_secs_f64()),
+        Some(lock) => metrics::histogram!("redlatch_hold_seconds", "lock" => lock.to_string())
+            .record(held.as_secs_f64()),
+    }
     #[cfg(not(feature = "metrics"))]
-    let _ = held;
+    let _ = (lock, held);
 }
 
 /// `n` holds renewed by a majority.
@@ -224,5 +282,29 @@ pub(crate) fn describe() {
             Unit::Seconds,
             "time from acquisition to the last release"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LockNames;
+
+    #[test]
+    fn names_are_exact_or_prefixes_and_none_labels_nothing() {
+        let names = LockNames::new(&["billing:nightly", "orders:*"]);
+        assert_eq!(names.label("billing:nightly"), Some("billing:nightly"));
+        assert_eq!(
+            names.label("billing:nightly:2"),
+            None,
+            "exact, not a prefix"
+        );
+        assert_eq!(names.label("orders:42"), Some("orders:42"));
+        assert_eq!(names.label("orders:"), Some("orders:"));
+        assert_eq!(names.label("order"), None);
+        let every = LockNames::new(&["*"]);
+        assert_eq!(every.label("anything"), Some("anything"));
+        let none = LockNames::new::<&str>(&[]);
+        assert_eq!(none.label("billing:nightly"), None);
+        assert_eq!(LockNames::default().label("x"), None);
     }
 }

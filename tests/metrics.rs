@@ -1,7 +1,8 @@
 //! The `metrics` feature: counters and histograms after a contended run, read back in
 //! Prometheus text format (as examples/prometheus.rs exports them).
 //!
-//! One test only: the recorder is process-global and the counters are not per lock.
+//! One test only: the recorder is process-global and the counters are not per lock
+//! (its last phase, lock names as labels, counts what it adds to the unlabelled series).
 #![cfg(feature = "metrics")]
 
 use redlatch_testkit as common;
@@ -142,4 +143,66 @@ async fn counters_and_histograms_after_a_contended_run() {
         sum >= 1.0,
         "the acquisition did not wait for the replica: {text}"
     );
+
+    by_name(&handle, &server).await;
+}
+
+/// `Config::metrics_names`: the allowed names (exact, or by a `*` prefix) get their own
+/// `lock` series of the acquisition counter and the wait and hold histograms; any
+/// other name adds to the unlabelled series, and nothing names it.
+async fn by_name(handle: &PrometheusHandle, server: &RedisServer) {
+    let bad = Config::single(server.url()).metrics_names(["metrics:*:x"]);
+    let Err(err) = Client::connect(bad).await else {
+        panic!("a '*' inside is refused")
+    };
+    assert!(matches!(err, redlatch::Error::Config { .. }), "{err:?}");
+    assert!(err.to_string().contains("metrics_names"), "{err}");
+
+    let before = render(handle);
+    let unlabelled = |text: &str| {
+        (
+            sample(text, "redlatch_acquired_total{kind=\"plain\"}"),
+            sample(text, "redlatch_acquire_wait_seconds_count{kind=\"plain\"}"),
+            sample(text, "redlatch_hold_seconds_count"),
+        )
+    };
+    let (acq, wait, hold) = unlabelled(&before);
+    let config = Config::single(server.url()).metrics_names(["metrics:named:hot", "metrics:pfx:*"]);
+    let client = Client::connect(config).await.unwrap();
+    for name in [
+        "metrics:named:hot",
+        "metrics:named:hot",
+        "metrics:pfx:a",
+        "metrics:named:cold",
+    ] {
+        let guard = client.lock(name).lock().await.unwrap();
+        guard.unlock().await.unwrap();
+    }
+    let text = render(handle);
+    let labelled = |lock: &str| {
+        let with_kind = format!("{{kind=\"plain\",lock=\"{lock}\"}}");
+        (
+            sample(&text, &format!("redlatch_acquired_total{with_kind}")),
+            sample(
+                &text,
+                &format!("redlatch_acquire_wait_seconds_count{with_kind}"),
+            ),
+            sample(
+                &text,
+                &format!("redlatch_hold_seconds_count{{lock=\"{lock}\"}}"),
+            ),
+        )
+    };
+    assert_eq!(labelled("metrics:named:hot"), (2.0, 2.0, 2.0), "{text}");
+    assert_eq!(labelled("metrics:pfx:a"), (1.0, 1.0, 1.0), "{text}");
+    // The name not allowed is in the unlabelled series, and named nowhere.
+    assert_eq!(
+        unlabelled(&text),
+        (acq + 1.0, wait + 1.0, hold + 1.0),
+        "{text}"
+    );
+    assert!(!text.contains("metrics:named:cold"), "{text}");
+    // The first client allowed no name: none of its locks is a label.
+    assert!(!text.contains("metrics:contended"), "{text}");
+    client.close(Duration::from_secs(5)).await;
 }

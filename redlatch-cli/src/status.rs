@@ -165,7 +165,8 @@ fn not_a_lock(m: &MasterStatus) -> bool {
     }
     match m.key_type.as_str() {
         "none" => false,
-        "string" => m.counter.is_none(),
+        // A counter, or a simple lock (its token read as its holder).
+        "string" => m.counter.is_none() && m.holders.is_empty(),
         "hash" => m.holders.is_empty() && m.mode.is_none(),
         _ => true,
     }

@@ -16,6 +16,8 @@
 //!   deployment.
 //! * [`mixed::run`]: a mixed contention run (Java threads, redlatch tasks and processes,
 //!   `redlatch run`) on one name, every section checked by one [`mixed::Checker`].
+//! * [`peer::RedlockPeer`]: a Redlock reference client's lock (redis-py's `Lock`,
+//!   redsync: `SET NX PX`, compare-and-delete) held by another process, over raw RESP.
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
@@ -29,6 +31,7 @@ pub mod inside;
 pub mod jvm;
 pub mod jvm_family;
 pub mod mixed;
+pub mod peer;
 pub mod redisson;
 pub mod redlock;
 pub mod sentinel;

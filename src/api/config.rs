@@ -58,6 +58,8 @@ pub struct Config {
     pub(crate) master_auth: Option<(Option<String>, String)>,
     #[cfg(feature = "tls")]
     pub(crate) tls: TlsOptions,
+    /// The lock names metrics carry a `lock` label for ([`Config::metrics_names`]).
+    pub(crate) metrics_names: Vec<String>,
 }
 
 impl Config {
@@ -271,6 +273,7 @@ impl Config {
             master_auth: None,
             #[cfg(feature = "tls")]
             tls: Default::default(),
+            metrics_names: Vec::new(),
         }
     }
 
@@ -402,6 +405,38 @@ impl Config {
         self
     }
 
+    /// The lock names whose metrics (feature `metrics`) carry a `lock` label: the
+    /// acquisition counter, the wait-time and the hold-time histograms. Each entry is
+    /// an exact name, or a prefix ending in `*` (`"orders:*"`; `"*"` alone is every
+    /// name: one series per name, so only where the names are few). A `*` anywhere
+    /// but at the end is refused. Every other name is counted in the series without
+    /// a `lock` label, as when this is not set (the default: nothing labelled, and
+    /// nothing spent asking). Cardinality is the list's: a label per allowed name.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::Config;
+    /// let config = Config::single("redis://127.0.0.1:7000")
+    ///     .metrics_names(["billing:nightly", "orders:*"]);
+    /// assert_eq!(config.metrics_names_list(), ["billing:nightly", "orders:*"]);
+    /// ```
+    pub fn metrics_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.metrics_names = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The names and prefixes given to [`metrics_names`](Self::metrics_names).
+    ///
+    /// # Examples
+    /// See the example on [`metrics_names`](Self::metrics_names).
+    pub fn metrics_names_list(&self) -> &[String] {
+        &self.metrics_names
+    }
+
     /// The configured URLs.
     ///
     /// # Examples
@@ -460,6 +495,7 @@ impl Config {
             fair_wait_time: self.fair_wait_time,
             unavailable_after: self.unavailable_after(),
             cluster: self.topology == Topology::Cluster,
+            metrics_names: crate::telemetry::LockNames::new(&self.metrics_names),
         }
     }
 
@@ -504,7 +540,8 @@ impl std::fmt::Debug for Config {
             .field("fair_wait_time", &self.fair_wait_time)
             .field("unavailable_timeout", &self.unavailable_timeout)
             .field("sync_replicas", &self.sync)
-            .field("master_auth", &self.master_auth.as_ref().map(|_| "***"));
+            .field("master_auth", &self.master_auth.as_ref().map(|_| "***"))
+            .field("metrics_names", &self.metrics_names);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
         d.finish()

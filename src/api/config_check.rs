@@ -57,6 +57,13 @@ impl Config {
         if self.pool_size == 0 || self.pool_size > 64 {
             return Err(Error::config("pool_size must be in 1..=64"));
         }
+        for name in &self.metrics_names {
+            if name.is_empty() || name.strip_suffix('*').unwrap_or(name).contains('*') {
+                return Err(Error::config(format!(
+                    "metrics_names entry {name:?} is not a name or a prefix ending in '*'"
+                )));
+            }
+        }
         let infos = self
             .urls
             .iter()

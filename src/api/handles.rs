@@ -194,6 +194,67 @@ impl Client {
         self.spin_lock(name).backing_off(backoff)
     }
 
+    /// The simple lock: the single-key lock of Redis's "Distributed Locks with Redis"
+    /// page and of the Redlock reference clients — Go's redsync, node-redlock, redis-py's
+    /// `Lock`, rslock. The key `name` is a string holding the holder's token, taken with
+    /// `SET name token NX PX lease`, released by compare-and-delete and extended by
+    /// compare-and-pexpire, so services using those clients and this lock exclude each
+    /// other on the same names (not Redisson's locks: those are hashes, and each side
+    /// reports the other's key as [`Error::WrongType`](crate::Error::WrongType)).
+    ///
+    /// What differs from [`lock`](Client::lock):
+    /// - **Not reentrant.** The value is one holder's token: a second acquisition by
+    ///   the holder fails with [`Error::Reentry`](crate::Error::Reentry) (the
+    ///   reference clients would wait for themselves until the lease ran out).
+    /// - **Waiters poll.** Nothing is published on this wire, so waiters retry after
+    ///   the spin lock's exponential back-off ([`BackOff`]; the reference clients'
+    ///   retry delay), and a release is seen up to one back-off later: the wire's
+    ///   limit. [`spin_lock_with`](Client::spin_lock_with)'s back-off is set the same
+    ///   way through [`simple_lock_with`](Client::simple_lock_with).
+    ///
+    /// The rest is every lock's: the watchdog renews a hold kept without a lease, an
+    /// explicit lease is the `PX`, under Redlock each attempt is a Redlock attempt over
+    /// the masters, and `force_unlock`, `is_locked`, `remaining_ttl` and `status` read
+    /// the string key.
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{BackOff, Client, Config, Error, Kind};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let lock = client.simple_lock("billing:nightly");
+    /// assert_eq!(lock.kind(), Kind::Simple);
+    /// let guard = lock.lock().await?;
+    /// // A redsync or redis-py client sees a string key holding our token: taken.
+    /// // Its holder may not take it again:
+    /// let again = guard.scope(lock.try_lock(Duration::ZERO)).await;
+    /// assert!(matches!(again, Err(Error::Reentry { .. })));
+    /// guard.unlock().await?;
+    ///
+    /// // Polled every 5 ms while another holder has it.
+    /// let polled = client.simple_lock_with("billing:nightly", BackOff::constant(Duration::from_millis(5))?);
+    /// let guard = polled.lock().await?;
+    /// assert!(polled.try_lock(Duration::from_millis(12)).await?.is_none());
+    /// guard.unlock().await?;
+    /// # Ok(()) }) }
+    /// ```
+    #[doc(alias("redsync", "redlock", "SET NX PX", "setnx"))]
+    pub fn simple_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into(), Kind::Simple)
+    }
+
+    /// A simple lock whose waits are spaced by `backoff`: see
+    /// [`simple_lock`](Client::simple_lock).
+    ///
+    /// # Examples
+    /// See the example on [`simple_lock`](Client::simple_lock).
+    #[doc(alias("redsync", "redlock"))]
+    pub fn simple_lock_with(&self, name: impl Into<String>, backoff: BackOff) -> Lock {
+        self.simple_lock(name).backing_off(backoff)
+    }
+
     /// A read-write lock (Redisson `RReadWriteLock`): [`read`](ReadWriteLock::read)
     /// and [`write`](ReadWriteLock::write) give its two [`Lock`]s.
     ///

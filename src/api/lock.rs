@@ -382,7 +382,8 @@ impl Lock {
             .await;
         match &result {
             Ok(Some(_)) => {
-                telemetry::acquired(kind, started.elapsed());
+                let lock = engine.metrics_label(&self.spec.name);
+                telemetry::acquired(kind, lock, started.elapsed());
                 telemetry::finish(&span, started, "acquired", None);
             }
             Ok(None) => {

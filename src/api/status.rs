@@ -27,8 +27,9 @@ pub struct MasterStatus {
     pub master: String,
     /// Set when the master could not be read; the other fields are then empty.
     pub error: Option<String>,
-    /// Redis type of the key: `hash` for a lock, `none` when free, anything else is
-    /// not a lock.
+    /// Redis type of the key: `hash` for a lock, `none` when free, `string` for a
+    /// simple lock ([`Client::simple_lock`](crate::Client::simple_lock): its holder is
+    /// the token in it) or a counter.
     #[cfg_attr(feature = "serde", serde(rename = "type"))]
     pub key_type: String,
     /// Holder ids with their hold counts.

@@ -88,6 +88,8 @@ pub(crate) struct Settings {
     pub(crate) unavailable_after: Duration,
     /// The deployment is a Redis Cluster (lock names must keep their keys in one slot).
     pub(crate) cluster: bool,
+    /// The lock names metrics are labelled with (telemetry.rs).
+    pub(crate) metrics_names: crate::telemetry::LockNames,
 }
 
 /// The state one client's locks share: the masters, the pub/sub hub, the hold table,

@@ -37,6 +37,7 @@ mod rwlock;
 mod scripts;
 mod semaphore_methods;
 mod semaphores;
+mod simple_lock;
 mod spin_lock;
 mod tls;
 mod tracing_spans;

@@ -29,3 +29,4 @@ mod replicas;
 mod replicated_renewals;
 mod revoke;
 mod sentinel;
+mod simple_redlock;

@@ -174,3 +174,25 @@ fn status_shows_a_semaphores_counter_and_permits() {
     assert_eq!(bg.wait(Duration::from_secs(20)).code(), Some(0));
     assert_eq!(server.cmd::<String>(&["GET", "slots"]), "3");
 }
+
+/// A simple lock (the Redlock reference clients' `SET NX PX` string, here written as
+/// redsync writes it) is a lock to `status`: held by its token, exit 0; a string
+/// holding a number is still a counter.
+#[test]
+fn status_reads_a_simple_lock_as_held_by_its_token() {
+    let server = RedisServer::start();
+    let _: String = server.cmd(&["SET", "report", "Zm9vYmFyYmF6cXV4", "NX", "PX", "30000"]);
+    let args: Vec<String> = ["status", "report", "--json", "--redis", &server.url()]
+        .map(String::from)
+        .into();
+    let doc: Value = serde_json::from_slice(&output(&args, 0).stdout).unwrap();
+    let m = &doc["masters"][0];
+    assert_eq!(m["type"], "string", "{doc}");
+    assert_eq!(m["holders"][0]["holder"], "Zm9vYmFyYmF6cXV4", "{doc}");
+    assert_eq!(doc["locked"], true, "{doc}");
+    let args: Vec<String> = ["status", "report", "--redis", &server.url()]
+        .map(String::from)
+        .into();
+    let text = String::from_utf8_lossy(&output(&args, 0).stdout).into_owned();
+    assert!(text.contains("holder Zm9vYmFyYmF6cXV4"), "{text}");
+}

@@ -88,6 +88,19 @@ impl Client {
         self.wrap(self.inner.spin_lock_with(name, backoff))
     }
 
+    /// A simple lock (the Redlock reference clients' `SET NX PX` lock), held per thread;
+    /// as [`crate::Client::simple_lock`] (example there).
+    #[doc(alias("redsync", "redlock"))]
+    pub fn simple_lock(&self, name: impl Into<String>) -> Lock {
+        self.wrap(self.inner.simple_lock(name))
+    }
+
+    /// A simple lock waiting by `backoff`, held per thread; as
+    /// [`crate::Client::simple_lock_with`] (example there).
+    pub fn simple_lock_with(&self, name: impl Into<String>, backoff: crate::BackOff) -> Lock {
+        self.wrap(self.inner.simple_lock_with(name, backoff))
+    }
+
     fn wrap(&self, inner: crate::Lock) -> Lock {
         Lock {
             inner: inner.per_thread(),

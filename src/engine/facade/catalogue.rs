@@ -27,6 +27,7 @@ pub(crate) fn all() -> Vec<&'static Script> {
     all.extend(kinds::expirable_semaphore::scripts().map(|s| &**s));
     all.extend(kinds::latch::scripts().map(|s| &**s));
     all.extend(kinds::group::scripts().map(|s| &**s));
+    all.extend(kinds::simple::scripts().map(|s| &**s));
     all.extend(crate::engine::coordination::election::scripts().map(|s| &**s));
     all.extend(crate::engine::coordination::guarded::scripts().map(|s| &**s));
     all.extend(crate::engine::coordination::revoke::scripts().map(|s| &**s));

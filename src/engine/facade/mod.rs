@@ -9,7 +9,7 @@
 //!
 //! | methods of [`Engine`] | file |
 //! |---|---|
-//! | `connect`, `lock`, `check_name`, `backoff`, `renew_now`; `id`, `is_cluster`, `addrs`, `server`, `quorum`, `held_count`, `subscriptions`, `spawn_cleanup` | `facade/mod.rs` (this file) |
+//! | `connect`, `lock`, `check_name`, `backoff`, `renew_now`, `metrics_label`; `id`, `is_cluster`, `addrs`, `server`, `quorum`, `held_count`, `subscriptions`, `spawn_cleanup` | `facade/mod.rs` (this file) |
 //! | `shut_down`, `stop` | `engine/mod.rs` |
 //! | `is_locked`, `hold_count`, `remaining_ttl`, `force_unlock`, `inspect`, `group_status` | `facade/queries.rs` |
 //! | `semaphore_acquire`, `semaphore_release`, `semaphore_check`, `semaphore_drain`, `semaphore_available`, `semaphore_set`, `latch_set`, `latch_check`, `latch_count_down`, `latch_count`, `latch_wait` | `facade/counters.rs` |
@@ -109,6 +109,7 @@ impl Engine {
                 }
             });
             let timeout = settings.connect_timeout;
+            let holds = HoldTable::new(settings.metrics_names.clone());
             Engine {
                 id,
                 holder_prefix: holder_id::prefix(&id),
@@ -116,7 +117,7 @@ impl Engine {
                 quorum,
                 pubsub: PubSub::start(links, quorum, timeout, &shutdown, on_payload),
                 settings,
-                holds: HoldTable::default(),
+                holds,
                 gates: Gates::default(),
                 tickets: Tickets::default(),
                 offers: Default::default(),
@@ -148,6 +149,11 @@ impl Engine {
     /// The masters' addresses, in configuration order.
     pub(crate) fn addrs(&self) -> Vec<String> {
         self.masters.iter().map(|m| m.addr().to_string()).collect()
+    }
+
+    /// `name` as the `lock` label of its metrics, if `Config::metrics_names` allows it.
+    pub(crate) fn metrics_label<'a>(&self, name: &'a str) -> Option<&'a str> {
+        self.settings.metrics_names.label(name)
     }
 
     /// The address of the only master, if there is one.

@@ -38,7 +38,11 @@ impl Engine {
         }
         self.check_name(&spec.name, spec.kind)?;
         let name = &*spec.name;
-        let results = fan_out(&self.masters, |m| lock_exists(m, name)).await;
+        let key_type = match spec.kind.protocol().probe() {
+            Probe::Key(key_type) => key_type,
+            _ => "hash",
+        };
+        let results = fan_out(&self.masters, |m| lock_exists(m, name, key_type)).await;
         // A key that is not a lock is reported as lock() reports it (attempt.rs).
         if let Some(e) = results.iter().find_map(|r| r.as_ref().err()) {
             if e.is_permanent() {
@@ -57,8 +61,9 @@ impl Engine {
         // key that is not a lock is reported as such.
         let holder = (self.callers_holder(spec))
             .unwrap_or_else(|| format!("{}0", self.holder_prefix).into());
-        let v = (self.query(spec, redis::cmd("HGET").arg(&*spec.name).arg(&*holder))).await?;
-        let counts = v.iter().map(|x| as_int(x).max(0) as u32).collect();
+        let (cmd, count) = spec.kind.protocol().hold_query(&spec.name, &holder);
+        let v = self.query(spec, &cmd).await?;
+        let counts = v.iter().map(|x| count(x, &holder)).collect();
         Ok(majority_floor(counts, self.quorum))
     }
 
@@ -127,9 +132,10 @@ impl Engine {
     }
 }
 
-/// Whether lock `name` exists on `m`: a hash with a lease. Another type is
-/// `WrongType`, a hash without expiry `BadData` ([`no_expiry`]).
-async fn lock_exists(m: &Master, name: &str) -> Result<bool> {
+/// Whether lock `name` exists on `m`: a key of type `want` (a hash, but for a kind
+/// kept in another type) with a lease. Another type is `WrongType`, a lock without
+/// expiry `BadData` ([`no_expiry`]).
+async fn lock_exists(m: &Master, name: &str, want: &str) -> Result<bool> {
     let mut pipe = redis::pipe();
     pipe.cmd("TYPE").arg(name).cmd("PTTL").arg(name);
     let v = m.pipe(&pipe).await.map_err(|e| typed(name, e))?;
@@ -137,8 +143,8 @@ async fn lock_exists(m: &Master, name: &str) -> Result<bool> {
     let addr = || m.link().serving(name.as_bytes());
     match key_type.as_str() {
         "none" => Ok(false),
-        "hash" if pttl == -1 => Err(no_expiry(name, addr())),
-        "hash" => Ok(true),
+        t if t == want && pttl == -1 => Err(no_expiry(name, addr())),
+        t if t == want => Ok(true),
         _ => Err(Error::WrongType {
             name: name.to_string(),
             addr: addr(),

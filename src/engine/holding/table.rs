@@ -172,9 +172,19 @@ impl Hold {
 #[derive(Default)]
 pub(crate) struct HoldTable {
     map: parking_lot::Mutex<HashMap<Arc<str>, Vec<Arc<Hold>>>>,
+    /// The names whose hold time is measured under a `lock` label (telemetry.rs).
+    names: telemetry::LockNames,
 }
 
 impl HoldTable {
+    /// An empty table whose hold-time metric labels the lock names `names` allows.
+    pub(crate) fn new(names: telemetry::LockNames) -> HoldTable {
+        HoldTable {
+            names,
+            ..HoldTable::default()
+        }
+    }
+
     /// The live hold of `holder` on `name`, if any.
     pub(crate) fn get(&self, name: &str, holder: &str) -> Option<Arc<Hold>> {
         let map = self.map.lock();
@@ -229,7 +239,7 @@ impl HoldTable {
             }
             let old = holds.swap_remove(i);
             telemetry::held(-1);
-            Self::cancel(&old, LostReason::ExpiredOrDeleted);
+            self.cancel(&old, LostReason::ExpiredOrDeleted);
         }
         let hold = Hold::first(name, holder, kind, false, (watchdog, at, lease));
         holds.push(hold.clone());
@@ -277,7 +287,7 @@ impl HoldTable {
         if left == 0 {
             drop(s);
             Self::remove(&mut map, hold);
-            telemetry::released(hold.since.elapsed());
+            telemetry::released(self.names.label(&hold.name), hold.since.elapsed());
         }
         Some(left)
     }
@@ -299,7 +309,7 @@ impl HoldTable {
         let mut map = self.map.lock();
         let live = (map.get(&hold.name)).is_some_and(|hs| hs.iter().any(|h| Arc::ptr_eq(h, hold)));
         if live {
-            Self::cancel(hold, reason);
+            self.cancel(hold, reason);
             Self::remove(&mut map, hold);
         }
         live
@@ -307,7 +317,7 @@ impl HoldTable {
 
     /// Sets the reason, then cancels the token of a hold (invariant 3; once: a second
     /// loss is not counted again).
-    fn cancel(hold: &Hold, reason: LostReason) {
+    fn cancel(&self, hold: &Hold, reason: LostReason) {
         if !hold.lost.is_cancelled() {
             // Said before the token fires, so the warning precedes what code does on it.
             let held_ms = hold.since.elapsed().as_millis() as u64;
@@ -321,7 +331,7 @@ impl HoldTable {
             }
             let _ = hold.reason.set(reason);
             hold.lost.cancel();
-            telemetry::lost(hold.since.elapsed());
+            telemetry::lost(self.names.label(&hold.name), hold.since.elapsed());
         }
     }
 
@@ -329,7 +339,7 @@ impl HoldTable {
     pub(crate) fn lose_name(&self, name: &str) {
         for hold in self.map.lock().remove(name).unwrap_or_default() {
             telemetry::held(-1);
-            Self::cancel(&hold, LostReason::ForceUnlocked);
+            self.cancel(&hold, LostReason::ForceUnlocked);
         }
     }
 
@@ -337,7 +347,7 @@ impl HoldTable {
     pub(crate) fn lose_all(&self) {
         for hold in self.map.lock().drain().flat_map(|(_, v)| v) {
             telemetry::held(-1);
-            Self::cancel(&hold, LostReason::ClientClosed);
+            self.cancel(&hold, LostReason::ClientClosed);
         }
     }
 

@@ -242,25 +242,26 @@ fn renewal(hold: &Hold) -> Renewal {
 
 /// The holds of a chunk grouped by the script that renews them: their places in the
 /// chunk and their (name, holder) pairs. Read holds renew their own timeout keys
-/// (kinds/rw_layout.rs), permits their expiry (kinds/expirable_semaphore.rs); every other hold its field.
-type Groups<'a> = [(Renewal, (Vec<usize>, Vec<(&'a str, &'a str)>)); 4];
+/// (kinds/rw_layout.rs), permits their expiry (kinds/expirable_semaphore.rs), a kind with a renewal script of its
+/// own its way ([`Renewal::Pairs`]); every other hold its field.
+type Groups<'a> = Vec<(Renewal, (Vec<usize>, Vec<(&'a str, &'a str)>))>;
 
 fn groups(chunk: &[Arc<Hold>]) -> Groups<'_> {
-    [
-        Renewal::Field,
-        Renewal::Read,
-        Renewal::Permit,
-        Renewal::Group,
-    ]
-    .map(|want| {
-        let idx: Vec<usize> = (0..chunk.len())
-            .filter(|&i| renewal(&chunk[i]) == want)
-            .collect();
-        let pairs = (idx.iter())
-            .map(|&i| (&*chunk[i].name, &*chunk[i].holder))
-            .collect();
-        (want, (idx, pairs))
-    })
+    let mut groups: Groups<'_> = Vec::new();
+    for (i, hold) in chunk.iter().enumerate() {
+        let want = renewal(hold);
+        let at = match groups.iter().position(|g| g.0 == want) {
+            Some(at) => at,
+            None => {
+                groups.push((want, Default::default()));
+                groups.len() - 1
+            }
+        };
+        let (idx, pairs) = &mut groups[at].1;
+        idx.push(i);
+        pairs.push((&*hold.name, &*hold.holder));
+    }
+    groups
 }
 
 /// Renews one chunk on every master and judges the answers as they arrive (a hold
@@ -291,7 +292,7 @@ async fn renew_on(engine: &Engine, m: &Master, n: usize, groups: &Groups<'_>) ->
     // not answer never holds up the next round (invariant 1).
     let timeout = engine.settings.watchdog_timeout / 3;
     let mut held: Vec<Result<bool>> = vec![Ok(false); n];
-    for (how, (idx, pairs)) in groups.iter().filter(|g| !g.1 .0.is_empty()) {
+    for (how, (idx, pairs)) in groups {
         let r = match how {
             Renewal::Field => renew::renew(m, pairs, lease_ms, timeout).await,
             Renewal::Read => rw_layout::renew_reads(m, pairs, lease_ms, timeout).await,
@@ -299,6 +300,9 @@ async fn renew_on(engine: &Engine, m: &Master, n: usize, groups: &Groups<'_>) ->
                 expirable_semaphore::renew_permits(m, pairs, lease_ms, timeout).await
             }
             Renewal::Group => kinds::group::renew(m, pairs, lease_ms, timeout).await,
+            Renewal::Pairs(by) => {
+                renew::renew_pairs(m, by.script, pairs, lease_ms, timeout, by.add).await
+            }
         };
         idx.iter().zip(r).for_each(|(&i, h)| held[i] = h);
     }

@@ -130,7 +130,8 @@ mod tests {
 
     /// The state of a hash whose key reads PTTL `pttl`.
     fn with_pttl(pttl: i64) -> State {
-        let mut reply = vec![Value::Nil; 10];
+        let replies = SECTIONS.iter().map(|s| s.replies).sum();
+        let mut reply = vec![Value::Nil; replies];
         reply[0] = Value::SimpleString("hash".into());
         reply[1] = Value::Int(pttl);
         read(&SECTIONS, &reply).expect("one reply per read")

@@ -44,6 +44,10 @@ pub enum Kind {
     /// Many values under one key, taken all or none (Redisson's faster multi-lock,
     /// `getMultiLock(group, values)`; see [`FasterMultiLock`](crate::FasterMultiLock)).
     Group,
+    /// The single-key lock of the Redlock reference clients (redsync, node-redlock,
+    /// redis-py's `Lock`): `SET name token NX PX lease`, released by compare-and-delete;
+    /// not reentrant, waited for by polling ([`Client::simple_lock`](crate::Client::simple_lock)).
+    Simple,
 }
 
 impl Kind {
@@ -58,7 +62,7 @@ impl Kind {
     }
 
     /// `plain`, `fair`, `fenced`, `read`, `write`, `non_reentrant`,
-    /// `non_reentrant_fair`, `spin` or `group`: the `kind` of spans and metrics.
+    /// `non_reentrant_fair`, `spin`, `group` or `simple`: the `kind` of spans and metrics.
     pub(crate) fn label(self) -> &'static str {
         self.protocol().label()
     }

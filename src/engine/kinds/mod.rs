@@ -16,7 +16,8 @@
 //!   (`RedissonNonReentrantLock` over the plain lock, `RedissonNonReentrantFairLock`
 //!   over the fair one); [`spin`]: `RedissonSpinLock` (waited for by engine/acquire/spin_wait.rs,
 //!   without pub/sub); [`group`]: `RedissonFasterMultiLock` (many values under one
-//!   hash).
+//!   hash); [`simple`]: the Redlock reference clients' `SET NX PX` lock (redsync,
+//!   node-redlock, redis-py), a string key, spun for.
 //! * The counters, with no holder and no majority protocol: [`semaphore`]
 //!   (`RSemaphore`), [`expirable_semaphore`] (`RPermitExpirableSemaphore`, renewed as holds) and
 //!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
@@ -25,8 +26,8 @@
 //!
 //! Adding a kind: its Lua in `lua/`, one file here implementing [`Protocol`] (its
 //! scripts declared beside their calls and listed in facade/catalogue.rs), its `Kind` variant
-//! and its arm in [`Kind::protocol`], and its getter in api/handles.rs
-//! (ARCHITECTURE.md, "How a kind is added").
+//! and its arm in [`Kind::protocol`], and its getter in api/handles.rs (with its
+//! per-thread twin in api/blocking/client.rs) (ARCHITECTURE.md, "How a kind is added").
 
 pub(crate) mod backoff;
 pub(crate) mod call;
@@ -43,10 +44,11 @@ pub(crate) mod read;
 pub(crate) mod renew;
 pub(crate) mod rw_layout;
 pub(crate) mod semaphore;
+pub(crate) mod simple;
 pub(crate) mod spin;
 pub(crate) mod write;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use redis::Value;
 
@@ -58,7 +60,7 @@ use crate::engine::masters::replies::{
 use crate::engine::Kind;
 use crate::error::Result;
 use crate::keys;
-use crate::transport::{Invocation, Lane};
+use crate::transport::{Invocation, Lane, Script};
 
 /// What an acquisition asks for beyond name, lease and holder, fixed for one call.
 #[derive(Clone, Copy, Debug)]
@@ -180,6 +182,14 @@ pub(crate) trait Protocol: Sync + 'static {
         Probe::Exists
     }
 
+    /// How `hold_count` reads `holder`'s count on one master: the read, and what its
+    /// reply says (the field of the lock hash by default).
+    fn hold_query(&self, name: &str, holder: &str) -> (redis::Cmd, fn(&Value, &str) -> u32) {
+        let mut cmd = redis::cmd("HGET");
+        cmd.arg(name).arg(holder);
+        (cmd, |v, _| inspect::int(v).unwrap_or(0).max(0) as u32)
+    }
+
     /// Deletes the lock whoever holds it and wakes its waiters: answers how many holds
     /// (or values) it removed, 0 if none.
     fn force_release(&self, name: &str) -> Invocation;
@@ -202,6 +212,30 @@ pub(crate) enum Renewal {
     Permit,
     /// group_renew.lua: a faster multi-lock's values (kinds/group.rs).
     Group,
+    /// A kind's own script over `(name, holder)` pairs (renew.rs's `renew_pairs`).
+    Pairs(&'static PairRenewal),
+}
+
+/// A renewal script of a kind's own: ARGV[1] the lease in ms, then what `add` appends
+/// per `(name, holder)` pair; it answers an array with 1 per pair still held (and
+/// renewed), else 0. Declared as a `static` beside the kind; equal only to itself.
+pub(crate) struct PairRenewal {
+    pub(crate) script: &'static LazyLock<Script>,
+    pub(crate) add: fn(&mut Invocation, &str, &str),
+}
+
+impl PartialEq for PairRenewal {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for PairRenewal {}
+
+impl std::fmt::Debug for PairRenewal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PairRenewal")
+    }
 }
 
 /// How `is_locked` reads a lock on one master.
@@ -210,6 +244,9 @@ pub(crate) enum Probe {
     /// The lock hash exists, with a lease (another type is `WrongType`, no lease
     /// `BadData`).
     Exists,
+    /// A key of this Redis type exists, with a lease (as [`Probe::Exists`] for a lock
+    /// kept in another type than a hash).
+    Key(&'static str),
     /// HGETALL of the name, the reply judged by the function (a read-write lock's
     /// mode and holders).
     Hash(fn(&Value) -> bool),
@@ -321,13 +358,14 @@ impl WaitPolicy {
 
 /// Every layout's part of an inspection (inspect.rs), in pipeline order: the plain
 /// lock's first (the others' reads use its key type).
-pub(crate) static SECTIONS: [&inspect::Section; 6] = [
+pub(crate) static SECTIONS: [&inspect::Section; 7] = [
     &plain::INSPECT,
     &fair::INSPECT,
     &fenced::INSPECT,
     &write::INSPECT,
     &semaphore::INSPECT,
     &expirable_semaphore::INSPECT,
+    &simple::INSPECT,
 ];
 
 impl Kind {
@@ -343,6 +381,7 @@ impl Kind {
             Kind::NonReentrantFair => &nonreentrant::NON_REENTRANT_FAIR,
             Kind::Spin => &spin::Spin,
             Kind::Group => &group::Group,
+            Kind::Simple => &simple::Simple,
         }
     }
 }

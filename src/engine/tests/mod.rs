@@ -33,6 +33,7 @@ pub(super) fn settings() -> Settings {
         fair_wait_time: Duration::from_secs(5),
         unavailable_after: Duration::from_secs(2),
         cluster: false,
+        metrics_names: Default::default(),
     }
 }
 
