@@ -13,12 +13,19 @@ use redlatch::{Client, Config, ListedKind};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_lists_the_locks_of_every_primary() {
     let cluster = shared_cluster();
-    let a = Client::connect(Config::cluster(cluster.urls())).await.unwrap();
-    let b = Client::connect(Config::cluster(cluster.urls())).await.unwrap();
+    let a = Client::connect(Config::cluster(cluster.urls()))
+        .await
+        .unwrap();
+    let b = Client::connect(Config::cluster(cluster.urls()))
+        .await
+        .unwrap();
     let primaries = cluster.primaries();
     assert_eq!(primaries.len(), 3);
     // One plain lock on each primary, a read-write lock and a fair lock with a waiter.
-    let names: Vec<String> = primaries.iter().map(|&p| cluster.key_on(p, "lc:plain:")).collect();
+    let names: Vec<String> = primaries
+        .iter()
+        .map(|&p| cluster.key_on(p, "lc:plain:"))
+        .collect();
     let mut guards = Vec::new();
     for name in &names {
         guards.push(a.lock(name.as_str()).lock().await.unwrap());
@@ -58,7 +65,10 @@ async fn a_cluster_lists_the_locks_of_every_primary() {
     assert_eq!(find(&names[1]).waiters, 0);
     assert_eq!(find("lc:rw").kind, ListedKind::ReadWrite);
     assert_eq!(find("lc:rw").mode.as_deref(), Some("write"));
-    assert_eq!((find("lc:fair").kind, find("lc:fair").waiters), (ListedKind::Fair, 1));
+    assert_eq!(
+        (find("lc:fair").kind, find("lc:fair").waiters),
+        (ListedKind::Fair, 1)
+    );
     // Lock::status counts the same waiter on the primary serving the lock.
     let status = a.lock(names[0].as_str()).status().await.unwrap();
     assert_eq!(status[0].waiters, 1);
@@ -78,8 +88,11 @@ async fn redlock_lists_every_master_and_names_one_that_is_down() {
     let _other = b.fenced_lock("rl:2").lock().await.unwrap();
     let listing = a.list("rl:*").await.unwrap();
     assert!(!listing.incomplete, "{:?}", listing.unread);
-    let got: Vec<(&str, ListedKind, usize)> =
-        listing.locks.iter().map(|l| (l.name.as_str(), l.kind, l.masters)).collect();
+    let got: Vec<(&str, ListedKind, usize)> = listing
+        .locks
+        .iter()
+        .map(|l| (l.name.as_str(), l.kind, l.masters))
+        .collect();
     // A grant lands on the minority in the background: on at least a majority.
     assert_eq!(got.len(), 2, "{listing:#?}");
     assert_eq!((got[0].0, got[0].1), ("rl:1", ListedKind::Lock));
