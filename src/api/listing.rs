@@ -41,6 +41,9 @@ impl Client {
     /// assert_eq!(lock.waiters, 0);
     /// assert_eq!(listing.locks[1].kind, ListedKind::Counter);
     /// assert_eq!(listing.locks[1].count, Some(3));
+    /// // One deadline for the whole call:
+    /// let quick = client.list_within("orders:4*", std::time::Duration::from_secs(1)).await?;
+    /// assert_eq!(quick.locks.len(), 1);
     /// # Ok(()) }) }
     /// ```
     pub async fn list(&self, pattern: &str) -> Result<Listing> {
