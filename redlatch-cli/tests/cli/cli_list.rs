@@ -223,3 +223,59 @@ fn top_shows_a_lock_held_elsewhere_and_q_quits() {
     // It gave the terminal back: the alternate screen was left.
     assert!(text().contains("\x1b[?1049l"), "{:?}", text());
 }
+
+/// On a 3+3 cluster, holders in three processes, one name on each primary, and a waiter
+/// in a fourth: `list --json` finds them all (each primary scanned) and counts the
+/// waiter where it subscribed.
+#[test]
+fn list_on_a_cluster_reads_every_primary() {
+    let cluster = common::cluster::shared_cluster();
+    let dir = TempDir::new();
+    let seed = [
+        "--redis".to_string(),
+        cluster.node(cluster.primaries()[0]).url(),
+    ];
+    let names: Vec<String> = (cluster.primaries().iter())
+        .map(|&p| cluster.key_on(p, "clc:"))
+        .collect();
+    let mut holders = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let tag = format!("h{i}");
+        let mut args: Vec<String> = ["run", name.as_str()].map(String::from).into();
+        args.extend(seed.clone());
+        let script = format!("touch \"$D/{tag}\"; exec sleep 60");
+        args.extend(["--", "sh", "-c", script.as_str()].map(String::from));
+        holders.push(Bg::start(&args, &dir, &tag));
+        assert!(
+            eventually(Duration::from_secs(20), || dir.file(&tag).exists()),
+            "{tag} never ran"
+        );
+    }
+    let mut wait: Vec<String> = ["run", names[1].as_str(), "--wait", "60s"]
+        .map(String::from)
+        .into();
+    wait.extend(seed.clone());
+    wait.extend(["--", "true"].map(String::from));
+    let _w = Bg::start(&wait, &dir, "w");
+    let channel = format!("redisson_lock__channel:{{{}}}", names[1]);
+    assert!(eventually(Duration::from_secs(20), || cluster
+        .channel_subscribers(&channel)
+        == 1));
+    let doc = list_json_at(seed.to_vec(), "clc:*", 0);
+    assert_eq!(doc["incomplete"], false, "{doc:#}");
+    let mut want = names.clone();
+    want.sort();
+    let got: Vec<&str> = (doc["locks"].as_array().unwrap().iter())
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, want, "{doc:#}");
+    for name in &names {
+        let l = lock(&doc, name);
+        assert_eq!(
+            (l["kind"].as_str(), l["holders"].as_array().map(Vec::len)),
+            (Some("lock"), Some(1))
+        );
+    }
+    assert_eq!(lock(&doc, &names[1])["waiters"], 1, "{doc:#}");
+    assert_eq!(lock(&doc, &names[0])["waiters"], 0, "{doc:#}");
+}
