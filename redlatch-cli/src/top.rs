@@ -200,18 +200,21 @@ impl View {
         };
     }
 
-    /// Holder changes of `name` per second over the recent snapshots.
+    /// Holder changes of `name` per second over the recent snapshots: a snapshot whose
+    /// holders differ from the last holders seen (a free lock in between is no change).
     fn handovers(&self, name: &str) -> f64 {
-        let seen: Vec<(Instant, Option<&Vec<String>>)> = self
-            .history
-            .iter()
-            .map(|(at, h)| (*at, h.get(name)))
-            .collect();
-        let changes = seen
-            .windows(2)
-            .filter(|w| matches!((w[0].1, w[1].1), (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() && a != b))
-            .count();
-        match (seen.first(), seen.last()) {
+        let mut last: Option<&Vec<String>> = None;
+        let mut changes = 0;
+        for (_, snapshot) in &self.history {
+            match snapshot.get(name) {
+                Some(now) if !now.is_empty() => {
+                    changes += usize::from(last.is_some_and(|l| l != now));
+                    last = Some(now);
+                }
+                _ => {}
+            }
+        }
+        match (self.history.front(), self.history.back()) {
             (Some(first), Some(last)) if last.0 > first.0 => {
                 changes as f64 / (last.0 - first.0).as_secs_f64()
             }
@@ -320,4 +323,47 @@ fn row(l: &LockListing, rate: f64, age: i64) -> Row<'static> {
         l.waiters.to_string(),
         format!("{rate:.1}"),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(snapshots: &[(u64, &[&str])]) -> View {
+        let start = Instant::now();
+        let history = (snapshots.iter())
+            .map(|(ms, holders)| {
+                let holders = holders.iter().map(|h| h.to_string()).collect();
+                let at = start + Duration::from_millis(*ms);
+                (at, HashMap::from([("a".to_string(), holders)]))
+            })
+            .collect();
+        View {
+            pattern: "*".into(),
+            sort: Sort::Name,
+            reverse: false,
+            listing: None,
+            error: None,
+            history,
+        }
+    }
+
+    /// Hand-overs are holder changes between snapshots, per second of the window; a
+    /// lock that frees and is taken again by the same holder is no hand-over.
+    #[test]
+    fn handovers_are_holder_changes_per_second() {
+        let v = view(&[
+            (0, &["x:1"]),
+            (1000, &["y:1"]),
+            (2000, &["x:2"]),
+            (4000, &["x:2"]),
+        ]);
+        assert_eq!(v.handovers("a"), 0.5);
+        let v = view(&[(0, &["x:1"]), (1000, &[]), (2000, &["x:1"])]);
+        assert_eq!(v.handovers("a"), 0.0);
+        let v = view(&[(0, &["x:1"]), (1000, &[]), (2000, &["y:1"])]);
+        assert_eq!(v.handovers("a"), 0.5, "freed, then taken by another");
+        assert_eq!(view(&[(0, &["x:1"])]).handovers("a"), 0.0);
+        assert_eq!(view(&[]).handovers("b"), 0.0);
+    }
 }

@@ -220,8 +220,20 @@ fn top_shows_a_lock_held_elsewhere_and_q_quits() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(0), "{:?}", text());
+    // It fits 80x24: no cursor move (ESC [ row ; col H) outside the screen.
+    let text = text();
+    for (row, col) in cursor_moves(&text) {
+        assert!(
+            (1..=24).contains(&row) && (1..=80).contains(&col),
+            "moved to {row};{col}"
+        );
+    }
+    assert!(
+        cursor_moves(&text).iter().any(|&(row, _)| row == 24),
+        "the footer is on row 24"
+    );
     // It gave the terminal back: the alternate screen was left.
-    assert!(text().contains("\x1b[?1049l"), "{:?}", text());
+    assert!(text.contains("\x1b[?1049l"), "{text:?}");
 }
 
 /// On a 3+3 cluster, holders in three processes, one name on each primary, and a waiter
@@ -278,4 +290,16 @@ fn list_on_a_cluster_reads_every_primary() {
     }
     assert_eq!(lock(&doc, &names[1])["waiters"], 1, "{doc:#}");
     assert_eq!(lock(&doc, &names[0])["waiters"], 0, "{doc:#}");
+}
+
+/// Every absolute cursor move `ESC [ row ; col H` in `text`.
+fn cursor_moves(text: &str) -> Vec<(u32, u32)> {
+    text.split("\x1b[")
+        .skip(1)
+        .filter_map(|seq| {
+            let end = seq.find('H')?;
+            let (row, col) = seq[..end].split_once(';')?;
+            Some((row.parse().ok()?, col.parse().ok()?))
+        })
+        .collect()
 }
