@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use redlatch::{Client, HolderInfo, Listing, LockListing};
+use redlatch::{Client, ListedHolder, Listing, LockListing};
 
 use crate::conn::{self, RedisArgs};
 use crate::duration::{self, human};
@@ -20,8 +20,9 @@ With --json, one JSON document on stdout (the library's Listing as serde seriali
                  \"holders\": [ { \"id\": \"uuid:n\", \"count\": 1,
                                 \"record\": true,       // its client left a record
                                 \"host\": \"h\" | null, \"pid\": 42 | null, \"app\": \"a\" | null,
-                                \"version\": \"0.1.0\" | null, \"connected_since\": ms | null,
-                                \"since\": ms | null,    // when it took the lock
+                                \"version\": \"0.1.0\" | null,
+                                \"since\": ms | null,    // when its client connected
+                                \"acquired\": ms | null, // when it took the lock
                                 \"expires_at\": ms | null } ],  // a permit's expiry
                  \"ttl_ms\": 29500 | null,
                  \"waiters\": 2,                        // at least this many wait
@@ -135,9 +136,9 @@ pub fn table(listing: &Listing, now: i64) -> String {
 }
 
 /// A holder in one cell: where it runs, and for how long it holds.
-pub fn who(h: &HolderInfo, now: i64) -> String {
+pub fn who(h: &ListedHolder, now: i64) -> String {
     let held = h
-        .since
+        .acquired
         .map_or(String::new(), |s| format!(", {}", ago(now - s)));
     match (&h.host, h.pid, &h.app) {
         (Some(host), pid, app) => format!(

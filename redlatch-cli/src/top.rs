@@ -231,7 +231,7 @@ impl View {
                 let age = l
                     .holders
                     .iter()
-                    .filter_map(|h| h.since)
+                    .filter_map(|h| h.acquired)
                     .min()
                     .map_or(-1, |s| now - s);
                 (l, self.handovers(&l.name), age)

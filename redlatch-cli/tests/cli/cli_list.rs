@@ -75,7 +75,7 @@ fn list_json_names_each_lock_its_holders_and_waiters_across_processes() {
     assert_eq!(a["waiters"], 1, "{a:#}");
     assert_eq!(a["holders"].as_array().unwrap().len(), 1);
     let id = a["holders"][0]["id"].as_str().unwrap().to_string();
-    for field in ["host", "pid", "app", "since"] {
+    for field in ["host", "pid", "app", "since", "acquired"] {
         assert!(
             a["holders"][0].get(field).is_some(),
             "{field} missing: {a:#}"
