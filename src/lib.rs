@@ -27,6 +27,7 @@ pub use api::guard::LockGuard;
 pub use api::guarded::{Guarded, GuardedScript};
 pub use api::hold::{Acquire, Hold, HoldFuture};
 pub use api::latch::CountDownLatch;
+pub use api::listing::LIST_TIMEOUT;
 pub use api::lock::{BackOff, Delays, Kind, Lock, Owner};
 pub use api::multi::{MultiGuard, MultiLock};
 pub use api::revoke::ReleaseRequested;
@@ -36,6 +37,9 @@ pub use api::semaphore::Semaphore;
 pub use api::status::MasterStatus;
 pub use api::urls::redact_url;
 pub use api::wire;
+pub use engine::observe::listing::{
+    ListedHolder, ListedKind, Listing, LockListing, QueuedWaiter, Unread,
+};
 pub use error::{Cause, Error, MasterError, MasterErrors, Result};
 pub use keys::MAX_NAME_LEN;
 pub use lost::LostReason;

@@ -12,12 +12,14 @@ mod elect;
 mod held;
 mod latch;
 mod leader;
+mod list;
 mod log;
 mod revoke;
 mod run;
 mod status;
 mod stdout;
 mod supervise;
+mod top;
 mod unlock;
 mod verbose;
 
@@ -40,6 +42,7 @@ Examples:
   redlatch elect scheduler --value $(hostname) -- ./scheduler   (one leader at a time)
   redlatch leader scheduler --watch
   redlatch status nightly-backup --json
+  redlatch list 'orders:*' --json                 (every lock under a pattern, who holds it)
   redlatch unlock --force nightly-backup
   redlatch latch set jobs-done 3 -E 0; redlatch latch wait jobs-done   (a barrier)
   redlatch unlock --ask nightly-backup            (ask its holder to finish and release)
@@ -93,6 +96,12 @@ enum Command {
     Leader(leader::LeaderArgs),
     /// Show holders, hold counts, TTL, fair queue and fencing counter on every master.
     Status(status::StatusArgs),
+    /// List every lock, semaphore, latch and election under a pattern: kind, holders
+    /// (host, pid, app, held for), TTL and waiters, on every master (SCAN, never KEYS).
+    List(list::ListArgs),
+    /// A live view of `list`, refreshed every second: holders (app, host), hold age,
+    /// TTL, waiters, hand-overs per second; sort keys in the footer, `q` quits.
+    Top(top::TopArgs),
     /// Delete a lock whoever holds it (--force) and wake its waiters, or ask its holders
     /// to release it (--ask).
     Unlock(unlock::UnlockArgs),
@@ -136,6 +145,8 @@ fn main() -> ExitCode {
             Command::Elect(args) => elect::run(args).await,
             Command::Leader(args) => leader::run(args).await,
             Command::Status(args) => status::run(args).await,
+            Command::List(args) => list::run(args).await,
+            Command::Top(args) => top::run(args).await,
             Command::Unlock(args) => unlock::run(args).await,
             Command::Latch(args) => latch::run(args).await,
             Command::Completions(_) | Command::Man => unreachable!("answered above"),

@@ -31,6 +31,7 @@ serde serializes it, plus deadline_in_ms in the queue):
                    \"counter\": 3 | null,                      // a semaphore or latch
                    \"permits\": [ { \"holder\": \"permit id\", \"deadline_ms\": ... } ],
                    \"writers_waiting\": [ { \"holder\": \"uuid:n:write\", \"deadline_ms\": ... } ],
+                   \"waiters\": 2,   // clients subscribed to its channel (at least)
                    \"replicas\": { \"connected\": 2, \"eligible\": 1,  // of the primary serving NAME
                                   \"waited\": 1 | null } | null } ],  // null: --sync-replicas off
     \"election\": null | { \"term\": 7, \"value\": \"V\", \"holder\": \"uuid:n\",
@@ -281,6 +282,12 @@ fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
     let mut out = format!("  {:<22} {state}\n", m.master);
     for (holder, count) in &m.holders {
         out.push_str(&format!("      holder {holder}  count {count}\n"));
+    }
+    if m.waiters > 0 {
+        out.push_str(&format!(
+            "      waiters: {} (clients subscribed to its channel, at least)\n",
+            m.waiters
+        ));
     }
     if fair || !m.queue.is_empty() {
         out.push_str(&format!("      queue: {} waiter(s)\n", m.queue.len()));

@@ -18,6 +18,7 @@ pub(crate) mod guarded;
 mod handles;
 pub(crate) mod hold;
 pub(crate) mod latch;
+pub(crate) mod listing;
 pub(crate) mod lock;
 pub(crate) mod multi;
 pub(crate) mod revoke;

@@ -14,7 +14,7 @@ use crate::error::Result;
 /// `{"master", "error", "type", "holders": [{"holder", "count"}], "ttl_ms",
 /// "queue": [{"holder", "deadline_ms"}], "fencing_counter", "mode", "counter",
 /// "permits": [{"holder", "deadline_ms"}], "writers_waiting": [{"holder", "deadline_ms"}],
-/// "replicas": {"connected", "eligible", "waited"}}` (the fields of
+/// "waiters", "replicas": {"connected", "eligible", "waited"}}` (the fields of
 /// `redlatch status --json`).
 ///
 /// # Examples
@@ -59,6 +59,10 @@ pub struct MasterStatus {
     /// lapses, in ms since the epoch.
     #[cfg_attr(feature = "serde", serde(serialize_with = "ser::queue"))]
     pub writers_waiting: Vec<(String, Option<i64>)>,
+    /// How many wait for the lock there, at least: the connections subscribed to its
+    /// waiters' channel (a client with several waiting tasks counts once; a spin lock's
+    /// waiters do not subscribe). A fair lock's waiters are in `queue`.
+    pub waiters: u64,
     /// The replicas of the primary serving the lock as replica sync sees them
     /// (connected, eligible, waited for by the last synced write); `None` with
     /// [`SyncReplicas::Off`](crate::SyncReplicas::Off). Known after this client's first
@@ -104,7 +108,7 @@ impl Lock {
 
 impl From<Inspected> for MasterStatus {
     fn from(answer: Inspected) -> MasterStatus {
-        let (master, replicas) = (answer.serving, answer.replicas);
+        let (master, replicas, waiters) = (answer.serving, answer.replicas, answer.waiters);
         let st = match answer.state {
             Ok(st) => st,
             Err(error) => {
@@ -128,6 +132,7 @@ impl From<Inspected> for MasterStatus {
             counter: st.counter,
             permits: st.permits,
             writers_waiting: st.writers_waiting,
+            waiters,
             replicas,
         }
     }

@@ -25,6 +25,8 @@
 //!   its own task's hold (`self_wait`).
 //! * [`coordination`]: what is built on holding a lock: leader election, guarded
 //!   writes and release requests.
+//! * [`observe`]: reading a deployment for operators: the locks under a pattern, who
+//!   holds them and who waits (`Client::list`).
 //! * [`facade`]: what the API layer calls. `facade/mod.rs` lists every method of
 //!   [`Engine`] the API calls and the file that holds it; `catalogue` lists every
 //!   script, preloaded on each connection.
@@ -46,6 +48,7 @@ mod fake;
 pub(crate) mod holding;
 pub(crate) mod kinds;
 pub(crate) mod masters;
+pub(crate) mod observe;
 
 #[cfg(test)]
 mod tests;

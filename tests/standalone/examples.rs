@@ -246,6 +246,17 @@ fn fair_lock() {
 }
 
 #[test]
+fn list() {
+    let out = run_single("list", &["listed 2 locks, complete: true"]);
+    assert!(
+        out.contains("examples:list:billing (lock): held by"),
+        "{out}"
+    );
+    assert!(out.contains("examples:list:queue (fair): held by"), "{out}");
+    assert_eq!(out.matches(", 1 waiting").count(), 2, "{out}");
+}
+
+#[test]
 fn fenced_lock() {
     run_single(
         "fenced_lock",

@@ -16,6 +16,7 @@
 //! | `permits_check`, `take_permits`, `return_permit`, `return_permits`, `permits_state`, `permits_set`, `permits_set_total`, `set_permit_lease`, `permit_lease` | `facade/expirable_semaphore.rs` |
 //! | `election_check`, `election_campaign`, `election_step_down`, `election_proclaim`, `election_resign`, `election_leader`, `election_watch` | `coordination/election.rs` |
 //! | `request_release` | `coordination/revoke.rs` |
+//! | `list` | `observe/list.rs` |
 //!
 //! | methods of [`Held`] (a guard's handle) | file |
 //! |---|---|
@@ -74,6 +75,7 @@ pub(crate) use crate::engine::kinds::call::{Holding, LockSpec};
 pub(crate) use crate::engine::kinds::group::{
     composite as group_name, field as group_field, Status as GroupStatus,
 };
+pub(crate) use crate::engine::observe::listing::Listing;
 pub(crate) use crate::transport::connect::{Deployment, Shape};
 pub(crate) use crate::transport::replicas::SyncReplicas;
 #[cfg(feature = "tls")]

@@ -11,6 +11,7 @@ use crate::engine::kinds::{self, group, Probe};
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::{answers, fan_out, majority_floor, majority_true};
 use crate::engine::masters::replies::{no_expiry, typed};
+use crate::engine::observe;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::transport::replicas::ReplicaSync;
@@ -23,6 +24,8 @@ pub(crate) struct Inspected {
     pub(crate) replicas: Option<ReplicaSync>,
     /// What it holds under the name, or why that could not be read.
     pub(crate) state: std::result::Result<State, String>,
+    /// The connections subscribed to its waiters' channel there (observe/waiters.rs).
+    pub(crate) waiters: u64,
 }
 
 impl Engine {
@@ -105,17 +108,26 @@ impl Engine {
         let pipe = &inspect::pipeline(&kinds::SECTIONS, key);
         let results = fan_out(&self.masters, |m| async move {
             let v = m.pipe(pipe).await?;
-            m.decode::<Vec<Value>>(v)
+            let state = inspect::read(&kinds::SECTIONS, &m.decode::<Vec<Value>>(v)?);
+            let waiters = match &state {
+                Ok(st) => observe::waiters::listeners(m, key, st).await,
+                Err(_) => 0,
+            };
+            Ok((state, waiters))
         })
         .await;
         (self.masters.iter().zip(results))
-            .map(|(m, reply)| Inspected {
-                serving: m.link().serving(key.as_bytes()),
-                replicas: m.link().replica_sync(key.as_bytes()),
-                state: match reply {
-                    Ok(v) => inspect::read(&kinds::SECTIONS, &v),
-                    Err(e) => Err(e.to_string()),
-                },
+            .map(|(m, reply)| {
+                let (state, waiters) = match reply {
+                    Ok((state, waiters)) => (state, waiters),
+                    Err(e) => (Err(e.to_string()), 0),
+                };
+                Inspected {
+                    serving: m.link().serving(key.as_bytes()),
+                    replicas: m.link().replica_sync(key.as_bytes()),
+                    state,
+                    waiters,
+                }
             })
             .collect()
     }

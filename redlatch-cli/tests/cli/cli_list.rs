@@ -1,0 +1,305 @@
+//! `redlatch list` and `redlatch top` against real servers, the holders and waiters in
+//! other `redlatch run` processes: the JSON parsed, the table read, and `top` driven
+//! through a pseudo-terminal of 80x24.
+
+use crate::cli_util;
+use redlatch_testkit as common;
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cli_util::{bin, output, redis_args, run_args, Bg, TempDir};
+use common::{eventually, RedisServer};
+use serde_json::Value;
+
+/// `redlatch list PATTERN --json` on `servers`, parsed, with its exit status.
+fn list_json(servers: &[&RedisServer], pattern: &str, code: i32) -> Value {
+    list_json_at(redis_args(servers), pattern, code)
+}
+
+/// `redlatch list PATTERN --json` with these `--redis` arguments.
+fn list_json_at(redis: Vec<String>, pattern: &str, code: i32) -> Value {
+    let mut args: Vec<String> = ["list", pattern, "--json"].map(String::from).into();
+    args.extend(redis);
+    let out = output(&args, code);
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+fn lock<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    (doc["locks"].as_array().unwrap().iter())
+        .find(|l| l["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not listed: {doc:#}"))
+}
+
+/// Starts `redlatch run NAME OPTS -- touch $D/TAG; sleep 60` and waits until CMD runs.
+fn holder(server: &RedisServer, dir: &TempDir, name: &str, opts: &[&str], tag: &str) -> Bg {
+    let script = format!("touch \"$D/{tag}\"; exec sleep 60");
+    let bg = Bg::start(&run_args(name, &[server], opts, &script), dir, tag);
+    assert!(
+        eventually(Duration::from_secs(20), || dir.file(tag).exists()),
+        "{tag} never ran"
+    );
+    bg
+}
+
+#[test]
+fn list_json_names_each_lock_its_holders_and_waiters_across_processes() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    let _a = holder(&server, &dir, "cl:a", &[], "a");
+    let _r1 = holder(&server, &dir, "cl:rw", &["--read"], "r1");
+    let _r2 = holder(&server, &dir, "cl:rw", &["--read"], "r2");
+    let _p = holder(&server, &dir, "cl:gpu", &["--permits", "3"], "p");
+    // A waiter for cl:a, in a fourth process.
+    let _w = Bg::start(
+        &run_args("cl:a", &[&server], &["--wait", "60s"], "true"),
+        &dir,
+        "w",
+    );
+    let channel = "redisson_lock__channel:{cl:a}";
+    assert!(eventually(Duration::from_secs(20), || common::numsub(
+        &server, channel
+    ) == 1));
+    let _: () = server.cmd(&["SET", "other:x", "1"]);
+
+    let doc = list_json(&[&server], "cl:*", 0);
+    assert_eq!(doc["incomplete"], false, "{doc:#}");
+    let names: Vec<&str> = (doc["locks"].as_array().unwrap().iter())
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cl:a", "cl:gpu", "cl:rw"], "{doc:#}");
+    let a = lock(&doc, "cl:a");
+    assert_eq!(a["kind"], "lock");
+    assert_eq!(a["waiters"], 1, "{a:#}");
+    assert_eq!(a["holders"].as_array().unwrap().len(), 1);
+    let id = a["holders"][0]["id"].as_str().unwrap().to_string();
+    for field in ["host", "pid", "app", "since", "acquired"] {
+        assert!(
+            a["holders"][0].get(field).is_some(),
+            "{field} missing: {a:#}"
+        );
+    }
+    assert!(
+        a["ttl_ms"].as_u64().is_some_and(|t| t > 0 && t <= 30_000),
+        "{a:#}"
+    );
+    let rw = lock(&doc, "cl:rw");
+    assert_eq!(
+        (rw["kind"].as_str(), rw["mode"].as_str()),
+        (Some("read_write"), Some("read"))
+    );
+    assert_eq!(
+        rw["holders"].as_array().unwrap().len(),
+        2,
+        "two reader processes: {rw:#}"
+    );
+    let gpu = lock(&doc, "cl:gpu");
+    // `run --permits` takes a permit of an expirable semaphore: two left, one taken.
+    assert_eq!(
+        (gpu["kind"].as_str(), gpu["count"].as_i64()),
+        (Some("expirable_semaphore"), Some(2)),
+        "{gpu:#}"
+    );
+    assert_eq!(gpu["holders"].as_array().unwrap().len(), 1, "{gpu:#}");
+
+    // The holder's client record (as redlatch clients write it) resolves it.
+    let uuid = id.split(':').next().unwrap();
+    let key = format!("redlatch_client:{{{uuid}}}");
+    let _: () = server.cmd(&[
+        "HSET", &key, "host", "h-1", "pid", "77", "app", "billing", "version", "0.1.0", "since",
+        "1",
+    ]);
+    let doc = list_json(&[&server], "cl:a", 0);
+    let h = &lock(&doc, "cl:a")["holders"][0];
+    assert_eq!(
+        (h["host"].as_str(), h["pid"].as_u64(), h["app"].as_str()),
+        (Some("h-1"), Some(77), Some("billing"))
+    );
+    assert_eq!(h["record"], true);
+
+    // The table: one line per name with its kind and waiters.
+    let mut args: Vec<String> = ["list", "cl:*"].map(String::from).into();
+    args.extend(redis_args(&[&server]));
+    let table = String::from_utf8(output(&args, 0).stdout).unwrap();
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("cl:a "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        line.contains("lock") && line.contains("h-1 77 billing"),
+        "{table}"
+    );
+    assert!(line.trim_end().ends_with('1'), "one waiter: {table}");
+}
+
+#[test]
+fn list_flags_a_master_it_cannot_read_and_lists_the_others() {
+    let servers = common::start_many(3);
+    let mut dead = common::start_many(1);
+    let refs: Vec<&RedisServer> = servers.iter().collect();
+    let dir = TempDir::new();
+    let script = "touch \"$D/held\"; exec sleep 60";
+    let _h = Bg::start(&run_args("rl:x", &refs, &[], script), &dir, "held");
+    assert!(eventually(Duration::from_secs(20), || dir
+        .file("held")
+        .exists()));
+    let doc = list_json(&refs, "rl:*", 0);
+    assert_eq!(
+        lock(&doc, "rl:x")["masters"].as_u64().map(|n| n >= 2),
+        Some(true),
+        "{doc:#}"
+    );
+    // Four masters, one of them down (killed): still listed, exit 69, the master named.
+    let mut four = redis_args(&refs);
+    four.extend(redis_args(&[&dead[0]]));
+    let doc_ok = list_json_at(four.clone(), "rl:*", 0);
+    assert_eq!(doc_ok["incomplete"], false);
+    dead[0].kill();
+    let doc = list_json_at(four, "rl:*", 69);
+    assert_eq!(doc["incomplete"], true);
+    assert_eq!(doc["unread"][0]["master"], dead[0].addr(), "{doc:#}");
+    lock(&doc, "rl:x");
+}
+
+/// `top` in a pseudo-terminal of 80x24: it shows a lock another process holds, and `q`
+/// quits with status 0.
+#[test]
+fn top_shows_a_lock_held_elsewhere_and_q_quits() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    let _h = holder(&server, &dir, "tp:held", &[], "held");
+    let size = nix::pty::Winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None).expect("a pseudo-terminal");
+    let slave = std::fs::File::from(pty.slave);
+    let mut args: Vec<String> = ["top", "tp:*"].map(String::from).into();
+    args.extend(redis_args(&[&server]));
+    let mut child = Command::new(bin())
+        .args(&args)
+        .env_remove("REDLATCH_REDIS")
+        .env("TERM", "xterm-256color")
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .expect("cannot spawn redlatch top");
+    let mut master = std::fs::File::from(pty.master);
+    let screen = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let mut reader = master.try_clone().unwrap();
+    let seen = screen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = reader.read(&mut buf) {
+            seen.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let text = || String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
+    let shown = eventually(Duration::from_secs(20), || text().contains("tp:held"));
+    if !shown {
+        let _ = child.kill();
+        panic!("top never showed tp:held: {:?}", text());
+    }
+    // The footer's sort keys (the terminal gets its words one by one).
+    assert!(text().contains("hand-overs/s"), "no footer: {:?}", text());
+    master.write_all(b"q").unwrap();
+    let asked = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if asked.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("top did not quit on q: {:?}", text());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{:?}", text());
+    // It fits 80x24: no cursor move (ESC [ row ; col H) outside the screen.
+    let text = text();
+    for (row, col) in cursor_moves(&text) {
+        assert!(
+            (1..=24).contains(&row) && (1..=80).contains(&col),
+            "moved to {row};{col}"
+        );
+    }
+    assert!(
+        cursor_moves(&text).iter().any(|&(row, _)| row == 24),
+        "the footer is on row 24"
+    );
+    // It gave the terminal back: the alternate screen was left.
+    assert!(text.contains("\x1b[?1049l"), "{text:?}");
+}
+
+/// On a 3+3 cluster, holders in three processes, one name on each primary, and a waiter
+/// in a fourth: `list --json` finds them all (each primary scanned) and counts the
+/// waiter where it subscribed.
+#[test]
+fn list_on_a_cluster_reads_every_primary() {
+    let cluster = common::cluster::shared_cluster();
+    let dir = TempDir::new();
+    let seed = [
+        "--redis".to_string(),
+        cluster.node(cluster.primaries()[0]).url(),
+    ];
+    let names: Vec<String> = (cluster.primaries().iter())
+        .map(|&p| cluster.key_on(p, "clc:"))
+        .collect();
+    let mut holders = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let tag = format!("h{i}");
+        let mut args: Vec<String> = ["run", name.as_str()].map(String::from).into();
+        args.extend(seed.clone());
+        let script = format!("touch \"$D/{tag}\"; exec sleep 60");
+        args.extend(["--", "sh", "-c", script.as_str()].map(String::from));
+        holders.push(Bg::start(&args, &dir, &tag));
+        assert!(
+            eventually(Duration::from_secs(20), || dir.file(&tag).exists()),
+            "{tag} never ran"
+        );
+    }
+    let mut wait: Vec<String> = ["run", names[1].as_str(), "--wait", "60s"]
+        .map(String::from)
+        .into();
+    wait.extend(seed.clone());
+    wait.extend(["--", "true"].map(String::from));
+    let _w = Bg::start(&wait, &dir, "w");
+    let channel = format!("redisson_lock__channel:{{{}}}", names[1]);
+    assert!(eventually(Duration::from_secs(20), || cluster
+        .channel_subscribers(&channel)
+        == 1));
+    let doc = list_json_at(seed.to_vec(), "clc:*", 0);
+    assert_eq!(doc["incomplete"], false, "{doc:#}");
+    let mut want = names.clone();
+    want.sort();
+    let got: Vec<&str> = (doc["locks"].as_array().unwrap().iter())
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, want, "{doc:#}");
+    for name in &names {
+        let l = lock(&doc, name);
+        assert_eq!(
+            (l["kind"].as_str(), l["holders"].as_array().map(Vec::len)),
+            (Some("lock"), Some(1))
+        );
+    }
+    assert_eq!(lock(&doc, &names[1])["waiters"], 1, "{doc:#}");
+    assert_eq!(lock(&doc, &names[0])["waiters"], 0, "{doc:#}");
+}
+
+/// Every absolute cursor move `ESC [ row ; col H` in `text`.
+fn cursor_moves(text: &str) -> Vec<(u32, u32)> {
+    text.split("\x1b[")
+        .skip(1)
+        .filter_map(|seq| {
+            let end = seq.find('H')?;
+            let (row, col) = seq[..end].split_once(';')?;
+            Some((row.parse().ok()?, col.parse().ok()?))
+        })
+        .collect()
+}

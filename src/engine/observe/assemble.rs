@@ -1,0 +1,160 @@
+//! One [`LockListing`] from what every master holds under a name (kinds/inspect.rs's
+//! [`State`]s), its waiter counts, and the clients' records and ledgers.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::classify::GROUP_EXPIRY;
+use super::listing::{ListedHolder, ListedKind, LockListing, QueuedWaiter};
+use super::records::{parse_holder, Ledgers, Record};
+use crate::engine::kinds::inspect::State;
+
+/// What the masters said of one name, before records are resolved.
+pub(super) struct Found {
+    pub(super) name: String,
+    pub(super) key: String,
+    pub(super) kind: ListedKind,
+    /// Each master's state where the key exists there.
+    pub(super) states: Vec<State>,
+    /// The most listeners any master counted.
+    pub(super) listeners: u64,
+}
+
+impl Found {
+    /// Every holder and queued waiter id, for their clients' records.
+    pub(super) fn ids(&self) -> impl Iterator<Item = &str> {
+        self.states.iter().flat_map(move |st| {
+            let holders = holder_counts(self.kind, st)
+                .into_iter()
+                .map(|(id, _, _)| id);
+            let queued = st.queue.iter().map(|(id, _)| id.as_str());
+            holders.collect::<Vec<_>>().into_iter().chain(queued)
+        })
+    }
+
+    /// The listing, holders and waiters resolved against `records` and `ledgers`.
+    pub(super) fn listing(
+        &self,
+        records: &HashMap<String, Record>,
+        ledgers: &Ledgers,
+    ) -> LockListing {
+        let mut holders: Vec<ListedHolder> = Vec::new();
+        for st in &self.states {
+            for (id, count, expires_at) in holder_counts(self.kind, st) {
+                match holders.iter_mut().find(|h| h.id == id) {
+                    Some(h) => h.count = h.count.max(count),
+                    None => holders.push(ListedHolder {
+                        id: id.to_string(),
+                        count,
+                        expires_at,
+                        acquired: ledgers.held_since(id, &self.name),
+                        ..ListedHolder::default()
+                    }),
+                }
+            }
+        }
+        for h in &mut holders {
+            resolve(h, records);
+        }
+        let queue = longest_queue(&self.states);
+        let queue: Vec<QueuedWaiter> = (queue.iter())
+            .map(|(id, deadline)| {
+                let record = parse_holder(id).and_then(|(uuid, _)| records.get(uuid));
+                QueuedWaiter {
+                    id: id.clone(),
+                    deadline_ms: *deadline,
+                    waiting_since: ledgers.waiting_since(id, &self.name),
+                    host: record.and_then(|r| r.host.clone()),
+                    app: record.and_then(|r| r.app.clone()),
+                }
+            })
+            .collect();
+        let waiters = match self.kind {
+            ListedKind::Fair => queue.len() as u64,
+            _ => self.listeners.max(ledgers.waiting_for(&self.name)),
+        };
+        LockListing {
+            name: self.name.clone(),
+            kind: self.kind,
+            key: self.key.clone(),
+            holders,
+            ttl: self.states.iter().filter_map(|s| s.ttl).max(),
+            waiters,
+            queue,
+            count: self.states.iter().find_map(|s| s.counter),
+            mode: self.states.iter().find_map(|s| s.mode.clone()),
+            fencing_counter: self.states.iter().filter_map(|s| s.fencing_counter).max(),
+            masters: self.states.len(),
+        }
+    }
+}
+
+/// A client's record on a holder.
+fn resolve(h: &mut ListedHolder, records: &HashMap<String, Record>) {
+    let Some(r) = parse_holder(&h.id).and_then(|(uuid, _)| records.get(uuid)) else {
+        return;
+    };
+    h.record = true;
+    h.host = r.host.clone();
+    h.pid = r.pid;
+    h.app = r.app.clone();
+    h.version = r.version.clone();
+    h.since = r.since;
+}
+
+/// The queue of the master that has the longest (under Redlock each master keeps its
+/// own).
+fn longest_queue(states: &[State]) -> &[(String, Option<i64>)] {
+    (states.iter().map(|s| s.queue.as_slice()))
+        .max_by_key(|q| q.len())
+        .unwrap_or(&[])
+}
+
+/// The holders a state names, with their counts and (a permit) expiry: a faster
+/// multi-lock's live holders with the number of values each holds, an expirable
+/// semaphore's permits, else the hold counts.
+fn holder_counts(kind: ListedKind, st: &State) -> Vec<(&str, u64, Option<i64>)> {
+    match kind {
+        ListedKind::FasterMulti => group_holders(st),
+        ListedKind::ExpirableSemaphore => (st.permits.iter())
+            .map(|(id, at)| (id.as_str(), 1, *at))
+            .collect(),
+        _ => (st.holders.iter())
+            .filter(|(id, _)| id.contains(':'))
+            .map(|(id, n)| (id.as_str(), *n, None))
+            .collect(),
+    }
+}
+
+/// A faster multi-lock's holders: `<value>:<holder>:expire_time` fields whose time has
+/// not passed (by this machine's clock), counted per holder.
+fn group_holders(st: &State) -> Vec<(&str, u64, Option<i64>)> {
+    let now = now_ms();
+    let mut out: Vec<(&str, u64, Option<i64>)> = Vec::new();
+    for (field, until) in &st.holders {
+        let Some(entry) = field.strip_suffix(GROUP_EXPIRY) else {
+            continue;
+        };
+        // A value's field is a 22-character digest, with no ':'.
+        let Some((_, holder)) = entry.split_once(':') else {
+            continue;
+        };
+        if (*until as i64) < now {
+            continue;
+        }
+        match out.iter_mut().find(|(h, _, _)| *h == holder) {
+            Some((_, n, at)) => {
+                *n += 1;
+                *at = (*at).max(Some(*until as i64));
+            }
+            None => out.push((holder, 1, Some(*until as i64))),
+        }
+    }
+    out
+}
+
+/// Now, in ms since the epoch.
+pub(super) fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d: Duration| d.as_millis() as i64)
+}

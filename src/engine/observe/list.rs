@@ -1,0 +1,119 @@
+//! `Engine::list`: scan, classify, inspect, resolve, all within the call's one deadline.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use futures_util::stream::{self, StreamExt};
+use redis::Value;
+use tokio::time::Instant;
+
+use super::assemble::Found;
+use super::classify::Candidate;
+use super::listing::{Listing, Unread};
+use super::{classify, records, scan, waiters};
+use crate::engine::kinds::{self, inspect};
+use crate::engine::masters::master::Master;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::transport::{Lane, Request};
+
+/// Names inspected at once.
+const IN_FLIGHT: usize = 32;
+
+impl Engine {
+    /// Every lock, semaphore, latch and election whose name matches the glob
+    /// `pattern`, on every master, read within `within`: what could not be read by
+    /// then is named in [`Listing::unread`].
+    pub(crate) async fn list(&self, pattern: &str, within: Duration) -> Result<Listing> {
+        if pattern.is_empty() {
+            return Err(Error::InvalidName("the pattern is empty".into()));
+        }
+        let deadline = Instant::now() + within;
+        let patterns: &[&str] = match pattern {
+            "*" => &["*"],
+            _ => &[pattern, "redlatch_*"],
+        };
+        let (keys, mut unread) = scan::keys(&self.masters, patterns, deadline).await;
+        let ledger_keys: Vec<String> = (keys.iter())
+            .filter(|k| k.starts_with(records::LEDGER))
+            .cloned()
+            .collect();
+        let candidates: Vec<Candidate> = (keys.iter())
+            .filter_map(|k| classify::candidate(k, pattern))
+            .collect();
+        let total = candidates.len();
+        let mut inspections = stream::iter(candidates)
+            .map(|c| inspect_name(&self.masters, c, deadline))
+            .buffer_unordered(IN_FLIGHT);
+        let (mut found, mut read) = (Vec::new(), 0);
+        while let Ok(Some(next)) = tokio::time::timeout_at(deadline, inspections.next()).await {
+            read += 1;
+            found.extend(next);
+        }
+        if read < total {
+            unread.push(Unread {
+                master: "*".into(),
+                error: format!(
+                    "the listing's deadline passed before {} of {total} names were read",
+                    total - read
+                ),
+            });
+        }
+        let ledgers = records::ledgers(&self.masters, &ledger_keys, deadline).await;
+        let uuids: HashSet<String> = (found.iter().flat_map(Found::ids))
+            .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
+            .collect();
+        let records = records::records(&self.masters, uuids.into_iter(), deadline).await;
+        let mut locks: Vec<_> = found
+            .iter()
+            .map(|f| f.listing(&records, &ledgers))
+            .collect();
+        locks.sort_by(|a, b| a.name.cmp(&b.name).then(a.key.cmp(&b.key)));
+        Ok(Listing {
+            locks,
+            incomplete: !unread.is_empty(),
+            unread,
+        })
+    }
+}
+
+/// What every master holds under one candidate's key, and its listeners; `None` when
+/// it is no lock of any kind (or gone).
+async fn inspect_name(masters: &[Arc<Master>], c: Candidate, deadline: Instant) -> Option<Found> {
+    let reads = masters.iter().map(|m| state_on(m, &c.key, deadline));
+    let states: Vec<inspect::State> = (join_all(reads).await.into_iter())
+        .flatten()
+        .filter(|st| st.key_type != "none")
+        .collect();
+    let kind = states
+        .iter()
+        .find_map(|st| classify::kind(st, c.election))?;
+    let counts = masters
+        .iter()
+        .map(|m| waiters::count(m, kind, (&c.name, &c.key), deadline));
+    let listeners = join_all(counts).await.into_iter().max().unwrap_or(0);
+    Some(Found {
+        name: c.name,
+        key: c.key,
+        kind,
+        states,
+        listeners,
+    })
+}
+
+/// One master's state under `key` (every kind's layout, kinds/inspect.rs); `None` if
+/// it could not be read by `deadline`.
+async fn state_on(m: &Master, key: &str, deadline: Instant) -> Option<inspect::State> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return None;
+    }
+    let pipe = inspect::pipeline(&kinds::SECTIONS, key);
+    let reply = m
+        .link()
+        .send(Lane::Side, left.min(m.timeout()), Request::Pipe(&pipe));
+    let replies: Vec<Value> = redis::from_redis_value(reply.await.ok()?).ok()?;
+    inspect::read(&kinds::SECTIONS, &replies).ok()
+}

@@ -1,0 +1,212 @@
+//! What a listing says ([`Engine::list`](crate::engine::Engine)): the public types of
+//! `Client::list` and `redlatch list --json`, one [`LockListing`] per name found.
+
+use std::time::Duration;
+
+/// Every lock found under a pattern, on every master, and what could not be read.
+///
+/// With the `serde` feature it implements `Serialize` as `{"locks": [...],
+/// "incomplete": bool, "unread": [{"master", "error"}]}`.
+///
+/// # Examples
+/// See the example on [`Client::list`](crate::Client::list).
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct Listing {
+    /// The names found, sorted by name.
+    pub locks: Vec<LockListing>,
+    /// True when part of the deployment was not read (see `unread`): a name held only
+    /// there is missing, and a name's holders may be missing from its entry.
+    pub incomplete: bool,
+    /// The masters (a cluster's primaries) not read to the end, and why.
+    pub unread: Vec<Unread>,
+}
+
+/// A master, or a cluster's primary, that a listing did not read to the end.
+///
+/// # Examples
+/// See the example on [`Client::list`](crate::Client::list).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct Unread {
+    /// `host:port`.
+    pub master: String,
+    /// Why: its error, or that the listing's deadline passed.
+    pub error: String,
+}
+
+/// What a name found by a listing is, told by its keys' types and shapes.
+///
+/// A plain lock, a spin lock and a non-reentrant lock share one layout, and so do a
+/// semaphore and a count-down latch: each pair lists as one kind. A multi-lock is
+/// its locks, each listed under its own name.
+///
+/// # Examples
+/// See the example on [`Client::list`](crate::Client::list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum ListedKind {
+    /// A plain, spin or non-reentrant lock (one hash of hold counts).
+    Lock,
+    /// A fair lock: a lock with a waiter queue.
+    Fair,
+    /// A fenced lock: a lock with a fencing counter.
+    Fenced,
+    /// A read-write lock (its mode in `mode`).
+    ReadWrite,
+    /// A faster multi-lock's group (one hash of many values).
+    FasterMulti,
+    /// A semaphore or a count-down latch: a number (in `count`).
+    Counter,
+    /// A permit-expirable semaphore (permits left in `count`, taken in `holders`).
+    ExpirableSemaphore,
+    /// A leader election (its leader in `holders`).
+    Election,
+}
+
+impl ListedKind {
+    /// The name `--json` and the table print (`lock`, `fair`, `read_write`, ...).
+    ///
+    /// # Examples
+    /// See the example on [`Client::list`](crate::Client::list).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListedKind::Lock => "lock",
+            ListedKind::Fair => "fair",
+            ListedKind::Fenced => "fenced",
+            ListedKind::ReadWrite => "read_write",
+            ListedKind::FasterMulti => "faster_multi",
+            ListedKind::Counter => "counter",
+            ListedKind::ExpirableSemaphore => "expirable_semaphore",
+            ListedKind::Election => "election",
+        }
+    }
+}
+
+/// One name found by a listing: its kind, holders, lease and waiters, merged over the
+/// masters.
+///
+/// With the `serde` feature it implements `Serialize` as `{"name", "kind", "key",
+/// "holders": [ListedHolder], "ttl_ms", "waiters", "queue": [QueuedWaiter], "count",
+/// "mode", "fencing_counter", "masters"}`.
+///
+/// # Examples
+/// See the example on [`Client::list`](crate::Client::list).
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct LockListing {
+    /// The name the lock (or election) is used under.
+    pub name: String,
+    /// What it is.
+    pub kind: ListedKind,
+    /// The Redis key it lives in (an election's is `redlatch_election:{name}`).
+    pub key: String,
+    /// Who holds it (a faster multi-lock: each holder of one of its values; an
+    /// expirable semaphore: each permit taken), with who they are where their client
+    /// left a record.
+    pub holders: Vec<ListedHolder>,
+    /// The lease left (the longest over the masters that hold it); `None` when the
+    /// key has no expiry (a counter).
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "ttl_ms", serialize_with = "ser::millis")
+    )]
+    pub ttl: Option<Duration>,
+    /// How many wait for it, at least: a fair lock's queue; else the connections
+    /// subscribed to its channel (a client with several waiting tasks counts once), or
+    /// the waits its clients' ledgers record, whichever is more.
+    pub waiters: u64,
+    /// A fair lock's queue, in order.
+    pub queue: Vec<QueuedWaiter>,
+    /// A counter's value (a semaphore's permits left, a latch's count), or an expirable
+    /// semaphore's permits left.
+    pub count: Option<i64>,
+    /// A read-write lock's mode (`read` or `write`).
+    pub mode: Option<String>,
+    /// A fenced lock's (or an election's) counter: the last token (term) given.
+    pub fencing_counter: Option<u64>,
+    /// On how many masters the key was found.
+    pub masters: usize,
+}
+
+/// One holder of a listed lock and, where its client left a record, who it is.
+///
+/// A holder id `uuid:n` (`uuid:n:write` for a writer) names its client by `uuid`; a
+/// redlatch client records its host, pid, app and version under it while it runs. A
+/// Redisson (Java) holder, or a client that is gone, has no record: those fields are
+/// `None` and `record` is false.
+///
+/// With the `serde` feature it implements `Serialize` as `{"id", "count", "record",
+/// "host", "pid", "app", "version", "since", "acquired", "expires_at"}` (`since` and
+/// `acquired` as `Lock::status`'s holders say them).
+///
+/// # Examples
+/// See the example on [`Client::list`](crate::Client::list).
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct ListedHolder {
+    /// The holder id as the lock stores it (an expirable semaphore's permit id in hex).
+    pub id: String,
+    /// Its hold count (a faster multi-lock: how many values it holds).
+    pub count: u64,
+    /// Its client left a record.
+    pub record: bool,
+    /// The host its client runs on.
+    pub host: Option<String>,
+    /// Its client's process id.
+    pub pid: Option<u32>,
+    /// Its client's app name.
+    pub app: Option<String>,
+    /// Its client's library version.
+    pub version: Option<String>,
+    /// When its client connected, in ms since the epoch.
+    pub since: Option<i64>,
+    /// When it took the lock, in ms since the epoch, as its client's ledger says
+    /// (unknown for a hold younger than the ledger's last write, about a second).
+    pub acquired: Option<i64>,
+    /// When a permit (an expirable semaphore) or a faster multi-lock's hold expires, in
+    /// ms since the epoch.
+    pub expires_at: Option<i64>,
+}
+
+/// One waiter of a fair lock's queue.
+///
+/// With the `serde` feature it implements `Serialize` as `{"id", "deadline_ms",
+/// "waiting_since", "host", "app"}`.
+///
+/// # Examples
+/// See the example on [`Client::list`](crate::Client::list).
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct QueuedWaiter {
+    /// Its holder id.
+    pub id: String,
+    /// When its place lapses unless it is renewed, in ms since the epoch.
+    pub deadline_ms: Option<i64>,
+    /// Since when it waits, in ms since the epoch, as its client's ledger says.
+    pub waiting_since: Option<i64>,
+    /// Its client's host, if its client left a record.
+    pub host: Option<String>,
+    /// Its client's app name, if its client left a record.
+    pub app: Option<String>,
+}
+
+/// `Serialize` helpers: durations as milliseconds.
+#[cfg(feature = "serde")]
+mod ser {
+    use std::time::Duration;
+
+    use serde::ser::{Serialize, Serializer};
+
+    pub(super) fn millis<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        d.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .serialize(s)
+    }
+}

@@ -1,0 +1,211 @@
+//! Who holders and waiters are: each redlatch client's record
+//! (`redlatch_client:{<uuid>}`, a hash of `host`, `pid`, `app`, `version`, `since`) and
+//! ledger (`redlatch_ledger:{<uuid>}`, fields `h|<n>|<lock name>` -> acquired at and
+//! `w|<n>|<lock name>` -> waiting since, unix ms), where `<uuid>:<n>` is the holder id a
+//! lock stores. A Redisson (Java) holder, or a client that is gone, has neither.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use tokio::time::Instant;
+
+use crate::engine::masters::master::Master;
+use crate::transport::{Lane, Request};
+
+/// The prefix of a ledger's key.
+pub(super) const LEDGER: &str = "redlatch_ledger:";
+
+/// A client's record key.
+pub(super) fn record_key(uuid: &str) -> String {
+    format!("redlatch_client:{{{uuid}}}")
+}
+
+/// The client uuid and hold number of a holder id `uuid:n` (`uuid:n:write`).
+pub(super) fn parse_holder(id: &str) -> Option<(&str, &str)> {
+    let mut parts = id.splitn(3, ':');
+    let (uuid, n) = (parts.next()?, parts.next()?);
+    (!uuid.is_empty() && !n.is_empty()).then_some((uuid, n))
+}
+
+/// The client uuid of a ledger's key.
+pub(super) fn ledger_owner(key: &str) -> Option<&str> {
+    key.strip_prefix(LEDGER)?
+        .strip_prefix('{')?
+        .strip_suffix('}')
+}
+
+/// A client's record.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Record {
+    pub(super) host: Option<String>,
+    pub(super) pid: Option<u32>,
+    pub(super) app: Option<String>,
+    pub(super) version: Option<String>,
+    pub(super) since: Option<i64>,
+}
+
+/// What every ledger read says: holds and waits by (client uuid, hold number, lock
+/// name), each with its time in unix ms.
+#[derive(Debug, Default)]
+pub(super) struct Ledgers {
+    pub(super) holds: HashMap<(String, String, String), i64>,
+    pub(super) waits: HashMap<(String, String, String), i64>,
+}
+
+impl Ledgers {
+    /// Adds one ledger's fields (`h|<n>|<name>` / `w|<n>|<name>` -> unix ms).
+    pub(super) fn add(&mut self, uuid: &str, fields: HashMap<String, String>) {
+        for (field, at) in fields {
+            let mut parts = field.splitn(3, '|');
+            let (Some(tag), Some(n), Some(name)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let Ok(at) = at.parse::<i64>() else { continue };
+            let entry = (uuid.to_string(), n.to_string(), name.to_string());
+            match tag {
+                "h" => self.holds.insert(entry, at),
+                "w" => self.waits.insert(entry, at),
+                _ => None,
+            };
+        }
+    }
+
+    /// How many waits for `name` the ledgers record.
+    pub(super) fn waiting_for(&self, name: &str) -> u64 {
+        self.waits.keys().filter(|(_, _, n)| n == name).count() as u64
+    }
+
+    /// When holder `id` took `name`, if its ledger says (a faster multi-lock's hold is
+    /// recorded under `<group>#<values>`).
+    pub(super) fn held_since(&self, id: &str, name: &str) -> Option<i64> {
+        let (uuid, n) = parse_holder(id)?;
+        let key = (uuid.to_string(), n.to_string(), name.to_string());
+        self.holds.get(&key).copied().or_else(|| {
+            let group = format!("{name}#");
+            (self.holds.iter())
+                .filter(|((u, h, l), _)| u == uuid && h == n && l.starts_with(&group))
+                .map(|(_, at)| *at)
+                .min()
+        })
+    }
+
+    /// Since when waiter `id` waits for `name`, if its ledger says.
+    pub(super) fn waiting_since(&self, id: &str, name: &str) -> Option<i64> {
+        let (uuid, n) = parse_holder(id)?;
+        let key = (uuid.to_string(), n.to_string(), name.to_string());
+        self.waits.get(&key).copied()
+    }
+}
+
+/// Reads a hash (HGETALL) of `key` on the first master that has it, within `deadline`.
+async fn first_hash(
+    masters: &[Arc<Master>],
+    key: &str,
+    deadline: Instant,
+) -> Option<HashMap<String, String>> {
+    for m in masters {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        if timeout.is_zero() {
+            return None;
+        }
+        let cmd = redis::cmd("HGETALL").arg(key).clone();
+        let reply = m
+            .link()
+            .send(Lane::Side, timeout.min(m.timeout()), Request::Cmd(&cmd));
+        match reply
+            .await
+            .map(redis::from_redis_value::<HashMap<String, String>>)
+        {
+            Ok(Ok(h)) if !h.is_empty() => return Some(h),
+            _ => continue,
+        }
+    }
+    None
+}
+
+/// The ledgers under `keys` (ledger keys found by the scan), read within `deadline`.
+pub(super) async fn ledgers(
+    masters: &[Arc<Master>],
+    keys: &[String],
+    deadline: Instant,
+) -> Ledgers {
+    let reads = keys.iter().filter_map(|k| {
+        let uuid = ledger_owner(k)?;
+        Some(async move { (uuid, first_hash(masters, k, deadline).await) })
+    });
+    let mut all = Ledgers::default();
+    for (uuid, fields) in join_all(reads).await {
+        all.add(uuid, fields.unwrap_or_default());
+    }
+    all
+}
+
+/// The records of clients `uuids`, read within `deadline` (missing: no record).
+pub(super) async fn records(
+    masters: &[Arc<Master>],
+    uuids: impl Iterator<Item = String>,
+    deadline: Instant,
+) -> HashMap<String, Record> {
+    let reads = uuids.map(|uuid| async move {
+        let h = first_hash(masters, &record_key(&uuid), deadline).await;
+        (uuid, h.map(record))
+    });
+    join_all(reads)
+        .await
+        .into_iter()
+        .filter_map(|(uuid, r)| Some((uuid, r?)))
+        .collect()
+}
+
+fn record(mut h: HashMap<String, String>) -> Record {
+    Record {
+        host: h.remove("host"),
+        pid: h.get("pid").and_then(|p| p.parse().ok()),
+        app: h.remove("app"),
+        version: h.remove("version"),
+        since: h.get("since").and_then(|s| s.parse().ok()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holder_ids_name_their_client_and_number() {
+        assert_eq!(parse_holder("u-1:7"), Some(("u-1", "7")));
+        assert_eq!(parse_holder("u-1:7:write"), Some(("u-1", "7")));
+        assert_eq!(parse_holder("nocolon"), None);
+        assert_eq!(ledger_owner("redlatch_ledger:{u-1}"), Some("u-1"));
+        assert_eq!(ledger_owner("redlatch_client:{u-1}"), None);
+    }
+
+    #[test]
+    fn a_ledger_says_when_holds_began_and_who_waits() {
+        let mut l = Ledgers::default();
+        let fields = [
+            ("h|3|orders:1", "1000"),
+            ("w|4|orders:1", "2000"),
+            ("w|5|orders:1", "2500"),
+            ("h|6|g#AAA,BBB", "3000"),
+            ("junk", "1"),
+            ("h|7|bad", "x"),
+        ];
+        l.add(
+            "u",
+            fields
+                .iter()
+                .map(|(f, v)| (f.to_string(), v.to_string()))
+                .collect(),
+        );
+        assert_eq!(l.held_since("u:3", "orders:1"), Some(1000));
+        assert_eq!(l.held_since("u:3:write", "orders:1"), Some(1000));
+        assert_eq!(l.held_since("u:4", "orders:1"), None);
+        assert_eq!(l.waiting_since("u:4", "orders:1"), Some(2000));
+        assert_eq!(l.waiting_for("orders:1"), 2);
+        assert_eq!(l.held_since("u:6", "g"), Some(3000));
+        assert_eq!(l.held_since("u:7", "bad"), None);
+    }
+}
