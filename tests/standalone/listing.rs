@@ -37,6 +37,7 @@ async fn every_kind_is_listed_once_as_what_it_is() {
     let b = client(&server).await;
     let plain = a.lock("k:plain").lock().await.unwrap();
     let spin = a.spin_lock("k:spin").lock().await.unwrap();
+    let simple = a.simple_lock("k:simple").lock().await.unwrap();
     let fair = a.fair_lock("k:fair").lock().await.unwrap();
     let fenced = a.fenced_lock("k:fenced").lock().await.unwrap();
     let reader = a.read_write_lock("k:rw").read().lock().await.unwrap();
@@ -91,6 +92,7 @@ async fn every_kind_is_listed_once_as_what_it_is() {
             ("k:plain", Lock),
             ("k:rw", ReadWrite),
             ("k:sem", Counter),
+            ("k:simple", Simple),
             ("k:spin", Lock),
             ("k:xsem", ExpirableSemaphore),
         ],
@@ -100,6 +102,7 @@ async fn every_kind_is_listed_once_as_what_it_is() {
         |name: &str| -> Vec<String> { found[name].holders.iter().map(|h| h.id.clone()).collect() };
     assert_eq!(holder("k:plain"), [plain.holder().to_string()]);
     assert_eq!(holder("k:spin"), [spin.holder().to_string()]);
+    assert_eq!(holder("k:simple"), [simple.holder().to_string()]);
     assert_eq!(holder("k:fair"), [fair.holder().to_string()]);
     assert_eq!(holder("k:fenced"), [fenced.holder().to_string()]);
     assert_eq!(holder("k:rw"), [reader.holder().to_string()]);
@@ -118,7 +121,9 @@ async fn every_kind_is_listed_once_as_what_it_is() {
         found["k:fenced"].fencing_counter,
         Some(fenced.fencing_token().unwrap())
     );
-    for name in ["k:plain", "k:fair", "k:rw", "k:group", "k:elect"] {
+    for name in [
+        "k:plain", "k:simple", "k:fair", "k:rw", "k:group", "k:elect",
+    ] {
         let ttl = found[name].ttl.unwrap_or_else(|| panic!("{name}: no ttl"));
         assert!(
             ttl > Duration::ZERO && ttl <= Duration::from_secs(30),

@@ -70,6 +70,8 @@ pub(super) fn kind(st: &State, election: bool) -> Option<ListedKind> {
         "hash" if st.fencing_counter.is_some() => Some(ListedKind::Fenced),
         "hash" => Some(ListedKind::Lock),
         "string" if !st.permits.is_empty() => Some(ListedKind::ExpirableSemaphore),
+        // kinds/simple.rs reads a string with a lease and a token as its holder.
+        "string" if !st.holders.is_empty() => Some(ListedKind::Simple),
         "string" if st.counter.is_some() => Some(ListedKind::Counter),
         _ => None,
     }

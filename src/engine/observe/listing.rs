@@ -66,6 +66,9 @@ pub enum ListedKind {
     ExpirableSemaphore,
     /// A leader election (its leader in `holders`).
     Election,
+    /// A simple lock (`SET NX PX`, the Redlock reference clients' wire): a string
+    /// holding its holder's token, with a lease.
+    Simple,
 }
 
 impl ListedKind {
@@ -83,6 +86,7 @@ impl ListedKind {
             ListedKind::Counter => "counter",
             ListedKind::ExpirableSemaphore => "expirable_semaphore",
             ListedKind::Election => "election",
+            ListedKind::Simple => "simple",
         }
     }
 }

@@ -33,7 +33,8 @@ fn channels(kind: ListedKind, name: &str, key: &str) -> Vec<String> {
         ListedKind::ReadWrite => vec![keys::rw_channel(name)],
         ListedKind::Counter => vec![keys::sem_channel(name), keys::latch_channel(name)],
         ListedKind::ExpirableSemaphore => vec![keys::sem_channel(name)],
-        ListedKind::Fair => vec![],
+        // Fair waiters listen each on their own channel; simple waiters spin, on none.
+        ListedKind::Fair | ListedKind::Simple => vec![],
     }
 }
 
