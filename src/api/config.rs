@@ -56,6 +56,9 @@ pub struct Config {
     pub(crate) sync: (SyncReplicas, Duration),
     /// Sentinel mode: the primary's credentials when they differ from the sentinels'.
     pub(crate) master_auth: Option<(Option<String>, String)>,
+    /// The app name of the client record (config_observe.rs).
+    pub(crate) app: Option<String>,
+    pub(crate) deadlock_detection: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: TlsOptions,
 }
@@ -269,6 +272,8 @@ impl Config {
             unavailable_timeout: None,
             sync: (SyncReplicas::Auto, Duration::from_secs(1)),
             master_auth: None,
+            app: None,
+            deadlock_detection: false,
             #[cfg(feature = "tls")]
             tls: Default::default(),
         }
@@ -460,6 +465,8 @@ impl Config {
             fair_wait_time: self.fair_wait_time,
             unavailable_after: self.unavailable_after(),
             cluster: self.topology == Topology::Cluster,
+            app: self.app_name().into(),
+            deadlock_detection: self.deadlock_detection,
         }
     }
 
@@ -504,7 +511,9 @@ impl std::fmt::Debug for Config {
             .field("fair_wait_time", &self.fair_wait_time)
             .field("unavailable_timeout", &self.unavailable_timeout)
             .field("sync_replicas", &self.sync)
-            .field("master_auth", &self.master_auth.as_ref().map(|_| "***"));
+            .field("master_auth", &self.master_auth.as_ref().map(|_| "***"))
+            .field("app", &self.app)
+            .field("deadlock_detection", &self.deadlock_detection);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
         d.finish()

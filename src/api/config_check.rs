@@ -57,6 +57,7 @@ impl Config {
         if self.pool_size == 0 || self.pool_size > 64 {
             return Err(Error::config("pool_size must be in 1..=64"));
         }
+        self.check_app()?;
         let infos = self
             .urls
             .iter()

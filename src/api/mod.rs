@@ -5,6 +5,7 @@ pub mod blocking;
 pub(crate) mod client;
 pub(crate) mod config;
 pub(crate) mod config_check;
+pub(crate) mod config_observe;
 #[cfg(feature = "serde")]
 mod config_serde;
 pub(crate) mod config_sources;
@@ -19,6 +20,7 @@ pub(crate) mod hold;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;
+pub(crate) mod observe;
 pub(crate) mod permits;
 pub(crate) mod permits_many;
 pub(crate) mod revoke;

@@ -17,6 +17,7 @@ use super::gate::Gates;
 use super::holds::Holds;
 use super::kind::Kind;
 use super::master::Master;
+use super::observe::{run_flusher, Observe};
 use super::self_wait::Watched;
 use super::tickets::Tickets;
 use super::{attempt, holder, spin, waiter, watchdog};
@@ -39,6 +40,7 @@ pub(crate) use super::holder::{fresh_number, Scope};
 pub(crate) use super::kinds::group::{
     composite as group_name, field as group_field, Status as GroupStatus,
 };
+pub(crate) use super::observe::{Cycle as FoundCycle, Deadlocks as FoundDeadlocks, Who};
 pub(crate) use super::queries::Inspected;
 pub(crate) use super::waiter::deadline_after;
 pub(crate) use crate::transport::connect::{Deployment, Shape};
@@ -55,7 +57,9 @@ impl Engine {
             cluster: connected.cluster,
             ..settings
         };
-        Ok(Engine::start(connected.links, settings))
+        let engine = Engine::start(connected.links, settings);
+        engine.write_record().await;
+        Ok(engine)
     }
 
     /// Starts an engine over `links` (already checked to answer), with its watchdog and
@@ -66,6 +70,7 @@ impl Engine {
         let shutdown = CancellationToken::new();
         let period = settings.watchdog_timeout / 3;
         let id = Uuid::new_v4();
+        let (settings_app, detection) = (settings.app.clone(), settings.deadlock_detection);
         let engine = Arc::new_cyclic(|engine: &std::sync::Weak<Engine>| {
             // Hand-overs from other clients' releases arrive as messages (tickets.rs).
             let engine = engine.clone();
@@ -88,6 +93,7 @@ impl Engine {
                 offers: Default::default(),
                 cleanups: TaskTracker::new(),
                 urgent: Arc::default(),
+                observe: Arc::new(Observe::new(settings_app, detection)),
                 shutdown: shutdown.clone(),
             }
         });
@@ -95,6 +101,12 @@ impl Engine {
         tokio::spawn(watchdog::run_urgent(
             Arc::downgrade(&engine),
             urgent,
+            shutdown.clone(),
+        ));
+        let observe = engine.observe.clone();
+        tokio::spawn(run_flusher(
+            Arc::downgrade(&engine),
+            observe,
             shutdown.clone(),
         ));
         tokio::spawn(watchdog::run(Arc::downgrade(&engine), shutdown, period));
@@ -198,6 +210,7 @@ impl Engine {
                 false => waiter::acquire(self, &call).await,
             }
         };
+        let acquire = self.observed(&call, acquire);
         // A call of its own while its task holds the lock may wait for itself
         // (self_wait.rs): watched, to say so.
         let watched = match spec.holding {

@@ -52,6 +52,7 @@ pub(crate) mod holds;
 mod kind;
 pub(crate) mod kinds;
 pub(crate) mod master;
+pub(crate) mod observe;
 pub(crate) mod offers;
 pub(crate) mod plain_ops;
 pub(crate) mod queries;
@@ -111,6 +112,10 @@ pub(crate) struct Settings {
     pub(crate) unavailable_after: Duration,
     /// The deployment is a Redis Cluster (lock names must keep their keys in one slot).
     pub(crate) cluster: bool,
+    /// The app name of the client record (engine/observe/).
+    pub(crate) app: Arc<str>,
+    /// A waiter looks for deadlocks through itself (engine/observe/deadlock.rs).
+    pub(crate) deadlock_detection: bool,
 }
 
 /// The state one client's locks share: the masters, the pub/sub hub, the hold table,
@@ -135,6 +140,8 @@ pub(crate) struct Engine {
     cleanups: TaskTracker,
     /// Holds acquired too late for the next renewal round (urgent.rs).
     urgent: Arc<Urgent>,
+    /// The client record, the ledger and deadlock detection (engine/observe/).
+    observe: Arc<observe::Observe>,
     shutdown: CancellationToken,
 }
 
@@ -175,6 +182,7 @@ impl Engine {
         self.cleanups.close();
         let _ = tokio::time::timeout(timeout, self.cleanups.wait()).await;
         self.shutdown.cancel();
+        self.remove_record().await;
         // Nobody renews from now on: live guards report it before close() returns.
         self.holds.lose_all();
     }

@@ -178,6 +178,9 @@ pub(crate) async fn renew_all(engine: &Arc<Engine>) -> Option<Instant> {
         .for_each_concurrent(IN_FLIGHT, |chunk| renew_chunk(engine, chunk, &renewed))
         .instrument(span.clone())
         .await;
+    // The client record and the ledger live as long as the holds' leases
+    // (engine/observe/record.rs).
+    engine.write_record().await;
     let renewed = renewed.into_inner();
     telemetry::renewed(renewed);
     span.record("renewed", renewed);

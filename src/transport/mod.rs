@@ -101,6 +101,25 @@ pub(crate) trait Transport: Send + Sync + 'static {
         request: Request<'a>,
     ) -> BoxFuture<'a, Result<Value>>;
 
+    /// The addresses of the primaries that serve the deployment's keys now, for keyless
+    /// commands each node answers for its own keys (`SCAN`): the cluster's primaries;
+    /// one entry, the deployment's address, otherwise.
+    fn primary_addrs(&self) -> Vec<String> {
+        vec![self.addr().to_string()]
+    }
+
+    /// Sends `request` to the primary at `addr` (one of
+    /// [`primary_addrs`](Self::primary_addrs)), bounded by `timeout`.
+    fn send_to<'a>(
+        &'a self,
+        _addr: &'a str,
+        lane: Lane,
+        timeout: Duration,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<Value>> {
+        self.send(lane, timeout, request)
+    }
+
     /// Opens a new subscriber (see [`Subscriber`]).
     fn subscriber(&self) -> BoxFuture<'_, redis::RedisResult<Box<dyn Subscriber>>>;
 

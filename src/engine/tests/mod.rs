@@ -33,6 +33,8 @@ pub(super) fn settings() -> Settings {
         fair_wait_time: Duration::from_secs(5),
         unavailable_after: Duration::from_secs(2),
         cluster: false,
+        app: "engine-tests".into(),
+        deadlock_detection: false,
     }
 }
 

@@ -452,6 +452,20 @@ impl Transport for Cluster {
         Box::pin(sharded::open(self.inner.clone()))
     }
 
+    fn primary_addrs(&self) -> Vec<String> {
+        self.inner.map().primaries().to_vec()
+    }
+
+    fn send_to<'a>(
+        &'a self,
+        addr: &'a str,
+        lane: Lane,
+        timeout: Duration,
+        request: Request<'a>,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move { self.inner.node(addr)?.send(lane, timeout, request).await })
+    }
+
     fn shard(&self, key: &[u8]) -> usize {
         usize::from(key_slot(key))
     }
