@@ -8,6 +8,7 @@
 
 mod child;
 mod completions;
+mod deadlocks;
 mod elect;
 mod held;
 mod latch;
@@ -40,6 +41,7 @@ Examples:
   redlatch elect scheduler --value $(hostname) -- ./scheduler   (one leader at a time)
   redlatch leader scheduler --watch
   redlatch status nightly-backup --json
+  redlatch deadlocks --json                       (exit 1: a cycle of waiting tasks)
   redlatch unlock --force nightly-backup
   redlatch latch set jobs-done 3 -E 0; redlatch latch wait jobs-done   (a barrier)
   redlatch unlock --ask nightly-backup            (ask its holder to finish and release)
@@ -64,6 +66,11 @@ Shell completions: redlatch completions bash|zsh|fish; manual: redlatch man.";
     arg_required_else_help = true
 )]
 struct Cli {
+    /// The app name this process shows to operators in its client record (status,
+    /// deadlocks). Default: $REDLATCH_APP, else the executable's name.
+    #[arg(long, global = true, value_name = "NAME")]
+    app: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -93,6 +100,12 @@ enum Command {
     Leader(leader::LeaderArgs),
     /// Show holders, hold counts, TTL, fair queue and fencing counter on every master.
     Status(status::StatusArgs),
+    /// Find deadlocks: cycles of tasks each waiting for a lock the next one holds.
+    ///
+    /// Reads every redlatch client's ledger (SCAN on every primary / master), builds
+    /// the wait-for graph over tasks and prints each cycle with its locks and holders
+    /// (host, pid, app). Exit status 1 when a cycle exists, 0 when none.
+    Deadlocks(deadlocks::DeadlocksArgs),
     /// Delete a lock whoever holds it (--force) and wake its waiters, or ask its holders
     /// to release it (--ask).
     Unlock(unlock::UnlockArgs),
@@ -130,12 +143,16 @@ fn main() -> ExitCode {
         _ => {}
     }
     log::install();
+    if let Some(app) = cli.app.clone() {
+        conn::set_app(app);
+    }
     runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Elect(args) => elect::run(args).await,
             Command::Leader(args) => leader::run(args).await,
             Command::Status(args) => status::run(args).await,
+            Command::Deadlocks(args) => deadlocks::run(args).await,
             Command::Unlock(args) => unlock::run(args).await,
             Command::Latch(args) => latch::run(args).await,
             Command::Completions(_) | Command::Man => unreachable!("answered above"),

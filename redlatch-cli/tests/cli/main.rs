@@ -16,6 +16,7 @@ mod cli_elect;
 mod cli_family;
 mod cli_latch;
 mod cli_nonreentrant_spin;
+mod cli_observe;
 mod cli_revoke;
 mod cli_secrets;
 mod cli_sentinel;
