@@ -29,6 +29,7 @@ mod harness;
 mod lost_reason;
 mod multi_lock;
 mod non_reentrant;
+mod observe;
 mod readme;
 mod recovery;
 mod reentrancy;
