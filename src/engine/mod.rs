@@ -178,11 +178,13 @@ impl Engine {
 
     /// Waits (at most `timeout`) for the background clean-ups, then stops the watchdog
     /// and the pub/sub connections.
+    /// Deletes the client record and ledger within what is left of `timeout`.
     pub(crate) async fn shut_down(&self, timeout: Duration) {
+        let deadline = tokio::time::Instant::now() + timeout;
         self.cleanups.close();
         let _ = tokio::time::timeout(timeout, self.cleanups.wait()).await;
         self.shutdown.cancel();
-        self.remove_record().await;
+        let _ = tokio::time::timeout_at(deadline, self.remove_record()).await;
         // Nobody renews from now on: live guards report it before close() returns.
         self.holds.lose_all();
     }
