@@ -258,7 +258,8 @@ impl Engine {
     fn task_ids(&self, wait: &Wait) -> BTreeSet<u64> {
         let held = (self.holds.all().into_iter())
             .filter(|h| !h.permit && h.context == wait.context)
-            .filter_map(|h| split_holder(&h.holder).map(|(_, n)| n));
+            .filter_map(|h| split_holder(&h.holder).map(|(_, n)| n))
+            .take(super::ledger::TASK_IDS);
         let own = split_holder(&wait.holder).map(|(_, n)| n);
         held.chain(own).collect()
     }

@@ -11,9 +11,9 @@
 //! 2. What was written is remembered only once every master took it; a master that
 //!    failed makes the next flush send the whole difference again (`HSET` and `HDEL`
 //!    are idempotent).
-//! 3. A wait is listed under its call's id and under the id of every hold its task (or
-//!    thread) took (module invariant 3); a permit of an expirable semaphore is not a
-//!    hold of a task and is not listed.
+//! 3. A wait is listed under its call's id and under the ids of the holds its task (or
+//!    thread) took, at most [`TASK_IDS`] of them (module invariant 3); a permit of an
+//!    expirable semaphore is not a hold of a task and is not listed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -27,8 +27,16 @@ use crate::engine::quorum::fan_out;
 use crate::engine::Engine;
 use crate::transport::{Lane, Request};
 
+/// Fields per `HSET` / `HDEL` of a flush.
+const CHUNK: usize = 1000;
+
 /// The shortest time between two flushes.
 pub(crate) const PERIOD: Duration = Duration::from_secs(1);
+
+/// The most hold ids a wait is listed under besides its call's own (invariant 3): a
+/// task that holds thousands of locks (futures joined in one task) would otherwise
+/// multiply them by its waits.
+pub(crate) const TASK_IDS: usize = 16;
 
 /// A hold's field: `h|<n>|<name>`.
 pub(crate) fn hold_field(n: u64, name: &str) -> String {
@@ -63,7 +71,10 @@ fn fields(engine: &Engine) -> HashMap<String, i64> {
         };
         let age = now.saturating_duration_since(hold.since).as_millis() as i64;
         out.insert(hold_field(n, &hold.name), now_ms - age);
-        tasks.entry(hold.context).or_default().push(n);
+        let ids = tasks.entry(hold.context).or_default();
+        if ids.len() < TASK_IDS {
+            ids.push(n);
+        }
     }
     for wait in engine.observe.waits() {
         let Some((_, own)) = split_holder(&wait.holder) else {
@@ -95,11 +106,12 @@ impl Engine {
         }
         let key = super::ledger_key(&self.id.to_string());
         let mut pipe = redis::pipe();
-        if !set.is_empty() {
-            pipe.cmd("HSET").arg(&key).arg(set).ignore();
+        // In commands of at most CHUNK fields: other clients' commands run between them.
+        for part in set.chunks(CHUNK) {
+            pipe.cmd("HSET").arg(&key).arg(part).ignore();
         }
-        if !gone.is_empty() {
-            pipe.cmd("HDEL").arg(&key).arg(gone).ignore();
+        for part in gone.chunks(CHUNK) {
+            pipe.cmd("HDEL").arg(&key).arg(part).ignore();
         }
         let ttl = self.settings.watchdog_timeout.as_millis() as u64;
         pipe.cmd("PEXPIRE").arg(&key).arg(ttl).ignore();

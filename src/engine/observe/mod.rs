@@ -20,7 +20,9 @@
 //!    client that dies leaves them for at most that long.
 //! 3. A task is a holder id `uuid:n`: a wait is written under the waiting call's id
 //!    and under the ids of the holds its task (or thread) took, so a task holding L1
-//!    as `uuid:5` and waiting for L2 as `uuid:6` is one node of the graph.
+//!    as `uuid:5` and waiting for L2 as `uuid:6` is one node of the graph. A tokio
+//!    task is the unit: futures it polls together (`join!`, `select!`) count as one
+//!    task, and a wait is listed under at most 16 of its task's holds.
 
 mod deadlock;
 pub(crate) mod graph;
