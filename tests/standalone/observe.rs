@@ -18,6 +18,9 @@ use tokio::sync::{oneshot, Barrier};
 /// twice: about 2 s after the cycle closes; the bound allows for a loaded machine.
 const DETECTED_WITHIN: Duration = Duration::from_secs(12);
 
+/// What a waiter's call returned, and when.
+type Outcome = (Result<LockGuard, Error>, Instant);
+
 /// A task of `client` that takes `first`, meets `barrier`, waits `delay`, then waits
 /// for `second`; it sends what that wait returned (and keeps both guards until
 /// `release` fires or is dropped).
@@ -26,10 +29,7 @@ fn hold_then_wait(
     (first, second): (&str, &str),
     delay: Duration,
     barrier: &Arc<Barrier>,
-) -> (
-    oneshot::Receiver<(Result<LockGuard, Error>, Instant)>,
-    oneshot::Sender<()>,
-) {
+) -> (oneshot::Receiver<Outcome>, oneshot::Sender<()>) {
     let (client, first, second) = (client.clone(), first.to_string(), second.to_string());
     let (barrier, (tx, rx), (stop_tx, stop_rx)) =
         (barrier.clone(), oneshot::channel(), oneshot::channel());

@@ -96,7 +96,7 @@ fn status_resolves_holders_in_other_processes_and_close_removes_the_record() {
     )
     .stdout;
     let table = String::from_utf8_lossy(&table);
-    assert!(table.contains(&format!("app billing on host")), "{table}");
+    assert!(table.contains("app billing on host"), "{table}");
     assert!(table.contains(&format!("pid {}", holder.pid())), "{table}");
 
     // A holder without a record (as a Redisson client's): its id and "no record".
