@@ -357,3 +357,49 @@ fn deadlocks_reads_every_primary_of_a_cluster_and_every_redlock_master() {
     check_cycle(&deadlocks_until(&redis_args(&refs), 1), "dlr:1", "dlr:2");
     let _ = cyc.clients.len();
 }
+
+/// The app name without `--app`: `$REDLATCH_APP`, else the executable's name; a bad
+/// `--app` is a configuration error naming it (exit 64).
+#[test]
+fn the_app_name_comes_from_the_environment_else_the_executable() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    // CMD asks for the status of the lock its redlatch holds (the record is written
+    // at connect, before CMD starts).
+    let app_of = |env: Option<&str>| -> Value {
+        let script = format!(
+            "\"{}\" status me --json --redis {} > \"$D/status\"",
+            cli_util::bin().display(),
+            server.url()
+        );
+        let mut cmd = redlatch(&args(&[
+            "run",
+            "me",
+            "--redis",
+            &server.url(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]));
+        cmd.env("D", dir.path()).env_remove("REDLATCH_APP");
+        if let Some(app) = env {
+            cmd.env("REDLATCH_APP", app);
+        }
+        cmd.assert().code(0);
+        let doc: Value = serde_json::from_str(&read(&dir.file("status"))).unwrap();
+        doc["masters"][0]["holder_info"][0]["app"].clone()
+    };
+    assert_eq!(app_of(Some("from-env")), "from-env");
+    assert_eq!(app_of(None), "redlatch");
+    let bad = "x".repeat(200);
+    let out = output(
+        &with(
+            args(&["--app", &bad, "status", "me"]),
+            redis_args(&[&server]),
+        ),
+        64,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("app name must be at most 128 bytes"), "{err}");
+}
