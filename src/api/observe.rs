@@ -96,7 +96,8 @@ pub struct Deadlocks {
     pub cycles: Vec<DeadlockCycle>,
     /// The redlatch clients whose ledgers were read.
     pub clients: usize,
-    /// Primaries or masters that could not be scanned in time: the answer is then
+    /// Primaries or masters that could not be scanned in time (and, past the
+    /// deadline, how many clients' ledgers were not read): the answer is then
     /// incomplete.
     pub unread: Vec<String>,
 }

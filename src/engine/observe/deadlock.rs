@@ -118,9 +118,14 @@ impl Engine {
     /// within `timeout` and returns the cycles of the wait-for graph (invariants 1, 2).
     pub(crate) async fn deadlocks(&self, timeout: Duration) -> Deadlocks {
         let deadline = Instant::now() + timeout;
-        let (uuids, unread) = self.scan_ledgers(deadline).await;
+        let (uuids, mut unread) = self.scan_ledgers(deadline).await;
         let mut ledgers = HashMap::new();
         for uuid in &uuids {
+            if Instant::now() >= deadline {
+                let left = uuids.len() - ledgers.len();
+                unread.push(format!("the ledgers of {left} clients (out of time)"));
+                break;
+            }
             ledgers.insert(uuid.clone(), self.read_ledger(uuid).await);
         }
         let mut graph = Graph::default();
