@@ -251,6 +251,19 @@ pub enum Error {
         timeout: Duration,
     },
 
+    /// Deadlock detection ([`Config::deadlock_detection`](crate::Config::deadlock_detection))
+    /// found the calling task on a cycle of tasks each waiting for a lock the next one
+    /// holds, and chose this call, the youngest waiter of the cycle, to give up; the
+    /// others go on. Release what the task holds (drop its guards) and try again later.
+    #[error("deadlock: waiting for lock {name:?} closes a cycle: {cycle}; this call, the youngest waiter, gave up")]
+    Deadlock {
+        /// The lock this call waited for.
+        name: String,
+        /// The cycle: each task (holder id, app, host, pid), the lock it waits for and
+        /// who holds that.
+        cycle: String,
+    },
+
     /// The write lock of a read-write lock was asked for in the scope of a read guard
     /// of it ([`LockGuard::scope`](crate::LockGuard::scope)). That upgrade would wait
     /// for its own read lock forever (two upgrading readers would deadlock each other),

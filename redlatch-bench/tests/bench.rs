@@ -76,7 +76,7 @@ fn bench_prints_one_json_line_per_workload_and_cleans_up() {
             }
         }
     }
-    let clean = || servers.iter().all(|s| s.cmd::<i64>(&["DBSIZE"]) == 0);
+    let clean = || servers.iter().all(|s| s.dbsize() == 0);
     assert!(
         eventually(Duration::from_secs(5), clean),
         "bench keys left behind"
@@ -114,7 +114,7 @@ fn bench_w7_runs_separate_processes_on_one_name() {
         doc["tries_per_acquisition"].as_f64().unwrap() >= 1.0,
         "{doc}"
     );
-    let clean = || server.cmd::<i64>(&["DBSIZE"]) == 0;
+    let clean = || server.dbsize() == 0;
     assert!(
         eventually(Duration::from_secs(5), clean),
         "bench keys left behind"
@@ -173,7 +173,7 @@ fn bench_measures_on_the_cluster_primaries() {
     // The bench's keys are gone from every node (cleanup is per key: a cluster
     // refuses a multi-key UNLINK across slots).
     for i in 0..cluster.len() {
-        let left: Vec<String> = cluster.node(i).cmd(&["KEYS", "*redlatch-bench:*"]);
+        let left: Vec<String> = cluster.node(i).lock_keys("*redlatch-bench:*");
         assert!(left.is_empty(), "node {i} kept {left:?}");
     }
 }
@@ -198,7 +198,7 @@ fn peers_run(more: &[&str]) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let clean = || server.cmd::<i64>(&["DBSIZE"]) == 0;
+    let clean = || server.dbsize() == 0;
     assert!(
         eventually(Duration::from_secs(5), clean),
         "bench keys left behind"

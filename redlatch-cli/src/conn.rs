@@ -23,6 +23,15 @@ const REDLOCK_MASTER_TIMEOUT: Duration = Duration::from_millis(50);
 /// 50 ms a Redlock acquisition allows (a master that is down still fails at once).
 pub const QUERY_MASTER_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// The global `--app NAME`, set once by the binary before any subcommand runs.
+static APP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Sets the app name every client of this process shows in its record (`--app`;
+/// else the library's default: `$REDLATCH_APP`, then the executable's name).
+pub fn set_app(name: String) {
+    let _ = APP.set(name);
+}
+
 /// The `--redis` option shared by every subcommand.
 #[derive(Args, Debug, Clone, Default)]
 pub struct RedisArgs {
@@ -92,6 +101,9 @@ impl RedisArgs {
         }
         let timeout = config.replica_sync().1;
         config = config.sync_replicas(self.sync_replicas, timeout);
+        if let Some(app) = APP.get() {
+            config = config.app(app.clone());
+        }
         self.with_tls(config)
     }
 

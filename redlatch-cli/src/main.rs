@@ -8,6 +8,7 @@
 
 mod child;
 mod completions;
+mod deadlocks;
 mod elect;
 mod held;
 mod latch;
@@ -43,6 +44,7 @@ Examples:
   redlatch leader scheduler --watch
   redlatch status nightly-backup --json
   redlatch list 'orders:*' --json                 (every lock under a pattern, who holds it)
+  redlatch deadlocks --json                       (exit 1: a cycle of waiting tasks)
   redlatch unlock --force nightly-backup
   redlatch latch set jobs-done 3 -E 0; redlatch latch wait jobs-done   (a barrier)
   redlatch unlock --ask nightly-backup            (ask its holder to finish and release)
@@ -67,6 +69,11 @@ Shell completions: redlatch completions bash|zsh|fish; manual: redlatch man.";
     arg_required_else_help = true
 )]
 struct Cli {
+    /// The app name this process shows to operators in its client record (status,
+    /// deadlocks). Default: $REDLATCH_APP, else the executable's name.
+    #[arg(long, global = true, value_name = "NAME")]
+    app: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -102,6 +109,12 @@ enum Command {
     /// A live view of `list`, refreshed every second: holders (app, host), hold age,
     /// TTL, waiters, hand-overs per second; sort keys in the footer, `q` quits.
     Top(top::TopArgs),
+    /// Find deadlocks: cycles of tasks each waiting for a lock the next one holds.
+    ///
+    /// Reads every redlatch client's ledger (SCAN on every primary / master), builds
+    /// the wait-for graph over tasks and prints each cycle with its locks and holders
+    /// (host, pid, app). Exit status 1 when a cycle exists, 0 when none.
+    Deadlocks(deadlocks::DeadlocksArgs),
     /// Delete a lock whoever holds it (--force) and wake its waiters, or ask its holders
     /// to release it (--ask).
     Unlock(unlock::UnlockArgs),
@@ -139,6 +152,9 @@ fn main() -> ExitCode {
         _ => {}
     }
     log::install();
+    if let Some(app) = cli.app.clone() {
+        conn::set_app(app);
+    }
     runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => run::run(args).await,
@@ -147,6 +163,7 @@ fn main() -> ExitCode {
             Command::Status(args) => status::run(args).await,
             Command::List(args) => list::run(args).await,
             Command::Top(args) => top::run(args).await,
+            Command::Deadlocks(args) => deadlocks::run(args).await,
             Command::Unlock(args) => unlock::run(args).await,
             Command::Latch(args) => latch::run(args).await,
             Command::Completions(_) | Command::Man => unreachable!("answered above"),

@@ -23,6 +23,11 @@ serde serializes it, plus deadline_in_ms in the queue):
                    \"error\": null | \"why this master could not be read\",
                    \"type\": \"hash\" | \"none\" | other Redis type (not a lock),
                    \"holders\": [ { \"holder\": \"uuid:n\", \"count\": 1 } ],
+                   \"holder_info\": [ { \"id\": \"uuid:n\", \"host\": \"h\" | null, \"pid\": 42 | null,
+                                     \"app\": \"a\" | null, \"version\": \"0.1.0\" | null,
+                                     \"since\": ms | null,      // the client connected
+                                     \"acquired\": ms | null } ],  // null: a Redisson holder's,
+                                                                 // or younger than ~1 s
                    \"ttl_ms\": 29500 | null,
                    \"queue\": [ { \"holder\": \"uuid:n\", \"deadline_ms\": 1700000000000 | null,
                                 \"deadline_in_ms\": 4200 | null } ],
@@ -280,8 +285,11 @@ fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
         _ => format!("held, ttl {ttl}"),
     };
     let mut out = format!("  {:<22} {state}\n", m.master);
-    for (holder, count) in &m.holders {
+    for (i, (holder, count)) in m.holders.iter().enumerate() {
         out.push_str(&format!("      holder {holder}  count {count}\n"));
+        if let Some(info) = m.holder_info.get(i) {
+            out.push_str(&format!("        {}\n", who(info, now)));
+        }
     }
     if m.waiters > 0 {
         out.push_str(&format!(
@@ -325,6 +333,27 @@ fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
         ));
     }
     out
+}
+
+/// `app myapp on host h, pid 42, acquired 3s ago (client connected 1m ago)`, or what a
+/// holder without a record is.
+fn who(info: &redlatch::HolderInfo, now: i64) -> String {
+    let (Some(app), Some(host), Some(pid)) = (&info.app, &info.host, info.pid) else {
+        return "no record (a Redisson holder, or a client that is gone)".into();
+    };
+    let acquired = info
+        .acquired
+        .map_or("acquired: not yet known".into(), |at| {
+            format!("acquired {}", ago(now - at))
+        });
+    let since = info.since.map_or(String::new(), |at| {
+        format!(" (client connected {})", ago(now - at))
+    });
+    format!("app {app} on host {host}, pid {pid}, {acquired}{since}")
+}
+
+fn ago(ms: i64) -> String {
+    format!("{} ago", human(Duration::from_millis(ms.max(0) as u64)))
 }
 
 fn relative(delta_ms: i64) -> String {

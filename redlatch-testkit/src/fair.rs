@@ -33,7 +33,7 @@ pub fn zcard(server: &RedisServer, name: &str) -> i64 {
 }
 
 pub fn dbsize(server: &RedisServer) -> i64 {
-    server.cmd(&["DBSIZE"])
+    server.dbsize()
 }
 
 /// The holder id of `owner`'s acquisitions through `lock`'s client.

@@ -354,7 +354,7 @@ pub async fn cancelled_storm(client: &redlatch::Client, prefix: &str, names: usi
 /// Panics if a lock on `server` whose name matches `pattern` still has a holder of
 /// the client `client_id`; `context` starts the message.
 pub fn assert_no_holds(server: &RedisServer, pattern: &str, client_id: &str, context: &str) {
-    let keys: Vec<String> = server.cmd(&["KEYS", pattern]);
+    let keys: Vec<String> = server.lock_keys(pattern);
     for key in keys {
         let fields: Vec<String> = server.cmd(&["HKEYS", &key]);
         if fields.iter().any(|f| f.starts_with(client_id)) {

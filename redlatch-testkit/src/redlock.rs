@@ -69,7 +69,7 @@ pub async fn settle_holders(
 
 /// Number of keys on `server`.
 pub fn dbsize(server: &RedisServer) -> i64 {
-    server.cmd(&["DBSIZE"])
+    server.dbsize()
 }
 
 /// A master being restarted by `scripts/delayed-restart.sh`: the script waits out the

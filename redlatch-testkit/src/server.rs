@@ -169,6 +169,20 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("cannot connect to test redis at {}: {e}", self.addr()))
     }
 
+    /// The keys matching `pattern` (`KEYS`: a test server is small) but the records and
+    /// ledgers every live redlatch client keeps of itself (`redlatch_client:{uuid}`,
+    /// `redlatch_ledger:{uuid}`): what locks, queues and counters left.
+    pub fn lock_keys(&self, pattern: &str) -> Vec<String> {
+        let keys: Vec<String> = self.cmd(&["KEYS", pattern]);
+        keys.into_iter().filter(|k| !is_client_key(k)).collect()
+    }
+
+    /// How many keys [`lock_keys`](Self::lock_keys) finds: `DBSIZE` without the
+    /// clients' own records and ledgers.
+    pub fn dbsize(&self) -> i64 {
+        self.lock_keys("*").len() as i64
+    }
+
     /// Run one command on a fresh connection (10 s timeouts) and return the typed reply.
     pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
         assert!(
@@ -433,4 +447,9 @@ impl Drop for RedisServer {
         drop(guard);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A redlatch client's record or ledger (not a lock's key).
+pub fn is_client_key(key: &str) -> bool {
+    key.starts_with("redlatch_client:{") || key.starts_with("redlatch_ledger:{")
 }

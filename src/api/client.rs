@@ -142,7 +142,9 @@ impl Client {
     /// releases of dropped guards, the answers of masters slower than the majority,
     /// undoing cancelled attempts, leaving fair queues —
     /// then stops the watchdog and the pub/sub connections, for every clone of this
-    /// client. Guards still alive report their lock [lost](crate::LockGuard::lost).
+    /// client, and deletes its client record and ledger (what `redlatch status` shows
+    /// of it) if time is left. Guards still alive report their lock
+    /// [lost](crate::LockGuard::lost).
     ///
     /// Call it before a short-lived program exits: a process that just returns from
     /// `main` would drop pending background releases, leaving locks to expire by lease.

@@ -56,6 +56,9 @@ pub struct Config {
     pub(crate) sync: (SyncReplicas, Duration),
     /// Sentinel mode: the primary's credentials when they differ from the sentinels'.
     pub(crate) master_auth: Option<(Option<String>, String)>,
+    /// The app name of the client record (config_observe.rs).
+    pub(crate) app: Option<String>,
+    pub(crate) deadlock_detection: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: TlsOptions,
     /// The lock names metrics carry a `lock` label for ([`Config::metrics_names`]).
@@ -271,6 +274,8 @@ impl Config {
             unavailable_timeout: None,
             sync: (SyncReplicas::Auto, Duration::from_secs(1)),
             master_auth: None,
+            app: None,
+            deadlock_detection: false,
             #[cfg(feature = "tls")]
             tls: Default::default(),
             metrics_names: Vec::new(),
@@ -496,6 +501,8 @@ impl Config {
             unavailable_after: self.unavailable_after(),
             cluster: self.topology == Topology::Cluster,
             metrics_names: crate::telemetry::LockNames::new(&self.metrics_names),
+            app: self.app_name().into(),
+            deadlock_detection: self.deadlock_detection,
         }
     }
 
@@ -541,7 +548,9 @@ impl std::fmt::Debug for Config {
             .field("unavailable_timeout", &self.unavailable_timeout)
             .field("sync_replicas", &self.sync)
             .field("master_auth", &self.master_auth.as_ref().map(|_| "***"))
-            .field("metrics_names", &self.metrics_names);
+            .field("metrics_names", &self.metrics_names)
+            .field("app", &self.app)
+            .field("deadlock_detection", &self.deadlock_detection);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
         d.finish()

@@ -64,6 +64,7 @@ impl Config {
                 )));
             }
         }
+        self.check_app()?;
         let infos = self
             .urls
             .iter()

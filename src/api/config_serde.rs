@@ -49,6 +49,9 @@ struct File {
     tls_ca_file: Option<std::path::PathBuf>,
     tls_cert_file: Option<std::path::PathBuf>,
     tls_key_file: Option<std::path::PathBuf>,
+    /// The app name of the client record.
+    app: Option<String>,
+    deadlock_detection: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -66,8 +69,10 @@ impl<'de> Deserialize<'de> for Config {
     /// let config: Config = serde_json::from_str(r#"{
     ///     "mode": "sentinel", "master_name": "mymaster",
     ///     "urls": ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"],
-    ///     "watchdog_timeout": "10s", "master_timeout": 500, "sync_replicas": 1
+    ///     "watchdog_timeout": "10s", "master_timeout": 500, "sync_replicas": 1,
+    ///     "app": "billing", "deadlock_detection": true
     /// }"#).unwrap();
+    /// assert_eq!((config.app_name().as_str(), config.detects_deadlocks()), ("billing", true));
     /// assert_eq!(config.topology(), &Topology::Sentinel { master_name: "mymaster".into() });
     /// assert_eq!(config.effective_master_timeout(), Duration::from_millis(500));
     /// let typo = serde_json::from_str::<Config>(r#"{"urls": ["redis://h:1"], "watchdog": "1s"}"#);
@@ -118,7 +123,9 @@ impl File {
             pool_size,
             fair_stale_timeout,
             fair_wait_time,
-            unavailable_timeout
+            unavailable_timeout,
+            app,
+            deadlock_detection
         );
         let (mode, timeout) = c.replica_sync();
         let mode = match self.sync_replicas {

@@ -5,6 +5,7 @@ pub mod blocking;
 pub(crate) mod client;
 pub(crate) mod config;
 pub(crate) mod config_check;
+pub(crate) mod config_observe;
 #[cfg(feature = "serde")]
 mod config_serde;
 pub(crate) mod config_sources;
@@ -21,6 +22,7 @@ pub(crate) mod latch;
 pub(crate) mod listing;
 pub(crate) mod lock;
 pub(crate) mod multi;
+pub(crate) mod observe;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;

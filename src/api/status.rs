@@ -11,7 +11,8 @@ use crate::error::Result;
 /// What one master holds for a lock.
 ///
 /// With the `serde` feature it implements `Serialize` as
-/// `{"master", "error", "type", "holders": [{"holder", "count"}], "ttl_ms",
+/// `{"master", "error", "type", "holders": [{"holder", "count"}],
+/// "holder_info": [{"id", "host", "pid", "app", "version", "since", "acquired"}], "ttl_ms",
 /// "queue": [{"holder", "deadline_ms"}], "fencing_counter", "mode", "counter",
 /// "permits": [{"holder", "deadline_ms"}], "writers_waiting": [{"holder", "deadline_ms"}],
 /// "waiters", "replicas": {"connected", "eligible", "waited"}}` (the fields of
@@ -35,6 +36,10 @@ pub struct MasterStatus {
     /// Holder ids with their hold counts.
     #[cfg_attr(feature = "serde", serde(serialize_with = "ser::holders"))]
     pub holders: Vec<(String, u64)>,
+    /// Each of `holders`, in the same order, resolved to its client's record (host,
+    /// pid, app, version, connected since) and when the hold was taken, as this master
+    /// knows them; a Redisson holder shows its id alone.
+    pub holder_info: Vec<crate::HolderInfo>,
     /// Time left on the lease; `None` when the key is absent or has no expiry.
     #[cfg_attr(
         feature = "serde",
@@ -91,6 +96,8 @@ impl Lock {
     /// assert_eq!(master.error, None);
     /// assert_eq!(master.key_type, "hash");
     /// assert_eq!(master.holders, [(guard.holder().to_string(), 1)]);
+    /// let who = &master.holder_info[0]; // the holder's client record
+    /// assert_eq!((who.id.as_str(), who.pid), (guard.holder(), Some(std::process::id())));
     /// assert!(master.ttl.is_some());
     /// // A server without replicas: nothing to wait for, so no acquisition was synced.
     /// let replicas = master.replicas.expect("replica sync is on by default");
@@ -101,8 +108,18 @@ impl Lock {
     /// ```
     pub async fn status(&self) -> Result<Vec<MasterStatus>> {
         self.check_name()?;
-        let answers = self.client().engine.inspect(self.name()).await;
-        Ok(answers.into_iter().map(MasterStatus::from).collect())
+        let engine = &self.client().engine;
+        let answers = engine.inspect(self.name()).await;
+        let mut out: Vec<MasterStatus> = answers.into_iter().map(MasterStatus::from).collect();
+        let resolving = out.iter().enumerate().map(|(i, m)| {
+            let ids: Vec<String> = m.holders.iter().map(|(h, _)| h.clone()).collect();
+            async move { engine.resolve(i, self.name(), &ids).await }
+        });
+        let resolved = futures_util::future::join_all(resolving).await;
+        for (m, who) in out.iter_mut().zip(resolved) {
+            m.holder_info = who.into_iter().map(Into::into).collect();
+        }
+        Ok(out)
     }
 }
 
@@ -125,6 +142,7 @@ impl From<Inspected> for MasterStatus {
             error: None,
             key_type: st.key_type,
             holders: st.holders,
+            holder_info: Vec::new(),
             ttl: st.ttl,
             queue: st.queue,
             fencing_counter: st.fencing_counter,

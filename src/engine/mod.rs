@@ -93,6 +93,10 @@ pub(crate) struct Settings {
     pub(crate) cluster: bool,
     /// The lock names metrics are labelled with (telemetry.rs).
     pub(crate) metrics_names: crate::telemetry::LockNames,
+    /// The app name of the client record (engine/observe/).
+    pub(crate) app: Arc<str>,
+    /// A waiter looks for deadlocks through itself (engine/observe/deadlock.rs).
+    pub(crate) deadlock_detection: bool,
 }
 
 /// The state one client's locks share: the masters, the pub/sub hub, the hold table,
@@ -117,6 +121,8 @@ pub(crate) struct Engine {
     cleanups: TaskTracker,
     /// Holds acquired too late for the next renewal round (urgent.rs).
     urgent: Arc<Urgent>,
+    /// The client record, the ledger and deadlock detection (engine/observe/).
+    observe: Arc<observe::Observe>,
     shutdown: CancellationToken,
 }
 
@@ -153,10 +159,13 @@ impl Engine {
 
     /// Waits (at most `timeout`) for the background clean-ups, then stops the watchdog
     /// and the pub/sub connections.
+    /// Deletes the client record and ledger within what is left of `timeout`.
     pub(crate) async fn shut_down(&self, timeout: Duration) {
+        let deadline = tokio::time::Instant::now() + timeout;
         self.cleanups.close();
         let _ = tokio::time::timeout(timeout, self.cleanups.wait()).await;
         self.shutdown.cancel();
+        let _ = tokio::time::timeout_at(deadline, self.remove_record()).await;
         // Nobody renews from now on: live guards report it before close() returns.
         self.holds.lose_all();
     }

@@ -97,7 +97,7 @@ async fn assert_clean(server: &RedisServer) {
     assert!(
         eventually_async(5 * SEC, || dbsize(server) == 0).await,
         "left behind: {:?}",
-        server.cmd::<Vec<String>>(&["KEYS", "*"])
+        server.lock_keys("*")
     );
 }
 

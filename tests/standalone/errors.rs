@@ -110,7 +110,7 @@ async fn empty_and_oversized_names_are_invalid_everywhere() {
     // The largest allowed name works end to end.
     let big = c.lock("y".repeat(MAX_NAME_LEN));
     big.lock().await.unwrap().unlock().await.unwrap();
-    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
+    assert_eq!(server.dbsize(), 0);
 }
 
 #[tokio::test]
@@ -131,7 +131,7 @@ async fn zero_tiny_and_absurd_leases_are_invalid() {
             .unwrap_err();
         assert!(matches!(err, Error::InvalidLease(_)));
     }
-    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
+    assert_eq!(server.dbsize(), 0);
     let bad = Config::single(server.url()).watchdog_timeout(Duration::ZERO);
     assert!(matches!(
         Client::connect(bad).await,

@@ -23,7 +23,7 @@ fn server_starts_answers_and_is_killed_on_drop() {
     assert!(process_exists(pid));
     assert_eq!(server.cmd::<String>(&["PING"]), "PONG");
     assert_eq!(server.cmd::<String>(&["SET", "k", "v"]), "OK");
-    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 1);
+    assert_eq!(server.dbsize(), 1);
     let info: String = server.cmd(&["INFO", "server"]);
     assert!(info.contains(&format!("process_id:{pid}")), "{info}");
     assert!(
@@ -112,7 +112,7 @@ fn restart_keeps_the_port_and_loses_data_without_aof() {
     assert!(server.is_running());
     assert_eq!(server.port(), port);
     assert_ne!(server.pid(), old_pid);
-    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
+    assert_eq!(server.dbsize(), 0);
 
     // restart after an explicit kill works too
     server.kill();
@@ -180,9 +180,9 @@ fn many_servers_get_distinct_ports() {
     assert_eq!(pids.len(), 3);
     // independent data sets
     let _: () = servers[0].cmd(&["SET", "only-here", "1"]);
-    assert_eq!(servers[0].cmd::<i64>(&["DBSIZE"]), 1);
-    assert_eq!(servers[1].cmd::<i64>(&["DBSIZE"]), 0);
-    assert_eq!(servers[2].cmd::<i64>(&["DBSIZE"]), 0);
+    assert_eq!(servers[0].dbsize(), 1);
+    assert_eq!(servers[1].dbsize(), 0);
+    assert_eq!(servers[2].dbsize(), 0);
 }
 
 #[test]

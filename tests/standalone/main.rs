@@ -30,6 +30,7 @@ mod listing;
 mod lost_reason;
 mod multi_lock;
 mod non_reentrant;
+mod observe;
 mod readme;
 mod recovery;
 mod reentrancy;

@@ -46,7 +46,7 @@ async fn overlapping_sets_in_different_orders_never_deadlock_nor_overlap() {
             .expect("deadlock: a multi-lock never finished")
             .unwrap();
     }
-    let keys: Vec<String> = server.cmd(&["KEYS", "*"]);
+    let keys: Vec<String> = server.lock_keys("*");
     assert!(keys.is_empty(), "left behind: {keys:?}");
 }
 
@@ -166,7 +166,7 @@ async fn a_cancelled_multi_lock_leaves_no_part_or_subscription() {
     }
     assert!(
         eventually_async(Duration::from_secs(5), || {
-            let keys: Vec<String> = server.cmd(&["KEYS", "*"]);
+            let keys: Vec<String> = server.lock_keys("*");
             keys == ["c:3"] && numsub(&server, "redisson_lock__channel:{c:3}") == 0
         })
         .await

@@ -274,11 +274,9 @@ async fn a_dropped_wait_leaves_nothing_behind() {
             .expect("free after the holder's release");
         next.unlock().await.unwrap();
         assert!(
-            eventually_async(Duration::from_secs(5), || server.cmd::<i64>(&["DBSIZE"])
-                == 0)
-            .await,
+            eventually_async(Duration::from_secs(5), || server.dbsize() == 0).await,
             "{kind:?}: keys left: {:?}",
-            server.cmd::<Vec<String>>(&["KEYS", "*"])
+            server.lock_keys("*")
         );
         assert_eq!(b.held_locks(), 0);
     }

@@ -211,7 +211,7 @@ async fn close_waits_for_background_releases_before_returning() {
     drop(guards);
     client.clone().close(Duration::from_secs(5)).await;
     // Every drop-release has reached Redis by the time close() returns.
-    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
+    assert_eq!(server.dbsize(), 0);
 }
 
 async fn futures_lock_all(client: &Client, n: usize) -> Vec<redlatch::LockGuard> {

@@ -113,7 +113,7 @@ async fn the_layout_is_redissons_hash_fields_and_per_hold_timeout_keys() {
     assert_eq!(server.cmd::<String>(&["HGET", "layout", "mode"]), "write");
     assert_eq!(server.cmd::<i64>(&["HGET", "layout", w.holder()]), 1);
     w.unlock().await.unwrap();
-    let keys: Vec<String> = server.cmd(&["KEYS", "*"]);
+    let keys: Vec<String> = server.lock_keys("*");
     assert!(keys.is_empty(), "left behind: {keys:?}");
 }
 
@@ -519,7 +519,7 @@ async fn cancelled_waits_leave_no_hold_intent_or_subscription() {
     w.unlock().await.unwrap();
     assert!(
         eventually_async(Duration::from_secs(5), || {
-            let keys: Vec<String> = server.cmd(&["KEYS", "*"]);
+            let keys: Vec<String> = server.lock_keys("*");
             keys.is_empty()
         })
         .await

@@ -412,7 +412,7 @@ async fn counters_are_refused_under_redlock_with_a_typed_error() {
     let err = client.count_down_latch("l").count_down().await.unwrap_err();
     assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
     for s in &servers {
-        assert_eq!(s.cmd::<i64>(&["DBSIZE"]), 0);
+        assert_eq!(s.dbsize(), 0);
     }
 }
 

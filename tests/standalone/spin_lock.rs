@@ -250,11 +250,9 @@ async fn a_dropped_wait_leaves_nothing_behind() {
     held.unlock().await.unwrap();
     // Nothing of the dropped waits holds it.
     assert!(
-        eventually_async(Duration::from_secs(5), || server.cmd::<i64>(&["DBSIZE"])
-            == 0)
-        .await,
+        eventually_async(Duration::from_secs(5), || server.dbsize() == 0).await,
         "keys left: {:?}",
-        server.cmd::<Vec<String>>(&["KEYS", "*"])
+        server.lock_keys("*")
     );
     assert_eq!(b.held_locks(), 0);
     let next = waiting

@@ -117,11 +117,7 @@ async fn cancelled_waiters_leave_no_subscription_behind() {
     );
     assert_eq!(b.subscriptions(), 0);
     held.unlock().await.unwrap();
-    assert!(
-        eventually_async(Duration::from_secs(2), || server.cmd::<i64>(&["DBSIZE"])
-            == 0)
-        .await
-    );
+    assert!(eventually_async(Duration::from_secs(2), || server.dbsize() == 0).await);
 }
 
 /// Spawns `lock()`, lets the runtime run `polls` scheduler turns, then aborts it: on a

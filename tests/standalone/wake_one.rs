@@ -128,7 +128,7 @@ async fn a_release_hands_the_lock_to_the_longest_waiting_client_in_one_call() {
     assert_eq!(order, vec![0, 1, 2, 3]);
     let (_, last) = &mut waiters[3];
     last.await.unwrap().unlock().await.unwrap();
-    let keys: Vec<String> = server.cmd(&["KEYS", "*herd*"]);
+    let keys: Vec<String> = server.lock_keys("*herd*");
     assert!(keys.is_empty(), "left behind: {keys:?}");
 }
 
@@ -271,9 +271,7 @@ async fn a_cancelled_waiter_passes_a_hand_over_on() {
         assert!(
             eventually_async(Duration::from_secs(5), || registry(server, &name)
                 .is_empty()
-                && server
-                    .cmd::<Vec<String>>(&["KEYS", &format!("*{name}*")])
-                    .is_empty())
+                && server.lock_keys(&format!("*{name}*")).is_empty())
             .await,
             "round {round}: something was left behind"
         );
@@ -435,11 +433,11 @@ async fn no_double_grant_under_a_bounded_storm_of_waits_and_cancellations() {
     let server = &server;
     assert!(
         eventually_async(Duration::from_secs(5), || server
-            .cmd::<Vec<String>>(&["KEYS", "*storm*"])
+            .lock_keys("*storm*")
             .is_empty())
         .await,
         "left behind: {:?}",
-        server.cmd::<Vec<String>>(&["KEYS", "*storm*"])
+        server.lock_keys("*storm*")
     );
 }
 

@@ -173,11 +173,7 @@ async fn renewals_of_many_locks_are_batched_into_one_call_per_tick() {
         assert!(!g.lost().is_cancelled());
     }
     drop(guards);
-    assert!(
-        eventually_async(Duration::from_secs(5), || server.cmd::<i64>(&["DBSIZE"])
-            == 0)
-        .await
-    );
+    assert!(eventually_async(Duration::from_secs(5), || server.dbsize() == 0).await);
 }
 
 #[tokio::test]
@@ -340,5 +336,5 @@ async fn a_release_racing_a_renewal_is_not_a_loss() {
         lost, 0,
         "{lost} released locks reported lost (releasing took {releasing:?})"
     );
-    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
+    assert_eq!(server.dbsize(), 0);
 }

@@ -134,7 +134,7 @@ async fn every_key_of_a_lock_is_in_the_slot_of_its_name() {
             tokio::spawn(async move { fair.lock().await.map(drop) })
         };
         let node = cluster.primary_for_key(name);
-        let keys = || -> Vec<String> { cluster.node(node).cmd(&["KEYS", "*"]) };
+        let keys = || -> Vec<String> { cluster.node(node).lock_keys("*") };
         let queued = eventually_async(Duration::from_secs(5), || {
             keys().iter().any(|k| k.starts_with("redisson_lock_queue:"))
         });
@@ -267,7 +267,7 @@ async fn hand_over_on_a_cluster(
         assert_eq!(handed, None, "a claim leaves no mark");
     }
     guard.unlock().await.unwrap();
-    let left: Vec<String> = node.cmd(&["KEYS", &format!("*{name}*")]);
+    let left: Vec<String> = node.lock_keys(&format!("*{name}*"));
     assert!(left.is_empty(), "{left:?}");
 }
 

@@ -22,13 +22,13 @@ async fn connect(masters: &[RedisServer], stale: Duration) -> Client {
 
 /// Waits until every master is empty again; else fails, showing what is left.
 async fn assert_nothing_left(masters: &[RedisServer]) {
-    let empty = || masters.iter().all(|m| m.cmd::<i64>(&["DBSIZE"]) == 0);
+    let empty = || masters.iter().all(|m| m.dbsize() == 0);
     if eventually_async(5 * SEC, empty).await {
         return;
     }
     let mut left = Vec::new();
     for (i, m) in masters.iter().enumerate() {
-        for key in m.cmd::<Vec<String>>(&["KEYS", "*"]) {
+        for key in m.lock_keys("*") {
             let content: Vec<String> = match m.cmd::<String>(&["TYPE", &key]).as_str() {
                 "list" => m.cmd(&["LRANGE", &key, "0", "-1"]),
                 "zset" => m.cmd(&["ZRANGE", &key, "0", "-1"]),

@@ -171,11 +171,7 @@ async fn with_stop_the_script_stops_the_master_waits_out_the_lease_and_starts_it
         out.contains("shutdown nosave") && out.contains("waiting 0.600s"),
         "{out}"
     );
-    assert_eq!(
-        server.cmd::<i64>(&["DBSIZE"]),
-        0,
-        "restarted without its data"
-    );
+    assert_eq!(server.dbsize(), 0, "restarted without its data");
 }
 
 /// Crashes minorities of masters in turn, each restarted only after `lease` + margin,

@@ -82,7 +82,7 @@ fn set_count_down_count_and_their_exit_codes() {
     output(&latch("set", "g", &server, &["x"]), 64);
     output(&latch("wait", "g", &server, &["--wait", "10x"]), 64);
     output(&latch("set", "", &server, &["1"]), 64);
-    assert_eq!(server.cmd::<i64>(&["DBSIZE"]), 0);
+    assert_eq!(server.dbsize(), 0);
     // Not a latch: 65.
     let _: i64 = server.cmd(&["HSET", "h", "f", "1"]);
     output(&latch("count-down", "h", &server, &[]), 65);

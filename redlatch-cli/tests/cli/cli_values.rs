@@ -71,6 +71,6 @@ fn a_repeated_value_is_a_usage_error() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("repeats"), "{stderr}");
-    let keys: i64 = server.cmd(&["DBSIZE"]);
+    let keys: i64 = server.dbsize();
     assert_eq!(keys, 0);
 }

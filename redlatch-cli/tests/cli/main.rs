@@ -17,6 +17,7 @@ mod cli_family;
 mod cli_latch;
 mod cli_list;
 mod cli_nonreentrant_spin;
+mod cli_observe;
 mod cli_revoke;
 mod cli_secrets;
 mod cli_sentinel;

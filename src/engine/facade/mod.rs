@@ -49,6 +49,7 @@ use crate::engine::holding::table::HoldTable;
 use crate::engine::kinds::call::Call;
 use crate::engine::kinds::kind::Kind;
 use crate::engine::masters::master::Master;
+use crate::engine::observe::{run_flusher, Observe};
 use crate::engine::{
     acquire::attempt, acquire::spin_wait, acquire::waiter, holding::holder_id, holding::watchdog,
 };
@@ -76,6 +77,7 @@ pub(crate) use crate::engine::kinds::group::{
     composite as group_name, field as group_field, Status as GroupStatus,
 };
 pub(crate) use crate::engine::observe::listing::Listing;
+pub(crate) use crate::engine::observe::{Cycle as FoundCycle, Deadlocks as FoundDeadlocks, Who};
 pub(crate) use crate::transport::connect::{Deployment, Shape};
 pub(crate) use crate::transport::replicas::SyncReplicas;
 #[cfg(feature = "tls")]
@@ -91,7 +93,9 @@ impl Engine {
             cluster: connected.cluster,
             ..settings
         };
-        Ok(Engine::start(connected.links, settings))
+        let engine = Engine::start(connected.links, settings);
+        engine.write_record().await;
+        Ok(engine)
     }
 
     /// Starts an engine over `links` (already checked to answer), with its watchdog and
@@ -102,6 +106,7 @@ impl Engine {
         let shutdown = CancellationToken::new();
         let period = settings.watchdog_timeout / 3;
         let id = Uuid::new_v4();
+        let (settings_app, detection) = (settings.app.clone(), settings.deadlock_detection);
         let engine = Arc::new_cyclic(|engine: &std::sync::Weak<Engine>| {
             // Hand-overs from other clients' releases arrive as messages (tickets.rs).
             let engine = engine.clone();
@@ -125,6 +130,7 @@ impl Engine {
                 offers: Default::default(),
                 cleanups: TaskTracker::new(),
                 urgent: Arc::default(),
+                observe: Arc::new(Observe::new(settings_app, detection)),
                 shutdown: shutdown.clone(),
             }
         });
@@ -132,6 +138,12 @@ impl Engine {
         tokio::spawn(watchdog::run_urgent(
             Arc::downgrade(&engine),
             urgent,
+            shutdown.clone(),
+        ));
+        let observe = engine.observe.clone();
+        tokio::spawn(run_flusher(
+            Arc::downgrade(&engine),
+            observe,
             shutdown.clone(),
         ));
         tokio::spawn(watchdog::run(Arc::downgrade(&engine), shutdown, period));
@@ -240,6 +252,7 @@ impl Engine {
                 false => waiter::acquire(self, &call).await,
             }
         };
+        let acquire = self.observed(&call, acquire);
         // A call of its own while its task holds the lock may wait for itself
         // (self_wait.rs): watched, to say so.
         let watched = match spec.holding {

@@ -81,7 +81,7 @@ pub(crate) fn scoped(prefix: &str, name: &str) -> Option<Arc<str>> {
 
 /// Who is asking: the tokio task, or the thread when no task runs (`block_on`, the
 /// body of `#[tokio::main]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Context {
     Task(tokio::task::Id),
     Thread(u64),

@@ -362,6 +362,11 @@ impl HoldTable {
             .collect()
     }
 
+    /// Every hold (what the ledger lists, engine/observe/ledger.rs).
+    pub(crate) fn all(&self) -> Vec<Arc<Hold>> {
+        self.map.lock().values().flatten().cloned().collect()
+    }
+
     /// Number of holds (distinct name and holder pairs).
     pub(crate) fn len(&self) -> usize {
         self.map.lock().values().map(Vec::len).sum()

@@ -178,10 +178,14 @@ pub(crate) async fn renew_all(engine: &Arc<Engine>) -> Option<Instant> {
         masters = engine.masters.len(), "db.system.name" = "redis", renewed = Empty,
         outcome = Empty, elapsed_ms = Empty);
     let renewed = AtomicU64::new(0);
-    futures_util::stream::iter(holds.chunks(CHUNK))
-        .for_each_concurrent(IN_FLIGHT, |chunk| renew_chunk(engine, chunk, &renewed))
-        .instrument(span.clone())
-        .await;
+    let renewals: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> = Box::pin(
+        futures_util::stream::iter(holds.chunks(CHUNK))
+            .for_each_concurrent(IN_FLIGHT, |chunk| renew_chunk(engine, chunk, &renewed))
+            .instrument(span.clone()),
+    );
+    // The client record and the ledger live as long as the holds' leases
+    // (engine/observe/record.rs), written beside the renewals.
+    futures_util::future::join(renewals, engine.write_record()).await;
     let renewed = renewed.into_inner();
     telemetry::renewed(renewed);
     span.record("renewed", renewed);

@@ -72,9 +72,16 @@ impl Ledgers {
         }
     }
 
-    /// How many waits for `name` the ledgers record.
+    /// How many waits for `name` the ledgers record. A wait is written under the
+    /// waiting call's holder number and under those of the holds its task took
+    /// (observe/mod.rs invariant 3), with one waiting-since time: one wait is one
+    /// distinct (client, since) pair, however many fields list it.
     pub(super) fn waiting_for(&self, name: &str) -> u64 {
-        self.waits.keys().filter(|(_, _, n)| n == name).count() as u64
+        let waits: std::collections::HashSet<(&str, i64)> = (self.waits.iter())
+            .filter(|((_, _, n), _)| n == name)
+            .map(|((uuid, _, _), since)| (uuid.as_str(), *since))
+            .collect();
+        waits.len() as u64
     }
 
     /// When holder `id` took `name`, if its ledger says (a faster multi-lock's hold is
@@ -189,6 +196,8 @@ mod tests {
             ("h|3|orders:1", "1000"),
             ("w|4|orders:1", "2000"),
             ("w|5|orders:1", "2500"),
+            // The wait of holder 5, also listed under a hold of its task (number 3).
+            ("w|3|orders:1", "2500"),
             ("h|6|g#AAA,BBB", "3000"),
             ("junk", "1"),
             ("h|7|bad", "x"),

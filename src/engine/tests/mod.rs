@@ -34,6 +34,8 @@ pub(super) fn settings() -> Settings {
         unavailable_after: Duration::from_secs(2),
         cluster: false,
         metrics_names: Default::default(),
+        app: "engine-tests".into(),
+        deadlock_detection: false,
     }
 }
 

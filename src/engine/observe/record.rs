@@ -1,0 +1,192 @@
+//! The client record `redlatch_client:{uuid}` (host, pid, app, version, since): written
+//! at connect and in every watchdog round (with the ledger's expiry), deleted by
+//! close; and reading records back to resolve holder ids.
+//!
+//! Invariants:
+//! 1. Every write of the record sets its expiry to the watchdog timeout, in the same
+//!    round trip (module invariant 2); a master that lost it (a restart) gets it again
+//!    at the next round.
+//! 2. A round that finds the ledger gone on a master (its expiry refreshed nothing)
+//!    while this client wrote entries forgets what it wrote, so the next flush writes
+//!    them all again.
+//! 3. A holder id whose client has no record resolves to itself alone (a Redisson
+//!    holder, or a client that is gone): never an error.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use redis::Value;
+
+use crate::engine::masters::master::Master;
+use crate::engine::masters::quorum::fan_out;
+use crate::engine::observe::{ledger_key, now_ms, record_key, split_holder};
+use crate::engine::Engine;
+use crate::transport::{Lane, Request};
+
+/// This client's record.
+pub(crate) struct Mine {
+    pub(crate) host: String,
+    pub(crate) pid: u32,
+    pub(crate) app: Arc<str>,
+    pub(crate) since_ms: i64,
+}
+
+impl Mine {
+    pub(crate) fn new(app: Arc<str>) -> Mine {
+        Mine {
+            host: host_name(),
+            pid: std::process::id(),
+            app,
+            since_ms: now_ms(),
+        }
+    }
+}
+
+/// The machine's name: the kernel's, else `$HOSTNAME` / `$COMPUTERNAME`, else
+/// `unknown`.
+fn host_name() -> String {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"));
+    let name = kernel
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok());
+    name.unwrap_or_else(|| "unknown".into())
+}
+
+/// A holder id resolved: its client's record (if any) and when the hold was taken (if
+/// the ledger says).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Who {
+    pub(crate) id: String,
+    pub(crate) host: Option<String>,
+    pub(crate) pid: Option<u32>,
+    pub(crate) app: Option<String>,
+    pub(crate) version: Option<String>,
+    /// The client connected at, ms since the epoch.
+    pub(crate) since: Option<i64>,
+    /// The hold was taken at, ms since the epoch.
+    pub(crate) acquired: Option<i64>,
+}
+
+impl Who {
+    /// Fills the record's fields from `HGETALL`'s answer.
+    pub(crate) fn with_record(mut self, fields: &HashMap<String, String>) -> Who {
+        self.host = fields.get("host").cloned();
+        self.pid = fields.get("pid").and_then(|p| p.parse().ok());
+        self.app = fields.get("app").cloned();
+        self.version = fields.get("version").cloned();
+        self.since = fields.get("since").and_then(|p| p.parse().ok());
+        self
+    }
+}
+
+impl Engine {
+    /// Writes this client's record (and the ledger's expiry) on every master;
+    /// failures are logged (the next round writes it again). Invariants 1 and 2.
+    pub(crate) async fn write_record(&self) {
+        // Never after close() deleted it (remove_record holds the same lock).
+        let written = self.observe.written.lock().await;
+        if self.shutdown.is_cancelled() {
+            return;
+        }
+        let uuid = self.id.to_string();
+        let (record, ledger) = (record_key(&uuid), ledger_key(&uuid));
+        let ttl = self.settings.watchdog_timeout.as_millis() as u64;
+        let who = &self.observe.who;
+        let mut pipe = redis::pipe();
+        pipe.cmd("HSET")
+            .arg(&record)
+            .arg("host")
+            .arg(&who.host)
+            .arg("pid")
+            .arg(who.pid)
+            .arg("app")
+            .arg(&*who.app)
+            .arg("version")
+            .arg(env!("CARGO_PKG_VERSION"))
+            .arg("since")
+            .arg(who.since_ms)
+            .ignore();
+        pipe.cmd("PEXPIRE").arg(&record).arg(ttl).ignore();
+        pipe.cmd("PEXPIRE").arg(&ledger).arg(ttl);
+        let pipe = &pipe;
+        let results = fan_out(&self.masters, |m| async move {
+            let v = m.link().send(Lane::Side, m.timeout(), Request::Pipe(pipe));
+            m.decode::<Vec<i64>>(v.await?)
+        })
+        .await;
+        let mut lost_ledger = false;
+        for (m, r) in self.masters.iter().zip(results) {
+            match r {
+                Ok(set) => lost_ledger |= set.first() == Some(&0),
+                Err(e) => tracing::debug!(target: "redlatch", master = m.addr(), error = %e,
+                    "could not write the client record; the next round tries again"),
+            }
+        }
+        if lost_ledger {
+            let mut written = written;
+            written.clear();
+        }
+    }
+
+    /// Deletes this client's record and ledger on every master (close).
+    pub(crate) async fn remove_record(&self) {
+        // No flush or record write runs during or after (both check the shutdown
+        // under this lock).
+        let _written = self.observe.written.lock().await;
+        let uuid = self.id.to_string();
+        let mut cmd = redis::cmd("DEL");
+        cmd.arg(record_key(&uuid)).arg(ledger_key(&uuid));
+        let cmd = &cmd;
+        fan_out(&self.masters, |m| async move {
+            let v = m.link().send(Lane::Side, m.timeout(), Request::Cmd(cmd));
+            v.await
+        })
+        .await;
+    }
+
+    /// Resolves the holder ids `holders` of lock `name` as master `index` knows them:
+    /// its record and the hold's acquisition time there (invariant 3).
+    pub(crate) async fn resolve(&self, index: usize, name: &str, holders: &[String]) -> Vec<Who> {
+        let Some(m) = self.masters.get(index) else {
+            return Vec::new();
+        };
+        let calls = holders.iter().map(|h| resolve_one(m, name, h));
+        futures_util::future::join_all(calls).await
+    }
+}
+
+/// One holder id on one master: `HGETALL` of its record and `HGET` of its ledger
+/// entry, in one round trip (one slot: the uuid is the hash tag).
+pub(crate) async fn resolve_one(m: &Master, name: &str, holder: &str) -> Who {
+    let who = Who {
+        id: holder.to_string(),
+        ..Default::default()
+    };
+    let Some((uuid, n)) = split_holder(holder) else {
+        return who;
+    };
+    let mut pipe = redis::pipe();
+    pipe.cmd("HGETALL").arg(record_key(uuid));
+    pipe.cmd("HGET")
+        .arg(ledger_key(uuid))
+        .arg(crate::engine::observe::ledger::hold_field(n, name));
+    let answer = m.link().send(Lane::Side, m.timeout(), Request::Pipe(&pipe));
+    let Ok(Value::Array(mut parts)) = answer.await else {
+        return who;
+    };
+    let acquired = parts
+        .pop()
+        .and_then(|v| redis::from_redis_value::<i64>(v).ok());
+    let record: HashMap<String, String> = parts
+        .pop()
+        .and_then(|v| redis::from_redis_value(v).ok())
+        .unwrap_or_default();
+    if record.is_empty() {
+        return who;
+    }
+    Who { acquired, ..who }.with_record(&record)
+}
