@@ -288,7 +288,7 @@ impl Engine {
     /// after [`DETECT_AFTER`], then checks every [`DETECT_EVERY`]; returns the error
     /// when this task is the youngest waiter of a cycle seen twice. Never returns
     /// otherwise (the wait it races ends it).
-    pub(crate) async fn detect(&self, waiting: &mut Waiting) -> Error {
+    pub(in crate::engine) async fn detect(&self, waiting: &mut Waiting) -> Error {
         tokio::time::sleep(DETECT_AFTER).await;
         waiting.written = true;
         self.flush_ledger().await;

@@ -91,7 +91,7 @@ fn fields(engine: &Engine) -> HashMap<String, i64> {
 impl Engine {
     /// Writes the difference between what the ledger should hold and what was written
     /// (invariants 1 and 2).
-    pub(crate) async fn flush_ledger(&self) {
+    pub(in crate::engine) async fn flush_ledger(&self) {
         let mut written = self.observe.written.lock().await;
         if self.shutdown.is_cancelled() {
             return;

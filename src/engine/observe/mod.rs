@@ -191,7 +191,7 @@ impl Drop for Waiting {
 impl Engine {
     /// Runs `acquire` (the acquisition of `call`) as a registered wait; with deadlock
     /// detection, raced against [`detect`](Engine::detect).
-    pub(crate) async fn observed<T>(
+    pub(in crate::engine) async fn observed<T>(
         &self,
         call: &Call,
         acquire: impl std::future::Future<Output = Result<T>>,

@@ -86,7 +86,7 @@ impl Who {
 impl Engine {
     /// Writes this client's record (and the ledger's expiry) on every master;
     /// failures are logged (the next round writes it again). Invariants 1 and 2.
-    pub(crate) async fn write_record(&self) {
+    pub(in crate::engine) async fn write_record(&self) {
         // Never after close() deleted it (remove_record holds the same lock).
         let written = self.observe.written.lock().await;
         if self.shutdown.is_cancelled() {
@@ -133,7 +133,7 @@ impl Engine {
     }
 
     /// Deletes this client's record and ledger on every master (close).
-    pub(crate) async fn remove_record(&self) {
+    pub(in crate::engine) async fn remove_record(&self) {
         // No flush or record write runs during or after (both check the shutdown
         // under this lock).
         let _written = self.observe.written.lock().await;
