@@ -73,15 +73,23 @@ impl Ledgers {
     }
 
     /// How many waits for `name` the ledgers record. A wait is written under the
-    /// waiting call's holder number and under those of the holds its task took
-    /// (observe/mod.rs invariant 3), with one waiting-since time: one wait is one
-    /// distinct (client, since) pair, however many fields list it.
+    /// waiting call's holder number and again under those of the holds its task took
+    /// (observe/mod.rs invariant 3), all with one waiting-since time. So within one
+    /// client's waits begun in the same millisecond, each number that holds nothing
+    /// is a waiting call of its own; a group whose numbers all hold something is one
+    /// wait (a task waiting under an owner's number that also holds).
     pub(super) fn waiting_for(&self, name: &str) -> u64 {
-        let waits: std::collections::HashSet<(&str, i64)> = (self.waits.iter())
-            .filter(|((_, _, n), _)| n == name)
-            .map(|((uuid, _, _), since)| (uuid.as_str(), *since))
+        let holds: std::collections::HashSet<(&str, &str)> = (self.holds.keys())
+            .map(|(uuid, n, _)| (uuid.as_str(), n.as_str()))
             .collect();
-        waits.len() as u64
+        let mut groups: HashMap<(&str, i64), u64> = HashMap::new();
+        for ((uuid, n, _), since) in self.waits.iter().filter(|((_, _, l), _)| l == name) {
+            let calls = groups.entry((uuid.as_str(), *since)).or_default();
+            if !holds.contains(&(uuid.as_str(), n.as_str())) {
+                *calls += 1;
+            }
+        }
+        groups.values().map(|calls| (*calls).max(1)).sum()
     }
 
     /// When holder `id` took `name`, if its ledger says (a faster multi-lock's hold is
@@ -198,6 +206,8 @@ mod tests {
             ("w|5|orders:1", "2500"),
             // The wait of holder 5, also listed under a hold of its task (number 3).
             ("w|3|orders:1", "2500"),
+            // Another call's wait, begun in the same millisecond as holder 4's.
+            ("w|8|orders:1", "2000"),
             ("h|6|g#AAA,BBB", "3000"),
             ("junk", "1"),
             ("h|7|bad", "x"),
@@ -213,7 +223,11 @@ mod tests {
         assert_eq!(l.held_since("u:3:write", "orders:1"), Some(1000));
         assert_eq!(l.held_since("u:4", "orders:1"), None);
         assert_eq!(l.waiting_since("u:4", "orders:1"), Some(2000));
-        assert_eq!(l.waiting_for("orders:1"), 2);
+        assert_eq!(
+            l.waiting_for("orders:1"),
+            3,
+            "4 and 8, and 5 (listed twice)"
+        );
         assert_eq!(l.held_since("u:6", "g"), Some(3000));
         assert_eq!(l.held_since("u:7", "bad"), None);
     }
