@@ -36,7 +36,7 @@ async fn main() -> redlatch::Result<()> {
         listing = holder.list(&format!("{PREFIX}*")).await?;
     }
     for lock in &listing.locks {
-        let holders: Vec<&str> = lock.holders.iter().map(|h| h.id.as_str()).collect();
+        let holders: Vec<&str> = lock.holders.iter().map(|h| h.holder.id.as_str()).collect();
         println!(
             "{} ({}): held by {holders:?}, ttl {:?}, {} waiting",
             lock.name,

@@ -31,7 +31,7 @@ pub use api::latch::CountDownLatch;
 pub use api::listing::LIST_TIMEOUT;
 pub use api::lock::{BackOff, Delays, Kind, Lock, Owner};
 pub use api::multi::{MultiGuard, MultiLock};
-pub use api::observe::{DeadlockCycle, Deadlocks, HolderInfo, WaitingTask};
+pub use api::observe::{DeadlockCycle, Deadlocks, WaitingTask};
 pub use api::revoke::ReleaseRequested;
 pub use api::rwlock::ReadWriteLock;
 pub use api::semaphore::permit::SemaphorePermit;
@@ -40,7 +40,7 @@ pub use api::status::MasterStatus;
 pub use api::urls::redact_url;
 pub use api::wire;
 pub use engine::observe::listing::{
-    ListedHolder, ListedKind, Listing, LockListing, QueuedWaiter, Unread,
+    HolderInfo, ListedHolder, ListedKind, Listing, LockListing, QueuedWaiter, Unread,
 };
 pub use error::{Cause, Error, MasterError, MasterErrors, Result};
 pub use keys::MAX_NAME_LEN;

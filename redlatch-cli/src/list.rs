@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use redlatch::{Client, ListedHolder, Listing, LockListing};
+use redlatch::{Client, HolderInfo, Listing, LockListing};
 
 use crate::conn::{self, RedisArgs};
 use crate::duration::{self, human};
@@ -105,7 +105,7 @@ pub fn table(listing: &Listing, now: i64) -> String {
         "NAME", "KIND", "HOLDERS (host pid app, held for)", "TTL", "WAITERS"
     );
     for l in &listing.locks {
-        let mut holders = l.holders.iter().map(|h| who(h, now));
+        let mut holders = l.holders.iter().map(|h| who(&h.holder, now));
         let first = holders.next().unwrap_or_else(|| state(l));
         out.push_str(&format!(
             "{:<28} {:<12} {:<40} {:>8} {:>7}\n",
@@ -136,7 +136,7 @@ pub fn table(listing: &Listing, now: i64) -> String {
 }
 
 /// A holder in one cell: where it runs, and for how long it holds.
-pub fn who(h: &ListedHolder, now: i64) -> String {
+pub fn who(h: &HolderInfo, now: i64) -> String {
     let held = h
         .acquired
         .map_or(String::new(), |s| format!(", {}", ago(now - s)));

@@ -166,7 +166,7 @@ impl View {
                     .map(|x| {
                         (
                             x.name.clone(),
-                            x.holders.iter().map(|h| h.id.clone()).collect(),
+                            x.holders.iter().map(|h| h.holder.id.clone()).collect(),
                         )
                     })
                     .collect();
@@ -231,7 +231,7 @@ impl View {
                 let age = l
                     .holders
                     .iter()
-                    .filter_map(|h| h.acquired)
+                    .filter_map(|h| h.holder.acquired)
                     .min()
                     .map_or(-1, |s| now - s);
                 (l, self.handovers(&l.name), age)
@@ -301,6 +301,7 @@ impl View {
 /// no record), how long it holds, the lease left, waiters and hand-overs per second.
 fn row(l: &LockListing, rate: f64, age: i64) -> Row<'static> {
     let first = l.holders.first();
+    let first = first.map(|h| &h.holder);
     let app = first.map_or("-".to_string(), |h| match &h.app {
         Some(app) => app.clone(),
         None => h.id.clone(),

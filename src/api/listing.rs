@@ -36,7 +36,7 @@ impl Client {
     /// assert_eq!(names, ["orders:42", "orders:slots"]);
     /// let lock = &listing.locks[0];
     /// assert_eq!(lock.kind, ListedKind::Lock);
-    /// assert_eq!(lock.holders[0].id, guard.holder().to_string());
+    /// assert_eq!(lock.holders[0].holder.id, guard.holder().to_string());
     /// assert!(lock.ttl.is_some());
     /// assert_eq!(lock.waiters, 0);
     /// assert_eq!(listing.locks[1].kind, ListedKind::Counter);

@@ -4,39 +4,7 @@
 use std::time::Duration;
 
 use crate::api::client::Client;
-use crate::engine::facade::{FoundCycle, FoundDeadlocks, Who};
-
-/// A holder id with what its client's record says: the host, process, app and
-/// library version of the client, when it connected, and when the hold was taken.
-///
-/// A holder of another client library (a Redisson holder) or of a client that is
-/// gone has no record: every field but `id` is then `None`. `acquired` is `None` too
-/// for a hold younger than about a second (the ledger is written at most once a
-/// second) and for a holder that is not a lock's (a permit). Times are in ms since
-/// the Unix epoch. With the `serde` feature it implements `Serialize` with these
-/// field names.
-///
-/// # Examples
-/// See the example on [`Lock::status`](crate::Lock::status).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[non_exhaustive]
-pub struct HolderInfo {
-    /// The holder id as the lock stores it (`uuid:n`, a writer's `uuid:n:write`).
-    pub id: String,
-    /// The client's host name.
-    pub host: Option<String>,
-    /// The client's process id.
-    pub pid: Option<u32>,
-    /// The client's app name ([`Config::app`](crate::Config::app)).
-    pub app: Option<String>,
-    /// The redlatch version of the client.
-    pub version: Option<String>,
-    /// When the client connected, ms since the epoch.
-    pub since: Option<i64>,
-    /// When the hold was taken, ms since the epoch.
-    pub acquired: Option<i64>,
-}
+use crate::engine::facade::{FoundCycle, FoundDeadlocks, HolderInfo, Who};
 
 impl From<Who> for HolderInfo {
     fn from(w: Who) -> HolderInfo {

@@ -98,8 +98,13 @@ async fn every_kind_is_listed_once_as_what_it_is() {
         ],
         "{listing:#?}"
     );
-    let holder =
-        |name: &str| -> Vec<String> { found[name].holders.iter().map(|h| h.id.clone()).collect() };
+    let holder = |name: &str| -> Vec<String> {
+        found[name]
+            .holders
+            .iter()
+            .map(|h| h.holder.id.clone())
+            .collect()
+    };
     assert_eq!(holder("k:plain"), [plain.holder().to_string()]);
     assert_eq!(holder("k:spin"), [spin.holder().to_string()]);
     assert_eq!(holder("k:simple"), [simple.holder().to_string()]);
@@ -143,16 +148,16 @@ async fn every_kind_is_listed_once_as_what_it_is() {
     // Every lock holder of `a` resolves to a's record (a permit's id has none).
     let a_id = a.id().to_string();
     for h in listing.locks.iter().flat_map(|l| &l.holders) {
-        let ours = h.id.starts_with(&a_id);
+        let ours = h.holder.id.starts_with(&a_id);
         assert_eq!(h.record, ours, "{h:?}");
-        assert_eq!(h.pid.is_some(), ours, "{h:?}");
+        assert_eq!(h.holder.pid.is_some(), ours, "{h:?}");
     }
 
     fair.unlock().await.unwrap();
     let next = queued.await.unwrap().unwrap();
     let listing = a.list("k:fair").await.unwrap();
     assert_eq!(listing.locks.len(), 1, "{listing:#?}");
-    assert_eq!(listing.locks[0].holders[0].id, next.holder());
+    assert_eq!(listing.locks[0].holders[0].holder.id, next.holder());
     assert_eq!(listing.locks[0].waiters, 0);
 }
 
@@ -255,7 +260,7 @@ async fn holders_resolve_to_their_clients_records() {
         let acquired = |name: &str| {
             found
                 .get(name)
-                .is_some_and(|l| l.holders[0].acquired.is_some())
+                .is_some_and(|l| l.holders[0].holder.acquired.is_some())
         };
         let ready = acquired("r:plain")
             && found.get("r:spin").is_some_and(|l| l.waiters == 2)
@@ -270,19 +275,22 @@ async fn holders_resolve_to_their_clients_records() {
     let h = &found["r:plain"].holders[0];
     assert!(h.record, "{h:?}");
     assert!(
-        h.host.as_deref().is_some_and(|host| !host.is_empty()),
+        h.holder
+            .host
+            .as_deref()
+            .is_some_and(|host| !host.is_empty()),
         "{h:?}"
     );
-    assert_eq!(h.pid, Some(std::process::id()));
-    assert_eq!(h.app.as_deref(), Some("nightly"));
-    assert_eq!(h.version.as_deref(), Some(env!("CARGO_PKG_VERSION")));
+    assert_eq!(h.holder.pid, Some(std::process::id()));
+    assert_eq!(h.holder.app.as_deref(), Some("nightly"));
+    assert_eq!(h.holder.version.as_deref(), Some(env!("CARGO_PKG_VERSION")));
     let now = now_ms();
     let within = |t: Option<i64>| t.is_some_and(|t| (before..=now).contains(&t));
-    assert!(within(h.since) && within(h.acquired), "{h:?}");
+    assert!(within(h.holder.since) && within(h.holder.acquired), "{h:?}");
     // The spin lock: its holder, and the two waiters only b's ledger knows of.
     let s = &found["r:spin"].holders[0];
     assert_eq!(
-        (s.id.as_str(), s.app.as_deref()),
+        (s.holder.id.as_str(), s.holder.app.as_deref()),
         (spin.holder(), Some("nightly"))
     );
     assert_eq!(found["r:spin"].waiters, 2, "{:?}", found["r:spin"]);
@@ -300,7 +308,7 @@ async fn holders_resolve_to_their_clients_records() {
     let _: () = server.cmd(&["PEXPIRE", "r:java", "30000"]);
     let listing = a.list("r:java").await.unwrap();
     let java = &listing.locks[0].holders[0];
-    assert!(!java.record && java.host.is_none() && java.acquired.is_none());
+    assert!(!java.record && java.holder.host.is_none() && java.holder.acquired.is_none());
     // And the records and ledgers are no locks of their own.
     assert!(a.list("redlatch_*").await.unwrap().locks.is_empty());
     fair.unlock().await.unwrap();

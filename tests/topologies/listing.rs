@@ -59,7 +59,7 @@ async fn a_cluster_lists_the_locks_of_every_primary() {
     for (name, guard) in names.iter().zip(&guards) {
         let l = find(name);
         assert_eq!(l.kind, ListedKind::Lock);
-        assert_eq!(l.holders[0].id, guard.holder());
+        assert_eq!(l.holders[0].holder.id, guard.holder());
     }
     assert_eq!(find(&names[0]).waiters, 1, "the waiting client");
     assert_eq!(find(&names[1]).waiters, 0);
@@ -98,7 +98,7 @@ async fn redlock_lists_every_master_and_names_one_that_is_down() {
     assert_eq!((got[0].0, got[0].1), ("rl:1", ListedKind::Lock));
     assert_eq!((got[1].0, got[1].1), ("rl:2", ListedKind::Fenced));
     assert!(got.iter().all(|g| g.2 >= 2), "{got:?}");
-    assert_eq!(listing.locks[0].holders[0].id, guard.holder());
+    assert_eq!(listing.locks[0].holders[0].holder.id, guard.holder());
     // A master down: the listing says so and still lists what the others hold.
     servers[2].kill();
     let started = Instant::now();

@@ -78,7 +78,7 @@ pub(crate) use crate::engine::kinds::call::{Holding, LockSpec};
 pub(crate) use crate::engine::kinds::group::{
     composite as group_name, field as group_field, Status as GroupStatus,
 };
-pub(crate) use crate::engine::observe::listing::Listing;
+pub(crate) use crate::engine::observe::listing::{HolderInfo, Listing};
 pub(crate) use crate::engine::observe::{Cycle as FoundCycle, Deadlocks as FoundDeadlocks, Who};
 pub(crate) use crate::transport::connect::{Deployment, Shape};
 pub(crate) use crate::transport::replicas::SyncReplicas;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::classify::GROUP_EXPIRY;
-use super::listing::{ListedHolder, ListedKind, LockListing, QueuedWaiter};
+use super::listing::{HolderInfo, ListedHolder, ListedKind, LockListing, QueuedWaiter};
 use super::records::{parse_holder, Ledgers, Record};
 use crate::engine::kinds::inspect::State;
 
@@ -41,13 +41,16 @@ impl Found {
         let mut holders: Vec<ListedHolder> = Vec::new();
         for st in &self.states {
             for (id, count, expires_at) in holder_counts(self.kind, st) {
-                match holders.iter_mut().find(|h| h.id == id) {
+                match holders.iter_mut().find(|h| h.holder.id == id) {
                     Some(h) => h.count = h.count.max(count),
                     None => holders.push(ListedHolder {
-                        id: id.to_string(),
+                        holder: HolderInfo {
+                            id: id.to_string(),
+                            acquired: ledgers.held_since(id, &self.name),
+                            ..HolderInfo::default()
+                        },
                         count,
                         expires_at,
-                        acquired: ledgers.held_since(id, &self.name),
                         ..ListedHolder::default()
                     }),
                 }
@@ -91,15 +94,16 @@ impl Found {
 
 /// A client's record on a holder.
 fn resolve(h: &mut ListedHolder, records: &HashMap<String, Record>) {
-    let Some(r) = parse_holder(&h.id).and_then(|(uuid, _)| records.get(uuid)) else {
+    let Some(r) = parse_holder(&h.holder.id).and_then(|(uuid, _)| records.get(uuid)) else {
         return;
     };
     h.record = true;
-    h.host = r.host.clone();
-    h.pid = r.pid;
-    h.app = r.app.clone();
-    h.version = r.version.clone();
-    h.since = r.since;
+    let who = &mut h.holder;
+    who.host = r.host.clone();
+    who.pid = r.pid;
+    who.app = r.app.clone();
+    who.version = r.version.clone();
+    who.since = r.since;
 }
 
 /// The queue of the master that has the longest (under Redlock each master keeps its

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::holding::holder_id::Context;
 use crate::engine::masters::quorum::fan_out;
-use crate::engine::observe::{now_ms, split_holder, Observe};
+use crate::engine::observe::{now_ms, split_holder, Observe, Wait, DETECT_AFTER};
 use crate::engine::Engine;
 use crate::transport::{Lane, Request};
 
@@ -76,7 +76,10 @@ fn fields(engine: &Engine) -> HashMap<String, i64> {
             ids.push(n);
         }
     }
-    for wait in engine.observe.waits() {
+    // A call is a waiter once it has waited DETECT_AFTER: an acquisition granted at
+    // once (its registration lasts one round trip) is never listed as one.
+    let waiting = |w: &Wait| now_ms - w.since_ms >= DETECT_AFTER.as_millis() as i64;
+    for wait in engine.observe.waits().into_iter().filter(waiting) {
         let Some((_, own)) = split_holder(&wait.holder) else {
             continue;
         };

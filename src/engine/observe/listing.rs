@@ -138,16 +138,45 @@ pub struct LockListing {
     pub masters: usize,
 }
 
-/// One holder of a listed lock and, where its client left a record, who it is.
+/// A holder id with what its client's record says: the host, process, app and
+/// library version of the client, when it connected, and when the hold was taken.
 ///
-/// A holder id `uuid:n` (`uuid:n:write` for a writer) names its client by `uuid`; a
-/// redlatch client records its host, pid, app and version under it while it runs. A
-/// Redisson (Java) holder, or a client that is gone, has no record: those fields are
-/// `None` and `record` is false.
+/// A holder of another client library (a Redisson holder) or of a client that is
+/// gone has no record: every field but `id` is then `None`. `acquired` is `None` too
+/// for a hold younger than about a second (the ledger is written at most once a
+/// second) and for a holder that is not a lock's (a permit). Times are in ms since
+/// the Unix epoch. With the `serde` feature it implements `Serialize` with these
+/// field names.
 ///
-/// With the `serde` feature it implements `Serialize` as `{"id", "count", "record",
-/// "host", "pid", "app", "version", "since", "acquired", "expires_at"}` (`since` and
-/// `acquired` as `Lock::status`'s holders say them).
+/// # Examples
+/// See the example on [`Lock::status`](crate::Lock::status).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct HolderInfo {
+    /// The holder id as the lock stores it (`uuid:n`, a writer's `uuid:n:write`).
+    pub id: String,
+    /// The client's host name.
+    pub host: Option<String>,
+    /// The client's process id.
+    pub pid: Option<u32>,
+    /// The client's app name ([`Config::app`](crate::Config::app)).
+    pub app: Option<String>,
+    /// The redlatch version of the client.
+    pub version: Option<String>,
+    /// When the client connected, ms since the epoch.
+    pub since: Option<i64>,
+    /// When the hold was taken, ms since the epoch.
+    pub acquired: Option<i64>,
+}
+
+/// A holder as a listing shows it: who it is ([`HolderInfo`], the same as
+/// [`Lock::status`](crate::Lock::status)'s holders), its count, whether its client
+/// left a record, and when a permit's or a faster multi-lock's hold expires.
+///
+/// With the `serde` feature it implements `Serialize` as one object: `HolderInfo`'s
+/// fields (`id`, `host`, `pid`, `app`, `version`, `since`, `acquired`) beside
+/// `count`, `record` and `expires_at`.
 ///
 /// # Examples
 /// See the example on [`Client::list`](crate::Client::list).
@@ -155,25 +184,14 @@ pub struct LockListing {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct ListedHolder {
-    /// The holder id as the lock stores it (an expirable semaphore's permit id in hex).
-    pub id: String,
+    /// Who holds: the holder id as the lock stores it (an expirable semaphore's
+    /// permit id in hex) and what its client's record says.
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub holder: HolderInfo,
     /// Its hold count (a faster multi-lock: how many values it holds).
     pub count: u64,
     /// Its client left a record.
     pub record: bool,
-    /// The host its client runs on.
-    pub host: Option<String>,
-    /// Its client's process id.
-    pub pid: Option<u32>,
-    /// Its client's app name.
-    pub app: Option<String>,
-    /// Its client's library version.
-    pub version: Option<String>,
-    /// When its client connected, in ms since the epoch.
-    pub since: Option<i64>,
-    /// When it took the lock, in ms since the epoch, as its client's ledger says
-    /// (unknown for a hold younger than the ledger's last write, about a second).
-    pub acquired: Option<i64>,
     /// When a permit (an expirable semaphore) or a faster multi-lock's hold expires, in
     /// ms since the epoch.
     pub expires_at: Option<i64>,
