@@ -37,6 +37,17 @@ pub struct Client {
     pub(super) rt: Arc<Runtime>,
 }
 
+/// The per-thread twins of the async client's lock getters: each is its namesake's
+/// [`crate::Lock`], held per thread.
+macro_rules! per_thread {
+    ($($(#[$attr:meta])* $getter:ident($($arg:ident: $ty:ty)?);)*) => {$(
+        $(#[$attr])*
+        pub fn $getter(&self, name: impl Into<String> $(, $arg: $ty)?) -> Lock {
+            self.wrap(self.inner.$getter(name $(, $arg)?))
+        }
+    )*};
+}
+
 impl Client {
     /// Starts the client's runtime and connects (see [`crate::Client::connect`] and its
     /// example).
@@ -53,52 +64,26 @@ impl Client {
         Ok(Client { inner, rt })
     }
 
-    /// A reentrant, non-fair lock (Redisson `RLock`), held per thread; as [`crate::Client::lock`] (example there).
-    pub fn lock(&self, name: impl Into<String>) -> Lock {
-        self.wrap(self.inner.lock(name))
-    }
-
-    /// A reentrant FIFO lock (Redisson `RFairLock`), held per thread; as [`crate::Client::fair_lock`] (example there).
-    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
-        self.wrap(self.inner.fair_lock(name))
-    }
-
-    /// A fenced lock (Redisson `RFencedLock`), held per thread; as [`crate::Client::fenced_lock`] (example there).
-    pub fn fenced_lock(&self, name: impl Into<String>) -> Lock {
-        self.wrap(self.inner.fenced_lock(name))
-    }
-
-    /// A non-reentrant lock, held per thread; as [`crate::Client::non_reentrant_lock`] (example there).
-    pub fn non_reentrant_lock(&self, name: impl Into<String>) -> Lock {
-        self.wrap(self.inner.non_reentrant_lock(name))
-    }
-
-    /// A non-reentrant FIFO lock, held per thread; as [`crate::Client::non_reentrant_fair_lock`] (example there).
-    pub fn non_reentrant_fair_lock(&self, name: impl Into<String>) -> Lock {
-        self.wrap(self.inner.non_reentrant_fair_lock(name))
-    }
-
-    /// A spin lock (Redisson `getSpinLock`), held per thread; as [`crate::Client::spin_lock`] (example there).
-    pub fn spin_lock(&self, name: impl Into<String>) -> Lock {
-        self.wrap(self.inner.spin_lock(name))
-    }
-
-    /// A spin lock waiting by `backoff`, held per thread; as [`crate::Client::spin_lock_with`] (example there).
-    pub fn spin_lock_with(&self, name: impl Into<String>, backoff: crate::BackOff) -> Lock {
-        self.wrap(self.inner.spin_lock_with(name, backoff))
-    }
-
-    /// A simple lock (the Redlock reference clients' `SET NX PX` lock), held per thread;
-    /// as [`crate::Client::simple_lock`] (example there).
-    #[doc(alias("redsync", "redlock"))]
-    pub fn simple_lock(&self, name: impl Into<String>) -> Lock {
-        self.wrap(self.inner.simple_lock(name))
-    }
-
-    /// A simple lock waiting by `backoff`, held per thread; as
-    /// [`crate::Client::simple_lock_with`] (example there).
-    pub fn simple_lock_with(&self, name: impl Into<String>, backoff: crate::BackOff) -> Lock {
-        self.wrap(self.inner.simple_lock_with(name, backoff))
+    per_thread! {
+        /// A reentrant, non-fair lock (Redisson `RLock`), held per thread; as [`crate::Client::lock`] (example there).
+        lock();
+        /// A reentrant FIFO lock (Redisson `RFairLock`), held per thread; as [`crate::Client::fair_lock`] (example there).
+        fair_lock();
+        /// A fenced lock (Redisson `RFencedLock`), held per thread; as [`crate::Client::fenced_lock`] (example there).
+        fenced_lock();
+        /// A non-reentrant lock, held per thread; as [`crate::Client::non_reentrant_lock`] (example there).
+        non_reentrant_lock();
+        /// A non-reentrant FIFO lock, held per thread; as [`crate::Client::non_reentrant_fair_lock`] (example there).
+        non_reentrant_fair_lock();
+        /// A spin lock (Redisson `getSpinLock`), held per thread; as [`crate::Client::spin_lock`] (example there).
+        spin_lock();
+        /// A spin lock waiting by `backoff`, held per thread; as [`crate::Client::spin_lock_with`] (example there).
+        spin_lock_with(backoff: crate::BackOff);
+        /// A simple lock (the Redlock reference clients' `SET NX PX` lock), held per thread; as [`crate::Client::simple_lock`] (example there).
+        #[doc(alias("redsync", "redlock"))]
+        simple_lock();
+        /// A simple lock waiting by `backoff`, held per thread; as [`crate::Client::simple_lock_with`] (example there).
+        simple_lock_with(backoff: crate::BackOff);
     }
 
     fn wrap(&self, inner: crate::Lock) -> Lock {
