@@ -14,6 +14,7 @@ mod peers;
 mod redisson;
 mod scale;
 mod server;
+mod signal_peer;
 mod simple;
 mod stats;
 
@@ -105,7 +106,8 @@ pub enum Workload {
     /// redlatch beside its peers in interleaved rounds (first master only): W1 and W2
     /// beside the rslock protocol (SET NX PX and a compare-and-delete script) and
     /// Redisson 4.7.0 (the real client in a JVM), W2's wire floor (batch.lua sent by bare
-    /// redis-rs), W3 and W7 (P = 8) beside Redisson; a line per run, redlatch's with the
+    /// redis-rs), W3 beside Redisson, W7 (P = 8) beside Redisson and python-redis-lock's
+    /// wire (SET NX EX, BLPOP on a signal list); a line per run, redlatch's with the
     /// round's ratios, then a summary per figure (medians, min–max over the rounds).
     #[value(name = "peers")]
     Peers,
@@ -131,6 +133,10 @@ pub struct BenchArgs {
     /// Internal: run as one W7 process on this lock name.
     #[arg(long, value_name = "NAME", hide = true)]
     pub w7_child: Option<String>,
+
+    /// Internal: the W7 child speaks a peer's wire instead (`signal`: python-redis-lock's).
+    #[arg(long, value_name = "PEER", hide = true, requires = "w7_child")]
+    pub w7_peer: Option<String>,
 
     /// `peers`: how many interleaved rounds.
     #[arg(long, default_value_t = 3)]
@@ -274,7 +280,11 @@ pub async fn run(args: BenchArgs) -> ExitCode {
 
 async fn bench(args: BenchArgs) -> Result<(), Failure> {
     if let Some(name) = &args.w7_child {
-        return fleet::child(&args.redis, name).await;
+        return match args.w7_peer.as_deref() {
+            None => fleet::child(&args.redis, name).await,
+            Some("signal") => signal_peer::child(&args.redis, name).await,
+            Some(other) => Err(Failure::usage(format!("no W7 peer {other:?}"))),
+        };
     }
     let config = args.redis.config()?;
     let client = conn::connect(config.clone()).await?;

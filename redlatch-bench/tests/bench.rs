@@ -237,6 +237,7 @@ fn peers_measures_w1_and_w2_beside_the_reference_protocol() {
             ("batch-floor", "W2"),
             ("redlatch", "W3"),
             ("redlatch", "W7"),
+            ("python-redis-lock-protocol", "W7"),
         ],
         "{docs:?}"
     );
@@ -263,6 +264,19 @@ fn peers_measures_w1_and_w2_beside_the_reference_protocol() {
     assert!(w2["vs_rslock"].as_f64() > Some(0.0), "{w2}");
     assert_eq!(w2["vs_rslock_min"], w2["vs_rslock_max"], "{w2}");
     assert!(summary(&docs, "W2", "server_cpu_us_per_pair")["vs_floor"].as_f64() > Some(0.0));
+    // W7 beside python-redis-lock's wire: its processes took the lock in turn (no two
+    // holds overlap), counting their own SET tries, at least one per acquisition.
+    let peer = (docs.iter())
+        .find(|d| d["lib"] == "python-redis-lock-protocol")
+        .unwrap();
+    assert_eq!(peer["procs"], 8, "{peer}");
+    assert_eq!(peer["violations"], 0, "{peer}");
+    assert!(peer["ops"].as_u64() > Some(0), "{peer}");
+    assert!(
+        peer["tries_per_acquisition"].as_f64() >= Some(1.0),
+        "{peer}"
+    );
+    assert!(peer["cross_handoffs"].as_u64().is_some(), "{peer}");
 }
 
 /// Issue 36: with java and mvn on the PATH, `--workload peers` also runs the real
@@ -285,7 +299,11 @@ fn peers_measures_redisson_beside_redlatch() {
         assert_eq!(d["redisson_version"], "4.7.0", "{d}");
         assert_eq!(d["round"], 1, "{d}");
         match d["workload"].as_str().unwrap() {
-            "W1" => assert_eq!(d["ops"], 3000, "{d}"),
+            "W1" => {
+                assert_eq!(d["ops"], 3000, "{d}");
+                // The next run started once the JVM had gone quiet (or 20 s had passed).
+                assert!(d["jvm_settle_ms"].as_u64() <= Some(21_000), "{d}");
+            }
             "W2" => assert!(d["server_cpu_us_per_pair"].as_f64().is_some(), "{d}"),
             _ => {
                 assert_eq!(d["violations"], 0, "{d}");

@@ -39,6 +39,8 @@ struct Record {
     acquired: u64,
     /// About to call `unlock()`.
     released: u64,
+    /// The acquire's tries, from a child that counts them itself.
+    tries: Option<u64>,
 }
 
 /// A started child: its stdin (the barrier) and its stdout (ready, records, done).
@@ -109,12 +111,14 @@ pub async fn run_with(
                 break;
             }
             let v: Vec<u64> = line.split(' ').filter_map(|x| x.parse().ok()).collect();
-            if let [called, acquired, released] = v[..] {
+            let tries = v.get(3).copied();
+            if let [called, acquired, released, ..] = v[..] {
                 records.push(Record {
                     proc,
                     called,
                     acquired,
                     released,
+                    tries,
                 });
             }
         }
@@ -191,11 +195,13 @@ fn summarise(
     let last = records.iter().map(|r| r.released).max().unwrap_or(end);
     let took = ns(last.max(end) - start);
     let acquisitions = records.len() as u64;
-    // Every script call is an acquire try or one of the `acquisitions` releases.
-    let tries = if acquisitions == 0 {
-        0.0
-    } else {
-        scripts.saturating_sub(acquisitions) as f64 / acquisitions as f64
+    // Every script call is an acquire try or one of the `acquisitions` releases, unless
+    // the children counted their tries themselves.
+    let counted: Option<u64> = records.iter().map(|r| r.tries).sum();
+    let tries = match (acquisitions, counted) {
+        (0, _) => 0.0,
+        (n, Some(t)) => t as f64 / n as f64,
+        (n, None) => scripts.saturating_sub(n) as f64 / n as f64,
     };
     let secs = took.as_secs_f64();
     let mut r = ctx.report("W7", acquisitions, took, &mut all);
@@ -217,12 +223,50 @@ fn summarise(
     r
 }
 
-/// A W7 child (`--w7-child NAME`): connects, says "ready", waits for "go END",
-/// loops until END, prints one "called acquired released" line per acquisition, then
-/// "done", and exits when its stdin closes.
+/// What a W7 child takes and gives back: one acquisition (the number of tries it
+/// took, when the library counts them itself) and its release.
+pub trait FleetLock {
+    /// Blocks until acquired; `Some(tries)` for a peer whose tries the master's script
+    /// counters cannot see (its acquire is not a script).
+    async fn acquire(&mut self) -> Result<Option<u64>, Failure>;
+    async fn release(&mut self) -> Result<(), Failure>;
+}
+
+/// redlatch's lock as a W7 child takes it.
+struct Redlatch {
+    lock: redlatch::Lock,
+    guard: Option<redlatch::LockGuard>,
+}
+
+impl FleetLock for Redlatch {
+    async fn acquire(&mut self) -> Result<Option<u64>, Failure> {
+        let guard = (self.lock.lock().await).map_err(|e| exit::from_error("W7 lock", &e))?;
+        self.guard = Some(guard);
+        Ok(None)
+    }
+
+    async fn release(&mut self) -> Result<(), Failure> {
+        if let Some(guard) = self.guard.take() {
+            guard
+                .unlock()
+                .await
+                .map_err(|e| exit::from_error("W7 unlock", &e))?;
+        }
+        Ok(())
+    }
+}
+
+/// A W7 child of redlatch (`--w7-child NAME`).
 pub async fn child(redis: &RedisArgs, name: &str) -> Result<(), Failure> {
     let client = conn::connect(redis.config()?).await?;
     let lock = client.lock(name);
+    child_with(Redlatch { lock, guard: None }).await
+}
+
+/// A W7 child: says "ready", waits for "go END", loops lock → `yield_now` → unlock
+/// until END, prints one "called acquired released [tries]" line per acquisition, then
+/// "done", and exits when its stdin closes.
+pub async fn child_with(mut lock: impl FleetLock) -> Result<(), Failure> {
     let internal = |e: std::io::Error| Failure::new(exit::INTERNAL, e.to_string());
     let mut out = tokio::io::stdout();
     out.write_all(b"ready\n").await.map_err(internal)?;
@@ -240,22 +284,19 @@ pub async fn child(redis: &RedisArgs, name: &str) -> Result<(), Failure> {
     let mut records = Vec::new();
     while mono_ns() < end {
         let called = mono_ns();
-        let guard = lock
-            .lock()
-            .await
-            .map_err(|e| exit::from_error("W7 lock", &e))?;
+        let tries = lock.acquire().await?;
         let acquired = mono_ns();
         tokio::task::yield_now().await;
         let released = mono_ns();
-        guard
-            .unlock()
-            .await
-            .map_err(|e| exit::from_error("W7 unlock", &e))?;
-        records.push((called, acquired, released));
+        lock.release().await?;
+        records.push((called, acquired, released, tries));
     }
     let mut text = String::with_capacity(records.len() * 64);
-    for (c, a, r) in records {
-        text.push_str(&format!("{c} {a} {r}\n"));
+    for (c, a, r, t) in records {
+        match t {
+            Some(t) => text.push_str(&format!("{c} {a} {r} {t}\n")),
+            None => text.push_str(&format!("{c} {a} {r}\n")),
+        }
     }
     text.push_str("done\n");
     out.write_all(text.as_bytes()).await.map_err(internal)?;

@@ -2,8 +2,8 @@
 //!
 //! Each round runs W1 (redlatch, the rslock protocol, Redisson), W2 (the same and W2's
 //! wire floor: batch.lua sent by bare redis-rs), W3 (redlatch, Redisson) and W7 with
-//! P = 8 processes (redlatch, Redisson's JVMs), one line each tagged with its `round`;
-//! the order of the libraries rotates from round to round, so the machine's drift weighs
+//! P = 8 processes (redlatch, python-redis-lock's wire, Redisson's JVMs), one line each
+//! tagged with its `round`; the order of the libraries rotates from round to round, so the machine's drift weighs
 //! on all of them. redlatch's lines carry the same round's ratios (`p50_vs_rslock`,
 //! `ops_per_s_vs_redisson`, ...). Then one `summary` line per figure: each library's
 //! median with min and max over the rounds, and the median, min and max of the
@@ -12,7 +12,7 @@
 use serde_json::{json, Value};
 
 use super::redisson::{self, Jvm};
-use super::{batch_floor, contended, fleet, peer, simple, Ctx, Report};
+use super::{batch_floor, contended, fleet, peer, signal_peer, simple, Ctx, Report};
 
 /// W7's process count beside Redisson (one JVM each).
 pub const W7_PROCS: usize = 8;
@@ -24,6 +24,8 @@ enum Lib {
     Rslock,
     Redisson,
     Floor,
+    /// python-redis-lock's wire (W7).
+    Signal,
 }
 
 /// What the peers run takes beyond the context.
@@ -53,7 +55,7 @@ pub async fn run(ctx: &Ctx, opts: &Opts) -> Result<Vec<Report>, String> {
                 &[Lib::Redlatch, Lib::Rslock, Lib::Redisson, Lib::Floor],
             ),
             ("W3", &[Lib::Redlatch, Lib::Redisson]),
-            ("W7", &[Lib::Redlatch, Lib::Redisson]),
+            ("W7", &[Lib::Redlatch, Lib::Signal, Lib::Redisson]),
         ];
         for (workload, libs) in plan {
             let mut order: Vec<Lib> = libs
@@ -98,6 +100,7 @@ async fn one(
         ("W1", Lib::Rslock) => peer::w1(ctx).await,
         ("W2", Lib::Rslock) => peer::w2(ctx).await,
         ("W2", Lib::Floor) => batch_floor::w2(ctx).await,
+        ("W7", Lib::Signal) => signal_peer::run(ctx, W7_PROCS).await,
         (w, Lib::Redisson) => {
             let jvm = jvm.expect("the JVM runs when Redisson is measured");
             match w {
@@ -175,9 +178,13 @@ fn short(lib: &str) -> &str {
     match lib {
         "rslock-protocol" => "rslock",
         "batch-floor" => "floor",
+        signal_peer::LIB => "signal",
         other => other,
     }
 }
+
+/// The peers' short names, in the order lines and summaries show them.
+const PEERS: [&str; 4] = ["rslock", "redisson", "floor", "signal"];
 
 /// Median, min and max (the median of an even count is the lower middle one).
 fn spread(mut xs: Vec<f64>) -> Option<(f64, f64, f64)> {
@@ -203,7 +210,13 @@ fn summaries(lines: &[Report]) -> Vec<Report> {
         s.insert("figure".into(), json!(field));
         let ours = of("redlatch");
         s.insert("rounds".into(), json!(ours.len()));
-        for lib in ["redlatch", "rslock-protocol", "redisson", "batch-floor"] {
+        for lib in [
+            "redlatch",
+            "rslock-protocol",
+            "redisson",
+            "batch-floor",
+            signal_peer::LIB,
+        ] {
             let vals = of(lib).iter().filter_map(|r| num(r, field)).collect();
             if let Some((med, min, max)) = spread(vals) {
                 let short = short(lib);
@@ -212,7 +225,7 @@ fn summaries(lines: &[Report]) -> Vec<Report> {
                 s.insert(format!("{short}_max"), json!(max));
             }
         }
-        for peer in ["rslock", "redisson", "floor"] {
+        for peer in PEERS {
             let key = ratio_key(field, peer);
             let vals = ours.iter().filter_map(|r| num(r, &key)).collect();
             if let Some((med, min, max)) = spread(vals) {
@@ -233,13 +246,13 @@ fn summaries(lines: &[Report]) -> Vec<Report> {
 pub fn summary_text(s: &Report) -> String {
     let f = |k: &str| s.get(k).and_then(Value::as_f64).unwrap_or(0.0);
     let mut parts = Vec::new();
-    for lib in ["redlatch", "rslock", "redisson", "floor"] {
+    for lib in ["redlatch"].into_iter().chain(PEERS) {
         if s.contains_key(lib) {
             let (med, min, max) = (f(lib), f(&format!("{lib}_min")), f(&format!("{lib}_max")));
             parts.push(format!("{lib} {med:.1} ({min:.1}–{max:.1})"));
         }
     }
-    for peer in ["rslock", "redisson", "floor"] {
+    for peer in PEERS {
         let key = format!("vs_{peer}");
         if s.contains_key(&key) {
             let (med, min, max) = (f(&key), f(&format!("{key}_min")), f(&format!("{key}_max")));

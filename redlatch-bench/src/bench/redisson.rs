@@ -4,6 +4,9 @@
 //! is older than its sources, starts one JVM that serves W1, W2 and W3 for the whole run
 //! (so its JIT stays warm between rounds), and P more for each W7 run. The JVM times the
 //! workloads itself; the server's CPU comes from the master's counters around each call.
+//! After every command the bench waits until the JVM has gone quiet (its JIT and GC go
+//! on for a while on the bench's core and would slow whichever library ran next:
+//! [`Jvm::settle`]), and reports the wait as `jvm_settle_ms`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -107,9 +110,27 @@ pub fn command(cp: &str, args: &[&str]) -> Command {
     cmd
 }
 
+/// How long the serving JVM may take to go quiet after a command (its JIT compiling,
+/// its GC) before the next library's run starts anyway.
+const SETTLE_MAX: Duration = Duration::from_secs(20);
+/// The JVM counts as quiet once it used at most this much CPU over [`SETTLE_STEP`].
+const QUIET_CPU_TICKS: u64 = 2;
+const SETTLE_STEP: Duration = Duration::from_millis(250);
+
+/// The user + system CPU ticks a process used so far (`/proc/PID/stat`, every thread).
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (in parentheses, which may hold spaces):
+    // utime and stime are the 12th and 13th of them.
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
 /// The serving JVM: W1, W2 and W3 on one Redisson client.
 pub struct Jvm {
     _child: Child,
+    pid: Option<u32>,
     stdin: ChildStdin,
     lines: tokio::io::Lines<BufReader<ChildStdout>>,
 }
@@ -123,8 +144,10 @@ impl Jvm {
             .map_err(|e| format!("starting java: {e}"))?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
+        let pid = child.id();
         let mut jvm = Jvm {
             _child: child,
+            pid,
             stdin,
             lines: BufReader::new(stdout).lines(),
         };
@@ -132,7 +155,29 @@ impl Jvm {
         if !ready.starts_with("ready ") {
             return Err(format!("the Redisson JVM said {ready:?}, expected ready"));
         }
+        jvm.settle().await;
         Ok(jvm)
+    }
+
+    /// Waits until the JVM is quiet: after a burst of work its JIT and GC threads go on
+    /// on the bench's core for a while, and would slow whichever library runs next.
+    /// Gives up after [`SETTLE_MAX`]; returns how long it waited.
+    pub async fn settle(&self) -> Duration {
+        let started = std::time::Instant::now();
+        let Some(pid) = self.pid else {
+            return Duration::ZERO;
+        };
+        let mut last = cpu_ticks(pid);
+        while started.elapsed() < SETTLE_MAX {
+            tokio::time::sleep(SETTLE_STEP).await;
+            let now = cpu_ticks(pid);
+            match (last, now) {
+                (Some(a), Some(b)) if b.saturating_sub(a) <= QUIET_CPU_TICKS => break,
+                (_, None) => break,
+                _ => last = now,
+            }
+        }
+        started.elapsed()
     }
 
     async fn line(&mut self) -> Result<String, String> {
@@ -152,10 +197,13 @@ impl Jvm {
             .map_err(|e| e.to_string())?;
         self.stdin.flush().await.map_err(|e| e.to_string())?;
         let line = self.line().await?;
-        match serde_json::from_str::<Value>(&line) {
-            Ok(Value::Object(m)) => Ok(m),
-            _ => Err(format!("the Redisson JVM answered {cmd:?} with {line}")),
-        }
+        let mut got = match serde_json::from_str::<Value>(&line) {
+            Ok(Value::Object(m)) => m,
+            _ => return Err(format!("the Redisson JVM answered {cmd:?} with {line}")),
+        };
+        let settled = self.settle().await;
+        got.insert("jvm_settle_ms".into(), json!(settled.as_millis() as u64));
+        Ok(got)
     }
 
     /// W1: `warmup` untimed pairs (the JIT), then 3,000 timed ones.

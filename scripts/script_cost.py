@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""The server's own time per operation of redlatch's group-commit and acquire scripts,
+read from INFO commandstats (Redis times each EVALSHA itself, so the client's speed and
+the network do not enter), for two trees' lua/ side by side in interleaved rounds: an
+A/B of a script change that no workload on a shared VM can resolve (BENCHMARKS.md,
+"Optimisation log"). Standard library only.
+
+Usage: scripts/script_cost.py [--server redis-server] [--rounds 5] [--calls 400]
+                              A_ROOT B_ROOT CASE...
+CASE: batch:N       batch.lua, N fresh names acquired in one call, released in the next
+      node:N        batch_node.lua in the sharded dialect (a Redis >= 7 cluster node's
+                    script; run here on a standalone Redis 7, where the same commands run)
+      acquire       acquire.lua on a fresh name, then release.lua (W1's pair)
+Every acquire is sent as the tree's library sends a lock()'s first attempt: with a new
+waiter's ticket, marked new when the tree knows that mark ("A" in batches, ARGV[4] = "1"
+for acquire.lua).
+Prints one JSON line per case, side and round, then a summary per case: the median
+(min-max) of usec per operation for A and B and of B/A.
+
+--callgrind: instead, each case and side runs on a server of its own under valgrind's
+callgrind, counting only the instructions inside EVALSHA (`--toggle-collect` of the
+server's evalShaCommand): the same commands give the same count on any machine under any
+load, so one round decides what the timings above cannot (needs valgrind).
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Conn:
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.buf = b""
+
+    def send(self, *cmds):
+        out = []
+        for args in cmds:
+            out.append(b"*%d\r\n" % len(args))
+            for a in args:
+                a = a if isinstance(a, bytes) else str(a).encode()
+                out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        self.sock.sendall(b"".join(out))
+        return [self.read() for _ in cmds]
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def read(self):
+        line = self.line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self.buf += self.sock.recv(1 << 16)
+            data, self.buf = self.buf[:n], self.buf[n + 2:]
+            return data
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise RuntimeError(f"unexpected reply {line!r}")
+
+
+def read(root, *files):
+    return "".join(open(os.path.join(root, "lua", f)).read() for f in files)
+
+
+def knows_first(root):
+    """Whether the tree's batch scripts take "A": an acquire whose ticket is new."""
+    return '"A" (an acquire whose ticket' in read(root, "batch.lua")
+
+
+def scripts(root):
+    classic = read(root, "dialect_classic.lua")
+    sharded = read(root, "cross_slot_write_flags.lua", "dialect_sharded.lua")
+    return {
+        "first": knows_first(root),
+        "batch": classic + read(root, "pass_on.lua", "acquire_op.lua", "batch.lua"),
+        "node": sharded + read(root, "pass_on.lua", "acquire_op.lua", "batch_node.lua"),
+        "acquire": classic + read(root, "acquire.lua"),
+        "release": classic + read(root, "pass_on.lua", "release.lua"),
+    }
+
+
+def evalsha_usec(conn):
+    info = conn.send(["INFO", "commandstats"])[0].decode()
+    for line in info.splitlines():
+        if line.startswith("cmdstat_evalsha:"):
+            fields = dict(kv.split("=") for kv in line.split(":", 1)[1].split(","))
+            return int(fields["usec"]), int(fields["calls"])
+    return 0, 0
+
+
+def run_case(conn, shas, case, calls):
+    """Sends `calls` script calls of `case`; returns (usec, script calls, operations)
+    of the acquire and release calls counted by the server."""
+    tag = uuid.uuid4().hex[:8]
+    before = evalsha_usec(conn)
+    ops = 0
+    lease, holder = "30000", f"{uuid.uuid4()}:1"
+    if case.startswith(("batch:", "node:")):
+        kind, n = case.split(":")
+        n = int(n)
+        for c in range(calls // 2):
+            names = [f"sc:{tag}:{c}:{i}" for i in range(n)]
+            regs = [f"redlatch_lock_waiters:{{{x}}}" for x in names]
+            chans = [f"redisson_lock__channel:{{{x}}}" for x in names]
+            # As the library sends W2's operations: every acquire a lock() with a new
+            # waiter's ticket (its first attempt), every release with its channel.
+            tickets = [f"{holder}:{c * n + i}:{lease}" for i in range(n)]
+            for op in ("A" if shas["first"] else "a", "r"):
+                if kind == "batch":
+                    keys, argv = [], []
+                    for x, r, ch, t in zip(names, regs, chans, tickets):
+                        keys += [x, r]
+                        argv += [op, lease, holder, ch if op == "r" else "",
+                                 "" if op == "r" else t]
+                    cmd = ["EVALSHA", shas["batch"], len(keys)] + keys + argv
+                else:
+                    argv = []
+                    for x, r, ch, t in zip(names, regs, chans, tickets):
+                        argv += [op, lease, holder, x, r, ch if op == "r" else t]
+                    cmd = ["EVALSHA", shas["node"], 1, names[0]] + argv
+                reply = conn.send(cmd)[0]
+                want = 1
+                if any(reply[j] != want for j in range(0, len(reply), 2)):
+                    raise RuntimeError(f"{case}: unexpected answers {reply[:8]}")
+            ops += 2 * n
+    else:
+        first = shas["first"]
+        for c in range(calls // 2):
+            name = f"sc:{tag}:{c}"
+            reg = f"redlatch_lock_waiters:{{{name}}}"
+            ticket = f"{holder}:{c}:{lease}"
+            argv = [lease, holder, ticket] + (["1"] if first else [])
+            got, rel = conn.send(
+                ["EVALSHA", shas["acquire"], 2, name, reg] + argv,
+                ["EVALSHA", shas["release"], 2, name, reg,
+                 f"redisson_lock__channel:{{{name}}}", "0", lease, holder],
+            )
+            if got[0] != 1 or rel != 1:
+                raise RuntimeError(f"{case}: unexpected answers {got} {rel}")
+            ops += 2
+    after = evalsha_usec(conn)
+    return after[0] - before[0], after[1] - before[1], ops
+
+
+def start(server_cmd, port, d, callgrind_out=None):
+    cmd = list(server_cmd)
+    if callgrind_out:
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={callgrind_out}",
+               "--toggle-collect=evalShaCommand"] + cmd
+    elif shutil.which("taskset"):
+        cmd = ["taskset", "-c", "0"] + cmd
+    cmd += ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--dir", d]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            conn = Conn(port)
+            conn.send(["PING"])
+            return server, conn
+        except OSError:
+            time.sleep(0.05)
+    server.kill()
+    sys.exit("script_cost.py: the server did not start")
+
+
+def load(conn, root):
+    texts = scripts(root)
+    shas = {"first": texts.pop("first")}
+    shas.update({k: conn.send(["SCRIPT", "LOAD", v])[0].decode() for k, v in texts.items()})
+    return shas
+
+
+def callgrind(args):
+    """One server per case and side under callgrind: instructions per operation."""
+    per = {}
+    d = tempfile.mkdtemp()
+    try:
+        for case in args.cases:
+            for side, root in (("A", args.a), ("B", args.b)):
+                out = os.path.join(d, f"cg-{side}.out")
+                server, conn = start([args.server], free_port(), d, out)
+                try:
+                    _, n, ops = run_case(conn, load(conn, root), case, args.calls)
+                finally:
+                    server.terminate()
+                    server.wait()
+                total = 0
+                for line in open(out):
+                    if line.startswith(("summary:", "totals:")):
+                        total = int(line.split()[1])
+                per[(case, side)] = total / ops
+                print(json.dumps({"case": case, "side": side, "instructions_per_op": total / ops,
+                                  "script_calls": n, "ops": ops}))
+            a, b = per[(case, "A")], per[(case, "B")]
+            print(json.dumps({"summary": case, "A": a, "B": b, "B_over_A": b / a}))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[(len(xs) - 1) // 2]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--server", default="redis-server")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--calls", type=int, default=400)
+    p.add_argument("--callgrind", action="store_true")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("cases", nargs="+")
+    args = p.parse_args()
+    if args.callgrind:
+        return callgrind(args)
+    d = tempfile.mkdtemp()
+    server, conn = start([args.server], free_port(), d)
+    try:
+        shas = {side: load(conn, root) for side, root in (("A", args.a), ("B", args.b))}
+        per = {}
+        for rnd in range(1, args.rounds + 1):
+            for case in args.cases:
+                order = ("A", "B") if rnd % 2 else ("B", "A")
+                for side in order:
+                    usec, n, ops = run_case(conn, shas[side], case, args.calls)
+                    v = usec / ops
+                    per.setdefault((case, side), []).append(v)
+                    print(json.dumps({"case": case, "side": side, "round": rnd,
+                                      "usec_per_op": v, "script_calls": n, "ops": ops}))
+                conn.send(["FLUSHALL"])
+        for case in args.cases:
+            a, b = per[(case, "A")], per[(case, "B")]
+            ratios = [y / x for x, y in zip(a, b)]
+            print(json.dumps({"summary": case, "A": median(a), "A_min": min(a),
+                              "A_max": max(a), "B": median(b), "B_min": min(b),
+                              "B_max": max(b), "B_over_A": median(ratios),
+                              "B_over_A_min": min(ratios), "B_over_A_max": max(ratios)}))
+    finally:
+        server.kill()
+        server.wait()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
