@@ -7,6 +7,8 @@
 -- ARGV[3]  with KEYS[2]: the waiter's ticket "<holder id>:<wait n>:<lease ms>".
 --          Refused, it is registered (keeping the time it was first refused);
 --          granted, it is removed; handed the lock already, it claims it.
+-- ARGV[4]  optional, "1": no attempt carried the ticket before, so it is neither
+--          registered nor handed the lock: a grant leaves the registry alone.
 --
 -- Returns an array {status, value}:
 --   {1, 1}      acquired fresh (the key did not exist), or claimed: a release handed
@@ -21,23 +23,24 @@
 -- A key of another type fails with WRONGTYPE (reported to the caller, never overwritten).
 -- A claim is recognised only by "<registry>:handed" naming this ticket: a hold of the
 -- same holder from anything else is a re-entry.
+local registered = ARGV[3] and not ARGV[4]
 if redis.call('exists', KEYS[1]) == 0 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    if ARGV[3] then redis.call('zrem', KEYS[2], ARGV[3]) end
+    if registered then redis.call('zrem', KEYS[2], ARGV[3]) end
     return {1, 1}
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     -- pcall: on a slot being migrated, a missing key is refused (pass_on.lua
     -- invariant 5); missing, it names no hand-over.
-    if ARGV[3] and redis.pcall('get', KEYS[2] .. ':handed') == ARGV[3] then
+    if registered and redis.pcall('get', KEYS[2] .. ':handed') == ARGV[3] then
         redis.call('del', KEYS[2] .. ':handed')
         redis.call('pexpire', KEYS[1], ARGV[1])
         return {1, 1}
     end
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
-    if ARGV[3] then redis.call('zrem', KEYS[2], ARGV[3]) end
+    if registered then redis.call('zrem', KEYS[2], ARGV[3]) end
     return {2, count}
 end
 local pttl = redis.call('pttl', KEYS[1])

@@ -5,8 +5,10 @@
 --   ticket registered), {3, 0} the key holds a value of another type; nothing changed
 --
 -- fresh:      the caller knows the lock does not exist (its probe counted 0): no TYPE
--- registered: the waiter registry may exist: a fresh take removes the ticket from it
---             (the caller's probe may know it does not)
+-- registered: the ticket may be in the waiter registry: a take removes it from there
+--             and a hand-over to it is claimed (false when the caller's probe knows
+--             the registry does not exist, or no attempt carried the ticket before:
+--             batch.lua's op "A")
 -- client:     the waiter's ticket or "" (as acquire.lua)
 --
 -- "<registry>:handed" is read with pcall, as acquire.lua reads it: on a cluster slot being
@@ -22,7 +24,7 @@ local function acquire_op(name, waiters, lease, holder, client, fresh, registere
         return 1, 1
     elseif kind ~= 'hash' then
         return 3, 0
-    elseif client ~= '' and redis.call('hexists', name, holder) == 1
+    elseif client ~= '' and registered and redis.call('hexists', name, holder) == 1
         and redis.pcall('get', waiters .. ':handed') == client then
         redis.call('del', waiters .. ':handed')
         redis.call('pexpire', name, lease)
@@ -30,7 +32,7 @@ local function acquire_op(name, waiters, lease, holder, client, fresh, registere
     elseif redis.call('hexists', name, holder) == 1 then
         local count = redis.call('hincrby', name, holder, '1')
         if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
-        if client ~= '' then redis.call('zrem', waiters, client) end
+        if client ~= '' and registered then redis.call('zrem', waiters, client) end
         return 2, count
     end
     local pttl = redis.call('pttl', name)

@@ -6,7 +6,8 @@
 --
 -- For operation i (1-based): KEYS[2i-1] = lock name, KEYS[2i] = its waiter registry
 -- "redlatch_lock_waiters:{name}", and
---   ARGV[5i-4] = "a" (acquire) or "r" (release)
+--   ARGV[5i-4] = "a" (acquire), "A" (an acquire whose ticket no attempt carried
+--                before: it is not registered, nor handed the lock) or "r" (release)
 --   ARGV[5i-3] = lease in milliseconds
 --   ARGV[5i-2] = holder id
 --   ARGV[5i-1] = release: the unlock channel (not a key: see release.lua); acquire: ""
@@ -49,10 +50,11 @@ end
 local names, nn, registries, nr = {}, 0, {}, 0
 for k = 1, ops do
     local name = KEYS[2 * k - 1]
-    if ARGV[5 * k - 4] == 'a' and times[name] == 1 then
+    local op = ARGV[5 * k - 4]
+    if op ~= 'r' and times[name] == 1 then
         nn = nn + 1
         names[nn] = name
-        if ARGV[5 * k] ~= '' then
+        if op == 'a' and ARGV[5 * k] ~= '' then
             nr = nr + 1
             registries[nr] = KEYS[2 * k]
         end
@@ -65,15 +67,18 @@ for k = 1, ops do
     local i = 5 * k - 4
     local name, lease, holder = KEYS[2 * k - 1], ARGV[i + 1], ARGV[i + 2]
     local once = times[name] == 1
-    if ARGV[i] == 'a' then
-        local client = ARGV[i + 4]
+    if ARGV[i] ~= 'r' then
+        local client, fresh_ticket = ARGV[i + 4], ARGV[i] == 'A'
         if all_free and once then
             redis.call('hincrby', name, holder, '1')
             redis.call('pexpire', name, lease)
-            if registered and client ~= '' then redis.call('zrem', KEYS[2 * k], client) end
+            if registered and not fresh_ticket and client ~= '' then
+                redis.call('zrem', KEYS[2 * k], client)
+            end
             out[n + 1], out[n + 2] = 1, 1
         else
-            out[n + 1], out[n + 2] = acquire_op(name, KEYS[2 * k], lease, holder, client, false, true)
+            out[n + 1], out[n + 2] =
+                acquire_op(name, KEYS[2 * k], lease, holder, client, false, not fresh_ticket)
         end
     else
         -- As release.lua: HGET, then DEL on the last hold (WRONGTYPE caught by pcall).

@@ -10,7 +10,8 @@
 --
 -- KEYS[1] = the first operation's lock name: it only routes the call (to the node
 -- serving its slot). For operation i (1-based), ARGV[6i-5 .. 6i]:
---   "a" (acquire) or "r" (release), lease in milliseconds, holder id, lock name,
+--   "a" (acquire), "A" (an acquire whose ticket is new, as batch.lua's) or "r"
+--   (release), lease in milliseconds, holder id, lock name,
 --   waiter registry "redlatch_lock_waiters:{name}", then for a release the unlock
 --   channel, for an acquire the waiter's ticket or "" (as batch.lua).
 --
@@ -53,8 +54,9 @@ for k = 1, ops do
         away[name] = true
         out[#out + 1] = 4
         out[#out + 1] = 0
-    elseif op == 'a' then
-        local status, value = acquire_op(name, waiters, lease, holder, extra, n == 0, n > 0)
+    elseif op ~= 'r' then
+        local registered = n > 0 and op == 'a'
+        local status, value = acquire_op(name, waiters, lease, holder, extra, n == 0, registered)
         out[#out + 1] = status
         out[#out + 1] = value
     else

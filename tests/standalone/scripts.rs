@@ -366,3 +366,83 @@ fn a_batch_of_distinct_locks_answers_and_hands_over_as_the_single_scripts_do() {
         );
     }
 }
+
+/// A lock()'s first attempt marks its ticket new (acquire.lua's ARGV[4], batch.lua's op
+/// "A"): no attempt carried it before, so a grant leaves the registry alone (no ZREM, no
+/// claim), while a refusal still registers it. The registry here holds the very ticket,
+/// which a first attempt never meets in use: a grant that looked would remove it.
+#[test]
+fn a_first_attempt_leaves_the_registry_alone_and_still_registers_when_refused() {
+    let server = RedisServer::start();
+    let mut conn = server.conn();
+    let members = |conn: &mut redis::Connection, key: &str| -> Vec<String> {
+        redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .query(conn)
+            .unwrap()
+    };
+    let registry = |name: &str| format!("redlatch_lock_waiters:{{{name}}}");
+    let ticket = "c1:6:1:10000";
+    for (name, first) in [("free-first", true), ("free-again", false)] {
+        let _: () = redis::cmd("ZADD")
+            .arg(registry(name))
+            .arg(1)
+            .arg(ticket)
+            .query(&mut conn)
+            .unwrap();
+        let script = Script::new(ACQUIRE);
+        let mut acquire = script.prepare_invoke();
+        acquire
+            .key(name)
+            .key(registry(name))
+            .arg(LEASE)
+            .arg("c1:6")
+            .arg(ticket);
+        if first {
+            acquire.arg("1");
+        }
+        let got: (i64, i64) = acquire.invoke(&mut conn).unwrap();
+        assert_eq!(got, (1, 1), "{name}");
+        let left = members(&mut conn, &registry(name));
+        assert_eq!(left.is_empty(), !first, "{name}: {left:?}");
+    }
+    // Refused: the new ticket is registered, by acquire.lua and by a batch alike.
+    assert!(single(&mut conn, (true, "busy", "h:1")).0 > 0);
+    let script = Script::new(ACQUIRE);
+    let mut acquire = script.prepare_invoke();
+    acquire
+        .key("busy")
+        .key(registry("busy"))
+        .arg(LEASE)
+        .arg("c1:6")
+        .arg(ticket)
+        .arg("1");
+    let (status, _): (i64, i64) = acquire.invoke(&mut conn).unwrap();
+    assert_eq!(status, 0);
+    assert_eq!(members(&mut conn, &registry("busy")), [ticket]);
+    let batch_ticket = "c2:7:2:10000";
+    let script = Script::new(&waking(BATCH));
+    let mut inv = script.prepare_invoke();
+    for (name, holder, t) in [
+        ("busy", "c2:7", batch_ticket),
+        ("free-batch", "c2:8", "c2:8:3:10000"),
+    ] {
+        inv.key(name)
+            .key(registry(name))
+            .arg("A")
+            .arg(LEASE)
+            .arg(holder)
+            .arg("")
+            .arg(t);
+    }
+    let answers: Vec<i64> = inv.invoke(&mut conn).unwrap();
+    assert_eq!(answers[0], 0, "busy: refused");
+    assert_eq!(answers[2..], [1, 1], "free-batch: granted");
+    assert_eq!(
+        members(&mut conn, &registry("busy")),
+        [ticket, batch_ticket]
+    );
+    assert!(members(&mut conn, &registry("free-batch")).is_empty());
+}

@@ -10,6 +10,7 @@ use tokio::time::Instant as TokioInstant;
 use crate::engine::holding::release::{release_on, release_until_answered};
 use crate::engine::kinds::{self, fair_offers, Ask};
 use crate::engine::masters::clock::{cut, until};
+use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::quorum::{addrs, count, fan_out, fan_out_until, no_quorum};
 use crate::engine::masters::replies::Acquire;
 use crate::engine::{Engine, Kind};
@@ -68,7 +69,7 @@ pub(crate) struct Request {
     pub(crate) reentrant: std::sync::atomic::AtomicBool,
     /// A plain waiter that may be handed the lock by another client's release: its
     /// ticket (tickets.rs), registered in the waiter registry when refused.
-    pub(crate) waiting: Option<Arc<str>>,
+    pub(crate) waiting: Option<Waiting>,
 }
 
 /// One attempt: fan out, count, check validity, clean up on failure.

@@ -4,13 +4,14 @@
 //! the queue however the wait ends (`fair_cancel.lua`); a release on one master may
 //! hand the lock to the queue head when it is a waiting task of this client.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use redis::Value;
 
 use crate::engine::kinds::inspect::{scored, scores, text, Section};
 use crate::engine::kinds::{Ask, Book, Gate, Protocol, Queue, Sending, WaitPolicy};
 use crate::engine::masters::master::Master;
+use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{protocol, read_acquire, typed, Acquire, HandOver, Release};
 use crate::error::Result;
 use crate::keys;
@@ -58,7 +59,7 @@ impl Protocol for Fair {
         lease_ms: u64,
         holder: &str,
         ask: &Ask,
-        _waiting: Option<Arc<str>>,
+        _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         let inv = acquire_call(&FAIR_ACQUIRE, (name, lease_ms, holder), ask);
         Sending::Script(inv, read_acquire)

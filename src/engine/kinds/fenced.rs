@@ -3,11 +3,12 @@
 //! back to a majority first (`fenced_sync.lua`, attempt.rs `confirm`). Released,
 //! dropped and waited for as a plain lock.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use crate::engine::kinds::inspect::{int, Section};
 use crate::engine::kinds::{fair, plain, Ask, Protocol, Sending, WaitPolicy};
 use crate::engine::masters::master::Master;
+use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{read_fenced, Acquire, Release};
 use crate::error::Result;
 use crate::keys;
@@ -36,7 +37,7 @@ impl Protocol for Fenced {
         lease_ms: u64,
         holder: &str,
         ask: &Ask,
-        _waiting: Option<Arc<str>>,
+        _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         let mut inv = FENCED_ACQUIRE.call();
         inv.key(name).key(keys::token(name));

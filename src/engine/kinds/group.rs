@@ -13,7 +13,7 @@
 //! arguments, so the generic waiter, the hold table, the Redlock fan-out and lost holds
 //! work unchanged, and two value sets of one group are two holds.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -21,6 +21,7 @@ use highway::{HighwayHash, HighwayHasher, Key};
 
 use crate::engine::kinds::{read_release, Ask, Protocol, Renewal, Sending};
 use crate::engine::masters::master::Master;
+use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{read_acquire, typed, unreplicated, Acquire, Release};
 use crate::error::Result;
 use crate::keys;
@@ -124,7 +125,7 @@ impl Protocol for Group {
         lease_ms: u64,
         holder: &str,
         _ask: &Ask,
-        _waiting: Option<Arc<str>>,
+        _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         let (mut inv, _) = call(&ACQUIRE, name, false);
         inv.arg(lease_ms).arg(holder);

@@ -53,7 +53,7 @@ use std::sync::{Arc, LazyLock};
 use redis::Value;
 
 use crate::engine::masters::master::Master;
-use crate::engine::masters::plain_ops::PlainOp;
+use crate::engine::masters::plain_ops::{PlainOp, Waiting};
 use crate::engine::masters::replies::{
     acquire_status, protocol, typed, wrong_type, Acquire, Release, WRONG_TYPE,
 };
@@ -122,7 +122,7 @@ pub(crate) trait Protocol: Sync + 'static {
         lease_ms: u64,
         holder: &str,
         ask: &Ask,
-        waiting: Option<Arc<str>>,
+        waiting: Option<Waiting>,
     ) -> Sending<Acquire>;
 
     /// The release of one hold of `holder`.
@@ -399,7 +399,7 @@ pub(crate) async fn acquire(
     kind: &dyn Protocol,
     (name, lease_ms, holder): (&str, u64, &str),
     ask: &Ask,
-    waiting: Option<Arc<str>>,
+    waiting: Option<Waiting>,
 ) -> Result<Acquire> {
     match kind.acquire(name, lease_ms, holder, ask, waiting) {
         Sending::Batched(op) => {

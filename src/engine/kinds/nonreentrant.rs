@@ -17,13 +17,14 @@
 //! it, pass_on.lua invariant 1). A fair inner kind keeps its queue and offers: a
 //! hand-over goes to another task, never to the releasing holder.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use redis::Value;
 
 use crate::engine::kinds::fair::{self, Fair};
 use crate::engine::kinds::plain::Plain;
 use crate::engine::kinds::{Ask, Book, Protocol, Sending, WaitPolicy};
+use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{int, read_acquire, Acquire, Release};
 use crate::error::{Error, Result};
 use crate::transport::script::lua;
@@ -109,7 +110,7 @@ impl<P: Guardable> Protocol for NonReentrant<P> {
         lease_ms: u64,
         holder: &str,
         ask: &Ask,
-        _waiting: Option<Arc<str>>,
+        _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         let inv = (self.inner).acquire_over(self.acquire, (name, lease_ms, holder), ask);
         Sending::Script(inv, read)

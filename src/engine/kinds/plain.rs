@@ -4,14 +4,14 @@
 //! another client's registered waiter (`lua/pass_on.lua`); a waiter that stops waiting
 //! leaves the registry (`unwait.lua`).
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use redis::Value;
 
 use crate::engine::kinds::inspect::{int, lease_left, text, Section};
 use crate::engine::kinds::{fair, Ask, Book, Protocol, Sending, WaitPolicy};
 use crate::engine::masters::master::Master;
-use crate::engine::masters::plain_ops::{PlainOp, RELEASE};
+use crate::engine::masters::plain_ops::{PlainOp, Waiting, RELEASE};
 use crate::engine::masters::replies::{typed, Acquire, HandOver, Release};
 use crate::error::Result;
 use crate::keys;
@@ -40,7 +40,7 @@ impl Protocol for Plain {
         lease_ms: u64,
         holder: &str,
         _ask: &Ask,
-        waiting: Option<Arc<str>>,
+        waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         Sending::Batched(PlainOp {
             release: false,

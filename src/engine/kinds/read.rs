@@ -3,12 +3,11 @@
 //! (waiter/mod.rs invariant 9); each read hold has its own timeout key, renewed by the
 //! watchdog's per-pair renewal (kinds/rw_layout.rs `renew_reads`).
 
-use std::sync::Arc;
-
 use crate::engine::kinds::rw_layout;
 use crate::engine::kinds::{
     read_release, Ask, Gate, Probe, Protocol, Renewal, Sending, WaitPolicy,
 };
+use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{read_acquire, Acquire, Release};
 use crate::engine::Kind;
 use crate::keys;
@@ -32,7 +31,7 @@ impl Protocol for Read {
         lease_ms: u64,
         holder: &str,
         _ask: &Ask,
-        _waiting: Option<Arc<str>>,
+        _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         let inv = rw_layout::acquire_call(name, lease_ms, holder, false, 0);
         Sending::Script(inv, read_acquire)

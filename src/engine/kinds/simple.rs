@@ -13,12 +13,13 @@
 //! is refused with [`Error::Reentry`] (the reference clients would wait for themselves
 //! until the lease ran out).
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use redis::Value;
 
 use crate::engine::kinds::inspect::{text, Section};
 use crate::engine::kinds::{Ask, PairRenewal, Probe, Protocol, Renewal, Sending, Wait, WaitPolicy};
+use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{int, protocol, read_acquire, Acquire, Release};
 use crate::error::{Error, Result};
 use crate::transport::script::lua;
@@ -80,7 +81,7 @@ impl Protocol for Simple {
         lease_ms: u64,
         holder: &str,
         _ask: &Ask,
-        _waiting: Option<Arc<str>>,
+        _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         let mut inv = ACQUIRE.call();
         inv.key(name).arg(lease_ms).arg(holder);

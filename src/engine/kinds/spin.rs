@@ -4,10 +4,10 @@
 //! subscribe: they try once, sleep a back-off and try again (engine/acquire/spin_wait.rs), so the
 //! kind's local waiter behaviour below is never used for a wait.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use crate::engine::kinds::{fair, plain, read_release, Ask, Protocol, Sending, Wait, WaitPolicy};
-use crate::engine::masters::plain_ops::PlainOp;
+use crate::engine::masters::plain_ops::{PlainOp, Waiting};
 use crate::engine::masters::replies::{Acquire, Release};
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Script};
@@ -35,7 +35,7 @@ impl Protocol for Spin {
         lease_ms: u64,
         holder: &str,
         _ask: &Ask,
-        _waiting: Option<Arc<str>>,
+        _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         Sending::Batched(PlainOp {
             release: false,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::engine::kinds::inspect::{scored, scores, text, Section};
 use crate::engine::kinds::rw_layout;
 use crate::engine::kinds::{read_release, Ask, Probe, Protocol, Queue, Sending, WaitPolicy};
+use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{read_acquire, Acquire, Release};
 use crate::engine::Kind;
 use crate::keys;
@@ -32,7 +33,7 @@ impl Protocol for Write {
         lease_ms: u64,
         holder: &str,
         ask: &Ask,
-        _waiting: Option<Arc<str>>,
+        _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         let intent_ms = if self.policy().queues(ask) {
             ask.stale_ms

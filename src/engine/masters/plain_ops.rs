@@ -62,7 +62,32 @@ pub(crate) struct PlainOp {
     /// An acquire of a registering waiter: its ticket (tickets.rs), registered in the
     /// waiter registry when refused, removed when granted, a hand-over to it claimed
     /// (lua/acquire.lua).
-    pub(crate) waiting: Option<Arc<str>>,
+    pub(crate) waiting: Option<Waiting>,
+}
+
+/// A registering waiter's ticket, as its acquire carries it.
+#[derive(Clone)]
+pub(crate) struct Waiting {
+    pub(crate) ticket: Arc<str>,
+    /// No attempt carried the ticket before: it cannot be registered, nor handed the
+    /// lock, yet, so a grant skips the registry (no `ZREM`, no claim check).
+    pub(crate) first: bool,
+}
+
+impl PlainOp {
+    /// The op code of batch.lua / batch_node.lua: `r` a release, `a` an acquire, `A`
+    /// an acquire whose ticket is new ([`Waiting::first`]).
+    fn code(&self) -> &'static str {
+        match (self.release, &self.waiting) {
+            (true, _) => "r",
+            (false, Some(Waiting { first: true, .. })) => "A",
+            (false, _) => "a",
+        }
+    }
+
+    fn ticket(&self) -> &str {
+        self.waiting.as_ref().map_or("", |w| &*w.ticket)
+    }
 }
 
 /// A plain operation's answer, as `batch.lua` gives it: (status, value).
@@ -143,8 +168,11 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
     } else {
         let mut inv = ACQUIRE.call();
         inv.key(name).arg(op.lease_ms).arg(&*op.holder);
-        if let Some(ticket) = &op.waiting {
-            inv.key_derived(keys::WAITERS, name).arg(&**ticket);
+        if let Some(w) = &op.waiting {
+            inv.key_derived(keys::WAITERS, name).arg(&*w.ticket);
+            if w.first {
+                inv.arg("1");
+            }
         }
         inv
     };
@@ -185,14 +213,14 @@ async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<Plai
     for op in ops {
         inv.key(&*op.name)
             .key_derived(keys::WAITERS, &op.name)
-            .arg(if op.release { "r" } else { "a" })
+            .arg(op.code())
             .arg(op.lease_ms)
             .arg(&*op.holder);
         match op.release {
             true => inv.arg_derived(keys::CHANNEL, &op.name),
             false => inv.arg(""),
         };
-        inv.arg(op.waiting.as_deref().unwrap_or(""));
+        inv.arg(op.ticket());
     }
     send_batch(link, ops, &inv).await
 }
@@ -267,14 +295,14 @@ async fn node_batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result
     let mut inv = BATCH_NODE.call();
     inv.key(&*ops[0].name);
     for op in ops {
-        inv.arg(if op.release { "r" } else { "a" })
+        inv.arg(op.code())
             .arg(op.lease_ms)
             .arg(&*op.holder)
             .arg(&*op.name)
             .arg_derived(keys::WAITERS, &op.name);
         match op.release {
             true => inv.arg_derived(keys::CHANNEL, &op.name),
-            false => inv.arg(op.waiting.as_deref().unwrap_or("")),
+            false => inv.arg(op.ticket()),
         };
     }
     send_batch(link, ops, &inv).await

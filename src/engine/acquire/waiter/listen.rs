@@ -137,7 +137,7 @@ impl Waiter<'_> {
         let until = later(max);
         loop {
             let (engine, call) = (self.engine, self.call);
-            let ticket = self.req.waiting.clone();
+            let ticket = self.req.waiting.as_ref().map(|w| w.ticket.clone());
             let fair = self.plan.fair;
             let rx = self.offer.get_or_insert_with(|| {
                 let lease_ms = call.lease.as_millis() as u64;

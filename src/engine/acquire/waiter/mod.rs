@@ -86,6 +86,7 @@ use crate::engine::acquire::tickets::Ticket;
 use crate::engine::holding::offers::Answer;
 use crate::engine::kinds::{Ask, Book, Protocol};
 use crate::engine::masters::clock::until;
+use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::telemetry;
@@ -182,7 +183,10 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         kind: call.kind,
         ask: plan.ask,
         reentrant: reentrant.into(),
-        waiting: ticket.as_ref().map(|t| t.id().clone()),
+        waiting: ticket.as_ref().map(|t| Waiting {
+            ticket: t.id().clone(),
+            first: true,
+        }),
     };
     let waiter = Waiter {
         engine,
@@ -305,7 +309,7 @@ impl Drop for Waiter<'_> {
             Trace::Clean => {}
             // Invariant 10: leave the waiter registry, passing a hand-over on.
             Trace::Registered | Trace::Claiming => {
-                if let Some(id) = self.req.waiting.clone() {
+                if let Some(id) = self.req.waiting.as_ref().map(|w| w.ticket.clone()) {
                     cleanups.spawn(async move { unwait(&engine, &name, &id).await });
                 }
             }
@@ -420,6 +424,9 @@ impl Waiter<'_> {
             self.trace = Trace::Queued;
         }
         if let Some(ticket) = self.ticket.as_mut() {
+            if let Some(w) = self.req.waiting.as_mut() {
+                w.first = ticket.since().is_none();
+            }
             ticket.attempting();
             self.trace = Trace::Registered;
         }
@@ -497,10 +504,12 @@ impl Waiter<'_> {
                 )
                 .await
             }
-            Trace::Registered | Trace::Claiming => match self.req.waiting.clone() {
-                Some(id) => until(end, unwait(engine, &call.name, &id)).await,
-                None => Some(()),
-            },
+            Trace::Registered | Trace::Claiming => {
+                match self.req.waiting.as_ref().map(|w| w.ticket.clone()) {
+                    Some(id) => until(end, unwait(engine, &call.name, &id)).await,
+                    None => Some(()),
+                }
+            }
         };
         if left.is_some() {
             self.trace = Trace::Clean;
