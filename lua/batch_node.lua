@@ -91,11 +91,14 @@ if #freed > 0 then
     -- Only where someone listens on the shared channel is the marker counted: with no
     -- registry (the probe counted the lock alone), pass_on_counted would hand nothing
     -- over and publish nothing whatever the marker's count (as in batch.lua).
+    -- The classic listeners of every freed lock's channel in one call, beside the
+    -- dialect's own count (one call per lock cost a call per release).
     local channels = {}
     for j, k in ipairs(freed) do channels[j] = ARGV[6 * k] end
     local counts = redis.call('pubsub', NUMSUB, unpack(channels))
+    local classic = classic_listeners_each(channels)
     for j, k in ipairs(freed) do
-        local shared = counts[2 * j] + classic_listeners(channels[j])
+        local shared = counts[2 * j] + classic[j]
         if shared > 0 then
             local marker = redis.call('pubsub', NUMSUB, channels[j] .. ':redlatch-waiters')[2]
             pass_on_counted(ARGV[6 * k - 2], ARGV[6 * k - 1], channels[j], shared, marker)

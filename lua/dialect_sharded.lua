@@ -13,12 +13,24 @@
 -- releases, and then also subscribes "<channel>:redlatch-waiters" classic: that marker
 -- is subtracted, so our own subscriptions never make a release PUBLISH classic (a
 -- classic PUBLISH on a cluster goes to every node over the cluster bus).
+-- classic_listeners_each(channels): classic_listeners of each channel, in order, counted
+-- by one PUBSUB NUMSUB for them all (a group commit frees many locks at once).
 -- publish(channel, message): SPUBLISH, and PUBLISH too when classic_listeners > 0.
 -- Returns the sharded receivers (what SPUBLISH answered).
 local PUBLISH, NUMSUB = 'spublish', 'shardnumsub'
 local function classic_listeners(channel)
     local n = redis.call('pubsub', 'numsub', channel, channel .. ':redlatch-waiters')
     return math.max(0, n[2] - n[4])
+end
+local function classic_listeners_each(channels)
+    local names = {}
+    for j, channel in ipairs(channels) do
+        names[2 * j - 1], names[2 * j] = channel, channel .. ':redlatch-waiters'
+    end
+    local n = redis.call('pubsub', 'numsub', unpack(names))
+    local counts = {}
+    for j = 1, #channels do counts[j] = math.max(0, n[4 * j - 2] - n[4 * j]) end
+    return counts
 end
 local function publish(channel, message)
     local heard = redis.call('spublish', channel, message)

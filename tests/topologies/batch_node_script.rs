@@ -216,3 +216,72 @@ fn a_node_batch_answers_each_operation_as_the_single_scripts_do() {
     let mut away_conn = cluster.node(other).conn();
     assert_eq!(state(&mut away_conn, &away).0, "none");
 }
+
+/// The next message a classic subscription hears (within its read timeout), if any.
+fn next_message(sub: &mut redis::PubSub<'_>) -> Option<(String, String)> {
+    let msg = sub.get_message().ok()?;
+    Some((msg.get_channel_name().to_string(), msg.get_payload().ok()?))
+}
+
+/// A node batch that frees several locks counts each one's classic listeners apart
+/// (one PUBSUB NUMSUB for all of them, channels and markers): "0" goes out on the channel
+/// of a lock a Redisson-like classic subscriber listens on, both ways, and nothing on
+/// the channel of a lock only a redlatch twin (its channel and marker) listens on, nor on
+/// a lock nobody listens on.
+#[test]
+fn a_node_batch_publishes_for_each_freed_lock_with_a_classic_listener_only() {
+    if common::older_than(7, "batch_node.lua (allow-cross-slot-keys)") {
+        return;
+    }
+    let cluster = RedisCluster::start(3, 0);
+    let p = cluster.primaries()[0];
+    let mut conn = cluster.node(p).conn();
+    let names: Vec<String> = ["quiet-", "java-", "twin-", "java2-"]
+        .iter()
+        .map(|n| cluster.key_on(p, n))
+        .collect();
+    for n in &names {
+        assert_eq!(single(&mut conn, &(true, n.clone(), "h:1")), (1, 1), "{n}");
+    }
+    let (java, twin, java2) = (&names[1], &names[2], &names[3]);
+    let mut java_conn = cluster.node(p).conn();
+    let mut java_sub = java_conn.as_pubsub();
+    java_sub
+        .subscribe(&[channel(java), channel(java2)])
+        .unwrap();
+    java_sub
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut twin_conn = cluster.node(p).conn();
+    let mut twin_sub = twin_conn.as_pubsub();
+    let marker = format!("{}:redlatch-waiters", channel(twin));
+    twin_sub.subscribe(&[channel(twin), marker]).unwrap();
+    twin_sub
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let ops: Vec<Op> = names.iter().map(|n| (false, n.clone(), "h:1")).collect();
+    assert_eq!(node_batch(&mut conn, &names[0], &ops), vec![(1, 0); 4]);
+    // The Java-like subscriber hears "0" for each of its two locks, in the batch's order.
+    assert_eq!(
+        next_message(&mut java_sub),
+        Some((channel(java), "0".into()))
+    );
+    assert_eq!(
+        next_message(&mut java_sub),
+        Some((channel(java2), "0".into()))
+    );
+    // The twin heard nothing: the first message it gets is the one sent now.
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg(channel(twin))
+        .arg("probe")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(
+        next_message(&mut twin_sub),
+        Some((channel(twin), "probe".into()))
+    );
+    for n in &names {
+        let exists: i64 = redis::cmd("EXISTS").arg(n).query(&mut conn).unwrap();
+        assert_eq!(exists, 0, "{n} freed");
+    }
+}
