@@ -385,10 +385,11 @@ CHARTS = [  # file, alt text, caption
      "W2 in one `--workload peers` run per round: redlatch, the rslock protocol (SET NX PX and a "
      "compare-and-delete script) and redlatch's wire floor (batch.lua in perfect batches, no "
      "library): pairs/s, and the server's and the client's CPU per acquire+release pair."),
-    ("peers.png", "redlatch beside Redisson 4.7.0 and the rslock protocol: W1, W2, W3 and W7",
+    ("peers.png", "redlatch beside Redisson 4.7.0, the rslock protocol and python-redis-lock's wire: W1, W2, W3 and W7",
      "`--workload peers` in interleaved rounds (each round a point, the bar its median): W1 p50 "
      "(lower is better), W2 pairs/s, W3 cross-thread and W7 (P = 8 processes) cross-process "
-     "hand-overs/s, log scale; Redisson is the real client (4.7.0) in JVMs, rslock has no waiting."),
+     "hand-overs/s, log scale; Redisson is the real client (4.7.0) in JVMs, rslock has no waiting, "
+     "py-redis-lock is python-redis-lock's wire (SET NX EX, BLPOP on a signal list) from Rust."),
     ("acquire-wait.png", "acquire-wait latency p50 and p99 per workload",
      "Acquire wait (from the `lock()` call to the grant) under contention: p50 and p99 of "
      "each run, log scale."),
@@ -478,7 +479,7 @@ def w7_chart(plt, rows):
 
 def _peers_run(r):
     """A line of a `--workload peers` run (charted by peers_chart, not w2_chart)."""
-    return (r.get("lib") in ("rslock-protocol", "batch-floor", "redisson")
+    return (r.get("lib") in ("rslock-protocol", "batch-floor", "redisson", "python-redis-lock-protocol")
             or "ops_per_s_vs_rslock" in r or "round" in r)
 
 
@@ -491,8 +492,9 @@ def rounds_chart(plt, rows):
               ("W7", "cross_handoffs_per_s", "W7 P = 8 cross-process hand-overs/s", True)]
     if not any(r.get("lib") == "redisson" for r in rows):
         return None
-    libs = ["redlatch", "rslock-protocol", "redisson"]
-    colors = {"redlatch": "C0", "rslock-protocol": "C1", "redisson": "C3"}
+    libs = ["redlatch", "rslock-protocol", "python-redis-lock-protocol", "redisson"]
+    colors = {"redlatch": "C0", "rslock-protocol": "C1", "python-redis-lock-protocol": "C2",
+              "redisson": "C3"}
     servers = sorted({r.get("server", "") for r in rows})
     fig, axes = plt.subplots(len(servers), 4, figsize=(12, 3.6 * len(servers)), squeeze=False)
     for row, server in enumerate(servers):
@@ -509,7 +511,7 @@ def rounds_chart(plt, rows):
                 ax.scatter([i] * len(vals), vals, color="black", s=10, zorder=3)
                 ax.annotate(f"{med:,.0f}", (i, med), textcoords="offset points", xytext=(0, 3),
                             ha="center", fontsize=8)
-                shown.append(lib.replace("-protocol", ""))
+                shown.append(lib.replace("-protocol", "").replace("python-redis-lock", "py-redis-lock"))
             if log:
                 ax.set_yscale("log")
             ax.set_xticks(range(len(shown)), shown, fontsize=8)
