@@ -13,6 +13,8 @@ Usage: bench_report.py RESULTS.jsonl [CLUSTER.jsonl] > BENCHMARKS.md
        bench_report.py --charts RESULTS.jsonl [--label COMMAND] [--out DIR]
                                            (only the charts, and the Markdown that
                                            embeds them on stdout)
+       bench_report.py --peers-table PEERS.jsonl   (the Markdown table of the summary
+                                           lines of one `--workload peers` run)
 The charts are labelled with the command that produced the lines: --label, else
 $BENCH_LABEL, else "scripts/bench.sh"."""
 import json
@@ -626,8 +628,37 @@ def wait_chart(plt, rows):
     ax.legend(fontsize=8, loc="upper left")
     return fig
 
+PEER_COLUMNS = [("redlatch", "redlatch"), ("rslock", "rslock protocol"),
+                ("signal", "python-redis-lock wire"), ("redisson", "Redisson 4.7.0"),
+                ("floor", "wire floor")]
+
+
+def peers_table(path):
+    """One row per summary line of a `--workload peers` run: each library's median
+    (min–max) over the rounds, then redlatch's per-round ratios to each peer."""
+    def fmt(v):
+        return f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+    rows = [json.loads(l) for l in open(path) if l.strip()]
+    rows = [r for r in rows if r.get("lib") == "summary"]
+    libs = [(k, t) for k, t in PEER_COLUMNS if any(k in r for r in rows)]
+    peers = [(k, t) for k, t in libs if k != "redlatch" and any(f"vs_{k}" in r for r in rows)]
+    head = ["figure"] + [t for _, t in libs] + [f"vs {t}" for _, t in peers]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [f"{r['workload']} {r['figure']}"]
+        for k, _ in libs:
+            cells.append(f"{fmt(r[k])} ({fmt(r[k + '_min'])}–{fmt(r[k + '_max'])})" if k in r else "—")
+        for k, _ in peers:
+            v = f"vs_{k}"
+            cells.append(f"**{r[v]:.2f}×** ({r[v + '_min']:.2f}–{r[v + '_max']:.2f})" if v in r else "—")
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "--splice":
+    if sys.argv[1] == "--peers-table":
+        print("\n".join(peers_table(sys.argv[2])))
+    elif sys.argv[1] == "--splice":
         splice(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "--charts":
         args = sys.argv[2:]
