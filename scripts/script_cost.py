@@ -42,12 +42,15 @@ def free_port():
     return port
 
 
-class Conn:
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.buf = b""
+# The test kit's raw-RESP client (standard library), pipelined here.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "redlatch-testkit", "peers"))
+from redlock_peer import Conn as _Conn  # noqa: E402
 
+
+class Conn(_Conn):
     def send(self, *cmds):
+        """Sends every command at once, then reads their replies in order."""
         out = []
         for args in cmds:
             out.append(b"*%d\r\n" % len(args))
@@ -55,38 +58,7 @@ class Conn:
                 a = a if isinstance(a, bytes) else str(a).encode()
                 out.append(b"$%d\r\n%s\r\n" % (len(a), a))
         self.sock.sendall(b"".join(out))
-        return [self.read() for _ in cmds]
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(1 << 16)
-            if not chunk:
-                raise ConnectionError("server closed the connection")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def read(self):
-        line = self.line()
-        kind, rest = line[:1], line[1:]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RuntimeError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            while len(self.buf) < n + 2:
-                self.buf += self.sock.recv(1 << 16)
-            data, self.buf = self.buf[:n], self.buf[n + 2:]
-            return data
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self.read() for _ in range(n)]
-        raise RuntimeError(f"unexpected reply {line!r}")
+        return [self.reply() for _ in cmds]
 
 
 def read(root, *files):
@@ -111,7 +83,7 @@ def scripts(root):
 
 
 def evalsha_usec(conn):
-    info = conn.send(["INFO", "commandstats"])[0].decode()
+    info = conn.send(["INFO", "commandstats"])[0]
     for line in info.splitlines():
         if line.startswith("cmdstat_evalsha:"):
             fields = dict(kv.split("=") for kv in line.split(":", 1)[1].split(","))
@@ -197,7 +169,7 @@ def start(server_cmd, port, d, callgrind_out=None):
 def load(conn, root):
     texts = scripts(root)
     shas = {"first": texts.pop("first")}
-    shas.update({k: conn.send(["SCRIPT", "LOAD", v])[0].decode() for k, v in texts.items()})
+    shas.update({k: conn.send(["SCRIPT", "LOAD", v])[0] for k, v in texts.items()})
     return shas
 
 

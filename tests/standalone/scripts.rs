@@ -83,6 +83,16 @@ fn batch(conn: &mut redis::Connection, ops: &[Op], prefix: &str) -> Vec<(i64, i6
     v.chunks(2).map(|c| (c[0], c[1])).collect()
 }
 
+/// The members of a sorted set (a waiter registry), in order.
+fn members(conn: &mut redis::Connection, key: impl redis::ToRedisArgs) -> Vec<String> {
+    redis::cmd("ZRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query(conn)
+        .unwrap()
+}
+
 /// What a key holds: its type, hash fields and whether it expires within the lease.
 fn state(conn: &mut redis::Connection, key: &str) -> (String, Value, bool) {
     let kind: String = redis::cmd("TYPE").arg(key).query(conn).unwrap();
@@ -282,14 +292,6 @@ fn a_batch_of_distinct_locks_answers_and_hands_over_as_the_single_scripts_do() {
             (-1, 0)
         ]
     );
-    let members = |conn: &mut redis::Connection, key: String| -> Vec<String> {
-        redis::cmd("ZRANGE")
-            .arg(key)
-            .arg(0)
-            .arg(-1)
-            .query(conn)
-            .unwrap()
-    };
     for name in [
         "new1", "new2", "held1", "held2", "queued", "heard", "stale", "nothere",
     ] {
@@ -375,14 +377,6 @@ fn a_batch_of_distinct_locks_answers_and_hands_over_as_the_single_scripts_do() {
 fn a_first_attempt_leaves_the_registry_alone_and_still_registers_when_refused() {
     let server = RedisServer::start();
     let mut conn = server.conn();
-    let members = |conn: &mut redis::Connection, key: &str| -> Vec<String> {
-        redis::cmd("ZRANGE")
-            .arg(key)
-            .arg(0)
-            .arg(-1)
-            .query(conn)
-            .unwrap()
-    };
     let registry = |name: &str| format!("redlatch_lock_waiters:{{{name}}}");
     let ticket = "c1:6:1:10000";
     for (name, first) in [("free-first", true), ("free-again", false)] {
