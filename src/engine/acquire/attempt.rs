@@ -125,7 +125,10 @@ pub(crate) async fn attempt(
     if grants.len() >= quorum && permanent.is_none() {
         let token = match grants.iter().filter_map(|g| g.token).max() {
             Some(t) if inner.masters.len() > 1 => {
-                let vouched = vouch(inner, (name, holder), t, &grants, &results, end).await;
+                // Boxed, as the undo below: rare paths kept out of the attempt's
+                // future, which every caller moves (fenced locks under Redlock only).
+                let vouched = Box::pin(vouch(inner, (name, holder), t, &grants, &results, end));
+                let vouched = vouched.await;
                 vouched.map_err(|e| unconfirmed = Some(e)).ok().flatten()
             }
             other => Some(other),
@@ -154,7 +157,8 @@ pub(crate) async fn attempt(
             .iter()
             .any(|r| matches!(r, Some(Err(Error::Reentry { .. }))));
         let only = (reentrant || holds).then_some(granted);
-        undo_refused(inner, req, only, end).await;
+        let undone = Box::pin(undo_refused(inner, req, only, end));
+        undone.await;
     }
     scopeguard::ScopeGuard::into_inner(undo);
     if let Some(e) = permanent {
