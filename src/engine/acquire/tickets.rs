@@ -28,7 +28,7 @@
 //!    message that fresh also cannot be a stale one: the hand-over it names is still
 //!    within its lease, so the lock has not been passed on since.)
 
-use std::collections::HashMap;
+use crate::engine::FastMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
