@@ -108,6 +108,8 @@ pub(crate) async fn attempt(
             async move {
                 let call = (&*name, lease_ms, &*holder);
                 let sent = kinds::acquire(&m, kind.protocol(), call, &ask, waiting);
+                // A deadline the request cannot outlast needs no timer (Master::may_outlast).
+                let end = end.filter(|&end| m.may_outlast(end));
                 cut(end, m.addr(), sent).await
             }
         },

@@ -238,6 +238,8 @@ async fn release_results(
             let (name, holder) = (name.clone(), holder.clone());
             async move {
                 let sent = kinds::release(&m, kind.protocol(), &name, lease_ms, &holder);
+                // A deadline the request cannot outlast needs no timer (Master::may_outlast).
+                let end = end.filter(|&end| m.may_outlast(end));
                 cut(end, m.addr(), sent).await
             }
         },
