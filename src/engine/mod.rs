@@ -62,6 +62,11 @@ use uuid::Uuid;
 
 use crate::transport::pubsub::PubSub;
 
+/// The hash map of the tables an acquisition and its release touch (holds, gates,
+/// tickets): foldhash, seeded per process, not SipHash (which cost ~1k instructions of
+/// an uncontended pair).
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 use acquire::gate::Gates;
 use acquire::tickets::Tickets;
 use holding::offers::Offers;

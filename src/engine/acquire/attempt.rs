@@ -109,6 +109,8 @@ pub(crate) async fn attempt(
             async move {
                 let call = (&*name, lease_ms, &*holder);
                 let sent = kinds::acquire(&m, kind.protocol(), call, &ask, waiting);
+                // A deadline the request cannot outlast needs no timer (Master::may_outlast).
+                let end = end.filter(|&end| m.may_outlast(end));
                 cut(end, m.addr(), sent).await
             }
         },
@@ -126,7 +128,10 @@ pub(crate) async fn attempt(
     if grants.len() >= quorum && permanent.is_none() {
         let token = match grants.iter().filter_map(|g| g.token).max() {
             Some(t) if inner.masters.len() > 1 => {
-                let vouched = vouch(inner, (name, holder), t, &grants, &results, end).await;
+                // Boxed, as the undo below: rare paths kept out of the attempt's
+                // future, which every caller moves (fenced locks under Redlock only).
+                let vouched = Box::pin(vouch(inner, (name, holder), t, &grants, &results, end));
+                let vouched = vouched.await;
                 vouched.map_err(|e| unconfirmed = Some(e)).ok().flatten()
             }
             other => Some(other),
@@ -155,7 +160,8 @@ pub(crate) async fn attempt(
             .iter()
             .any(|r| matches!(r, Some(Err(Error::Reentry { .. }))));
         let only = (reentrant || holds).then_some(granted);
-        undo_refused(inner, req, only, end).await;
+        let undone = Box::pin(undo_refused(inner, req, only, end));
+        undone.await;
     }
     scopeguard::ScopeGuard::into_inner(undo);
     if let Some(e) = permanent {

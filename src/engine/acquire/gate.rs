@@ -12,7 +12,7 @@
 //! 3. Only the gate holder posts an offer for a plain lock (offers.rs), so a release
 //!    hands the lock to the next local contender in FIFO order.
 
-use std::collections::HashMap;
+use crate::engine::FastMap as HashMap;
 use std::sync::Arc;
 
 use tokio::sync::{Mutex, OwnedMutexGuard};

@@ -254,7 +254,9 @@ impl Engine {
                 false => waiter::acquire(self, &call).await,
             }
         };
-        let acquire = self.observed(&call, acquire);
+        // Pinned here and awaited by reference: moved into both arms below, it would be
+        // kept twice in this future's state (and every caller moves that state).
+        let acquire = std::pin::pin!(self.observed(&call, acquire));
         // A call of its own while its task holds the lock may wait for itself
         // (self_wait.rs): watched, to say so.
         let watched = match spec.holding {

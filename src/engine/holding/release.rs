@@ -42,12 +42,16 @@ pub(crate) async fn release(
             .offers(fair)
             .take(&hold.name, if fair { MAX_FAIR_OFFERS } else { 1 });
         if !offers.is_empty() {
-            return hand_over(engine, hold, lease_ms, fair, offers).await;
+            // Boxed, as the re-entrant release below: the last release's future (moved
+            // by every caller) carries neither.
+            let handed = Box::pin(hand_over(engine, hold, lease_ms, fair, offers));
+            return handed.await;
         }
     }
     if !last {
-        return (release_on(engine, &hold.name, &hold.holder, lease_ms, kind, None, true).await)
-            .map(drop);
+        let (name, holder) = (&hold.name, &hold.holder);
+        let released = Box::pin(release_on(engine, name, holder, lease_ms, kind, None, true));
+        return released.await.map(drop);
     }
     // The last hold: masters that did not answer are asked again until a majority
     // answered, for at most `unavailable_timeout`, as `lock()` does. Safe to repeat: a
@@ -234,6 +238,8 @@ async fn release_results(
             let (name, holder) = (name.clone(), holder.clone());
             async move {
                 let sent = kinds::release(&m, kind.protocol(), &name, lease_ms, &holder);
+                // A deadline the request cannot outlast needs no timer (Master::may_outlast).
+                let end = end.filter(|&end| m.may_outlast(end));
                 cut(end, m.addr(), sent).await
             }
         },

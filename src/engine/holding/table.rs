@@ -11,7 +11,7 @@
 //! 4. `risk` holds `Some(end of validity)` while renewals failed on a majority since
 //!    the last renewal that counted, `None` otherwise (watchdog.rs).
 
-use std::collections::HashMap;
+use crate::engine::FastMap as HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 

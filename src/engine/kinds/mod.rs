@@ -407,7 +407,9 @@ pub(crate) async fn acquire(
             acquire_status(m.addr(), name, reply, (None, false), false)
         }
         Sending::Script(inv, read) => {
-            let (v, short) = m.eval_acquire(&inv).await.map_err(|e| typed(name, e))?;
+            // Boxed: the plain lock's batched path (W1, W2) carries no script's future.
+            let sent = Box::pin(m.eval_acquire(&inv));
+            let (v, short) = sent.await.map_err(|e| typed(name, e))?;
             match (read(m.addr(), name, v)?, short) {
                 (Acquire::Granted { .. }, Some(e)) => Err(e),
                 (reply, _) => Ok(reply),
@@ -433,7 +435,8 @@ pub(crate) async fn release(
             other => Err(protocol(m.addr(), "release", &Value::Int(other))),
         },
         Sending::Script(inv, read) => {
-            let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
+            let sent = Box::pin(m.eval(Lane::Lock, &inv));
+            let v = sent.await.map_err(|e| typed(name, e))?;
             read(m.addr(), name, v)
         }
     }

@@ -55,6 +55,23 @@ impl Master {
         }
     }
 
+    /// Whether a request to this master begun now may still be unanswered at `end`.
+    /// The transport bounds every request by its timeout, plus the replicas' wait of a
+    /// synced write; one queued in the group commit waits at most two timeouts and
+    /// 10 ms (batch.rs); and 10 ms more for the timer's granularity. A deadline beyond
+    /// that cuts nothing, so the engine sets no timer for it (an uncontended `lock()`
+    /// and its release: their deadline is the unavailable timeout).
+    pub(crate) fn may_outlast(&self, end: tokio::time::Instant) -> bool {
+        let link = &*self.link;
+        let longest = (link.timeout().checked_add(link.sync_timeout()))
+            .and_then(|bound| bound.checked_mul(2))
+            .and_then(|bound| bound.checked_add(Duration::from_millis(20)));
+        match longest.and_then(|l| tokio::time::Instant::now().checked_add(l)) {
+            Some(answered_by) => answered_by > end,
+            None => true,
+        }
+    }
+
     /// Runs a script on `lane` within the master timeout.
     pub(crate) async fn eval(&self, lane: Lane, inv: &Invocation) -> Result<Value> {
         self.eval_within(lane, self.link.timeout(), inv).await

@@ -47,10 +47,13 @@ pub(crate) mod records;
 pub(crate) mod scan;
 pub(crate) mod waiters;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::future::{Either, FutureExt};
 
 use crate::engine::holding::holder_id::Context;
 use crate::engine::kinds::call::Call;
@@ -113,7 +116,9 @@ pub(crate) struct Observe {
     pub(crate) who: record::Mine,
     /// Deadlock detection is on (`Config::deadlock_detection`).
     pub(crate) detection: bool,
-    waits: parking_lot::Mutex<HashMap<u64, Wait>>,
+    /// By a number that only grows: a `BTreeMap` inserts at its end and hashes nothing
+    /// (every acquisition registers and removes one, on its path).
+    waits: parking_lot::Mutex<BTreeMap<u64, Wait>>,
     next_wait: AtomicU64,
     /// What the ledger holds on the masters, as far as this client wrote it.
     pub(crate) written: tokio::sync::Mutex<HashMap<String, i64>>,
@@ -191,20 +196,29 @@ impl Drop for Waiting {
 impl Engine {
     /// Runs `acquire` (the acquisition of `call`) as a registered wait; with deadlock
     /// detection, raced against [`detect`](Engine::detect).
-    pub(in crate::engine) async fn observed<T>(
-        &self,
-        call: &Call,
-        acquire: impl std::future::Future<Output = Result<T>>,
-    ) -> Result<T> {
+    ///
+    /// Not an `async fn`: without detection the returned future is `acquire` and the
+    /// registration, not a state machine holding `acquire` twice (its argument and its
+    /// awaited copy); the race with detection is boxed.
+    pub(in crate::engine) fn observed<'a, T: Send + 'a>(
+        &'a self,
+        call: &'a Call,
+        acquire: impl Future<Output = Result<T>> + Send + 'a,
+    ) -> impl Future<Output = Result<T>> + Send + 'a {
         let mut waiting = self.observe.wait(&call.holder, &call.name);
         if !self.observe.detection {
-            return acquire.await;
+            return Either::Left(acquire.map(move |r| {
+                drop(waiting);
+                r
+            }));
         }
-        tokio::select! {
-            biased;
-            r = acquire => r,
-            e = self.detect(&mut waiting) => Err(e),
-        }
+        Either::Right(Box::pin(async move {
+            tokio::select! {
+                biased;
+                r = acquire => r,
+                e = self.detect(&mut waiting) => Err(e),
+            }
+        }))
     }
 }
 

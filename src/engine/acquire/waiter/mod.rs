@@ -204,8 +204,11 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     telemetry::waiting(1);
     let _counted = scopeguard::guard((), |()| telemetry::waiting(-1));
     // Boxed: keeps the future type shallow enough for callers' own async fns (rustc's
-    // layout queries overflow on deeply nested futures).
-    Box::pin(waiter.run()).await
+    // layout queries overflow on deeply nested futures). Boxed in a statement of its
+    // own: a temporary of the awaiting statement would keep a copy of the unboxed
+    // future in this one's state, and every caller would move it.
+    let run = Box::pin(waiter.run());
+    run.await
 }
 
 /// The error of a call whose holder's earlier hand-over or undo was still unanswered
@@ -324,16 +327,31 @@ impl Drop for Waiter<'_> {
 
 impl Waiter<'_> {
     /// The state machine: attempt → (subscribe | back off | wait) → attempt …
+    ///
+    /// The states after a refusal run boxed: an uncontended call only attempts, and
+    /// its future (moved at each caller's `.await`) stays the size of an attempt.
     async fn run(mut self) -> Result<Option<Grant>> {
         self.subscribe_if_ready();
         let mut state = State::Attempting { woken: false };
         loop {
             state = match state {
                 State::Attempting { woken } => self.attempt(woken).await?,
-                State::Subscribing => self.subscribe().await?,
-                State::BackingOff(pause) => self.back_off(pause).await,
-                State::Waiting { retry_in, local } => self.wait(retry_in, local).await?,
-                State::GivingUp(error) => return self.give_up(error).await,
+                State::Subscribing => {
+                    let subscribed = Box::pin(self.subscribe());
+                    subscribed.await?
+                }
+                State::BackingOff(pause) => {
+                    let paused = Box::pin(self.back_off(pause));
+                    paused.await
+                }
+                State::Waiting { retry_in, local } => {
+                    let waited = Box::pin(self.wait(retry_in, local));
+                    waited.await?
+                }
+                State::GivingUp(error) => {
+                    let given_up = Box::pin(self.give_up(error));
+                    return given_up.await;
+                }
                 State::Granted(grant) => return Ok(Some(grant)),
             };
         }
@@ -370,8 +388,12 @@ impl Waiter<'_> {
                 split: false,
             },
             None => {
-                if let Some(grant) = self.withdraw_offer(end).await? {
-                    return Ok(State::Granted(grant));
+                if self.offer.is_some() {
+                    // Invariant 7 (only a waiter that posted an offer): boxed, see run.
+                    let withdrawn = Box::pin(self.withdraw_offer(end));
+                    if let Some(grant) = withdrawn.await? {
+                        return Ok(State::Granted(grant));
+                    }
                 }
                 self.attempting();
                 let outcome = attempt(self.engine, &self.req, end).await?;
