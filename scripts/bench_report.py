@@ -481,7 +481,8 @@ def w7_chart(plt, rows):
 
 def _peers_run(r):
     """A line of a `--workload peers` run (charted by peers_chart, not w2_chart)."""
-    return (r.get("lib") in ("rslock-protocol", "batch-floor", "redisson", "python-redis-lock-protocol")
+    return (r.get("lib") in ("rslock-protocol", "batch-floor", "redisson", "python-redis-lock-protocol",
+                             "python-redis-lock")
             or "ops_per_s_vs_rslock" in r or "round" in r)
 
 
@@ -494,9 +495,10 @@ def rounds_chart(plt, rows):
               ("W7", "cross_handoffs_per_s", "W7 P = 8 cross-process hand-overs/s", True)]
     if not any(r.get("lib") == "redisson" for r in rows):
         return None
-    libs = ["redlatch", "rslock-protocol", "python-redis-lock-protocol", "redisson"]
+    libs = ["redlatch", "rslock-protocol", "python-redis-lock-protocol", "python-redis-lock",
+            "redisson"]
     colors = {"redlatch": "C0", "rslock-protocol": "C1", "python-redis-lock-protocol": "C2",
-              "redisson": "C3"}
+              "python-redis-lock": "C4", "redisson": "C3"}
     servers = sorted({r.get("server", "") for r in rows})
     fig, axes = plt.subplots(len(servers), 4, figsize=(12, 3.6 * len(servers)), squeeze=False)
     for row, server in enumerate(servers):
@@ -513,7 +515,8 @@ def rounds_chart(plt, rows):
                 ax.scatter([i] * len(vals), vals, color="black", s=10, zorder=3)
                 ax.annotate(f"{med:,.0f}", (i, med), textcoords="offset points", xytext=(0, 3),
                             ha="center", fontsize=8)
-                shown.append(lib.replace("-protocol", "").replace("python-redis-lock", "py-redis-lock"))
+                shown.append({"python-redis-lock-protocol": "py-redis-lock\nwire (Rust)",
+                              "python-redis-lock": "py-redis-lock"}.get(lib, lib.replace("-protocol", "")))
             if log:
                 ax.set_yscale("log")
             ax.set_xticks(range(len(shown)), shown, fontsize=8)
@@ -629,7 +632,8 @@ def wait_chart(plt, rows):
     return fig
 
 PEER_COLUMNS = [("redlatch", "redlatch"), ("rslock", "rslock protocol"),
-                ("signal", "python-redis-lock wire"), ("redisson", "Redisson 4.7.0"),
+                ("signal", "python-redis-lock wire"), ("python", "python-redis-lock"),
+                ("redisson", "Redisson 4.7.0"),
                 ("floor", "wire floor")]
 
 

@@ -2,8 +2,9 @@
 //!
 //! Each round runs W1 (redlatch, the rslock protocol, Redisson), W2 (the same and W2's
 //! wire floor: batch.lua sent by bare redis-rs), W3 (redlatch, Redisson) and W7 with
-//! P = 8 processes (redlatch, python-redis-lock's wire, Redisson's JVMs), one line each
-//! tagged with its `round`; the order of the libraries rotates from round to round, so the machine's drift weighs
+//! P = 8 processes (redlatch, python-redis-lock's wire from Rust, python-redis-lock
+//! itself when python3 imports it, Redisson's JVMs), one line each tagged with its
+//! `round`; the order of the libraries rotates from round to round, so the machine's drift weighs
 //! on all of them. redlatch's lines carry the same round's ratios (`p50_vs_rslock`,
 //! `ops_per_s_vs_redisson`, ...). Then one `summary` line per figure: each library's
 //! median with min and max over the rounds, and the median, min and max of the
@@ -26,6 +27,8 @@ enum Lib {
     Floor,
     /// python-redis-lock's wire (W7).
     Signal,
+    /// python-redis-lock itself (W7), when python3 imports it.
+    Python,
 }
 
 /// What the peers run takes beyond the context.
@@ -45,6 +48,7 @@ pub async fn run(ctx: &Ctx, opts: &Opts) -> Result<Vec<Report>, String> {
         }
         None => (None, None),
     };
+    let python = signal_peer::python_available();
     let mut warmup = opts.redisson.unwrap_or(0);
     let mut lines = Vec::new();
     for round in 0..opts.rounds.max(1) {
@@ -55,13 +59,17 @@ pub async fn run(ctx: &Ctx, opts: &Opts) -> Result<Vec<Report>, String> {
                 &[Lib::Redlatch, Lib::Rslock, Lib::Redisson, Lib::Floor],
             ),
             ("W3", &[Lib::Redlatch, Lib::Redisson]),
-            ("W7", &[Lib::Redlatch, Lib::Signal, Lib::Redisson]),
+            (
+                "W7",
+                &[Lib::Redlatch, Lib::Signal, Lib::Python, Lib::Redisson],
+            ),
         ];
         for (workload, libs) in plan {
             let mut order: Vec<Lib> = libs
                 .iter()
                 .copied()
                 .filter(|l| *l != Lib::Redisson || jvm.is_some())
+                .filter(|l| *l != Lib::Python || python)
                 .collect();
             let n = order.len();
             order.rotate_left(round % n);
@@ -101,6 +109,7 @@ async fn one(
         ("W2", Lib::Rslock) => peer::w2(ctx).await,
         ("W2", Lib::Floor) => batch_floor::w2(ctx).await,
         ("W7", Lib::Signal) => signal_peer::run(ctx, W7_PROCS).await,
+        ("W7", Lib::Python) => signal_peer::run_python(ctx, W7_PROCS).await,
         (w, Lib::Redisson) => {
             let jvm = jvm.expect("the JVM runs when Redisson is measured");
             match w {
@@ -179,12 +188,13 @@ fn short(lib: &str) -> &str {
         "rslock-protocol" => "rslock",
         "batch-floor" => "floor",
         signal_peer::LIB => "signal",
+        signal_peer::PYTHON_LIB => "python",
         other => other,
     }
 }
 
 /// The peers' short names, in the order lines and summaries show them.
-const PEERS: [&str; 4] = ["rslock", "redisson", "floor", "signal"];
+const PEERS: [&str; 5] = ["rslock", "redisson", "floor", "signal", "python"];
 
 /// Median, min and max (the median of an even count is the lower middle one).
 fn spread(mut xs: Vec<f64>) -> Option<(f64, f64, f64)> {
@@ -216,6 +226,7 @@ fn summaries(lines: &[Report]) -> Vec<Report> {
             "redisson",
             "batch-floor",
             signal_peer::LIB,
+            signal_peer::PYTHON_LIB,
         ] {
             let vals = of(lib).iter().filter_map(|r| num(r, field)).collect();
             if let Some((med, min, max)) = spread(vals) {

@@ -25,6 +25,42 @@ const RELEASE: &str = include_str!("../../../lua/bench_signal_release.lua");
 
 /// The name of the peer in results.
 pub const LIB: &str = "python-redis-lock-protocol";
+/// python-redis-lock itself (Python, redis-py) in results.
+pub const PYTHON_LIB: &str = "python-redis-lock";
+
+fn python_child() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/w7_python_redis_lock.py")
+}
+
+/// Whether python3 can import python-redis-lock and redis-py here (the peer runs only
+/// then; `pip install -r scripts/requirements-bench.txt`).
+pub fn python_available() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import redis, redis_lock"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// W7 with `procs` processes of python-redis-lock itself (the Python library) on the
+/// first master, each counting its own `SET` tries.
+pub async fn run_python(ctx: &Ctx, procs: usize) -> Result<Report, String> {
+    ctx.require_masters("python-redis-lock")?;
+    let name = ctx.key(&format!("w7-python-{procs}"));
+    let (script, url) = (python_child(), ctx.urls[0].clone());
+    let launch = |name: &str| {
+        let mut cmd = Command::new("python3");
+        cmd.arg(&script).arg(&url).arg(name);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    };
+    let mut r = fleet::run_with(ctx, procs, &name, launch).await?;
+    r.insert("lib".into(), json!(PYTHON_LIB));
+    Ok(r)
+}
 
 /// W7 with `procs` processes of the signal peer on the first master.
 pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
