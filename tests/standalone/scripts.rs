@@ -399,7 +399,7 @@ fn a_first_attempt_leaves_the_registry_alone_and_still_registers_when_refused() 
         }
         let got: (i64, i64) = acquire.invoke(&mut conn).unwrap();
         assert_eq!(got, (1, 1), "{name}");
-        let left = members(&mut conn, &registry(name));
+        let left = members(&mut conn, registry(name));
         assert_eq!(left.is_empty(), !first, "{name}: {left:?}");
     }
     // Refused: the new ticket is registered, by acquire.lua and by a batch alike.
@@ -415,7 +415,7 @@ fn a_first_attempt_leaves_the_registry_alone_and_still_registers_when_refused() 
         .arg("1");
     let (status, _): (i64, i64) = acquire.invoke(&mut conn).unwrap();
     assert_eq!(status, 0);
-    assert_eq!(members(&mut conn, &registry("busy")), [ticket]);
+    assert_eq!(members(&mut conn, registry("busy")), [ticket]);
     let batch_ticket = "c2:7:2:10000";
     let script = Script::new(&waking(BATCH));
     let mut inv = script.prepare_invoke();
@@ -434,9 +434,6 @@ fn a_first_attempt_leaves_the_registry_alone_and_still_registers_when_refused() 
     let answers: Vec<i64> = inv.invoke(&mut conn).unwrap();
     assert_eq!(answers[0], 0, "busy: refused");
     assert_eq!(answers[2..], [1, 1], "free-batch: granted");
-    assert_eq!(
-        members(&mut conn, &registry("busy")),
-        [ticket, batch_ticket]
-    );
-    assert!(members(&mut conn, &registry("free-batch")).is_empty());
+    assert_eq!(members(&mut conn, registry("busy")), [ticket, batch_ticket]);
+    assert!(members(&mut conn, registry("free-batch")).is_empty());
 }
