@@ -515,11 +515,11 @@ def rounds_chart(plt, rows):
                 ax.scatter([i] * len(vals), vals, color="black", s=10, zorder=3)
                 ax.annotate(f"{med:,.0f}", (i, med), textcoords="offset points", xytext=(0, 3),
                             ha="center", fontsize=8)
-                shown.append({"python-redis-lock-protocol": "py-redis-lock\nwire (Rust)",
-                              "python-redis-lock": "py-redis-lock"}.get(lib, lib.replace("-protocol", "")))
+                shown.append({"python-redis-lock-protocol": "python-\nredis-lock's\nwire (Rust)",
+                              "python-redis-lock": "python-\nredis-lock"}.get(lib, lib.replace("-protocol", "")))
             if log:
                 ax.set_yscale("log")
-            ax.set_xticks(range(len(shown)), shown, fontsize=8)
+            ax.set_xticks(range(len(shown)), shown, fontsize=7 if len(shown) > 3 else 8)
             ax.set_title(f"{title}" + (f"\n{server}" if server else ""), fontsize=9)
             ax.grid(axis="y", alpha=0.3)
     return fig
