@@ -54,16 +54,19 @@ struct Member {
 pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
     let name = ctx.key(&format!("w7-{procs}"));
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let launch = |name: &str| {
-        let mut cmd = Command::new(&exe);
-        cmd.arg("--w7-child").arg(name);
-        cmd.arg("--redis").arg(&ctx.urls[0]);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true);
-        cmd
-    };
+    let url = &ctx.urls[0];
+    let launch = |name: &str| child_command(&exe, &["--w7-child", name, "--redis", url]);
     run_with(ctx, procs, &name, launch).await
+}
+
+/// `program ARGS...` as a W7 child: its stdin and stdout piped, killed if dropped.
+pub fn child_command(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
 }
 
 /// W7 with `procs` processes started by `launch(NAME)`, each speaking the child's line

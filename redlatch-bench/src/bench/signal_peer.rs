@@ -10,7 +10,6 @@
 use redis::aio::MultiplexedConnection;
 use redis::Script;
 use serde_json::json;
-use tokio::process::Command;
 
 use super::fleet::{self, FleetLock};
 use super::{Ctx, Report};
@@ -48,15 +47,9 @@ pub fn python_available() -> bool {
 pub async fn run_python(ctx: &Ctx, procs: usize) -> Result<Report, String> {
     ctx.require_masters("python-redis-lock")?;
     let name = ctx.key(&format!("w7-python-{procs}"));
-    let (script, url) = (python_child(), ctx.urls[0].clone());
-    let launch = |name: &str| {
-        let mut cmd = Command::new("python3");
-        cmd.arg(&script).arg(&url).arg(name);
-        cmd.stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        cmd
-    };
+    let script = python_child();
+    let (script, url) = (script.to_string_lossy(), &ctx.urls[0]);
+    let launch = |name: &str| fleet::child_command("python3", &[&script, url, name]);
     let mut r = fleet::run_with(ctx, procs, &name, launch).await?;
     r.insert("lib".into(), json!(PYTHON_LIB));
     Ok(r)
@@ -67,14 +60,10 @@ pub async fn run(ctx: &Ctx, procs: usize) -> Result<Report, String> {
     ctx.require_masters("the python-redis-lock peer")?;
     let name = ctx.key(&format!("w7-signal-{procs}"));
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let url = ctx.urls[0].clone();
+    let url = &ctx.urls[0];
     let launch = |name: &str| {
-        let mut cmd = Command::new(&exe);
-        cmd.args(["--w7-peer", "signal", "--w7-child", name, "--redis", &url]);
-        cmd.stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        cmd
+        let args = ["--w7-peer", "signal", "--w7-child", name, "--redis", url];
+        fleet::child_command(&exe, &args)
     };
     let mut r = fleet::run_with(ctx, procs, &name, launch).await?;
     r.insert("lib".into(), json!(LIB));
