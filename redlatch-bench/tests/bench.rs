@@ -230,6 +230,7 @@ fn peers_measures_w1_and_w2_beside_the_reference_protocol() {
     let mut want = vec![
         ("redlatch", "W1"),
         ("rslock-protocol", "W1"),
+        ("script-floor", "W1"),
         ("redlatch", "W2"),
         ("rslock-protocol", "W2"),
         ("batch-floor", "W2"),
@@ -242,12 +243,25 @@ fn peers_measures_w1_and_w2_beside_the_reference_protocol() {
         want.push(("python-redis-lock", "W7"));
     }
     assert_eq!(runs(&docs), want, "{docs:?}");
+    // W1 and W2 of the libraries in this process run interleaved: W1 in blocks, every
+    // pair counted; W2 in slices, summed.
     for d in docs.iter().filter(|d| d["lib"] != "summary") {
         assert_eq!(d["round"], 1, "{d}");
-        if d["workload"] == "W1" || d["workload"] == "W2" {
+        if d["workload"] == "W1" {
+            assert_eq!(d["ops"], 3000, "{d}");
+            assert!(d["client_cpu_us_per_pair"].as_f64() > Some(0.0), "{d}");
+        }
+        if d["workload"] == "W2" {
             assert!(d["ops"].as_u64() > Some(0), "{d}");
+            assert_eq!(d["slices"], 6, "{d}");
+            let (ops, secs) = (d["ops"].as_f64().unwrap(), d["seconds"].as_f64().unwrap());
+            assert!(
+                (d["ops_per_s"].as_f64().unwrap() - ops / secs).abs() < 1e-6,
+                "{d}"
+            );
         }
     }
+    assert!(summary(&docs, "W1", "p50_us")["vs_floor"].as_f64() > Some(0.0));
     for d in docs
         .iter()
         .filter(|d| d["workload"] == "W2" && d["lib"] != "summary")
@@ -255,9 +269,13 @@ fn peers_measures_w1_and_w2_beside_the_reference_protocol() {
         assert!(d["client_cpu_us_per_pair"].as_f64().is_some(), "{d}");
         assert!(d["server_cpu_us_per_pair"].as_f64() > Some(0.0), "{d}");
     }
-    assert!(docs[0]["p50_vs_rslock"].as_f64() > Some(0.0), "{docs:?}");
+    let ours = |w: &str| (docs.iter()).find(|d| d["lib"] == "redlatch" && d["workload"] == w);
     assert!(
-        docs[2]["ops_per_s_vs_rslock"].as_f64() > Some(0.0),
+        ours("W1").unwrap()["p50_vs_rslock"].as_f64() > Some(0.0),
+        "{docs:?}"
+    );
+    assert!(
+        ours("W2").unwrap()["ops_per_s_vs_rslock"].as_f64() > Some(0.0),
         "{docs:?}"
     );
     let w2 = summary(&docs, "W2", "ops_per_s");

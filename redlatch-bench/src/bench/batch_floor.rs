@@ -24,6 +24,11 @@ const LEASE_MS: u64 = 10_000;
 
 /// The floor of W2's wire: pairs per second and the server's CPU per pair.
 pub async fn w2(ctx: &Ctx) -> Result<Report, String> {
+    w2_for(ctx, ctx.duration).await
+}
+
+/// The floor for `duration` (the peers run interleaves slices).
+pub async fn w2_for(ctx: &Ctx, duration: std::time::Duration) -> Result<Report, String> {
     ctx.require_masters("the batch floor")?;
     let url = &ctx.urls[0];
     let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
@@ -37,7 +42,7 @@ pub async fn w2(ctx: &Ctx) -> Result<Report, String> {
     let before = counters(&mut probes).await;
     let cpu = process_cpu();
     let started = Instant::now();
-    let until = started + ctx.duration;
+    let until = started + duration;
     let callers: Vec<_> = (0..CALLERS)
         .map(|c| {
             let (mut conn, script) = (conn.clone(), script.clone());

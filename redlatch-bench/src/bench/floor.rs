@@ -12,84 +12,129 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::aio::MultiplexedConnection;
 use redis::Script;
 
-use super::stats::Samples;
+use super::stats::Tally;
 use super::{Ctx, Report};
 
 const PAIRS: usize = 3_000;
 const WARMUP: usize = 200;
 
+/// The floor's W1 line in the peers run.
+pub const LIB: &str = "script-floor";
+
 pub async fn run(ctx: &Ctx) -> Result<Report, String> {
-    let mut conns: Vec<MultiplexedConnection> = Vec::new();
-    for url in &ctx.urls {
-        let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
-        conns.push(
-            client
-                .get_multiplexed_async_connection()
-                .await
-                .map_err(|e| format!("{url}: {e}"))?,
-        );
-    }
-    let (acquire_src, release_src) = (super::ACQUIRE_LUA, super::RELEASE_LUA);
-    let (acquire, release) = (Script::new(acquire_src), Script::new(release_src));
-    let name = ctx.key("floor");
-    let channel = format!("redisson_lock__channel:{{{name}}}");
-    let holder = format!("{}:1", uuid::Uuid::new_v4());
-    let pair = |conns: Vec<MultiplexedConnection>| {
-        let (acquire, release, name, channel, holder) =
-            (&acquire, &release, &name, &channel, &holder);
-        async move {
-            let need = conns.len() / 2 + 1;
-            let acquired: Vec<_> = FuturesUnordered::from_iter(conns.iter().map(|c| {
-                let mut c = c.clone();
-                async move {
-                    acquire
-                        .key(name)
-                        .arg(10_000)
-                        .arg(holder)
-                        .invoke_async::<(i64, i64)>(&mut c)
-                        .await
-                }
-            }))
-            .take(need)
-            .collect()
-            .await;
-            let released: Vec<_> = FuturesUnordered::from_iter(conns.iter().map(|c| {
-                let mut c = c.clone();
-                async move {
-                    release
-                        .key(name)
-                        .key(redlatch::wire::waiter_registry(name))
-                        .arg(channel)
-                        .arg("0")
-                        .arg(10_000)
-                        .arg(holder)
-                        .invoke_async::<Option<i64>>(&mut c)
-                        .await
-                }
-            }))
-            .take(need)
-            .collect()
-            .await;
-            for r in acquired {
-                r.map_err(|e| e.to_string())?;
-            }
-            for r in released {
-                r.map_err(|e| e.to_string())?;
-            }
-            Ok::<_, String>(())
-        }
-    };
-    for _ in 0..WARMUP {
-        pair(conns.clone()).await?;
-    }
-    let mut samples = Samples::with_capacity(PAIRS);
-    let started = Instant::now();
-    for _ in 0..PAIRS {
-        let t = Instant::now();
-        pair(conns.clone()).await?;
-        samples.push(t.elapsed());
-    }
-    let mut r = ctx.report("floor", PAIRS as u64, started.elapsed(), &mut samples);
+    let mut run = W1Run::warm(ctx, &ctx.urls).await?;
+    run.block(PAIRS).await?;
+    let mut r = run.report(ctx);
+    r.insert("workload".into(), "floor".into());
     r.insert("lib".into(), "redis-rs".into());
     Ok(r)
+}
+
+/// The floor's W1 pairs run in blocks ([`Tally`]) on the masters of `urls`, warmed up.
+pub struct W1Run {
+    conns: Vec<MultiplexedConnection>,
+    acquire: Script,
+    release: Script,
+    name: String,
+    channel: String,
+    holder: String,
+    tally: Tally,
+}
+
+impl W1Run {
+    pub async fn warm(ctx: &Ctx, urls: &[String]) -> Result<Self, String> {
+        let mut conns: Vec<MultiplexedConnection> = Vec::new();
+        for url in urls {
+            let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
+            conns.push(
+                client
+                    .get_multiplexed_async_connection()
+                    .await
+                    .map_err(|e| format!("{url}: {e}"))?,
+            );
+        }
+        let name = ctx.key("floor");
+        let run = W1Run {
+            conns,
+            acquire: Script::new(super::ACQUIRE_LUA),
+            release: Script::new(super::RELEASE_LUA),
+            channel: format!("redisson_lock__channel:{{{name}}}"),
+            name,
+            holder: format!("{}:1", uuid::Uuid::new_v4()),
+            tally: Tally::default(),
+        };
+        for _ in 0..WARMUP {
+            run.pair().await?;
+        }
+        Ok(run)
+    }
+
+    /// `pairs` timed pairs.
+    pub async fn block(&mut self, pairs: usize) -> Result<(), String> {
+        let mark = self.tally.begin();
+        for _ in 0..pairs {
+            let t = Instant::now();
+            self.pair().await?;
+            self.tally.samples.push(t.elapsed());
+        }
+        self.tally.end(mark);
+        Ok(())
+    }
+
+    /// A W1 line (`lib` "script-floor").
+    pub fn report(mut self, ctx: &Ctx) -> Report {
+        let (n, took) = (self.tally.samples.len() as u64, self.tally.took);
+        let mut r = ctx.report("W1", n, took, &mut self.tally.samples);
+        r.insert("lib".into(), LIB.into());
+        r.insert(
+            "client_cpu_us_per_pair".into(),
+            self.tally.cpu_us_per_pair().into(),
+        );
+        r
+    }
+
+    /// One acquire + release, each done at the first majority of replies.
+    async fn pair(&self) -> Result<(), String> {
+        let (acquire, release, name) = (&self.acquire, &self.release, &self.name);
+        let (channel, holder) = (&self.channel, &self.holder);
+        let need = self.conns.len() / 2 + 1;
+        let acquired: Vec<_> = FuturesUnordered::from_iter(self.conns.iter().map(|c| {
+            let mut c = c.clone();
+            async move {
+                acquire
+                    .key(name)
+                    .arg(10_000)
+                    .arg(holder)
+                    .invoke_async::<(i64, i64)>(&mut c)
+                    .await
+            }
+        }))
+        .take(need)
+        .collect()
+        .await;
+        let released: Vec<_> = FuturesUnordered::from_iter(self.conns.iter().map(|c| {
+            let mut c = c.clone();
+            async move {
+                release
+                    .key(name)
+                    .key(redlatch::wire::waiter_registry(name))
+                    .arg(channel)
+                    .arg("0")
+                    .arg(10_000)
+                    .arg(holder)
+                    .invoke_async::<Option<i64>>(&mut c)
+                    .await
+            }
+        }))
+        .take(need)
+        .collect()
+        .await;
+        for r in acquired {
+            r.map_err(|e| e.to_string())?;
+        }
+        for r in released {
+            r.map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
 }

@@ -12,7 +12,7 @@ use redis::Script;
 use serde_json::json;
 
 use super::server::{counters, deltas, Counters, Probe};
-use super::stats::Samples;
+use super::stats::{Samples, Tally};
 use super::{Ctx, Report};
 
 const W1_PAIRS: usize = 3_000;
@@ -77,30 +77,66 @@ async fn connect(ctx: &Ctx) -> Result<MultiplexedConnection, String> {
 
 /// W1 the rslock way: one task, 3,000 pairs.
 pub async fn w1(ctx: &Ctx) -> Result<Report, String> {
-    let mut conn = connect(ctx).await?;
-    let release = Script::new(RELEASE);
-    let name = ctx.key("w1-rslock");
-    for _ in 0..200 {
-        pair(&mut conn, &release, &name).await?;
+    let mut run = W1Run::warm(ctx).await?;
+    run.block(W1_PAIRS).await?;
+    Ok(run.report(ctx))
+}
+
+/// rslock's W1 run in blocks ([`Tally`]): one connection, warmed up by 200 pairs.
+pub struct W1Run {
+    conn: MultiplexedConnection,
+    release: Script,
+    name: String,
+    tally: Tally,
+}
+
+impl W1Run {
+    pub async fn warm(ctx: &Ctx) -> Result<Self, String> {
+        let mut conn = connect(ctx).await?;
+        let release = Script::new(RELEASE);
+        let name = ctx.key("w1-rslock");
+        for _ in 0..200 {
+            pair(&mut conn, &release, &name).await?;
+        }
+        Ok(W1Run {
+            conn,
+            release,
+            name,
+            tally: Tally::default(),
+        })
     }
-    let mut samples = Samples::with_capacity(W1_PAIRS);
-    let cpu = process_cpu();
-    let started = Instant::now();
-    for _ in 0..W1_PAIRS {
-        let t = Instant::now();
-        pair(&mut conn, &release, &name).await?;
-        samples.push(t.elapsed());
+
+    /// `pairs` timed pairs.
+    pub async fn block(&mut self, pairs: usize) -> Result<(), String> {
+        let mark = self.tally.begin();
+        for _ in 0..pairs {
+            let t = Instant::now();
+            pair(&mut self.conn, &self.release, &self.name).await?;
+            self.tally.samples.push(t.elapsed());
+        }
+        self.tally.end(mark);
+        Ok(())
     }
-    let took = started.elapsed();
-    let mut r = ctx.report("W1", W1_PAIRS as u64, took, &mut samples);
-    r.insert("lib".into(), json!("rslock-protocol"));
-    let client_cpu = (process_cpu() - cpu).as_secs_f64() * 1e6 / W1_PAIRS as f64;
-    r.insert("client_cpu_us_per_pair".into(), json!(client_cpu));
-    Ok(r)
+
+    pub fn report(mut self, ctx: &Ctx) -> Report {
+        let (n, took) = (self.tally.samples.len() as u64, self.tally.took);
+        let mut r = ctx.report("W1", n, took, &mut self.tally.samples);
+        r.insert("lib".into(), json!("rslock-protocol"));
+        r.insert(
+            "client_cpu_us_per_pair".into(),
+            json!(self.tally.cpu_us_per_pair()),
+        );
+        r
+    }
 }
 
 /// W2 the rslock way: 64 tasks on distinct names over one multiplexed connection.
 pub async fn w2(ctx: &Ctx) -> Result<Report, String> {
+    w2_for(ctx, ctx.duration).await
+}
+
+/// rslock's W2 for `duration` (the peers run interleaves slices).
+pub async fn w2_for(ctx: &Ctx, duration: Duration) -> Result<Report, String> {
     let conn = connect(ctx).await?;
     let release = Script::new(RELEASE);
     let mut probes = ctx.probes().await.map_err(|e| e.to_string())?;
@@ -108,7 +144,7 @@ pub async fn w2(ctx: &Ctx) -> Result<Report, String> {
     let before = counters(&mut probes).await;
     let cpu = process_cpu();
     let started = Instant::now();
-    let until = started + ctx.duration;
+    let until = started + duration;
     let tasks: Vec<_> = (0..W2_TASKS)
         .map(|i| {
             let (mut conn, release) = (conn.clone(), release.clone());

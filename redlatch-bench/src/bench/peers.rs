@@ -1,11 +1,14 @@
 //! `--workload peers`: redlatch beside its peers in one run, in interleaved rounds.
 //!
-//! Each round runs W1 (redlatch, the rslock protocol, Redisson), W2 (the same and W2's
-//! wire floor: batch.lua sent by bare redis-rs), W3 (redlatch, Redisson) and W7 with
-//! P = 8 processes (redlatch, python-redis-lock's wire from Rust, python-redis-lock
-//! itself when python3 imports it, Redisson's JVMs), one line each tagged with its
-//! `round`; the order of the libraries rotates from round to round, so the machine's drift weighs
-//! on all of them. redlatch's lines carry the same round's ratios (`p50_vs_rslock`,
+//! Each round runs W1 (redlatch, the rslock protocol, Redisson, and W1's wire floor:
+//! redlatch's own acquire and release scripts sent by bare redis-rs), W2 (redlatch, the
+//! rslock protocol, Redisson and W2's wire floor: batch.lua in perfect batches sent by
+//! bare redis-rs), W3 (redlatch, Redisson) and W7 with P = 8 processes (redlatch,
+//! python-redis-lock's wire from Rust, python-redis-lock itself when python3 imports it,
+//! Redisson's JVMs), one line each tagged with its `round`. The order of the libraries
+//! rotates from round to round, and the runs in this process of W1 and W2 are cut into
+//! small interleaved pieces ([`interleaved`]), so the machine's drift weighs on all of
+//! them alike. redlatch's lines carry the same round's ratios (`p50_vs_rslock`,
 //! `ops_per_s_vs_redisson`, ...). Then one `summary` line per figure: each library's
 //! median with min and max over the rounds, and the median, min and max of the
 //! per-round ratios redlatch / peer (`vs_LIB`).
@@ -13,7 +16,7 @@
 use serde_json::{json, Value};
 
 use super::redisson::{self, Jvm};
-use super::{batch_floor, contended, fleet, peer, signal_peer, simple, Ctx, Report};
+use super::{batch_floor, contended, fleet, floor, peer, signal_peer, simple, Ctx, Report};
 
 /// W7's process count beside Redisson (one JVM each).
 pub const W7_PROCS: usize = 8;
@@ -53,7 +56,10 @@ pub async fn run(ctx: &Ctx, opts: &Opts) -> Result<Vec<Report>, String> {
     let mut lines = Vec::new();
     for round in 0..opts.rounds.max(1) {
         let plan: [(&str, &[Lib]); 4] = [
-            ("W1", &[Lib::Redlatch, Lib::Rslock, Lib::Redisson]),
+            (
+                "W1",
+                &[Lib::Redlatch, Lib::Rslock, Lib::Redisson, Lib::Floor],
+            ),
             (
                 "W2",
                 &[Lib::Redlatch, Lib::Rslock, Lib::Redisson, Lib::Floor],
@@ -74,14 +80,23 @@ pub async fn run(ctx: &Ctx, opts: &Opts) -> Result<Vec<Report>, String> {
             let n = order.len();
             order.rotate_left(round % n);
             let mut got = Vec::new();
+            let shared = interleaved(workload);
             for lib in order {
-                let mut r = one(ctx, workload, lib, jvm.as_mut(), cp.as_deref(), warmup).await?;
+                if shared.contains(&lib) {
+                    // The first of them runs them all, interleaved.
+                    if !got.iter().any(|r: &Report| shared.iter().any(|l| l.is(r))) {
+                        got.extend(interleave(ctx, workload, round).await?);
+                    }
+                    continue;
+                }
+                got.push(one(ctx, workload, lib, jvm.as_mut(), cp.as_deref(), warmup).await?);
                 if lib == Lib::Redisson && workload == "W1" {
                     // The JIT is warm from here on; later rounds warm up briefly.
                     warmup = warmup.min(2_000);
                 }
+            }
+            for r in &mut got {
                 r.insert("round".into(), json!(round + 1));
-                got.push(r);
             }
             add_ratios(&mut got);
             lines.extend(got);
@@ -89,6 +104,122 @@ pub async fn run(ctx: &Ctx, opts: &Opts) -> Result<Vec<Report>, String> {
     }
     lines.extend(summaries(&lines));
     Ok(lines)
+}
+
+/// W1's timed pairs per block when interleaved: 30 blocks of each library a round.
+const W1_BLOCK: usize = 100;
+
+/// W2's slices per library a round when interleaved (each `--duration` / 6 long).
+const W2_SLICES: u32 = 6;
+
+/// The libraries whose runs of `workload` are interleaved in small pieces within a
+/// round rather than run one after the other: redlatch and the peers in this process
+/// (the rslock protocol, W2's wire floor). This VM's speed drifts by up to 2x within
+/// seconds; a run of 0.3 s (W1) or 5 s (W2) after another's measured the drift as much
+/// as the libraries. Redisson's JVM and the W3 and W7 runs are not split.
+fn interleaved(workload: &str) -> &'static [Lib] {
+    match workload {
+        "W1" => &[Lib::Redlatch, Lib::Rslock, Lib::Floor],
+        "W2" => &[Lib::Redlatch, Lib::Rslock, Lib::Floor],
+        _ => &[],
+    }
+}
+
+impl Lib {
+    /// Whether `r` is this library's line.
+    fn is(self, r: &Report) -> bool {
+        let name = match self {
+            Lib::Redlatch => "redlatch",
+            Lib::Rslock => "rslock-protocol",
+            Lib::Floor if lib_name(r) == floor::LIB => floor::LIB,
+            Lib::Floor => "batch-floor",
+            Lib::Redisson => "redisson",
+            Lib::Signal => signal_peer::LIB,
+            Lib::Python => signal_peer::PYTHON_LIB,
+        };
+        lib_name(r) == name
+    }
+}
+
+/// The [`interleaved`] libraries' runs of `workload` in one round: W1 in blocks of
+/// [`W1_BLOCK`] pairs, W2 in [`W2_SLICES`] slices, the order within each piece rotating,
+/// so that every library meets the machine's drift alike. One line per library: W1's
+/// from all its pairs' latencies; W2's pairs/s and CPU per pair over all its slices, its
+/// p50 and p99 the slices' means weighted by their pairs.
+async fn interleave(ctx: &Ctx, workload: &str, round: usize) -> Result<Vec<Report>, String> {
+    let e = |e: redlatch::Error| e.to_string();
+    if workload == "W1" {
+        let mut ours = simple::W1Run::warm(ctx).await.map_err(e)?;
+        let mut rslock = peer::W1Run::warm(ctx).await?;
+        let mut bare = floor::W1Run::warm(ctx, &ctx.urls[..1]).await?;
+        for b in 0..simple::W1_PAIRS / W1_BLOCK {
+            for k in 0..3 {
+                match (k + b + round) % 3 {
+                    0 => ours.block(W1_BLOCK).await.map_err(e)?,
+                    1 => rslock.block(W1_BLOCK).await?,
+                    _ => bare.block(W1_BLOCK).await?,
+                }
+            }
+        }
+        return Ok(vec![ours.report(ctx), rslock.report(ctx), bare.report(ctx)]);
+    }
+    let slice = ctx.duration / W2_SLICES;
+    let mut pieces: [Vec<Report>; 3] = Default::default();
+    for s in 0..W2_SLICES as usize {
+        for k in 0..3 {
+            let lib = (k + s + round) % 3;
+            let r = match lib {
+                0 => simple::w2_for(ctx, slice).await.map_err(e)?,
+                1 => peer::w2_for(ctx, slice).await?,
+                _ => batch_floor::w2_for(ctx, slice).await?,
+            };
+            pieces[lib].push(r);
+        }
+    }
+    Ok(pieces.into_iter().map(merge_slices).collect())
+}
+
+/// One line from a library's W2 slices: pairs and seconds summed, pairs/s over them,
+/// every other figure the slices' mean weighted by their pairs (an array of counts,
+/// such as script calls per primary, summed).
+fn merge_slices(parts: Vec<Report>) -> Report {
+    let total = |k: &str| parts.iter().filter_map(|r| r.get(k)?.as_f64()).sum::<f64>();
+    let (ops, seconds) = (total("ops"), total("seconds"));
+    let mut out = parts.first().cloned().unwrap_or_default();
+    let keep = [
+        "ops",
+        "seconds",
+        "ops_per_s",
+        "masters",
+        "replicas",
+        "tasks",
+    ];
+    for (k, v) in out.iter_mut() {
+        if keep.contains(&k.as_str()) {
+            continue;
+        }
+        if v.is_f64() || v.is_u64() || v.is_i64() {
+            let weighted: f64 = (parts.iter())
+                .filter_map(|r| Some(r.get(k)?.as_f64()? * r.get("ops")?.as_f64()?))
+                .sum();
+            *v = json!(weighted / ops.max(1.0));
+        } else if let Value::Array(xs) = v {
+            let sums: Vec<f64> = (0..xs.len())
+                .map(|i| {
+                    (parts.iter())
+                        .filter_map(|r| r.get(k)?.get(i)?.as_f64())
+                        .sum()
+                })
+                .collect();
+            *v = json!(sums);
+        }
+    }
+    out.insert("ops".into(), json!(ops as u64));
+    out.insert("seconds".into(), json!(seconds));
+    let rate = if seconds > 0.0 { ops / seconds } else { 0.0 };
+    out.insert("ops_per_s".into(), json!(rate));
+    out.insert("slices".into(), json!(parts.len()));
+    out
 }
 
 async fn one(
@@ -186,7 +317,7 @@ fn ratio_key(field: &str, peer: &str) -> String {
 fn short(lib: &str) -> &str {
     match lib {
         "rslock-protocol" => "rslock",
-        "batch-floor" => "floor",
+        "batch-floor" | floor::LIB => "floor",
         signal_peer::LIB => "signal",
         signal_peer::PYTHON_LIB => "python",
         other => other,
@@ -225,6 +356,7 @@ fn summaries(lines: &[Report]) -> Vec<Report> {
             "rslock-protocol",
             "redisson",
             "batch-floor",
+            floor::LIB,
             signal_peer::LIB,
             signal_peer::PYTHON_LIB,
         ] {
@@ -278,4 +410,45 @@ pub fn summary_text(s: &Report) -> String {
         s.get("rounds").and_then(Value::as_u64).unwrap_or(0),
         parts.join(" | ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slice(ops: u64, seconds: f64, p50: u64, cpu: f64, calls: [u64; 2]) -> Report {
+        let v = json!({
+            "lib": "redlatch", "workload": "W2", "tasks": 64, "ops": ops,
+            "seconds": seconds, "ops_per_s": ops as f64 / seconds, "p50_us": p50,
+            "server_cpu_us_per_pair": cpu, "script_calls_per_primary": calls,
+        });
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn slices_merge_into_totals_and_pair_weighted_means() {
+        let m = merge_slices(vec![
+            slice(300, 1.0, 100, 10.0, [5, 1]),
+            slice(100, 1.0, 200, 20.0, [3, 2]),
+        ]);
+        assert_eq!(m["ops"], 400);
+        assert_eq!(m["seconds"], 2.0);
+        assert_eq!(m["ops_per_s"], 200.0);
+        assert_eq!(m["tasks"], 64);
+        assert_eq!(m["p50_us"], 125.0);
+        assert_eq!(m["server_cpu_us_per_pair"], 12.5);
+        assert_eq!(m["script_calls_per_primary"], json!([8.0, 3.0]));
+        assert_eq!(m["slices"], 2);
+        assert_eq!(m["lib"], "redlatch");
+    }
+
+    #[test]
+    fn every_library_of_an_interleaved_workload_is_recognised_by_its_line() {
+        let line = |lib: &str| json!({ "lib": lib }).as_object().unwrap().clone();
+        assert!(Lib::Floor.is(&line("script-floor")));
+        assert!(Lib::Floor.is(&line("batch-floor")));
+        assert!(Lib::Rslock.is(&line("rslock-protocol")));
+        assert!(!Lib::Redlatch.is(&line("rslock-protocol")));
+        assert_eq!(short("script-floor"), "floor");
+    }
 }

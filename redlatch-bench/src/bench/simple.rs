@@ -6,31 +6,59 @@ use serde_json::json;
 
 use super::peer::process_cpu;
 use super::server::{counters, deltas};
-use super::stats::Samples;
+use super::stats::{Samples, Tally};
 use super::{Ctx, Report};
 
-const W1_PAIRS: usize = 3_000;
+pub const W1_PAIRS: usize = 3_000;
 const W2_TASKS: usize = 64;
 const LEASE: Duration = Duration::from_secs(10);
 
 /// W1: one task, 3,000 acquire+release pairs with a 10 s lease.
 pub async fn w1(ctx: &Ctx) -> redlatch::Result<Report> {
-    let lock = ctx.client.lock(ctx.key("w1"));
-    for _ in 0..200 {
-        lock.lock_with_lease(LEASE).await?.unlock().await?;
+    let mut run = W1Run::warm(ctx).await?;
+    run.block(W1_PAIRS).await?;
+    Ok(run.report(ctx))
+}
+
+/// W1 run in blocks ([`Tally`]): one lock, warmed up by 200 untimed pairs.
+pub struct W1Run {
+    lock: redlatch::Lock,
+    tally: Tally,
+}
+
+impl W1Run {
+    pub async fn warm(ctx: &Ctx) -> redlatch::Result<Self> {
+        let lock = ctx.client.lock(ctx.key("w1"));
+        for _ in 0..200 {
+            lock.lock_with_lease(LEASE).await?.unlock().await?;
+        }
+        Ok(W1Run {
+            lock,
+            tally: Tally::default(),
+        })
     }
-    let mut samples = Samples::with_capacity(W1_PAIRS);
-    let cpu = process_cpu();
-    let started = Instant::now();
-    for _ in 0..W1_PAIRS {
-        let t = Instant::now();
-        lock.lock_with_lease(LEASE).await?.unlock().await?;
-        samples.push(t.elapsed());
+
+    /// `pairs` timed pairs.
+    pub async fn block(&mut self, pairs: usize) -> redlatch::Result<()> {
+        let mark = self.tally.begin();
+        for _ in 0..pairs {
+            let t = Instant::now();
+            self.lock.lock_with_lease(LEASE).await?.unlock().await?;
+            self.tally.samples.push(t.elapsed());
+        }
+        self.tally.end(mark);
+        Ok(())
     }
-    let mut r = ctx.report("W1", W1_PAIRS as u64, started.elapsed(), &mut samples);
-    let client_cpu = (process_cpu() - cpu).as_secs_f64() * 1e6 / W1_PAIRS as f64;
-    r.insert("client_cpu_us_per_pair".into(), json!(client_cpu));
-    Ok(r)
+
+    pub fn report(mut self, ctx: &Ctx) -> Report {
+        let (n, took) = (self.tally.samples.len() as u64, self.tally.took);
+        let mut r = ctx.report("W1", n, took, &mut self.tally.samples);
+        r.insert(
+            "client_cpu_us_per_pair".into(),
+            json!(self.tally.cpu_us_per_pair()),
+        );
+        r
+    }
 }
 
 /// W2: 64 tasks, each on its own name, acquire+release pairs for the run time. The
@@ -41,6 +69,11 @@ pub async fn w1(ctx: &Ctx) -> redlatch::Result<Report> {
 /// grouping is one call per operation, two per pair (`per_slot_calls_per_pair`, a
 /// lower bound when names share slots).
 pub async fn w2(ctx: &Ctx) -> redlatch::Result<Report> {
+    w2_for(ctx, ctx.duration).await
+}
+
+/// W2 for `duration` (the peers run interleaves slices of the libraries' W2).
+pub async fn w2_for(ctx: &Ctx, duration: Duration) -> redlatch::Result<Report> {
     let names: Vec<String> = (0..W2_TASKS).map(|i| ctx.key(&format!("w2:{i}"))).collect();
     let slots = ctx.key_slots(&names).await?;
     let mut probes = ctx.probes().await?;
@@ -54,7 +87,7 @@ pub async fn w2(ctx: &Ctx) -> redlatch::Result<Report> {
             async move { lock.lock_with_lease(LEASE).await?.unlock().await }
         }
     });
-    let mut all = pairs(started + ctx.duration, ops.collect()).await?;
+    let mut all = pairs(started + duration, ops.collect()).await?;
     let took = started.elapsed();
     let client_cpu = process_cpu() - cpu;
     let used = deltas(&before, &counters(&mut probes).await);

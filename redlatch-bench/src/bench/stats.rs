@@ -34,6 +34,37 @@ impl Samples {
     }
 }
 
+/// W1's timed pairs gathered over one or more blocks (the peers run interleaves the
+/// blocks of two libraries, so that the machine's drift weighs on both alike): the
+/// latencies, the wall time and this process's CPU time inside the blocks.
+#[derive(Default)]
+pub struct Tally {
+    pub samples: Samples,
+    pub took: Duration,
+    pub cpu: Duration,
+}
+
+/// When a block started: the clock and this process's CPU time.
+pub struct Mark(std::time::Instant, Duration);
+
+impl Tally {
+    /// Starts timing a block.
+    pub fn begin(&self) -> Mark {
+        Mark(std::time::Instant::now(), super::peer::process_cpu())
+    }
+
+    /// Ends the block started at `mark`.
+    pub fn end(&mut self, mark: Mark) {
+        self.took += mark.0.elapsed();
+        self.cpu += super::peer::process_cpu().saturating_sub(mark.1);
+    }
+
+    /// The client's CPU per pair over every block, in microseconds.
+    pub fn cpu_us_per_pair(&self) -> f64 {
+        self.cpu.as_secs_f64() * 1e6 / self.samples.len().max(1) as f64
+    }
+}
+
 /// Resident set size of this process in bytes (Linux).
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
