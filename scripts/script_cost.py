@@ -11,6 +11,9 @@ CASE: batch:N       batch.lua, N fresh names acquired in one call, released in t
       node:N        batch_node.lua in the sharded dialect (a Redis >= 7 cluster node's
                     script; run here on a standalone Redis 7, where the same commands run)
       acquire       acquire.lua on a fresh name, then release.lua (W1's pair)
+      rslock        the rslock protocol's pair: SET NX PX, then its compare-and-delete
+                    script (lua/bench_rslock_release.lua); --callgrind --whole only
+      empty         two EVALSHA of a script that returns 1: what any script call costs
 Every acquire is sent as the tree's library sends a lock()'s first attempt: with a new
 waiter's ticket, marked new when the tree knows that mark ("A" in batches, ARGV[4] = "1"
 for acquire.lua).
@@ -21,6 +24,10 @@ Prints one JSON line per case, side and round, then a summary per case: the medi
 callgrind, counting only the instructions inside EVALSHA (`--toggle-collect` of the
 server's evalShaCommand): the same commands give the same count on any machine under any
 load, so one round decides what the timings above cannot (needs valgrind).
+--whole (with --callgrind): count every command's execution (`processCommand`: a plain
+command's as well as EVALSHA's, not the network or the parsing of requests), so that a
+script's pair can be set beside a plain command's (`rslock`). Counters are zeroed once the
+scripts are loaded.
 """
 import argparse
 import json
@@ -79,6 +86,8 @@ def scripts(root):
         "node": sharded + read(root, "pass_on.lua", "acquire_op.lua", "batch_node.lua"),
         "acquire": classic + read(root, "acquire.lua"),
         "release": classic + read(root, "pass_on.lua", "release.lua"),
+        "rslock": read(root, "bench_rslock_release.lua"),
+        "empty": "return 1",
     }
 
 
@@ -98,7 +107,21 @@ def run_case(conn, shas, case, calls):
     before = evalsha_usec(conn)
     ops = 0
     lease, holder = "30000", f"{uuid.uuid4()}:1"
-    if case.startswith(("batch:", "node:")):
+    if case in ("rslock", "empty"):
+        for c in range(calls // 2):
+            name = f"sc:{tag}:{c}"
+            if case == "empty":
+                got = conn.send(["EVALSHA", shas["empty"], 0], ["EVALSHA", shas["empty"], 0])
+                ok = got == [1, 1]
+            else:
+                value = str(uuid.uuid4())
+                got = conn.send(["SET", name, value, "NX", "PX", lease],
+                                ["EVALSHA", shas["rslock"], 1, name, value])
+                ok = got[1] == 1
+            if not ok:
+                raise RuntimeError(f"{case}: unexpected answers {got}")
+            ops += 2
+    elif case.startswith(("batch:", "node:")):
         kind, n = case.split(":")
         n = int(n)
         for c in range(calls // 2):
@@ -145,11 +168,11 @@ def run_case(conn, shas, case, calls):
     return after[0] - before[0], after[1] - before[1], ops
 
 
-def start(server_cmd, port, d, callgrind_out=None):
+def start(server_cmd, port, d, callgrind_out=None, toggle="evalShaCommand"):
     cmd = list(server_cmd)
     if callgrind_out:
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={callgrind_out}",
-               "--toggle-collect=evalShaCommand"] + cmd
+               f"--toggle-collect={toggle}"] + cmd
     elif shutil.which("taskset"):
         cmd = ["taskset", "-c", "0"] + cmd
     cmd += ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -181,9 +204,14 @@ def callgrind(args):
         for case in args.cases:
             for side, root in (("A", args.a), ("B", args.b)):
                 out = os.path.join(d, f"cg-{side}.out")
-                server, conn = start([args.server], free_port(), d, out)
+                toggle = "processCommand" if args.whole else "evalShaCommand"
+                server, conn = start([args.server], free_port(), d, out, toggle)
                 try:
-                    _, n, ops = run_case(conn, load(conn, root), case, args.calls)
+                    shas = load(conn, root)
+                    # What loading the scripts cost is not the case's.
+                    subprocess.run(["callgrind_control", "--zero", str(server.pid)],
+                                   stdout=subprocess.DEVNULL, check=True)
+                    _, n, ops = run_case(conn, shas, case, args.calls)
                 finally:
                     server.terminate()
                     server.wait()
@@ -211,10 +239,15 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, default=400)
     p.add_argument("--callgrind", action="store_true")
+    p.add_argument("--whole", action="store_true")
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("cases", nargs="+")
     args = p.parse_args()
+    if "rslock" in args.cases and not args.whole:
+        sys.exit("script_cost.py: the rslock case needs --callgrind --whole (SET is no script)")
+    if args.whole and not args.callgrind:
+        sys.exit("script_cost.py: --whole counts instructions: it needs --callgrind")
     if args.callgrind:
         return callgrind(args)
     d = tempfile.mkdtemp()
