@@ -52,6 +52,8 @@ struct File {
     /// The app name of the client record.
     app: Option<String>,
     deadlock_detection: Option<bool>,
+    /// Lock names and `prefix*`es whose metrics carry a `lock` label.
+    metrics_names: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -70,8 +72,9 @@ impl<'de> Deserialize<'de> for Config {
     ///     "mode": "sentinel", "master_name": "mymaster",
     ///     "urls": ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"],
     ///     "watchdog_timeout": "10s", "master_timeout": 500, "sync_replicas": 1,
-    ///     "app": "billing", "deadlock_detection": true
+    ///     "app": "billing", "deadlock_detection": true, "metrics_names": ["orders:*"]
     /// }"#).unwrap();
+    /// assert_eq!(config.metrics_names_list(), ["orders:*"]);
     /// assert_eq!((config.app_name().as_str(), config.detects_deadlocks()), ("billing", true));
     /// assert_eq!(config.topology(), &Topology::Sentinel { master_name: "mymaster".into() });
     /// assert_eq!(config.effective_master_timeout(), Duration::from_millis(500));
@@ -125,7 +128,8 @@ impl File {
             fair_wait_time,
             unavailable_timeout,
             app,
-            deadlock_detection
+            deadlock_detection,
+            metrics_names
         );
         let (mode, timeout) = c.replica_sync();
         let mode = match self.sync_replicas {
@@ -240,6 +244,13 @@ mod tests {
             (SyncReplicas::Count(2), Duration::from_millis(250))
         );
         assert!(c.validate().is_ok());
+        let c = parse(r#"{"urls": ["redis://a:1"], "metrics_names": ["billing", "orders:*"]}"#)
+            .unwrap();
+        assert_eq!(c.metrics_names_list(), ["billing", "orders:*"]);
+        assert!(c.validate().is_ok());
+        // Checked as the builder's are: a '*' that does not end a prefix is refused.
+        let c = parse(r#"{"urls": ["redis://a:1"], "metrics_names": ["a*b"]}"#).unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("\"a*b\""));
     }
 
     #[test]
