@@ -107,7 +107,7 @@ pub(crate) async fn attempt(
             let (name, holder, ask) = (name.clone(), holder.clone(), req.ask);
             let waiting = req.waiting.clone();
             async move {
-                let call = (&*name, lease_ms, &*holder);
+                let call = (&name, lease_ms, &holder);
                 let sent = kinds::acquire(&m, kind.protocol(), call, &ask, waiting);
                 // A deadline the request cannot outlast needs no timer (Master::may_outlast).
                 let end = end.filter(|&end| m.may_outlast(end));

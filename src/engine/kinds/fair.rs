@@ -4,6 +4,7 @@
 //! the queue however the wait ends (`fair_cancel.lua`); a release on one master may
 //! hand the lock to the queue head when it is a waiting task of this client.
 
+use std::sync::Arc;
 use std::sync::LazyLock;
 
 use redis::Value;
@@ -55,9 +56,9 @@ impl Protocol for Fair {
 
     fn acquire(
         &self,
-        name: &str,
+        name: &Arc<str>,
         lease_ms: u64,
-        holder: &str,
+        holder: &Arc<str>,
         ask: &Ask,
         _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
@@ -66,9 +67,9 @@ impl Protocol for Fair {
     }
 
     /// fair_release.lua without offers: an ordinary release.
-    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
         let mut inv = call(&FAIR_RELEASE, name);
-        inv.arg("0").arg(lease_ms).arg(holder).arg(0);
+        inv.arg("0").arg(lease_ms).arg(&**holder).arg(0);
         Sending::Script(inv, |addr, _, v| {
             Ok(match read_hand_over(addr, &[], v)? {
                 HandOver::NotHeld => Release::NotHeld,

@@ -3,6 +3,7 @@
 //! back to a majority first (`fenced_sync.lua`, attempt.rs `confirm`). Released,
 //! dropped and waited for as a plain lock.
 
+use std::sync::Arc;
 use std::sync::LazyLock;
 
 use crate::engine::kinds::inspect::{int, Section};
@@ -33,22 +34,22 @@ impl Protocol for Fenced {
 
     fn acquire(
         &self,
-        name: &str,
+        name: &Arc<str>,
         lease_ms: u64,
-        holder: &str,
+        holder: &Arc<str>,
         ask: &Ask,
         _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         let mut inv = FENCED_ACQUIRE.call();
-        inv.key(name).key(keys::token(name));
+        inv.key(&**name).key(keys::token(name));
         if ask.redlock {
             inv.key(keys::token_epoch(name));
         }
-        inv.arg(lease_ms).arg(holder);
+        inv.arg(lease_ms).arg(&**holder);
         Sending::Script(inv, read_fenced)
     }
 
-    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
         plain::Plain.release(name, lease_ms, holder)
     }
 

@@ -13,6 +13,7 @@
 //! arguments, so the generic waiter, the hold table, the Redlock fan-out and lost holds
 //! work unchanged, and two value sets of one group are two holds.
 
+use std::sync::Arc;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -121,21 +122,21 @@ impl Protocol for Group {
 
     fn acquire(
         &self,
-        name: &str,
+        name: &Arc<str>,
         lease_ms: u64,
-        holder: &str,
+        holder: &Arc<str>,
         _ask: &Ask,
         _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         let (mut inv, _) = call(&ACQUIRE, name, false);
-        inv.arg(lease_ms).arg(holder);
+        inv.arg(lease_ms).arg(&**holder);
         add_fields(&mut inv, name);
         Sending::Script(inv, |addr, name, v| read_acquire(addr, parts(name).0, v))
     }
 
-    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
         let (mut inv, _) = call(&RELEASE, name, true);
-        inv.arg(lease_ms).arg(holder);
+        inv.arg(lease_ms).arg(&**holder);
         add_fields(&mut inv, name);
         Sending::Script(inv, read_release)
     }

@@ -118,15 +118,15 @@ pub(crate) trait Protocol: Sync + 'static {
     /// The acquire call. `waiting`: the ticket of a registering waiter (plain only).
     fn acquire(
         &self,
-        name: &str,
+        name: &Arc<str>,
         lease_ms: u64,
-        holder: &str,
+        holder: &Arc<str>,
         ask: &Ask,
         waiting: Option<Waiting>,
     ) -> Sending<Acquire>;
 
     /// The release of one hold of `holder`.
-    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release>;
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release>;
 
     /// Deletes `name` if `holder` still holds it (a hold declared lost) and wakes the
     /// next waiter; answers 1 if it was deleted.
@@ -397,7 +397,7 @@ pub(crate) fn fair_offers(kind: Kind) -> bool {
 pub(crate) async fn acquire(
     m: &Master,
     kind: &dyn Protocol,
-    (name, lease_ms, holder): (&str, u64, &str),
+    (name, lease_ms, holder): (&Arc<str>, u64, &Arc<str>),
     ask: &Ask,
     waiting: Option<Waiting>,
 ) -> Result<Acquire> {
@@ -422,9 +422,9 @@ pub(crate) async fn acquire(
 pub(crate) async fn release(
     m: &Master,
     kind: &dyn Protocol,
-    name: &str,
+    name: &Arc<str>,
     lease_ms: u64,
-    holder: &str,
+    holder: &Arc<str>,
 ) -> Result<Release> {
     match kind.release(name, lease_ms, holder) {
         Sending::Batched(op) => match m.plain.submit(op).await?.0 {

@@ -17,6 +17,7 @@
 //! it, pass_on.lua invariant 1). A fair inner kind keeps its queue and offers: a
 //! hand-over goes to another task, never to the releasing holder.
 
+use std::sync::Arc;
 use std::sync::LazyLock;
 
 use redis::Value;
@@ -106,9 +107,9 @@ impl<P: Guardable> Protocol for NonReentrant<P> {
     /// go through group commit here).
     fn acquire(
         &self,
-        name: &str,
+        name: &Arc<str>,
         lease_ms: u64,
-        holder: &str,
+        holder: &Arc<str>,
         ask: &Ask,
         _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
@@ -118,7 +119,7 @@ impl<P: Guardable> Protocol for NonReentrant<P> {
 
     /// The inner release: a hold count is always 1, so it frees the lock and wakes
     /// the waiters.
-    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
         self.inner.release(name, lease_ms, holder)
     }
 
@@ -201,7 +202,7 @@ mod tests {
     /// script differs (Redisson's non-reentrant fair lock shares the fair layout).
     #[test]
     fn the_guard_changes_the_script_not_the_call() {
-        let call = ("n", 30_000, "uuid:1");
+        let call: (&Arc<str>, u64, &Arc<str>) = (&"n".into(), 30_000, &"uuid:1".into());
         let (script, keys, args) =
             parts(NON_REENTRANT_FAIR.acquire(call.0, call.1, call.2, &ask(), None));
         let (fair, fair_keys, fair_args) =

@@ -4,6 +4,7 @@
 //! another client's registered waiter (`lua/pass_on.lua`); a waiter that stops waiting
 //! leaves the registry (`unwait.lua`).
 
+use std::sync::Arc;
 use std::sync::LazyLock;
 
 use redis::Value;
@@ -36,26 +37,26 @@ impl Protocol for Plain {
 
     fn acquire(
         &self,
-        name: &str,
+        name: &Arc<str>,
         lease_ms: u64,
-        holder: &str,
+        holder: &Arc<str>,
         _ask: &Ask,
         waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         Sending::Batched(PlainOp {
             release: false,
-            name: name.into(),
-            holder: holder.into(),
+            name: name.clone(),
+            holder: holder.clone(),
             lease_ms,
             waiting,
         })
     }
 
-    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
         Sending::Batched(PlainOp {
             release: true,
-            name: name.into(),
-            holder: holder.into(),
+            name: name.clone(),
+            holder: holder.clone(),
             lease_ms,
             waiting: None,
         })

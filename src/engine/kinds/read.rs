@@ -12,6 +12,7 @@ use crate::engine::masters::replies::{read_acquire, Acquire, Release};
 use crate::engine::Kind;
 use crate::keys;
 use crate::transport::Invocation;
+use std::sync::Arc;
 
 /// Redisson `RReadWriteLock.readLock()`.
 pub(crate) struct Read;
@@ -27,9 +28,9 @@ impl Protocol for Read {
 
     fn acquire(
         &self,
-        name: &str,
+        name: &Arc<str>,
         lease_ms: u64,
-        holder: &str,
+        holder: &Arc<str>,
         _ask: &Ask,
         _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
@@ -37,7 +38,7 @@ impl Protocol for Read {
         Sending::Script(inv, read_acquire)
     }
 
-    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
         Sending::Script(
             rw_layout::release_call(name, lease_ms, holder),
             read_release,

@@ -13,6 +13,7 @@
 //! is refused with [`Error::Reentry`] (the reference clients would wait for themselves
 //! until the lease ran out).
 
+use std::sync::Arc;
 use std::sync::LazyLock;
 
 use redis::Value;
@@ -77,19 +78,19 @@ impl Protocol for Simple {
 
     fn acquire(
         &self,
-        name: &str,
+        name: &Arc<str>,
         lease_ms: u64,
-        holder: &str,
+        holder: &Arc<str>,
         _ask: &Ask,
         _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         let mut inv = ACQUIRE.call();
-        inv.key(name).arg(lease_ms).arg(holder);
+        inv.key(&**name).arg(lease_ms).arg(&**holder);
         Sending::Script(inv, read)
     }
 
     /// Compare-and-delete: a hold count is always 1, so it frees the lock.
-    fn release(&self, name: &str, _lease_ms: u64, holder: &str) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, _lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
         Sending::Script(drop_lost(name, holder), read_release)
     }
 

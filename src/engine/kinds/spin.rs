@@ -4,6 +4,7 @@
 //! subscribe: they try once, sleep a back-off and try again (engine/acquire/spin_wait.rs), so the
 //! kind's local waiter behaviour below is never used for a wait.
 
+use std::sync::Arc;
 use std::sync::LazyLock;
 
 use crate::engine::kinds::{fair, plain, read_release, Ask, Protocol, Sending, Wait, WaitPolicy};
@@ -31,24 +32,24 @@ impl Protocol for Spin {
     /// the TTL. No ticket: spin waiters are not in the waiter registry.
     fn acquire(
         &self,
-        name: &str,
+        name: &Arc<str>,
         lease_ms: u64,
-        holder: &str,
+        holder: &Arc<str>,
         _ask: &Ask,
         _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
         Sending::Batched(PlainOp {
             release: false,
-            name: name.into(),
-            holder: holder.into(),
+            name: name.clone(),
+            holder: holder.clone(),
             lease_ms,
             waiting: None,
         })
     }
 
-    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
         let mut inv = SPIN_RELEASE.call();
-        inv.key(name).arg(lease_ms).arg(holder);
+        inv.key(&**name).arg(lease_ms).arg(&**holder);
         Sending::Script(inv, read_release)
     }
 

@@ -29,9 +29,9 @@ impl Protocol for Write {
 
     fn acquire(
         &self,
-        name: &str,
+        name: &Arc<str>,
         lease_ms: u64,
-        holder: &str,
+        holder: &Arc<str>,
         ask: &Ask,
         _waiting: Option<Waiting>,
     ) -> Sending<Acquire> {
@@ -44,7 +44,7 @@ impl Protocol for Write {
         Sending::Script(inv, read_acquire)
     }
 
-    fn release(&self, name: &str, lease_ms: u64, holder: &str) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
         Sending::Script(
             rw_layout::release_call(name, lease_ms, holder),
             read_release,

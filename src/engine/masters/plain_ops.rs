@@ -56,8 +56,8 @@ const NOT_HERE: i64 = 4;
 /// One plain acquire or release, as group commit queues it.
 pub(crate) struct PlainOp {
     pub(crate) release: bool,
-    pub(crate) name: String,
-    pub(crate) holder: String,
+    pub(crate) name: Arc<str>,
+    pub(crate) holder: Arc<str>,
     pub(crate) lease_ms: u64,
     /// An acquire of a registering waiter: its ticket (tickets.rs), registered in the
     /// waiter registry when refused, removed when granted, a hand-over to it claimed
