@@ -12,6 +12,7 @@ use redis::Script;
 use serde_json::json;
 
 use super::server::{counters, deltas, Counters, Probe};
+pub use super::stats::process_cpu;
 use super::stats::{Samples, Tally};
 use super::{Ctx, Report};
 
@@ -19,20 +20,6 @@ const W1_PAIRS: usize = 3_000;
 const W2_TASKS: usize = 64;
 const LEASE_MS: u64 = 10_000;
 const RELEASE: &str = include_str!("../../../lua/bench_rslock_release.lua");
-
-/// The process's user + system CPU time so far.
-pub fn process_cpu() -> Duration {
-    use nix::sys::resource::{getrusage, UsageWho};
-    match getrusage(UsageWho::RUSAGE_SELF) {
-        Ok(u) => {
-            let tv = |t: nix::sys::time::TimeVal| {
-                Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
-            };
-            tv(u.user_time()) + tv(u.system_time())
-        }
-        Err(_) => Duration::ZERO,
-    }
-}
 
 /// One rslock pair on `name`: acquire with a fresh value, release with it.
 async fn pair(

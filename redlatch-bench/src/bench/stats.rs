@@ -34,6 +34,20 @@ impl Samples {
     }
 }
 
+/// The process's user + system CPU time so far.
+pub fn process_cpu() -> Duration {
+    use nix::sys::resource::{getrusage, UsageWho};
+    match getrusage(UsageWho::RUSAGE_SELF) {
+        Ok(u) => {
+            let tv = |t: nix::sys::time::TimeVal| {
+                Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
+            };
+            tv(u.user_time()) + tv(u.system_time())
+        }
+        Err(_) => Duration::ZERO,
+    }
+}
+
 /// W1's timed pairs gathered over one or more blocks (the peers run interleaves the
 /// blocks of two libraries, so that the machine's drift weighs on both alike): the
 /// latencies, the wall time and this process's CPU time inside the blocks.
@@ -50,13 +64,13 @@ pub struct Mark(std::time::Instant, Duration);
 impl Tally {
     /// Starts timing a block.
     pub fn begin(&self) -> Mark {
-        Mark(std::time::Instant::now(), super::peer::process_cpu())
+        Mark(std::time::Instant::now(), process_cpu())
     }
 
     /// Ends the block started at `mark`.
     pub fn end(&mut self, mark: Mark) {
         self.took += mark.0.elapsed();
-        self.cpu += super::peer::process_cpu().saturating_sub(mark.1);
+        self.cpu += process_cpu().saturating_sub(mark.1);
     }
 
     /// The client's CPU per pair over every block, in microseconds.
