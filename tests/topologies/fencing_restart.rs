@@ -37,13 +37,29 @@ async fn token(lock: &Lock) -> u64 {
     t
 }
 
-/// A fenced acquisition that must fail safe: `try_lock` ends its wait with the
-/// unavailable error. Returns (current grants, quorum).
+/// A fenced acquisition that must fail safe. One attempt (`try_lock(ZERO)`: every
+/// answering master replies within the master timeout) gives the exact (current
+/// grants, quorum) returned. A wait of `FAIL_WAIT` retries and still ends with the
+/// unavailable error; its last attempt may run out of the wait before every master
+/// answers, so it promises fewer grants than the quorum, not the same count.
 async fn fails_safe(lock: &Lock) -> (usize, usize) {
-    match lock.try_lock(FAIL_WAIT).await {
+    let once = match lock.try_lock(Duration::ZERO).await {
         Err(Error::NoQuorum {
             acquired, needed, ..
         }) => (acquired, needed),
+        other => refused(other),
+    };
+    match lock.try_lock(FAIL_WAIT).await {
+        Err(Error::NoQuorum {
+            acquired, needed, ..
+        }) if acquired < needed => assert_eq!(needed, once.1),
+        other => refused(other),
+    }
+    once
+}
+
+fn refused(r: Result<Option<redlatch::LockGuard>, Error>) -> ! {
+    match r {
         Err(e) => panic!("expected NoQuorum, got {e}"),
         Ok(Some(g)) => panic!("a token was handed out: {:?}", g.fencing_token()),
         Ok(None) => panic!("expected NoQuorum, got a busy lock"),
