@@ -284,7 +284,6 @@ mod tests {
     use std::collections::HashSet;
     use std::future::Future;
     use std::sync::Arc;
-    use std::task::Poll;
     use std::time::Duration;
 
     use super::{Batcher, BoxFuture, Flight};
