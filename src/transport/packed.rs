@@ -24,6 +24,12 @@ impl Packed {
         }
     }
 
+    /// Room for `args` more arguments of `bytes` bytes in all.
+    pub(crate) fn reserve(&mut self, args: usize, bytes: usize) {
+        self.data.reserve(bytes);
+        self.ends.reserve(args);
+    }
+
     /// How many arguments.
     pub(crate) fn len(&self) -> usize {
         self.ends.len()

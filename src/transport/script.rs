@@ -199,6 +199,14 @@ impl Invocation {
         self
     }
 
+    /// Room for `keys` more keys and `args` more arguments, each `(count, bytes)`: a
+    /// batch of many operations is packed without regrowing its buffers.
+    pub(crate) fn reserve(&mut self, keys: (usize, usize), args: (usize, usize)) -> &mut Self {
+        self.keys.reserve(keys.0, keys.1);
+        self.args.reserve(args.0, args.1);
+        self
+    }
+
     /// Appends the key `prefix:{name}` ([`keys::derived`](crate::keys::derived)), built
     /// in place.
     pub(crate) fn key_derived(&mut self, prefix: &str, name: &str) -> &mut Self {

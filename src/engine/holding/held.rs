@@ -101,7 +101,7 @@ impl Held {
 
     /// Cancelled when the hold is known to be lost.
     pub(crate) fn lost(&self) -> CancellationToken {
-        self.hold.lost.clone()
+        self.hold.lost.token()
     }
 
     /// Why it was lost, once it was.

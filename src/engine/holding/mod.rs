@@ -3,6 +3,7 @@
 
 pub(crate) mod held;
 pub(crate) mod holder_id;
+pub(crate) mod lost_signal;
 pub(crate) mod offers;
 pub(crate) mod release;
 pub(crate) mod table;

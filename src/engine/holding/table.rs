@@ -16,9 +16,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
 use crate::engine::holding::holder_id::{self, Context};
+use crate::engine::holding::lost_signal::LostSignal;
 use crate::engine::kinds::call::Call;
 use crate::engine::kinds::expirable_semaphore;
 use crate::engine::kinds::kind::Kind;
@@ -34,7 +34,8 @@ pub(crate) struct Hold {
     pub(crate) kind: Kind,
     /// A permit of an expirable semaphore (`holder` is the permit id), not a lock.
     pub(crate) permit: bool,
-    pub(crate) lost: CancellationToken,
+    /// Lost or not, its token made when asked for (holding/lost_signal.rs).
+    pub(crate) lost: LostSignal,
     /// Why it was lost (invariant 3).
     reason: OnceLock<LostReason>,
     /// The end of its validity while renewals fail on a majority (invariant 4). Made
@@ -156,7 +157,7 @@ impl Hold {
             holder: holder.clone(),
             kind,
             permit,
-            lost: CancellationToken::new(),
+            lost: LostSignal::default(),
             reason: OnceLock::new(),
             risk: OnceLock::new(),
             refused: parking_lot::Mutex::new(None),
