@@ -14,10 +14,14 @@
 --   ARGV[5i]   = acquire: the waiter's ticket (registered when refused, removed when
 --                granted, a hand-over to it claimed, as acquire.lua), or ""; release: ""
 --
--- Returns a flat array, two integers per operation:
---   acquire: {1, 1} fresh or claimed, {2, count} re-entered, {0, pttl} busy
---   release: {-1, 0} not held, {0, 0} still held, {1, 0} released (passed on)
---   either:  {3, 0} the key holds a value of another type (WRONGTYPE); nothing changed
+-- Returns one string, two decimal integers per operation, all separated by single
+-- spaces ("1 1 1 0" for an acquire and a release granted and done):
+--   acquire: 1 1 fresh or claimed, 2 count re-entered, 0 pttl busy
+--   release: -1 0 not held, 0 0 still held, 1 0 released (passed on)
+--   either:  3 0 the key holds a value of another type (WRONGTYPE); nothing changed
+-- (One string, not an array of integers: a client parses a bulk string at the cost of
+-- one element, where each integer of an array costs it a whole element; the answers
+-- of the common paths are constant strings, so the server formats no number for them.)
 --
 -- The uncontended path costs fewer calls than one script per operation would (the
 -- server's CPU per acquire+release pair is what bounds throughput; BENCHMARKS.md):
@@ -33,12 +37,13 @@
 --   out of pass_on_counted untouched, whatever the marker's count (no ticket to hand
 --   it to, nothing published);
 -- - counts go to redis.call as strings, answers into the reply table by index (Lua
---   formats a number argument with printf, and #out searches the table each time).
+--   formats a number argument with printf, and #out searches the table each time):
+--   operation k's answer is out[k], joined into the reply at the end.
 -- A lock named more than once in a batch takes the per-operation path, in order, as
 -- before: no operation ever sees a state another operation of the batch has not yet
 -- reached.
 
-local out, n = {}, 0
+local out = {}
 local ops = #ARGV / 5
 local times = {}
 for k = 1, ops do
@@ -75,10 +80,10 @@ for k = 1, ops do
             if registered and not fresh_ticket and client ~= '' then
                 redis.call('zrem', KEYS[2 * k], client)
             end
-            out[n + 1], out[n + 2] = 1, 1
+            out[k] = '1 1'
         else
-            out[n + 1], out[n + 2] =
-                acquire_op(name, KEYS[2 * k], lease, holder, client, false, not fresh_ticket)
+            out[k] = string.format('%d %d',
+                acquire_op(name, KEYS[2 * k], lease, holder, client, false, not fresh_ticket))
         end
     else
         -- As release.lua: HGET, then DEL on the last hold (WRONGTYPE caught by pcall).
@@ -87,22 +92,21 @@ for k = 1, ops do
             nf = nf + 1
             gone[nf], handed[nf] = name, KEYS[2 * k] .. ':handed'
             freed[nf] = k
-            out[n + 1], out[n + 2] = 1, 0
+            out[k] = '1 0'
         elseif type(held) == 'table' then
-            out[n + 1], out[n + 2] = 3, 0
+            out[k] = '3 0'
         elseif not held then
-            out[n + 1], out[n + 2] = -1, 0
+            out[k] = '-1 0'
         elseif tonumber(held) > 1 then
             redis.call('hincrby', name, holder, '-1')
             if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
-            out[n + 1], out[n + 2] = 0, 0
+            out[k] = '0 0'
         else
             redis.call('del', name)
             pass_on(name, KEYS[2 * k], ARGV[i + 3])
-            out[n + 1], out[n + 2] = 1, 0
+            out[k] = '1 0'
         end
     end
-    n = n + 2
 end
 if nf > 0 then
     redis.call('del', unpack(gone))
@@ -130,4 +134,4 @@ if nf > 0 then
         end
     end
 end
-return out
+return table.concat(out, ' ')

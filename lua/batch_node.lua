@@ -15,11 +15,12 @@
 --   waiter registry "redlatch_lock_waiters:{name}", then for a release the unlock
 --   channel, for an acquire the waiter's ticket or "" (as batch.lua).
 --
--- Returns a flat array, two integers per operation: batch.lua's answers, and
---   {4, 0} this node does not serve the lock's slot now, or the slot is being migrated
+-- Returns one string, two decimal integers per operation separated by spaces, as
+-- batch.lua: its answers, and
+--   4 0 this node does not serve the lock's slot now, or the slot is being migrated
 --          (or the probe was refused): nothing was done; the caller sends the
 --          operation alone, routed by its own keys. Every later operation of the same
---          lock in the call answers {4, 0} too, so their order is kept.
+--          lock in the call answers 4 0 too, so their order is kept.
 --
 -- Invariant: an operation writes nothing unless its slot is served here and stable.
 -- Its first call, EXISTS of a key nobody writes ("<registry>:absent") with the lock,
@@ -52,38 +53,35 @@ for k = 1, ops do
     end
     if type(n) ~= 'number' then
         away[name] = true
-        out[#out + 1] = 4
-        out[#out + 1] = 0
+        out[k] = '4 0'
     elseif op ~= 'r' then
         local registered = n > 0 and op == 'a'
         local status, value = acquire_op(name, waiters, lease, holder, extra, n == 0, registered)
-        out[#out + 1] = status
-        out[#out + 1] = value
+        if status == 1 and value == 1 then
+            out[k] = '1 1'
+        else
+            out[k] = string.format('%d %d', status, value)
+        end
     else
         local channel = extra
         local held = false
         if n > 0 then held = redis.pcall('hget', name, holder) end
         if type(held) == 'table' then
-            out[#out + 1] = 3
-            out[#out + 1] = 0
+            out[k] = '3 0'
         elseif not held then
-            out[#out + 1] = -1
-            out[#out + 1] = 0
+            out[k] = '-1 0'
         elseif tonumber(held) > 1 then
             redis.call('hincrby', name, holder, '-1')
             if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
-            out[#out + 1] = 0
-            out[#out + 1] = 0
+            out[k] = '0 0'
         elseif n == 1 and times[name] == 1 then
             redis.call('del', name)
             freed[#freed + 1] = k
-            out[#out + 1] = 1
-            out[#out + 1] = 0
+            out[k] = '1 0'
         else
             redis.call('del', name)
             pass_on(name, waiters, channel)
-            out[#out + 1] = 1
-            out[#out + 1] = 0
+            out[k] = '1 0'
         end
     end
 end
@@ -105,4 +103,4 @@ if #freed > 0 then
         end
     end
 end
-return out
+return table.concat(out, ' ')

@@ -88,6 +88,15 @@ pub fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
+/// The integers of a batch script's reply (`batch.lua`, `batch_node.lua`: one string
+/// of decimal integers separated by single spaces, two per operation).
+pub fn batch_integers(reply: &str) -> Vec<i64> {
+    reply
+        .split(' ')
+        .map(|n| n.parse().unwrap_or_else(|_| panic!("a batch reply: {reply:?}")))
+        .collect()
+}
+
 /// Number of subscribers of `channel` (`PUBSUB NUMSUB channel`).
 pub fn numsub(server: &RedisServer, channel: &str) -> i64 {
     let (_name, count): (String, i64) = server.cmd(&["PUBSUB", "NUMSUB", channel]);

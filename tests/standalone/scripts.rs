@@ -79,7 +79,7 @@ fn batch(conn: &mut redis::Connection, ops: &[Op], prefix: &str) -> Vec<(i64, i6
         };
         inv.arg("");
     }
-    let v: Vec<i64> = inv.invoke(conn).unwrap();
+    let v = common::batch_integers(&inv.invoke::<String>(conn).unwrap());
     v.chunks(2).map(|c| (c[0], c[1])).collect()
 }
 
@@ -276,7 +276,7 @@ fn a_batch_of_distinct_locks_answers_and_hands_over_as_the_single_scripts_do() {
             .arg(channel("batch:", name))
             .arg("");
     }
-    let batched: Vec<i64> = inv.invoke(&mut conn).unwrap();
+    let batched = common::batch_integers(&inv.invoke::<String>(&mut conn).unwrap());
     let batched: Vec<(i64, i64)> = batched.chunks(2).map(|c| (c[0], c[1])).collect();
     assert_eq!(batched, singles);
     assert_eq!(
@@ -431,7 +431,7 @@ fn a_first_attempt_leaves_the_registry_alone_and_still_registers_when_refused() 
             .arg("")
             .arg(t);
     }
-    let answers: Vec<i64> = inv.invoke(&mut conn).unwrap();
+    let answers = common::batch_integers(&inv.invoke::<String>(&mut conn).unwrap());
     assert_eq!(answers[0], 0, "busy: refused");
     assert_eq!(answers[2..], [1, 1], "free-batch: granted");
     assert_eq!(members(&mut conn, registry("busy")), [ticket, batch_ticket]);

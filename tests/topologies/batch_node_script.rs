@@ -89,7 +89,7 @@ fn node_batch(conn: &mut redis::Connection, route: &str, ops: &[Op]) -> Vec<(i64
             false => inv.arg(channel(name)),
         };
     }
-    let v: Vec<i64> = inv.invoke(conn).unwrap();
+    let v = common::batch_integers(&inv.invoke::<String>(conn).unwrap());
     v.chunks(2).map(|c| (c[0], c[1])).collect()
 }
 

@@ -56,7 +56,8 @@ fn batch(
         };
         inv.arg(ticket);
     }
-    inv.invoke(conn)
+    let reply: String = inv.invoke(conn)?;
+    Ok(common::batch_integers(&reply))
 }
 
 /// The keys of `slot` on the node of `conn` (EXISTS would answer ASK for a missing key

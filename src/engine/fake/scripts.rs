@@ -50,9 +50,9 @@ pub(super) fn run(s: &mut State, inv: &Invocation, now_ms: u64) -> Result<Value>
                     Some(r) => (r, 0),
                 }
             };
-            out.extend([Value::Int(status), Value::Int(value)]);
+            out.push(format!("{status} {value}"));
         }
-        return Ok(Value::Array(out));
+        return Ok(Value::BulkString(out.join(" ").into_bytes()));
     }
     if is(&scripts::UNWAIT) {
         s.log("unwait.lua");

@@ -34,9 +34,8 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use redis::Value;
 
-use crate::engine::masters::replies::{int, send_acquire, typed, WRONG_TYPE};
+use crate::engine::masters::replies::{batch_answers, send_acquire, typed, WRONG_TYPE};
 use crate::engine::masters::shards::{by_shard, grouped};
 use crate::error::{Error, Result};
 use crate::keys;
@@ -259,20 +258,16 @@ async fn send_batch(
             None,
         ),
     };
-    let ints: Option<Vec<i64>> = match &v {
-        Value::Array(items) => items.iter().map(int).collect(),
-        _ => None,
-    };
-    match ints {
-        Some(ints) if ints.len() == 2 * ops.len() => Ok(ints
-            .chunks(2)
+    match batch_answers(&v, ops.len()) {
+        Some(answers) => Ok(answers
+            .into_iter()
             .zip(ops)
-            .map(|(c, op)| match (&short, op.release, c[0]) {
+            .map(|(answer, op)| match (&short, op.release, answer.0) {
                 (Some(e), false, 1 | 2) => Err(e.clone()),
-                _ => Ok((c[0], c[1])),
+                _ => Ok(answer),
             })
             .collect()),
-        _ => Err(Error::Redis {
+        None => Err(Error::Redis {
             addr: link.addr().to_string(),
             source: redis::RedisError::from((
                 redis::ErrorKind::Parse,

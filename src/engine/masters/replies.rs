@@ -95,6 +95,40 @@ pub(crate) fn int(v: &Value) -> Option<i64> {
     }
 }
 
+/// A batch script's answers (`batch.lua`, `batch_node.lua`): one string of two
+/// decimal integers per operation, separated by single spaces; `None` unless it holds
+/// exactly `ops` pairs.
+pub(crate) fn batch_answers(v: &Value, ops: usize) -> Option<Vec<(i64, i64)>> {
+    let Value::BulkString(bytes) = v else {
+        return None;
+    };
+    let mut numbers = bytes.split(|&b| b == b' ').map(decimal);
+    let mut answers = Vec::with_capacity(ops);
+    for _ in 0..ops {
+        answers.push((numbers.next()??, numbers.next()??));
+    }
+    numbers.next().is_none().then_some(answers)
+}
+
+/// A decimal integer with an optional leading `-`, as Lua's `%d` writes it.
+fn decimal(s: &[u8]) -> Option<i64> {
+    let (negative, digits) = match s {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
+    }
+    Some(if negative { -n } else { n })
+}
+
 /// `batch.lua`'s status for a key of another type.
 pub(crate) const WRONG_TYPE: i64 = 3;
 
@@ -236,5 +270,32 @@ mod tests {
         // Any other error a script raises is data it cannot use.
         let e = typed("l", script_err(b"-ERR user_script:1: bad lock state\r\n"));
         assert!(matches!(&e, Error::BadData { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn a_batch_reply_is_read_as_exactly_its_operations_pairs() {
+        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let answers = batch_answers(&bulk("1 1 -1 0 0 86399 3 0"), 4);
+        assert_eq!(answers, Some(vec![(1, 1), (-1, 0), (0, 86_399), (3, 0)]));
+        assert_eq!(
+            batch_answers(&bulk("2 9223372036854775807"), 1),
+            Some(vec![(2, i64::MAX)])
+        );
+        // Too few or too many numbers, anything but decimals, or not a string: no answers.
+        for (reply, ops) in [
+            ("1 1 1", 2),
+            ("1 1 1 0 1", 2),
+            ("1 1", 2),
+            ("1  1", 1),
+            ("1 x", 1),
+            ("1 -", 1),
+            ("1 1.5", 1),
+            ("1 9223372036854775808", 1),
+            ("", 1),
+        ] {
+            assert_eq!(batch_answers(&bulk(reply), ops), None, "{reply:?}");
+        }
+        let array = Value::Array(vec![Value::Int(1), Value::Int(1)]);
+        assert_eq!(batch_answers(&array, 1), None);
     }
 }
