@@ -24,7 +24,10 @@
 -- A claim is recognised only by "<registry>:handed" naming this ticket: a hold of the
 -- same holder from anything else is a re-entry.
 local registered = ARGV[3] and not ARGV[4]
-if redis.call('exists', KEYS[1]) == 0 then
+-- One PTTL answers both "does it exist" (-2: no) and, if held, for how long; a refusal
+-- and a re-entry then need no second read of it.
+local pttl = redis.call('pttl', KEYS[1])
+if pttl == -2 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     if registered then redis.call('zrem', KEYS[2], ARGV[3]) end
@@ -39,11 +42,10 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
         return {1, 1}
     end
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
+    if pttl < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
     if registered then redis.call('zrem', KEYS[2], ARGV[3]) end
     return {2, count}
 end
-local pttl = redis.call('pttl', KEYS[1])
 if ARGV[3] then
     local t = redis.call('time')
     redis.call('zadd', KEYS[2], 'NX', t[1] * 1000 + math.floor(t[2] / 1000), ARGV[3])

@@ -24,12 +24,14 @@ local function acquire_op(name, waiters, lease, holder, client, fresh, registere
         return 1, 1
     elseif kind ~= 'hash' then
         return 3, 0
-    elseif client ~= '' and registered and redis.call('hexists', name, holder) == 1
+    end
+    local mine = redis.call('hexists', name, holder) == 1
+    if mine and client ~= '' and registered
         and redis.pcall('get', waiters .. ':handed') == client then
         redis.call('del', waiters .. ':handed')
         redis.call('pexpire', name, lease)
         return 1, 1
-    elseif redis.call('hexists', name, holder) == 1 then
+    elseif mine then
         local count = redis.call('hincrby', name, holder, '1')
         if redis.call('pttl', name) < tonumber(lease) then redis.call('pexpire', name, lease) end
         if client ~= '' and registered then redis.call('zrem', waiters, client) end

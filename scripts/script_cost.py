@@ -11,6 +11,9 @@ CASE: batch:N       batch.lua, N fresh names acquired in one call, released in t
       node:N        batch_node.lua in the sharded dialect (a Redis >= 7 cluster node's
                     script; run here on a standalone Redis 7, where the same commands run)
       acquire       acquire.lua on a fresh name, then release.lua (W1's pair)
+      busy          acquire.lua on a fresh name, then a second holder's acquire.lua
+                    refused there (its waiter's ticket registered): a contended
+                    lock()'s first two calls
       rslock        the rslock protocol's pair: SET NX PX, then its compare-and-delete
                     script (lua/bench_rslock_release.lua); --callgrind --whole only
       empty         two EVALSHA of a script that returns 1: what any script call costs
@@ -151,6 +154,21 @@ def run_case(conn, shas, case, calls):
                 if any(reply[j] != want for j in range(0, len(reply), 2)):
                     raise RuntimeError(f"{case}: unexpected answers {reply[:8]}")
             ops += 2 * n
+    elif case == "busy":
+        other = f"{uuid.uuid4()}:1"
+        for c in range(calls // 2):
+            name = f"sc:{tag}:{c}"
+            reg = f"redlatch_lock_waiters:{{{name}}}"
+            mark = ["1"] if shas["first"] else []
+            got, refused = conn.send(
+                ["EVALSHA", shas["acquire"], 2, name, reg, lease, holder,
+                 f"{holder}:{c}:{lease}"] + mark,
+                ["EVALSHA", shas["acquire"], 2, name, reg, lease, other,
+                 f"{other}:{c}:{lease}"] + mark,
+            )
+            if got[0] != 1 or refused[0] != 0:
+                raise RuntimeError(f"{case}: unexpected answers {got} {refused}")
+            ops += 2
     else:
         first = shas["first"]
         for c in range(calls // 2):
