@@ -10,12 +10,13 @@
 -- ARGV[4]  optional, "1": no attempt carried the ticket before, so it is neither
 --          registered nor handed the lock: a grant leaves the registry alone.
 --
--- Returns an array {status, value}:
---   {1, 1}      acquired fresh (the key did not exist), or claimed: a release handed
+-- Returns one string "<status> <value>" (two decimal integers, as batch.lua answers
+-- each operation; a client reads one string for less than a two-integer array):
+--   1 1         acquired fresh (the key did not exist), or claimed: a release handed
 --               this very ticket the lock before this call ran (pass_on.lua); the
 --               lease is applied again from now, as for a fresh acquisition
---   {2, count}  re-entered: the holder already held it, count is the new hold count
---   {0, pttl}   held by someone else; pttl = ms the current holder still has (-1: no expiry)
+--   2 count     re-entered: the holder already held it, count is the new hold count
+--   0 pttl      held by someone else; pttl = ms the current holder still has (-1: no expiry)
 --
 -- Invariants: the key is only ever created together with its PEXPIRE, so a crashed
 -- holder's lock always expires; another holder's hash is never modified; a re-entry
@@ -31,7 +32,7 @@ if pttl == -2 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     if registered then redis.call('zrem', KEYS[2], ARGV[3]) end
-    return {1, 1}
+    return '1 1'
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     -- pcall: on a slot being migrated, a missing key is refused (pass_on.lua
@@ -39,12 +40,12 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     if registered and redis.pcall('get', KEYS[2] .. ':handed') == ARGV[3] then
         redis.call('del', KEYS[2] .. ':handed')
         redis.call('pexpire', KEYS[1], ARGV[1])
-        return {1, 1}
+        return '1 1'
     end
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     if pttl < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
     if registered then redis.call('zrem', KEYS[2], ARGV[3]) end
-    return {2, count}
+    return string.format('2 %d', count)
 end
 if ARGV[3] then
     local t = redis.call('time')
@@ -54,4 +55,4 @@ if ARGV[3] then
     local keep = math.max(pttl, tonumber(ARGV[1])) + 10000
     if redis.call('pttl', KEYS[2]) < keep then redis.call('pexpire', KEYS[2], keep) end
 end
-return {0, pttl}
+return string.format('0 %d', pttl)

@@ -103,6 +103,14 @@ def evalsha_usec(conn):
     return 0, 0
 
 
+def answer(reply):
+    """acquire.lua's answer as [status, value]: one string "<status> <value>" since
+    2026-11-27, an array of the two before."""
+    if isinstance(reply, (bytes, str)):
+        return [int(x) for x in reply.split()]
+    return reply
+
+
 def run_case(conn, shas, case, calls):
     """Sends `calls` script calls of `case`; returns (usec, script calls, operations)
     of the acquire and release calls counted by the server."""
@@ -148,8 +156,7 @@ def run_case(conn, shas, case, calls):
                         argv += [op, lease, holder, x, r, ch if op == "r" else t]
                     cmd = ["EVALSHA", shas["node"], 1, names[0]] + argv
                 reply = conn.send(cmd)[0]
-                if isinstance(reply, (bytes, str)):  # one string of integers (since 2026-11-28)
-                    reply = [int(x) for x in reply.split()]
+                reply = answer(reply)  # batch.lua answers one string of integers too
                 want = 1
                 if any(reply[j] != want for j in range(0, len(reply), 2)):
                     raise RuntimeError(f"{case}: unexpected answers {reply[:8]}")
@@ -166,6 +173,7 @@ def run_case(conn, shas, case, calls):
                 ["EVALSHA", shas["acquire"], 2, name, reg, lease, other,
                  f"{other}:{c}:{lease}"] + mark,
             )
+            got, refused = answer(got), answer(refused)
             if got[0] != 1 or refused[0] != 0:
                 raise RuntimeError(f"{case}: unexpected answers {got} {refused}")
             ops += 2
@@ -181,6 +189,7 @@ def run_case(conn, shas, case, calls):
                 ["EVALSHA", shas["release"], 2, name, reg,
                  f"redisson_lock__channel:{{{name}}}", "0", lease, holder],
             )
+            got = answer(got)
             if got[0] != 1 or rel != 1:
                 raise RuntimeError(f"{case}: unexpected answers {got} {rel}")
             ops += 2

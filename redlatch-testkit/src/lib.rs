@@ -93,8 +93,19 @@ pub fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
 pub fn batch_integers(reply: &str) -> Vec<i64> {
     reply
         .split(' ')
-        .map(|n| n.parse().unwrap_or_else(|_| panic!("a batch reply: {reply:?}")))
+        .map(|n| {
+            n.parse()
+                .unwrap_or_else(|_| panic!("a batch reply: {reply:?}"))
+        })
         .collect()
+}
+
+/// `acquire.lua`'s reply (one string "<status> <value>") as (status, value).
+pub fn acquire_answer(reply: &str) -> (i64, i64) {
+    match batch_integers(reply)[..] {
+        [status, value] => (status, value),
+        _ => panic!("an acquire reply: {reply:?}"),
+    }
 }
 
 /// Number of subscribers of `channel` (`PUBSUB NUMSUB channel`).

@@ -36,12 +36,12 @@ type Op = (bool, &'static str, &'static str);
 /// The single scripts' answer in batch.lua's terms: (status, value).
 fn single(conn: &mut redis::Connection, (acquire, name, holder): (bool, &str, &str)) -> (i64, i64) {
     if acquire {
-        let r: redis::RedisResult<(i64, i64)> = Script::new(ACQUIRE)
+        let r: redis::RedisResult<String> = Script::new(ACQUIRE)
             .key(name)
             .arg(LEASE)
             .arg(holder)
             .invoke(conn);
-        return r.unwrap_or_else(|e| {
+        return r.map(|r| common::acquire_answer(&r)).unwrap_or_else(|e| {
             assert!(e.to_string().contains("WRONGTYPE"), "{e}");
             (3, 0)
         });
@@ -242,14 +242,16 @@ fn a_batch_of_distinct_locks_answers_and_hands_over_as_the_single_scripts_do() {
     // The single scripts, one call each.
     let mut singles = vec![
         single(&mut conn, (true, "single:new1", "h:5")),
-        Script::new(ACQUIRE)
-            .key("single:new2")
-            .key(registry("single:", "new2"))
-            .arg(LEASE)
-            .arg("c1:6")
-            .arg("c1:6:1:10000")
-            .invoke::<(i64, i64)>(&mut conn)
-            .unwrap(),
+        common::acquire_answer(
+            &Script::new(ACQUIRE)
+                .key("single:new2")
+                .key(registry("single:", "new2"))
+                .arg(LEASE)
+                .arg("c1:6")
+                .arg("c1:6:1:10000")
+                .invoke::<String>(&mut conn)
+                .unwrap(),
+        ),
     ];
     for name in releases {
         singles.push(single(&mut conn, (false, &format!("single:{name}"), "h:1")));
@@ -397,7 +399,7 @@ fn a_first_attempt_leaves_the_registry_alone_and_still_registers_when_refused() 
         if first {
             acquire.arg("1");
         }
-        let got: (i64, i64) = acquire.invoke(&mut conn).unwrap();
+        let got = common::acquire_answer(&acquire.invoke::<String>(&mut conn).unwrap());
         assert_eq!(got, (1, 1), "{name}");
         let left = members(&mut conn, registry(name));
         assert_eq!(left.is_empty(), !first, "{name}: {left:?}");
@@ -413,7 +415,7 @@ fn a_first_attempt_leaves_the_registry_alone_and_still_registers_when_refused() 
         .arg("c1:6")
         .arg(ticket)
         .arg("1");
-    let (status, _): (i64, i64) = acquire.invoke(&mut conn).unwrap();
+    let (status, _) = common::acquire_answer(&acquire.invoke::<String>(&mut conn).unwrap());
     assert_eq!(status, 0);
     assert_eq!(members(&mut conn, registry("busy")), [ticket]);
     let batch_ticket = "c2:7:2:10000";

@@ -503,14 +503,15 @@ fn release(conn: &mut redis::Connection, name: &str, holder: &str) -> Option<i64
 }
 
 fn acquire(conn: &mut redis::Connection, name: &str, holder: &str, ticket: &str) -> (i64, i64) {
-    script("acquire")
+    let reply: String = script("acquire")
         .key(name)
         .key(registry_key(name))
         .arg(5000)
         .arg(holder)
         .arg(ticket)
         .invoke(conn)
-        .unwrap()
+        .unwrap();
+    common::acquire_answer(&reply)
 }
 
 fn unwait(conn: &mut redis::Connection, name: &str, ticket: &str) -> i64 {

@@ -46,12 +46,12 @@ type Op = (bool, String, &'static str);
 /// The single scripts' answer in batch.lua's terms: (status, value).
 fn single(conn: &mut redis::Connection, (acquire, name, holder): &Op) -> (i64, i64) {
     if *acquire {
-        let r: redis::RedisResult<(i64, i64)> = Script::new(&acquire_script())
+        let r: redis::RedisResult<String> = Script::new(&acquire_script())
             .key(name)
             .arg(LEASE)
             .arg(*holder)
             .invoke(conn);
-        return r.unwrap_or_else(|e| {
+        return r.map(|r| common::acquire_answer(&r)).unwrap_or_else(|e| {
             assert!(e.to_string().contains("WRONGTYPE"), "{e}");
             (3, 0)
         });

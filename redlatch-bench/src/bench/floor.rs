@@ -105,7 +105,7 @@ impl W1Run {
                     .key(name)
                     .arg(10_000)
                     .arg(holder)
-                    .invoke_async::<(i64, i64)>(&mut c)
+                    .invoke_async::<String>(&mut c)
                     .await
             }
         }))

@@ -456,7 +456,8 @@ async fn per_slot_batch(
         .await
         .map_err(|e| format!("per-slot batch: {e}"))?;
     let ok = replies.iter().all(|v| match (release, v) {
-        (false, Value::Array(a)) => a.first() == Some(&Value::Int(1)),
+        // acquire.lua answers "<status> <value>"; 1 is a grant.
+        (false, Value::BulkString(a)) => a.starts_with(b"1 "),
         (true, v) => *v == Value::Int(1),
         _ => false,
     });

@@ -27,7 +27,7 @@ pub(super) fn run(s: &mut State, inv: &Invocation, now_ms: u64) -> Result<Value>
         s.log("acquire.lua");
         let waiting = keys.get(1).zip(args.get(2));
         let (status, value) = acquire(s, &keys[0], int(0), &args[1], waiting, now_ms);
-        return Ok(Value::Array(vec![Value::Int(status), Value::Int(value)]));
+        return Ok(Value::BulkString(format!("{status} {value}").into_bytes()));
     }
     if is(&plain_ops::RELEASE) {
         s.log("release.lua");

@@ -191,7 +191,9 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
         let decoded = if op.release {
             redis::from_redis_value::<Option<i64>>(v).map(|v| (v.map_or(-1, |x| x.min(1)), 0))
         } else {
-            redis::from_redis_value::<(i64, i64)>(v)
+            batch_answers(&v, 1)
+                .map(|a| a[0])
+                .ok_or_else(|| format!("unexpected acquire reply {v:?}").into())
         };
         decoded.map_err(|e| Error::Redis {
             addr: link.addr().to_string(),

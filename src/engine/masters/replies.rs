@@ -213,6 +213,11 @@ pub(crate) fn read_fenced(addr: &str, name: &str, v: Value) -> Result<Acquire> {
 }
 
 fn read_acquire_as(addr: &str, name: &str, v: Value, fenced: bool) -> Result<Acquire> {
+    // acquire.lua answers one string "<status> <value>" (the scripts before it, like
+    // the non-reentrant guard, and the other kinds' acquire scripts an array).
+    if let (false, Some(&[answer])) = (fenced, batch_answers(&v, 1).as_deref()) {
+        return acquire_status(addr, name, answer, (None, false), false);
+    }
     let Value::Array(items) = &v else {
         return Err(protocol(addr, "acquire", &v));
     };
