@@ -26,20 +26,31 @@
 //!    `unsent` is 0 (on a multi-threaded runtime another flusher's poll may be running,
 //!    preempted, between its drain and its write). That first poll is not cut short by
 //!    tokio's cooperative budget (a spent budget makes timers, mutexes and channels
-//!    answer Pending before the request is written). An operation whose caller gave
-//!    up (timed out or was dropped) before it was drained is skipped, so it cannot run
-//!    late, after the caller's next operation.
+//!    answer Pending before the request is written). An operation that timed out in
+//!    the queue (invariant 7), or whose caller was dropped, before it was drained is
+//!    never sent, so it cannot run late, after the caller's next operation.
 //! 5. Every operation's outcome is exactly what [`Flight::one`] would have returned
 //!    for it alone; a batch only saves round trips and per-call work in Redis.
 //! 6. A request sent to the same deployment outside the batcher (a fair or fenced
 //!    script) waits for [`Batcher::drained`] first, so it cannot overtake operations
 //!    submitted before it (a fenced acquire overtaking the release of the same
 //!    holder's earlier attempt would lose that new hold).
+//! 7. A queued operation waits at most [`Flight::timeout`] + 10 ms in the queue (its
+//!    deadline: the call ahead of it may take one timeout), then is answered
+//!    [`Error::Timeout`] and dropped from the queue, never sent. One watcher task per
+//!    batcher, running while anything is queued, sleeps until the oldest deadline, so
+//!    neither a hung flight nor one slower than its timeout holds the queue past it;
+//!    each drain also drops what expired first (a watcher woken late cannot let an
+//!    expired operation fly). No timer per operation (its registration and
+//!    cancellation were ~1.1k instructions of a W2 pair's ~31.8k): once drained, an
+//!    operation is bounded by its flight, so it is answered within 2 timeouts + 10 ms
+//!    when its flight keeps to [`Flight::timeout`] (see there).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use super::BoxFuture;
 use crate::error::{Error, Result};
@@ -65,6 +76,13 @@ const MAX_FLIGHTS: usize = 4;
 /// floor being 230-244 us).
 const MAX_DIRECT: usize = 2;
 
+/// `now + d`, saturated thirty years ahead (a timeout the user set to `Duration::MAX`
+/// must not overflow an `Instant`).
+fn deadline_after(d: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+    Instant::now() + d.min(FAR)
+}
+
 /// How a [`Batcher`]'s operations are sent: alone, or several in one call.
 pub(crate) trait Flight: Send + Sync + 'static {
     /// One operation.
@@ -82,7 +100,11 @@ pub(crate) trait Flight: Send + Sync + 'static {
     /// Where the operations go, for errors.
     fn addr(&self) -> &str;
 
-    /// How long one call may take.
+    /// How long one call may take. [`one`](Self::one) and [`many`](Self::many) must
+    /// return within their own bound: the batcher times out operations in its queue
+    /// (invariant 7), not in flight. That bound is this timeout for a plain call, so
+    /// a queued operation is answered within twice it + 10 ms; a call that may take
+    /// longer (an acquisition synced to replicas: plus their timeout) adds its extra.
     fn timeout(&self) -> Duration;
 
     /// Over how many servers [`many`](Self::many) splits a batch, one call each (a
@@ -96,6 +118,9 @@ pub(crate) trait Flight: Send + Sync + 'static {
 struct Pending<F: Flight> {
     op: F::Op,
     tx: oneshot::Sender<Result<F::Reply>>,
+    /// Answered with a timeout if still queued then (invariant 7). Taken under the
+    /// queue's lock, so deadlines never decrease along the queue.
+    deadline: Instant,
 }
 
 struct Queue<F: Flight> {
@@ -108,6 +133,8 @@ struct Queue<F: Flight> {
     unsent: usize,
     /// Flusher tasks started and not yet returned (invariant 1).
     flushers: usize,
+    /// The watcher task runs (invariant 7).
+    watching: bool,
 }
 
 /// One deployment's group-commit queue.
@@ -129,6 +156,7 @@ impl<F: Flight> Batcher<F> {
                 starting: false,
                 unsent: 0,
                 flushers: 0,
+                watching: false,
             }),
             progress: tokio::sync::Notify::new(),
         }
@@ -159,19 +187,21 @@ impl<F: Flight> Batcher<F> {
                 Ok(op)
             } else {
                 let (tx, rx) = oneshot::channel();
-                q.ops.push(Pending { op, tx });
+                let deadline = deadline_after(self.queue_bound());
+                q.ops.push(Pending { op, tx, deadline });
                 let start = q.flying < MAX_FLIGHTS && !q.starting;
                 if start {
                     q.flying += 1;
                     q.flushers += 1;
                     q.starting = true;
                 }
-                Err((rx, start))
+                let watch = !std::mem::replace(&mut q.watching, true);
+                Err((rx, start, watch.then_some(deadline)))
             }
         };
         let op = match op {
             Ok(op) => op,
-            Err((rx, start)) => {
+            Err((rx, start, watch)) => {
                 if start {
                     let b = self.clone();
                     tokio::spawn(async move {
@@ -179,7 +209,12 @@ impl<F: Flight> Batcher<F> {
                         b.flush().await
                     });
                 }
-                return self.await_reply(rx).await;
+                if let Some(at) = watch {
+                    tokio::spawn(Self::watch(Arc::downgrade(self), at));
+                }
+                // Invariant 7: no timer of our own. A dropped sender (the flusher or
+                // the batcher gone: the runtime shut down) is a timeout too.
+                return rx.await.unwrap_or_else(|_| Err(self.late()));
             }
         };
         // Invariants 1 and 3: fly our own operation; whatever happens to this future,
@@ -205,15 +240,59 @@ impl<F: Flight> Batcher<F> {
         }
     }
 
-    async fn await_reply(&self, rx: oneshot::Receiver<Result<F::Reply>>) -> Result<F::Reply> {
-        // The call ahead of ours may take up to a timeout, then ours up to another.
-        let bound = self.flight.timeout() * 2 + Duration::from_millis(10);
-        match tokio::time::timeout(bound, rx).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) | Err(_) => Err(Error::Timeout {
-                addr: self.flight.addr().to_string(),
-                after: bound,
-            }),
+    /// How long an operation may wait in the queue (invariant 7): the call ahead of it
+    /// may take up to a timeout.
+    fn queue_bound(&self) -> Duration {
+        self.flight
+            .timeout()
+            .saturating_add(Duration::from_millis(10))
+    }
+
+    /// The answer of an operation that waited out its deadline in the queue.
+    fn late(&self) -> Error {
+        Error::Timeout {
+            addr: self.flight.addr().to_string(),
+            after: self.queue_bound(),
+        }
+    }
+
+    /// Takes the queued operations whose deadline has passed (invariant 7): a prefix,
+    /// deadlines never decreasing along the queue. Empty without allocating if none.
+    fn expired(q: &mut Queue<F>) -> Vec<Pending<F>> {
+        let now = Instant::now();
+        let n = q.ops.partition_point(|p| p.deadline <= now);
+        q.ops.drain(..n).collect()
+    }
+
+    /// Answers operations taken by [`expired`](Self::expired) with a timeout, outside
+    /// the queue's lock; the queue shrank (invariant 6).
+    fn answer_late(&self, expired: Vec<Pending<F>>) {
+        if expired.is_empty() {
+            return;
+        }
+        for p in expired {
+            let _ = p.tx.send(Err(self.late()));
+        }
+        self.progress.notify_waiters();
+    }
+
+    /// Invariant 7: until the queue is found empty, sleeps until its oldest deadline and
+    /// answers what expired. Holds the batcher weakly: once it is dropped, so are the
+    /// queued operations' senders (their callers get a timeout).
+    async fn watch(batcher: std::sync::Weak<Self>, mut at: Instant) {
+        loop {
+            tokio::time::sleep_until(at).await;
+            let Some(b) = batcher.upgrade() else { return };
+            let mut q = b.queue.lock();
+            let expired = Self::expired(&mut q);
+            let next = q.ops.first().map(|p| p.deadline);
+            q.watching = next.is_some();
+            drop(q);
+            b.answer_late(expired);
+            match next {
+                Some(next) => at = next,
+                None => return,
+            }
         }
     }
 
@@ -237,25 +316,30 @@ impl<F: Flight> Batcher<F> {
             let progress = self.progress.notified();
             let mut progress = std::pin::pin!(progress);
             progress.as_mut().enable();
-            let batch: Option<Vec<Pending<F>>> = {
+            let (batch, expired): (Option<Vec<Pending<F>>>, _) = {
                 let mut q = self.queue.lock();
                 q.ops.retain(|p| !p.tx.is_closed());
+                // Invariant 7: what waited out its deadline is answered, not sent.
+                let expired = Self::expired(&mut q);
                 if q.ops.is_empty() {
                     q.starting = false;
                     q.flying -= 1;
                     q.flushers -= 1;
                     drop(q);
+                    self.answer_late(expired);
                     self.progress.notify_waiters();
                     return;
                 }
-                (q.unsent == 0).then(|| {
+                let batch = (q.unsent == 0).then(|| {
                     q.starting = false;
                     let max = (MAX_BATCH * self.flight.servers()).clamp(MAX_BATCH, MAX_SPLIT_BATCH);
                     let n = q.ops.len().min(max);
                     q.unsent += 1;
                     q.ops.drain(..n).collect()
-                })
+                });
+                (batch, expired)
             };
+            self.answer_late(expired);
             let Some(batch) = batch else {
                 progress.await;
                 continue;
@@ -446,5 +530,115 @@ mod tests {
             "a flusher or a flight is still counted"
         );
         assert!(polled_once(b.submit(4), &gated));
+    }
+
+    /// How long the fake's operations may wait in the queue: its timeout + 10 ms.
+    const QUEUED: Duration = Duration::from_millis(30_010);
+
+    /// Fills every flight slot with a call the test holds: two direct (1, 2), two
+    /// flushers' (3, 4); what is submitted next stays queued.
+    async fn slots_full(gated: &Gated, spawn: impl Fn(u32)) {
+        spawn(1);
+        spawn(2);
+        spawn(3);
+        calls(gated, 3).await;
+        spawn(4);
+        assert_eq!(calls(gated, 4).await, [vec![1], vec![2], vec![3], vec![4]]);
+    }
+
+    /// `op`'s answer and when it came; fails (does not hang) if none comes in time.
+    async fn answered(
+        op: tokio::task::JoinHandle<Result<u32>>,
+        start: tokio::time::Instant,
+    ) -> (Result<u32>, Duration) {
+        let r = tokio::time::timeout(QUEUED * 3, op).await;
+        let r = r.expect("no answer in three queue bounds").unwrap();
+        (r, start.elapsed())
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn operations_queued_behind_hung_flights_time_out_at_their_deadline() {
+        let (b, gated) = batcher();
+        let spawn = |op: u32| {
+            let b = b.clone();
+            tokio::spawn(async move { b.submit(op).await })
+        };
+        let start = tokio::time::Instant::now();
+        slots_full(&gated, |op| drop(spawn(op))).await;
+        let (five, six) = (spawn(5), spawn(6));
+        // Queued 10 s later: its own deadline, 10 s after theirs (the watcher sleeps
+        // again, for it).
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let seven = spawn(7);
+        for op in [five, six] {
+            let (r, after) = answered(op, start).await;
+            assert!(
+                matches!(r, Err(crate::Error::Timeout { after, .. }) if after == QUEUED),
+                "{r:?}"
+            );
+            assert!(after >= QUEUED && after <= QUEUED + Duration::from_millis(2));
+        }
+        let (r, after) = answered(seven, start).await;
+        assert!(matches!(r, Err(crate::Error::Timeout { .. })), "{r:?}");
+        let late = QUEUED + Duration::from_secs(10);
+        assert!(after >= late && after <= late + Duration::from_millis(2));
+        // The flights land: the timed-out operations were never sent (invariant 4).
+        open(&gated, &[1, 2, 3, 4, 5, 6, 7]);
+        assert!(calls_settle(&b).await);
+        assert_eq!(gated.calls.lock().len(), 4);
+        assert!(b.queue.lock().ops.is_empty());
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_flight_landing_after_the_deadline_sends_nothing_expired_and_no_timer_cuts_a_flight()
+    {
+        let (b, gated) = batcher();
+        let spawn = |op: u32| {
+            let b = b.clone();
+            tokio::spawn(async move { b.submit(op).await })
+        };
+        let start = tokio::time::Instant::now();
+        slots_full(&gated, |op| drop(spawn(op))).await;
+        let (five, six) = (spawn(5), spawn(6));
+        // Calls 1 to 4 take 40 s, longer than the fake's timeout (30 s): 5 and 6 are
+        // answered at their deadline, not when a slot frees.
+        let (r, after) = answered(five, start).await;
+        assert!(matches!(r, Err(crate::Error::Timeout { .. })), "{r:?}");
+        assert!(after >= QUEUED && after <= QUEUED + Duration::from_millis(2));
+        assert!(answered(six, start).await.0.is_err());
+        tokio::time::sleep_until(start + Duration::from_secs(40)).await;
+        // An operation queued now flies when a slot frees; in flight, only its flight
+        // bounds it: answered at 40 s + 35 s, past any queue deadline.
+        let eight = spawn(8);
+        open(&gated, &[1, 2, 3, 4]);
+        assert_eq!(calls(&gated, 5).await[4], [8]);
+        tokio::time::sleep(Duration::from_secs(35)).await;
+        open(&gated, &[8]);
+        let (r, after) = answered(eight, start).await;
+        assert_eq!(r.unwrap(), 8);
+        assert!(after >= Duration::from_secs(75));
+        assert!(calls_settle(&b).await);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_drain_past_the_deadline_answers_what_expired_instead_of_sending_it() {
+        let (b, gated) = batcher();
+        // As if a watcher were running and woke late (a loaded machine): none starts.
+        b.queue.lock().watching = true;
+        let spawn = |op: u32| {
+            let b = b.clone();
+            tokio::spawn(async move { b.submit(op).await })
+        };
+        let start = tokio::time::Instant::now();
+        slots_full(&gated, |op| drop(spawn(op))).await;
+        let five = spawn(5);
+        tokio::time::sleep(QUEUED + Duration::from_secs(1)).await;
+        assert!(!five.is_finished());
+        // Slots free after the deadline: the drain answers 5, does not send it.
+        open(&gated, &[1, 2, 3, 4, 5]);
+        let (r, _) = answered(five, start).await;
+        assert!(matches!(r, Err(crate::Error::Timeout { .. })), "{r:?}");
+        assert!(calls_settle(&b).await);
+        assert_eq!(gated.calls.lock().len(), 4);
     }
 }
