@@ -100,11 +100,11 @@ pub(crate) trait Flight: Send + Sync + 'static {
     /// Where the operations go, for errors.
     fn addr(&self) -> &str;
 
-    /// How long one call may take. [`one`](Self::one) and [`many`](Self::many) must
-    /// return within their own bound: the batcher times out operations in its queue
-    /// (invariant 7), not in flight. That bound is this timeout for a plain call, so
-    /// a queued operation is answered within twice it + 10 ms; a call that may take
-    /// longer (an acquisition synced to replicas: plus their timeout) adds its extra.
+    /// How long one call may take, a synced call's wait for replicas included.
+    /// [`one`](Self::one) and [`many`](Self::many) must return within it: the batcher
+    /// times out operations in its queue (invariant 7), not in flight, so a queued
+    /// operation is answered within twice it + 10 ms. (A cluster node's batch that
+    /// resends operations the node does not serve adds one call's time.)
     fn timeout(&self) -> Duration;
 
     /// Over how many servers [`many`](Self::many) splits a batch, one call each (a

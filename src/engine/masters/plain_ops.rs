@@ -136,8 +136,14 @@ impl Flight for PlainFlight {
         self.0.addr()
     }
 
+    /// A call's bound: the command timeout, plus the replicas' while acquisitions are
+    /// synced (a synced call's extra time, `Request::Synced`), so that what queues
+    /// behind a synced batch is not timed out while that batch may still answer.
     fn timeout(&self) -> Duration {
-        self.0.timeout()
+        match self.0.syncs() {
+            true => self.0.timeout() + self.0.sync_timeout(),
+            false => self.0.timeout(),
+        }
     }
 
     /// Per node, a batch goes as one call per primary (invariant 1): a batch may hold a
