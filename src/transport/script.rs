@@ -154,8 +154,8 @@ impl Script {
     }
 }
 
-/// Loads `scripts` (their `dialect` text) on `conn` in one round trip (a pipeline of
-/// SCRIPT LOAD). A refusal is the first script's error, with its code and message
+/// Loads `scripts` (their `dialect` text) on `conn`, after a PING, in one round trip (a
+/// pipeline of SCRIPT LOAD). A refusal is the first script's error, with its code and message
 /// (`NOAUTH`, `NOPERM ... 'script|load'`), not one line per script.
 pub(crate) async fn load_all<C: ConnectionLike + Send>(
     conn: &mut C,
@@ -164,6 +164,15 @@ pub(crate) async fn load_all<C: ConnectionLike + Send>(
 ) -> RedisResult<()> {
     if scripts.is_empty() {
         return Ok(());
+    }
+    // A connection that has not authenticated is refused before the scripts are sent:
+    // Redis closes such a connection on a request argument over 16 KiB (batch.lua with
+    // what is prepended to it is one), and its caller would see a broken pipe instead
+    // of NOAUTH. A user whose ACL forbids PING still gets the scripts' own answers.
+    if let Err(e) = redis::cmd("PING").query_async::<()>(conn).await {
+        if e.code() != Some("NOPERM") {
+            return Err(e);
+        }
     }
     let mut pipe = redis::pipe();
     for s in scripts {
