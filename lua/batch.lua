@@ -4,15 +4,21 @@
 -- batch only saves round trips and per-call overhead. pass_on.lua and acquire_op.lua
 -- (each acquire) are prepended.
 --
+-- ARGV[1] = the operations' codes, one character each, in order: "a" (acquire), "A"
+--           (an acquire whose ticket no attempt carried before: it is not registered,
+--           nor handed the lock) or "r" (release)
+-- ARGV[2] = every operation's lease in milliseconds, or "" when they differ (then
+--           each operation carries its own, first)
 -- For operation i (1-based): KEYS[2i-1] = lock name, KEYS[2i] = its waiter registry
--- "redlatch_lock_waiters:{name}", and
---   ARGV[5i-4] = "a" (acquire), "A" (an acquire whose ticket no attempt carried
---                before: it is not registered, nor handed the lock) or "r" (release)
---   ARGV[5i-3] = lease in milliseconds
---   ARGV[5i-2] = holder id
---   ARGV[5i-1] = release: the unlock channel (not a key: see release.lua); acquire: ""
---   ARGV[5i]   = acquire: the waiter's ticket (registered when refused, removed when
---                granted, a hand-over to it claimed, as acquire.lua), or ""; release: ""
+-- "redlatch_lock_waiters:{name}"; from ARGV[3] on, per operation: its lease (only
+-- when ARGV[2] is ""), its holder id, then for a release the unlock channel (not a key:
+-- see release.lua), for an acquire the waiter's ticket (registered when refused,
+-- removed when granted, a hand-over to it claimed, as acquire.lua) or "".
+-- (Codes in one string, one lease for all: Redis parses every argument into an object
+-- and then a Lua string of KEYS or ARGV before the script runs, and seven per operation
+-- (a code, a lease and an empty slot among them) were about a quarter of a batch's
+-- instructions; the four left differ from operation to operation. The codes are read
+-- by one string.byte call: one call per operation cost more than the arguments saved.)
 --
 -- Returns one string, two decimal integers per operation, all separated by single
 -- spaces ("1 1 1 0" for an acquire and a release granted and done):
@@ -43,8 +49,14 @@
 -- before: no operation ever sees a state another operation of the batch has not yet
 -- reached.
 
+local codes, common = ARGV[1], ARGV[2]
+local ops = #codes
+local stride = common == '' and 3 or 2
+if #KEYS ~= 2 * ops or #ARGV ~= 2 + stride * ops then
+    return redis.error_reply('ERR batch.lua: ' .. ops .. ' codes for ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments')
+end
+local code, R, NEW = {string.byte(codes, 1, ops)}, string.byte('r'), string.byte('A')
 local out = {}
-local ops = #ARGV / 5
 local times = {}
 for k = 1, ops do
     local name = KEYS[2 * k - 1]
@@ -55,11 +67,11 @@ end
 local names, nn, registries, nr = {}, 0, {}, 0
 for k = 1, ops do
     local name = KEYS[2 * k - 1]
-    local op = ARGV[5 * k - 4]
-    if op ~= 'r' and times[name] == 1 then
+    local op = code[k]
+    if op ~= R and times[name] == 1 then
         nn = nn + 1
         names[nn] = name
-        if op == 'a' and ARGV[5 * k] ~= '' then
+        if op ~= NEW and ARGV[2 + stride * k] ~= '' then
             nr = nr + 1
             registries[nr] = KEYS[2 * k]
         end
@@ -69,21 +81,23 @@ local all_free = nn > 0 and redis.call('exists', unpack(names)) == 0
 local registered = all_free and nr > 0 and redis.call('exists', unpack(registries)) > 0
 local gone, handed, freed, nf = {}, {}, {}, 0
 for k = 1, ops do
-    local i = 5 * k - 4
-    local name, lease, holder = KEYS[2 * k - 1], ARGV[i + 1], ARGV[i + 2]
+    local i = 2 + stride * k
+    local name, holder, extra = KEYS[2 * k - 1], ARGV[i - 1], ARGV[i]
+    local lease = stride == 2 and common or ARGV[i - 2]
     local once = times[name] == 1
-    if ARGV[i] ~= 'r' then
-        local client, fresh_ticket = ARGV[i + 4], ARGV[i] == 'A'
+    local op = code[k]
+    if op ~= R then
+        local fresh_ticket = op == NEW
         if all_free and once then
             redis.call('hincrby', name, holder, '1')
             redis.call('pexpire', name, lease)
-            if registered and not fresh_ticket and client ~= '' then
-                redis.call('zrem', KEYS[2 * k], client)
+            if registered and not fresh_ticket and extra ~= '' then
+                redis.call('zrem', KEYS[2 * k], extra)
             end
             out[k] = '1 1'
         else
             out[k] = string.format('%d %d',
-                acquire_op(name, KEYS[2 * k], lease, holder, client, false, not fresh_ticket))
+                acquire_op(name, KEYS[2 * k], lease, holder, extra, false, not fresh_ticket))
         end
     else
         -- As release.lua: HGET, then DEL on the last hold (WRONGTYPE caught by pcall).
@@ -103,7 +117,7 @@ for k = 1, ops do
             out[k] = '0 0'
         else
             redis.call('del', name)
-            pass_on(name, KEYS[2 * k], ARGV[i + 3])
+            pass_on(name, KEYS[2 * k], extra)
             out[k] = '1 0'
         end
     end
@@ -120,7 +134,7 @@ if nf > 0 then
     local channels, waiting = {}, {}
     for j = 1, nf do
         local k = freed[j]
-        channels[j] = ARGV[5 * k - 1]
+        channels[j] = ARGV[2 + stride * k]
         waiting[j] = KEYS[2 * k]
     end
     local counts = redis.call('pubsub', NUMSUB, unpack(channels))

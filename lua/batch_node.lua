@@ -9,11 +9,11 @@
 -- command across slots even in such a script.
 --
 -- KEYS[1] = the first operation's lock name: it only routes the call (to the node
--- serving its slot). For operation i (1-based), ARGV[6i-5 .. 6i]:
---   "a" (acquire), "A" (an acquire whose ticket is new, as batch.lua's) or "r"
---   (release), lease in milliseconds, holder id, lock name,
---   waiter registry "redlatch_lock_waiters:{name}", then for a release the unlock
---   channel, for an acquire the waiter's ticket or "" (as batch.lua).
+-- serving its slot). ARGV[1] = the operations' codes, one character each, and ARGV[2]
+-- = every operation's lease or "", as batch.lua's; from ARGV[3] on, per operation: its
+-- lease (only when ARGV[2] is ""), holder id, lock name, waiter registry
+-- "redlatch_lock_waiters:{name}", then for a release the unlock channel, for an
+-- acquire the waiter's ticket or "" (as batch.lua).
 --
 -- Returns one string, two decimal integers per operation separated by spaces, as
 -- batch.lua: its answers, and
@@ -34,19 +34,25 @@
 -- for a lock named once in the call its listeners are counted with every such lock's by
 -- one SHARDNUMSUB at the end, and pass_on_counted runs only where someone listens.
 
+local codes, common = ARGV[1], ARGV[2]
+local ops = #codes
+local stride = common == '' and 5 or 4
+if #ARGV ~= 2 + stride * ops then
+    return redis.error_reply('ERR batch_node.lua: ' .. ops .. ' codes for ' .. #ARGV .. ' arguments')
+end
+local code, R, NEW = {string.byte(codes, 1, ops)}, string.byte('r'), string.byte('A')
 local out = {}
-local ops = #ARGV / 6
 local times = {}
 for k = 1, ops do
-    local name = ARGV[6 * k - 2]
+    local name = ARGV[2 + stride * k - 2]
     times[name] = (times[name] or 0) + 1
 end
 local away = {}
 local freed = {}
 for k = 1, ops do
-    local i = 6 * k - 5
-    local op, lease, holder = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-    local name, waiters, extra = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+    local i = 2 + stride * k
+    local op, holder, name, waiters, extra = code[k], ARGV[i - 3], ARGV[i - 2], ARGV[i - 1], ARGV[i]
+    local lease = stride == 4 and common or ARGV[i - 4]
     local n = false
     if not away[name] then
         n = redis.pcall('exists', waiters .. ':absent', name, waiters, waiters .. ':handed')
@@ -54,8 +60,8 @@ for k = 1, ops do
     if type(n) ~= 'number' then
         away[name] = true
         out[k] = '4 0'
-    elseif op ~= 'r' then
-        local registered = n > 0 and op == 'a'
+    elseif op ~= R then
+        local registered = n > 0 and op ~= NEW
         local status, value = acquire_op(name, waiters, lease, holder, extra, n == 0, registered)
         if status == 1 and value == 1 then
             out[k] = '1 1'
@@ -92,14 +98,14 @@ if #freed > 0 then
     -- The classic listeners of every freed lock's channel in one call, beside the
     -- dialect's own count (one call per lock cost a call per release).
     local channels = {}
-    for j, k in ipairs(freed) do channels[j] = ARGV[6 * k] end
+    for j, k in ipairs(freed) do channels[j] = ARGV[2 + stride * k] end
     local counts = redis.call('pubsub', NUMSUB, unpack(channels))
     local classic = classic_listeners_each(channels)
     for j, k in ipairs(freed) do
         local shared = counts[2 * j] + classic[j]
         if shared > 0 then
             local marker = redis.call('pubsub', NUMSUB, channels[j] .. ':redlatch-waiters')[2]
-            pass_on_counted(ARGV[6 * k - 2], ARGV[6 * k - 1], channels[j], shared, marker)
+            pass_on_counted(ARGV[2 + stride * k - 2], ARGV[2 + stride * k - 1], channels[j], shared, marker)
         end
     end
 end

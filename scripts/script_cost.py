@@ -6,7 +6,7 @@ A/B of a script change that no workload on a shared VM can resolve (BENCHMARKS.m
 "Optimisation log"). Standard library only.
 
 Usage: scripts/script_cost.py [--server redis-server] [--rounds 5] [--calls 400]
-                              A_ROOT B_ROOT CASE...
+                              [--callgrind [--whole | --parsing]] A_ROOT B_ROOT CASE...
 CASE: batch:N       batch.lua, N fresh names acquired in one call, released in the next
       node:N        batch_node.lua in the sharded dialect (a Redis >= 7 cluster node's
                     script; run here on a standalone Redis 7, where the same commands run)
@@ -31,6 +31,10 @@ load, so one round decides what the timings above cannot (needs valgrind).
 command's as well as EVALSHA's, not the network or the parsing of requests), so that a
 script's pair can be set beside a plain command's (`rslock`). Counters are zeroed once the
 scripts are loaded.
+--parsing (with --callgrind; implies --whole): count from the reading of each request
+(`readQueryFromClient`): the parsing of every argument into an object as well, which
+`--whole` leaves out and which grows with a call's argument count (not the kernel's
+share of the socket reads).
 """
 import argparse
 import json
@@ -80,11 +84,18 @@ def knows_first(root):
     return '"A" (an acquire whose ticket' in read(root, "batch.lua")
 
 
+def knows_compact(root):
+    """Whether the tree's batch scripts take the operations' codes in one string and
+    their shared lease once (ARGV[1], ARGV[2])."""
+    return "ARGV[1] = the operations' codes" in read(root, "batch.lua")
+
+
 def scripts(root):
     classic = read(root, "dialect_classic.lua")
     sharded = read(root, "cross_slot_write_flags.lua", "dialect_sharded.lua")
     return {
         "first": knows_first(root),
+        "compact": knows_compact(root),
         "batch": classic + read(root, "pass_on.lua", "acquire_op.lua", "batch.lua"),
         "node": sharded + read(root, "pass_on.lua", "acquire_op.lua", "batch_node.lua"),
         "acquire": classic + read(root, "acquire.lua"),
@@ -143,7 +154,19 @@ def run_case(conn, shas, case, calls):
             # waiter's ticket (its first attempt), every release with its channel.
             tickets = [f"{holder}:{c * n + i}:{lease}" for i in range(n)]
             for op in ("A" if shas["first"] else "a", "r"):
-                if kind == "batch":
+                if shas["compact"]:
+                    # The codes in one string, the shared lease once (2026-11-27 on).
+                    keys, argv = [], [op * n, lease]
+                    for x, r, ch, t in zip(names, regs, chans, tickets):
+                        extra = ch if op == "r" else t
+                        if kind == "batch":
+                            keys += [x, r]
+                            argv += [holder, extra]
+                        else:
+                            argv += [holder, x, r, extra]
+                    script, first = (shas["batch"], keys) if kind == "batch" else (shas["node"], names[:1])
+                    cmd = ["EVALSHA", script, len(first)] + first + argv
+                elif kind == "batch":
                     keys, argv = [], []
                     for x, r, ch, t in zip(names, regs, chans, tickets):
                         keys += [x, r]
@@ -220,7 +243,7 @@ def start(server_cmd, port, d, callgrind_out=None, toggle="evalShaCommand"):
 
 def load(conn, root):
     texts = scripts(root)
-    shas = {"first": texts.pop("first")}
+    shas = {"first": texts.pop("first"), "compact": texts.pop("compact")}
     shas.update({k: conn.send(["SCRIPT", "LOAD", v])[0] for k, v in texts.items()})
     return shas
 
@@ -233,7 +256,8 @@ def callgrind(args):
         for case in args.cases:
             for side, root in (("A", args.a), ("B", args.b)):
                 out = os.path.join(d, f"cg-{side}.out")
-                toggle = "processCommand" if args.whole else "evalShaCommand"
+                toggle = ("readQueryFromClient" if args.parsing
+                          else "processCommand" if args.whole else "evalShaCommand")
                 server, conn = start([args.server], free_port(), d, out, toggle)
                 try:
                     shas = load(conn, root)
@@ -269,12 +293,14 @@ def main():
     p.add_argument("--calls", type=int, default=400)
     p.add_argument("--callgrind", action="store_true")
     p.add_argument("--whole", action="store_true")
+    p.add_argument("--parsing", action="store_true")
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("cases", nargs="+")
     args = p.parse_args()
     if "rslock" in args.cases and not args.whole:
         sys.exit("script_cost.py: the rslock case needs --callgrind --whole (SET is no script)")
+    args.whole = args.whole or args.parsing
     if args.whole and not args.callgrind:
         sys.exit("script_cost.py: --whole counts instructions: it needs --callgrind")
     if args.callgrind:

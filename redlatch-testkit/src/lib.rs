@@ -100,6 +100,29 @@ pub fn batch_integers(reply: &str) -> Vec<i64> {
         .collect()
 }
 
+/// The ARGV of a batch script call (`batch.lua`, `batch_node.lua`) in their layout,
+/// from each operation's code (`'a'`, `'A'` or `'r'`), lease in milliseconds and the
+/// arguments that follow its lease (`batch.lua`: holder, then channel or ticket;
+/// `batch_node.lua`: holder, name, registry, then channel or ticket): the codes in one
+/// string, then the lease they all share, or `""` and each operation's own before its
+/// arguments when they differ.
+pub fn batch_argv(ops: &[(char, u64, Vec<String>)]) -> Vec<String> {
+    let codes: String = ops.iter().map(|op| op.0).collect();
+    let shared = ops.iter().all(|op| Some(op.1) == ops.first().map(|o| o.1));
+    let common = match (shared, ops.first()) {
+        (true, Some(op)) => op.1.to_string(),
+        _ => String::new(),
+    };
+    let mut argv = vec![codes, common];
+    for (_, lease, args) in ops {
+        if !shared {
+            argv.push(lease.to_string());
+        }
+        argv.extend(args.iter().cloned());
+    }
+    argv
+}
+
 /// `acquire.lua`'s reply (one string "<status> <value>") as (status, value).
 pub fn acquire_answer(reply: &str) -> (i64, i64) {
     match batch_integers(reply)[..] {

@@ -9,6 +9,10 @@ use common::RedisServer;
 use redis::{Script, Value};
 
 const LEASE: &str = "10000";
+
+fn lease() -> u64 {
+    LEASE.parse().unwrap()
+}
 /// The scripts as the library sends them on a single server: the classic dialect's
 /// prelude first, and lua/pass_on.lua before the scripts that free plain locks.
 const ACQUIRE: &str = concat!(
@@ -66,19 +70,19 @@ fn single(conn: &mut redis::Connection, (acquire, name, holder): (bool, &str, &s
 fn batch(conn: &mut redis::Connection, ops: &[Op], prefix: &str) -> Vec<(i64, i64)> {
     let script = Script::new(&waking(BATCH));
     let mut inv = script.prepare_invoke();
+    let mut argv = Vec::new();
     for &(acquire, name, holder) in ops {
         let name = format!("{prefix}{name}");
         inv.key(&name)
-            .key(format!("redlatch_lock_waiters:{{{name}}}"))
-            .arg(if acquire { "a" } else { "r" })
-            .arg(LEASE)
-            .arg(holder);
-        match acquire {
-            true => inv.arg(""),
-            false => inv.arg(format!("redisson_lock__channel:{{{name}}}")),
+            .key(format!("redlatch_lock_waiters:{{{name}}}"));
+        let extra = match acquire {
+            true => String::new(),
+            false => format!("redisson_lock__channel:{{{name}}}"),
         };
-        inv.arg("");
+        let code = if acquire { 'a' } else { 'r' };
+        argv.push((code, lease(), vec![holder.to_string(), extra]));
     }
+    inv.arg(common::batch_argv(&argv));
     let v = common::batch_integers(&inv.invoke::<String>(conn).unwrap());
     v.chunks(2).map(|c| (c[0], c[1])).collect()
 }
@@ -196,6 +200,47 @@ fn a_batch_answers_and_changes_exactly_what_the_single_scripts_do() {
 /// "0" for a listener that is not one, a dead waiter's ticket dropped, included. Then a
 /// batch whose acquisitions meet a held lock (the per-operation path) does the same.
 #[test]
+fn a_batch_of_different_leases_gives_each_lock_its_own_and_a_malformed_call_is_refused() {
+    let server = RedisServer::start();
+    let mut conn = server.conn();
+    let script = Script::new(&waking(BATCH));
+    let mut inv = script.prepare_invoke();
+    let mut argv = Vec::new();
+    // Two fresh locks (the fast path) and a re-entry of the first (the per-operation
+    // path: named twice), each with a lease of its own: ARGV[2] is "".
+    for (name, lease) in [("short", 20_000), ("long", 600_000), ("short", 90_000)] {
+        inv.key(name)
+            .key(format!("redlatch_lock_waiters:{{{name}}}"));
+        argv.push(('a', lease, vec!["h:1".to_string(), String::new()]));
+    }
+    let argv = common::batch_argv(&argv);
+    assert_eq!(argv[..2], ["aaa", ""], "{argv:?}");
+    inv.arg(&argv);
+    let answers = common::batch_integers(&inv.invoke::<String>(&mut conn).unwrap());
+    assert_eq!(answers, [1, 1, 1, 1, 2, 2]);
+    let pttl = |conn: &mut redis::Connection, key: &str| -> i64 {
+        redis::cmd("PTTL").arg(key).query(conn).unwrap()
+    };
+    // The re-entry extended "short" to its own, longer lease; "long" kept its own.
+    let (short, long) = (pttl(&mut conn, "short"), pttl(&mut conn, "long"));
+    assert!((60_000..=90_000).contains(&short), "{short}");
+    assert!((500_000..=600_000).contains(&long), "{long}");
+
+    // A call whose arguments do not match its codes changes nothing.
+    let mut bad = script.prepare_invoke();
+    bad.key("other")
+        .key("redlatch_lock_waiters:{other}")
+        .arg("aa")
+        .arg("10000")
+        .arg("h:1")
+        .arg("");
+    let e = bad.invoke::<String>(&mut conn).unwrap_err();
+    assert!(e.to_string().contains("batch.lua"), "{e}");
+    let exists: i64 = redis::cmd("EXISTS").arg("other").query(&mut conn).unwrap();
+    assert_eq!(exists, 0);
+}
+
+#[test]
 fn a_batch_of_distinct_locks_answers_and_hands_over_as_the_single_scripts_do() {
     let server = RedisServer::start();
     let mut conn = server.conn();
@@ -259,25 +304,23 @@ fn a_batch_of_distinct_locks_answers_and_hands_over_as_the_single_scripts_do() {
     // The same in one batch (new2 with its waiter's ticket).
     let script = Script::new(&waking(BATCH));
     let mut inv = script.prepare_invoke();
+    let mut argv = Vec::new();
     for (name, ticket) in [("new1", ""), ("new2", "c1:6:1:10000")] {
         let holder = if ticket.is_empty() { "h:5" } else { "c1:6" };
         inv.key(format!("batch:{name}"))
-            .key(registry("batch:", name))
-            .arg("a")
-            .arg(LEASE)
-            .arg(holder)
-            .arg("")
-            .arg(ticket);
+            .key(registry("batch:", name));
+        argv.push(('a', lease(), vec![holder.to_string(), ticket.to_string()]));
     }
     for name in releases {
         inv.key(format!("batch:{name}"))
-            .key(registry("batch:", name))
-            .arg("r")
-            .arg(LEASE)
-            .arg("h:1")
-            .arg(channel("batch:", name))
-            .arg("");
+            .key(registry("batch:", name));
+        argv.push((
+            'r',
+            lease(),
+            vec!["h:1".to_string(), channel("batch:", name)],
+        ));
     }
+    inv.arg(common::batch_argv(&argv));
     let batched = common::batch_integers(&inv.invoke::<String>(&mut conn).unwrap());
     let batched: Vec<(i64, i64)> = batched.chunks(2).map(|c| (c[0], c[1])).collect();
     assert_eq!(batched, singles);
@@ -421,18 +464,15 @@ fn a_first_attempt_leaves_the_registry_alone_and_still_registers_when_refused() 
     let batch_ticket = "c2:7:2:10000";
     let script = Script::new(&waking(BATCH));
     let mut inv = script.prepare_invoke();
+    let mut argv = Vec::new();
     for (name, holder, t) in [
         ("busy", "c2:7", batch_ticket),
         ("free-batch", "c2:8", "c2:8:3:10000"),
     ] {
-        inv.key(name)
-            .key(registry(name))
-            .arg("A")
-            .arg(LEASE)
-            .arg(holder)
-            .arg("")
-            .arg(t);
+        inv.key(name).key(registry(name));
+        argv.push(('A', lease(), vec![holder.to_string(), t.to_string()]));
     }
+    inv.arg(common::batch_argv(&argv));
     let answers = common::batch_integers(&inv.invoke::<String>(&mut conn).unwrap());
     assert_eq!(answers[0], 0, "busy: refused");
     assert_eq!(answers[2..], [1, 1], "free-batch: granted");

@@ -78,17 +78,22 @@ fn node_batch(conn: &mut redis::Connection, route: &str, ops: &[Op]) -> Vec<(i64
     let script = Script::new(&node_script());
     let mut inv = script.prepare_invoke();
     inv.key(route);
-    for (acquire, name, holder) in ops {
-        inv.arg(if *acquire { "a" } else { "r" })
-            .arg(LEASE)
-            .arg(*holder)
-            .arg(name)
-            .arg(registry(name));
-        match acquire {
-            true => inv.arg(""),
-            false => inv.arg(channel(name)),
-        };
-    }
+    let argv: Vec<_> = (ops.iter())
+        .map(|(acquire, name, holder)| {
+            let extra = if *acquire {
+                String::new()
+            } else {
+                channel(name)
+            };
+            let args = vec![holder.to_string(), name.to_string(), registry(name), extra];
+            (
+                if *acquire { 'a' } else { 'r' },
+                LEASE.parse().unwrap(),
+                args,
+            )
+        })
+        .collect();
+    inv.arg(common::batch_argv(&argv));
     let v = common::batch_integers(&inv.invoke::<String>(conn).unwrap());
     v.chunks(2).map(|c| (c[0], c[1])).collect()
 }

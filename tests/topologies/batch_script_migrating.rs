@@ -44,18 +44,21 @@ fn batch(
 ) -> redis::RedisResult<Vec<i64>> {
     let script = Script::new(&batch_script());
     let mut inv = script.prepare_invoke();
+    let mut argv = Vec::new();
     for &(acquire, name, holder, ticket) in ops {
-        inv.key(name)
-            .key(registry(name))
-            .arg(if acquire { "a" } else { "r" })
-            .arg(LEASE)
-            .arg(holder);
-        match acquire {
-            true => inv.arg(""),
-            false => inv.arg(derived("redisson_lock__channel", name)),
+        inv.key(name).key(registry(name));
+        let extra = match acquire {
+            true => ticket.to_string(),
+            false => derived("redisson_lock__channel", name),
         };
-        inv.arg(ticket);
+        let code = if acquire { 'a' } else { 'r' };
+        argv.push((
+            code,
+            LEASE.parse().unwrap(),
+            vec![holder.to_string(), extra],
+        ));
     }
+    inv.arg(common::batch_argv(&argv));
     let reply: String = inv.invoke(conn)?;
     Ok(common::batch_integers(&reply))
 }

@@ -55,18 +55,18 @@ pub async fn w2_for(ctx: &Ctx, duration: std::time::Duration) -> Result<Report, 
                 while Instant::now() < until {
                     let t = Instant::now();
                     for op in ["a", "r"] {
+                        // batch.lua's layout: the codes, the lease they share, then
+                        // per operation its holder and its ticket ("") or channel.
                         let mut call = script.prepare_invoke();
+                        call.arg(op.repeat(names.len())).arg(LEASE_MS);
                         for name in &names {
                             call.key(name)
                                 .key(redlatch::wire::waiter_registry(name))
-                                .arg(op)
-                                .arg(LEASE_MS)
                                 .arg(&holder);
                             match op {
                                 "a" => call.arg(""),
                                 _ => call.arg(redlatch::wire::lock_channel(name)),
                             };
-                            call.arg("");
                         }
                         let answers: String = call
                             .invoke_async(&mut conn)

@@ -480,21 +480,25 @@ async fn per_node_batch(
         .cmd("EVALSHA")
         .arg(&shas.batch_node)
         .arg(1)
-        .arg(&names[0]);
+        .arg(&names[0])
+        // batch_node.lua's layout: the codes, the lease they share, then per operation
+        // its holder, name, registry and channel (release) or ticket ("").
+        .arg(if release { "r" } else { "a" }.repeat(names.len()))
+        .arg(LEASE_MS);
     for (n, ch) in names.iter().zip(channels) {
-        cmd.arg(if release { "r" } else { "a" })
-            .arg(LEASE_MS)
-            .arg(HOLDER)
+        cmd.arg(HOLDER)
             .arg(n)
             .arg(redlatch::wire::waiter_registry(n))
             .arg(if release { ch.as_str() } else { "" });
     }
-    let (replies,): (Vec<i64>,) = pipe
+    // One string of integers, two per operation (batch_node.lua).
+    let (reply,): (String,) = pipe
         .query_async(conn)
         .await
         .map_err(|e| format!("per-node batch: {e}"))?;
-    if replies.len() != 2 * names.len() || replies.chunks(2).any(|c| c[0] != 1) {
-        return Err(format!("per-node batch: unexpected replies {replies:?}"));
+    let statuses: Vec<&str> = reply.split(' ').step_by(2).collect();
+    if statuses.len() != names.len() || statuses.iter().any(|s| *s != "1") {
+        return Err(format!("per-node batch: unexpected replies {reply:?}"));
     }
     Ok(())
 }

@@ -76,11 +76,11 @@ pub(crate) struct Waiting {
 impl PlainOp {
     /// The op code of batch.lua / batch_node.lua: `r` a release, `a` an acquire, `A`
     /// an acquire whose ticket is new ([`Waiting::first`]).
-    fn code(&self) -> &'static str {
+    fn code(&self) -> char {
         match (self.release, &self.waiting) {
-            (true, _) => "r",
-            (false, Some(Waiting { first: true, .. })) => "A",
-            (false, _) => "a",
+            (true, _) => 'r',
+            (false, Some(Waiting { first: true, .. })) => 'A',
+            (false, _) => 'a',
         }
     }
 
@@ -217,20 +217,35 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
 /// acknowledge in time is that operation's [`Error::NotReplicated`].
 async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<PlainReply>>> {
     let mut inv = BATCH.call();
-    inv.reserve(key_room(ops, 2), arg_room(ops, 5));
+    let lease = common_lease(ops);
+    inv.reserve(key_room(ops, 2), arg_room(ops, 3));
+    inv.arg(codes(ops))
+        .arg(lease.map_or(String::new(), |ms| ms.to_string()));
     for op in ops {
-        inv.key(&*op.name)
-            .key_derived(keys::WAITERS, &op.name)
-            .arg(op.code())
-            .arg(op.lease_ms)
-            .arg(&*op.holder);
+        inv.key(&*op.name).key_derived(keys::WAITERS, &op.name);
+        if lease.is_none() {
+            inv.arg(op.lease_ms);
+        }
+        inv.arg(&*op.holder);
         match op.release {
             true => inv.arg_derived(keys::CHANNEL, &op.name),
-            false => inv.arg(""),
+            false => inv.arg(op.ticket()),
         };
-        inv.arg(op.ticket());
     }
     send_batch(link, ops, &inv).await
+}
+
+/// The batch scripts' ARGV[1]: each operation's code, in order.
+fn codes(ops: &[&PlainOp]) -> String {
+    ops.iter().map(|op| op.code()).collect()
+}
+
+/// The batch scripts' ARGV[2]: the lease every operation asks for, when they all ask
+/// for one (then no operation carries its own: each argument costs the server its
+/// parsing and a Lua string; see batch.lua).
+fn common_lease(ops: &[&PlainOp]) -> Option<u64> {
+    let first = ops.first()?.lease_ms;
+    ops.iter().all(|op| op.lease_ms == first).then_some(first)
 }
 
 /// Room for a batch call's keys, `per_op` per operation (each its name and its waiter
@@ -243,12 +258,16 @@ fn key_room(ops: &[&PlainOp], per_op: usize) -> (usize, usize) {
     (per_op * ops.len(), bytes.sum())
 }
 
-/// The same for its arguments, `per_op` per operation: at most its op code, lease,
-/// holder, ticket, name, registry key and channel (batch_node.lua's, the most).
+/// The same for its arguments, `per_op` per operation, after the codes and the common
+/// lease: at most its lease, holder, name, registry key and ticket or channel
+/// (batch_node.lua's, the most).
 fn arg_room(ops: &[&PlainOp], per_op: usize) -> (usize, usize) {
     const FIXED: usize = 1 + 20 + keys::WAITERS.len() + 3 + keys::CHANNEL.len() + 3;
     let bytes = (ops.iter()).map(|op| 3 * op.name.len() + op.holder.len() + op.ticket().len());
-    (per_op * ops.len(), bytes.sum::<usize>() + FIXED * ops.len())
+    (
+        2 + per_op * ops.len(),
+        20 + bytes.sum::<usize>() + FIXED * ops.len(),
+    )
 }
 
 /// Sends a batch script call for `ops` (synced when it acquires) and reads its two
@@ -315,12 +334,16 @@ async fn node_group(link: &dyn Transport, ops: Vec<&PlainOp>) -> Vec<Result<Plai
 /// not acknowledge in time is that operation's [`Error::NotReplicated`].
 async fn node_batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<PlainReply>>> {
     let mut inv = BATCH_NODE.call();
+    let lease = common_lease(ops);
     inv.reserve((1, ops[0].name.len()), arg_room(ops, 5));
     inv.key(&*ops[0].name);
+    inv.arg(codes(ops))
+        .arg(lease.map_or(String::new(), |ms| ms.to_string()));
     for op in ops {
-        inv.arg(op.code())
-            .arg(op.lease_ms)
-            .arg(&*op.holder)
+        if lease.is_none() {
+            inv.arg(op.lease_ms);
+        }
+        inv.arg(&*op.holder)
             .arg(&*op.name)
             .arg_derived(keys::WAITERS, &op.name);
         match op.release {
