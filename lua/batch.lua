@@ -49,7 +49,7 @@
 -- before: no operation ever sees a state another operation of the batch has not yet
 -- reached.
 
-local codes, common = ARGV[1], ARGV[2]
+local codes, common = ARGV[1] or '', ARGV[2]
 local ops = #codes
 local stride = common == '' and 3 or 2
 if #KEYS ~= 2 * ops or #ARGV ~= 2 + stride * ops then

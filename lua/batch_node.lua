@@ -34,7 +34,7 @@
 -- for a lock named once in the call its listeners are counted with every such lock's by
 -- one SHARDNUMSUB at the end, and pass_on_counted runs only where someone listens.
 
-local codes, common = ARGV[1], ARGV[2]
+local codes, common = ARGV[1] or '', ARGV[2]
 local ops = #codes
 local stride = common == '' and 5 or 4
 if #ARGV ~= 2 + stride * ops then

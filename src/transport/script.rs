@@ -168,9 +168,10 @@ pub(crate) async fn load_all<C: ConnectionLike + Send>(
     // A connection that has not authenticated is refused before the scripts are sent:
     // Redis closes such a connection on a request argument over 16 KiB (batch.lua with
     // what is prepended to it is one), and its caller would see a broken pipe instead
-    // of NOAUTH. A user whose ACL forbids PING still gets the scripts' own answers.
+    // of NOAUTH. Any other refusal of the PING (an ACL without it, a server that renamed
+    // it) leaves the answer to the scripts' own replies, as before it was sent.
     if let Err(e) = redis::cmd("PING").query_async::<()>(conn).await {
-        if e.code() != Some("NOPERM") {
+        if e.code() == Some("NOAUTH") || e.is_io_error() {
             return Err(e);
         }
     }

@@ -194,11 +194,9 @@ fn a_batch_answers_and_changes_exactly_what_the_single_scripts_do() {
     );
 }
 
-/// A batch of distinct locks takes batch.lua's short path (one EXISTS for the
-/// acquisitions, one DEL, NUMSUB and EXISTS for the releases): it must still answer and
-/// leave behind exactly what the single scripts do, hand-over to a registered waiter,
-/// "0" for a listener that is not one, a dead waiter's ticket dropped, included. Then a
-/// batch whose acquisitions meet a held lock (the per-operation path) does the same.
+/// Leases that differ: ARGV[2] is "" and each operation carries its own, which a fresh
+/// lock takes and a re-entry or a partial release extends the lease to; a call whose
+/// arguments do not match its codes is refused and changes nothing.
 #[test]
 fn a_batch_of_different_leases_gives_each_lock_its_own_and_a_malformed_call_is_refused() {
     let server = RedisServer::start();
@@ -206,24 +204,34 @@ fn a_batch_of_different_leases_gives_each_lock_its_own_and_a_malformed_call_is_r
     let script = Script::new(&waking(BATCH));
     let mut inv = script.prepare_invoke();
     let mut argv = Vec::new();
-    // Two fresh locks (the fast path) and a re-entry of the first (the per-operation
-    // path: named twice), each with a lease of its own: ARGV[2] is "".
-    for (name, lease) in [("short", 20_000), ("long", 600_000), ("short", 90_000)] {
+    // Two fresh locks (the fast path), then a re-entry and a partial release of the
+    // first (the per-operation path: it is named more than once).
+    for (code, name, lease) in [
+        ('a', "short", 20_000),
+        ('a', "long", 600_000),
+        ('a', "short", 90_000),
+        ('r', "short", 150_000),
+    ] {
         inv.key(name)
             .key(format!("redlatch_lock_waiters:{{{name}}}"));
-        argv.push(('a', lease, vec!["h:1".to_string(), String::new()]));
+        let extra = match code {
+            'r' => format!("redisson_lock__channel:{{{name}}}"),
+            _ => String::new(),
+        };
+        argv.push((code, lease, vec!["h:1".to_string(), extra]));
     }
     let argv = common::batch_argv(&argv);
-    assert_eq!(argv[..2], ["aaa", ""], "{argv:?}");
+    assert_eq!(argv[..2], ["aaar", ""], "{argv:?}");
     inv.arg(&argv);
     let answers = common::batch_integers(&inv.invoke::<String>(&mut conn).unwrap());
-    assert_eq!(answers, [1, 1, 1, 1, 2, 2]);
+    assert_eq!(answers, [1, 1, 1, 1, 2, 2, 0, 0]);
     let pttl = |conn: &mut redis::Connection, key: &str| -> i64 {
         redis::cmd("PTTL").arg(key).query(conn).unwrap()
     };
-    // The re-entry extended "short" to its own, longer lease; "long" kept its own.
+    // "short" went to the re-entry's lease, then the partial release's; "long" kept its
+    // own.
     let (short, long) = (pttl(&mut conn, "short"), pttl(&mut conn, "long"));
-    assert!((60_000..=90_000).contains(&short), "{short}");
+    assert!((120_000..=150_000).contains(&short), "{short}");
     assert!((500_000..=600_000).contains(&long), "{long}");
 
     // A call whose arguments do not match its codes changes nothing.
@@ -240,6 +248,11 @@ fn a_batch_of_different_leases_gives_each_lock_its_own_and_a_malformed_call_is_r
     assert_eq!(exists, 0);
 }
 
+/// A batch of distinct locks takes batch.lua's short path (one EXISTS for the
+/// acquisitions, one DEL, NUMSUB and EXISTS for the releases): it must still answer and
+/// leave behind exactly what the single scripts do, hand-over to a registered waiter,
+/// "0" for a listener that is not one, a dead waiter's ticket dropped, included. Then a
+/// batch whose acquisitions meet a held lock (the per-operation path) does the same.
 #[test]
 fn a_batch_of_distinct_locks_answers_and_hands_over_as_the_single_scripts_do() {
     let server = RedisServer::start();

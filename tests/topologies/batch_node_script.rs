@@ -73,24 +73,32 @@ fn single(conn: &mut redis::Connection, (acquire, name, holder): &Op) -> (i64, i
     }
 }
 
-/// One batch_node.lua call, routed by `route` (a name the node serves).
+/// One batch_node.lua call, routed by `route` (a name the node serves), every
+/// operation with the lease `LEASE`.
 fn node_batch(conn: &mut redis::Connection, route: &str, ops: &[Op]) -> Vec<(i64, i64)> {
+    let leases = vec![LEASE.parse().unwrap(); ops.len()];
+    node_batch_leased(conn, route, ops, &leases)
+}
+
+/// The same with a lease per operation.
+fn node_batch_leased(
+    conn: &mut redis::Connection,
+    route: &str,
+    ops: &[Op],
+    leases: &[u64],
+) -> Vec<(i64, i64)> {
     let script = Script::new(&node_script());
     let mut inv = script.prepare_invoke();
     inv.key(route);
-    let argv: Vec<_> = (ops.iter())
-        .map(|(acquire, name, holder)| {
+    let argv: Vec<_> = (ops.iter().zip(leases))
+        .map(|((acquire, name, holder), &lease)| {
             let extra = if *acquire {
                 String::new()
             } else {
                 channel(name)
             };
             let args = vec![holder.to_string(), name.to_string(), registry(name), extra];
-            (
-                if *acquire { 'a' } else { 'r' },
-                LEASE.parse().unwrap(),
-                args,
-            )
+            (if *acquire { 'a' } else { 'r' }, lease, args)
         })
         .collect();
     inv.arg(common::batch_argv(&argv));
@@ -184,6 +192,28 @@ fn a_node_batch_answers_each_operation_as_the_single_scripts_do() {
     for (s, b) in singles_names.iter().zip(&batch_names) {
         assert_eq!(state(&mut conn, s), state(&mut conn, b), "{s} / {b}");
     }
+
+    // Leases that differ (ARGV[2] is "", each operation carries its own): a fresh lock
+    // takes its own; a re-entry and a partial release extend the lease to theirs.
+    let (short, long) = (cluster.key_on(p, "short-"), cluster.key_on(p, "long-"));
+    let leased = node_batch_leased(
+        &mut conn,
+        &short,
+        &[
+            (true, short.clone(), "h:1"),
+            (true, long.clone(), "h:1"),
+            (true, short.clone(), "h:1"),
+            (false, short.clone(), "h:1"),
+        ],
+        &[20_000, 600_000, 90_000, 150_000],
+    );
+    assert_eq!(leased, [(1, 1), (1, 1), (2, 2), (0, 0)]);
+    let pttl = |conn: &mut redis::Connection, key: &str| -> i64 {
+        redis::cmd("PTTL").arg(key).query(conn).unwrap()
+    };
+    let (s, l) = (pttl(&mut conn, &short), pttl(&mut conn, &long));
+    assert!((120_000..=150_000).contains(&s), "{s}");
+    assert!((500_000..=600_000).contains(&l), "{l}");
 
     // A lock of another primary, and one in a slot of p being migrated: "not here" for
     // every operation of theirs, nothing written; their neighbours run.
