@@ -4,6 +4,7 @@
 //! moves with the other CLI tests.
 
 use crate::cli_util;
+#[cfg(feature = "tls")]
 use redlatch_testkit as common;
 
 /// `redlatch ARGS` with no REDLATCH_TLS_* from the caller's environment.

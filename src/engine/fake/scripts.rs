@@ -37,31 +37,7 @@ pub(super) fn run(s: &mut State, inv: &Invocation, now_ms: u64) -> Result<Value>
     }
     if is(&plain_ops::BATCH) {
         s.log("batch.lua");
-        // ARGV: the codes, the common lease or "", then per operation [lease,] holder,
-        // channel or ticket.
-        let (codes, common) = (args[0].as_bytes(), &args[1]);
-        let stride = if common.is_empty() { 3 } else { 2 };
-        let mut out = Vec::new();
-        for (i, op) in args[2..].chunks(stride).enumerate() {
-            let (name, waiters) = (&keys[2 * i], &keys[2 * i + 1]);
-            let lease = (if stride == 3 { &op[0] } else { common })
-                .parse::<u64>()
-                .expect("a lease");
-            let (holder, extra) = (&op[stride - 2], &op[stride - 1]);
-            let (status, value) = if codes[i] != b'r' {
-                // "A" (a ticket no attempt carried before) is modelled as "a": the
-                // fake's acquire removes a ticket only if it is there.
-                let waiting = (!extra.is_empty()).then_some((waiters, extra));
-                acquire(s, name, lease, holder, waiting, now_ms)
-            } else {
-                match release(s, (name, waiters, extra), lease, holder, None) {
-                    None => (-1, 0),
-                    Some(r) => (r, 0),
-                }
-            };
-            out.push(format!("{status} {value}"));
-        }
-        return Ok(Value::BulkString(out.join(" ").into_bytes()));
+        return Ok(batch(s, &keys, &args, now_ms));
     }
     if is(&scripts::UNWAIT) {
         s.log("unwait.lua");
@@ -96,6 +72,35 @@ pub(super) fn run(s: &mut State, inv: &Invocation, now_ms: u64) -> Result<Value>
         "the fake server does not model this script ({:?})",
         inv.calls()
     );
+}
+
+/// batch.lua: each operation as acquire.lua or release.lua alone, in order.
+fn batch(s: &mut State, keys: &[String], args: &[String], now_ms: u64) -> Value {
+    // ARGV: the codes, the common lease or "", then per operation [lease,] holder,
+    // channel or ticket.
+    let (codes, common) = (args[0].as_bytes(), &args[1]);
+    let stride = if common.is_empty() { 3 } else { 2 };
+    let mut out = Vec::new();
+    for (i, op) in args[2..].chunks(stride).enumerate() {
+        let (name, waiters) = (&keys[2 * i], &keys[2 * i + 1]);
+        let lease = (if stride == 3 { &op[0] } else { common })
+            .parse::<u64>()
+            .expect("a lease");
+        let (holder, extra) = (&op[stride - 2], &op[stride - 1]);
+        let (status, value) = if codes[i] != b'r' {
+            // "A" (a ticket no attempt carried before) is modelled as "a": the
+            // fake's acquire removes a ticket only if it is there.
+            let waiting = (!extra.is_empty()).then_some((waiters, extra));
+            acquire(s, name, lease, holder, waiting, now_ms)
+        } else {
+            match release(s, (name, waiters, extra), lease, holder, None) {
+                None => (-1, 0),
+                Some(r) => (r, 0),
+            }
+        };
+        out.push(format!("{status} {value}"));
+    }
+    Value::BulkString(out.join(" ").into_bytes())
 }
 
 /// acquire.lua (and batch.lua's "a"): (status, value).
