@@ -33,7 +33,7 @@ impl Config {
     /// for a lock writes its wait at once and, while it waits, looks about once a
     /// second for a cycle of tasks through its own task (each waiting for a lock the
     /// next one holds). On a cycle seen twice in a row, the youngest waiter of the
-    /// cycle fails with [`Error::Deadlock`](crate::Error::Deadlock), naming the
+    /// cycle fails with [`Error::Deadlock`], naming the
     /// cycle; the others go on. Only redlatch clients are seen: a Redisson holder has
     /// no ledger, so a cycle through it is not found.
     ///

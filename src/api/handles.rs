@@ -17,7 +17,7 @@ impl Client {
     /// [`Lock::owned_by`] with it.
     ///
     /// # Examples
-    /// See the example on [`Owner`](crate::Owner).
+    /// See the example on [`Owner`].
     pub fn owner(&self) -> Owner {
         Owner::new()
     }
@@ -91,7 +91,7 @@ impl Client {
     /// Redisson's and redlatch's locks of the same name, but a holder that already holds
     /// it is refused with [`Error::Reentry`](crate::Error::Reentry) instead of
     /// re-entering: in the scope of its guard, through the same
-    /// [`Owner`](crate::Owner), or on the same thread (blocking API); by `lock()` and
+    /// [`Owner`], or on the same thread (blocking API); by `lock()` and
     /// `try_lock()` alike, at once, as Redisson throws `IllegalMonitorStateException`.
     /// Any other caller waits for it (or `try_lock` answers `None`): two futures of one
     /// task are two holders, so one of them waits.

@@ -26,8 +26,8 @@
 //!    replica (resyncing, loading) cannot acknowledge, so the acknowledgements came
 //!    from eligible ones.
 //! 4. A synced write is answered `[reply, acked, wanted, node]`; the engine undoes an
-//!    acquisition with `acked < wanted` and reports [`Error::NotReplicated`]
-//!    (crate::Error::NotReplicated); a renewal with `acked < wanted` does not extend
+//!    acquisition with `acked < wanted` and reports
+//!    [`Error::NotReplicated`](crate::Error::NotReplicated); a renewal with `acked < wanted` does not extend
 //!    the hold's validity (engine/holding/watchdog.rs).
 
 use std::time::{Duration, Instant};

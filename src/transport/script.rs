@@ -197,13 +197,13 @@ pub(crate) struct Invocation {
 }
 
 impl Invocation {
-    /// Appends a key (KEYS[n]).
+    /// Appends a key (`KEYS[n]`).
     pub(crate) fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
         key.write_redis_args(&mut self.keys);
         self
     }
 
-    /// Appends an argument (ARGV[n]).
+    /// Appends an argument (`ARGV[n]`).
     pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
         arg.write_redis_args(&mut self.args);
         self

@@ -132,7 +132,7 @@ fn wrapped_error(mut text: &str) -> &str {
 
 /// Whether a script's `ERR` is an ACL refusal of a command it called: Redis 6.2 to 7.0
 /// say "The user executing the script can't run this command or subcommand"; Redis >= 7.2
-/// and Valkey say "ACL failure in script: User <u> has no permissions to run the '<cmd>'
+/// and Valkey say "ACL failure in script: User `<u>` has no permissions to run the `'<cmd>'`
 /// command" (or "... to access ..." a key or channel).
 pub(crate) fn is_script_acl_refusal(detail: &str) -> bool {
     detail.contains("can't run this command") || detail.starts_with("ACL failure in script")

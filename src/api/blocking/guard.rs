@@ -1,5 +1,5 @@
 //! [`Guard`]: one blocking wrapper over every hold of the async API (its shared shape,
-//! [`Hold`](crate::Hold)), and the names it goes by: [`LockGuard`], [`MultiGuard`],
+//! [`Hold`]), and the names it goes by: [`LockGuard`], [`MultiGuard`],
 //! [`Permit`], [`SemaphorePermit`], each with the few methods of its own kind.
 
 use std::sync::Arc;

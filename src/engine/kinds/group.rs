@@ -89,7 +89,7 @@ pub(crate) fn parts(name: &str) -> (&str, impl Iterator<Item = &str> + '_) {
     (group, fields.split(',').filter(|f| !f.is_empty()))
 }
 
-/// A call of `script` on the group of `name`: KEYS[1] the group (and KEYS[2] its
+/// A call of `script` on the group of `name`: `KEYS[1]` the group (and `KEYS[2]` its
 /// channel when `channel`).
 fn call<'a>(script: &'static Script, name: &'a str, channel: bool) -> (Invocation, &'a str) {
     let (group, _) = parts(name);

@@ -10,7 +10,7 @@
 //! kind, instead of the kind.
 //!
 //! * [`plain`]: Redisson `RLock`; [`fenced`]: `RFencedLock` (the plain release);
-//!   [`fair`]: `RFairLock`; [`read`], [`write`]: the sides of `RReadWriteLock`
+//!   [`fair`]: `RFairLock`; [`read`], [`write`](mod@write): the sides of `RReadWriteLock`
 //!   (their shared layout in kinds/rw_layout.rs); [`nonreentrant`]: a wrapper that makes any
 //!   [`Guardable`](nonreentrant::Guardable) kind non-reentrant
 //!   (`RedissonNonReentrantLock` over the plain lock, `RedissonNonReentrantFairLock`
@@ -216,7 +216,7 @@ pub(crate) enum Renewal {
     Pairs(&'static PairRenewal),
 }
 
-/// A renewal script of a kind's own: ARGV[1] the lease in ms, then what `add` appends
+/// A renewal script of a kind's own: `ARGV[1]` the lease in ms, then what `add` appends
 /// per `(name, holder)` pair; it answers an array with 1 per pair still held (and
 /// renewed), else 0. Declared as a `static` beside the kind; equal only to itself.
 pub(crate) struct PairRenewal {

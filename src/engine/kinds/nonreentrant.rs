@@ -7,7 +7,7 @@
 //! both interoperate with Redisson's classes and exclude its reentrant locks of the
 //! same name.
 //!
-//! Any kind whose acquire script takes the guard (KEYS[1] the lock, ARGV[2] the holder,
+//! Any kind whose acquire script takes the guard (`KEYS[1]` the lock, `ARGV[2]` the holder,
 //! a hash of holders) can be wrapped: it implements [`Guardable`], which gives its
 //! acquire call over another script with the same keys and arguments.
 //!

@@ -18,7 +18,7 @@ use crate::transport::{Invocation, Script};
 
 pub(crate) static RENEW: LazyLock<Script> = lua!(cross_slot "renew.lua");
 
-/// Renews `(name, holder)` pairs to `lease_ms` with `script` (ARGV[1] the lease, then
+/// Renews `(name, holder)` pairs to `lease_ms` with `script` (`ARGV[1]` the lease, then
 /// what `add` declares per pair; the script answers 1 per pair still held), one call
 /// per hash slot on a cluster ([`by_shard`]); one result per pair, in order. The
 /// watchdog's renewal of read holds and of expirable-semaphore permits.

@@ -9,7 +9,7 @@
 //!   watchdog renews a reader's keys with [`renew_reads`], a writer's field with the
 //!   plain `renew.lua`.
 //! * Waiting writers may record an intent that keeps new readers out (writer preference,
-//!   `lua/rw_write_acquire.lua`); a writer that stops waiting removes it ([`leave`]).
+//!   `lua/rw_write_acquire.lua`); a writer that stops waiting removes it ([`leave_call`]).
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;

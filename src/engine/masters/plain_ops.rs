@@ -235,12 +235,12 @@ async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<Plai
     send_batch(link, ops, &inv).await
 }
 
-/// The batch scripts' ARGV[1]: each operation's code, in order.
+/// The batch scripts' `ARGV[1]`: each operation's code, in order.
 fn codes(ops: &[&PlainOp]) -> String {
     ops.iter().map(|op| op.code()).collect()
 }
 
-/// The batch scripts' ARGV[2]: the lease every operation asks for, when they all ask
+/// The batch scripts' `ARGV[2]`: the lease every operation asks for, when they all ask
 /// for one (then no operation carries its own: each argument costs the server its
 /// parsing and a Lua string; see batch.lua).
 fn common_lease(ops: &[&PlainOp]) -> Option<u64> {
