@@ -56,6 +56,7 @@ impl Wanted {
             k if k.non_reentrant => client.non_reentrant_lock(name),
             k if k.non_reentrant_fair => client.non_reentrant_fair_lock(name),
             k if k.spin => client.spin_lock(name),
+            k if k.simple => client.simple_lock(name),
             _ => client.lock(name),
         };
         Ok(Wanted {
@@ -125,6 +126,12 @@ pub struct KindArgs {
     /// pub/sub; its release publishes nothing.
     #[arg(long)]
     pub spin: bool,
+
+    /// Simple lock: the `SET NX PX` string key of Redis's Redlock page, not reentrant,
+    /// waited for by polling, for NAMEs that Go, Node or Python services take with
+    /// redsync, node-redlock or redis-py's `Lock` (their value is a random token).
+    #[arg(long)]
+    pub simple: bool,
 
     /// A permit of the expirable semaphore NAME (Redisson RPermitExpirableSemaphore),
     /// set up with N permits if it does not exist: at most N CMDs at once across

@@ -1,7 +1,8 @@
-//! `redlatch run --non-reentrant`, `--non-reentrant-fair` and `--spin` against real redis-server
-//! processes: concurrent runners never overlap, a busy lock gives 75 after --wait (the
-//! exit codes of `run`), the flags exclude each other and the other kinds (64), and a
-//! `--spin` runner waits without subscribing to anything.
+//! `redlatch run --non-reentrant`, `--non-reentrant-fair`, `--spin` and `--simple` against
+//! real redis-server processes: concurrent runners never overlap, a busy lock gives 75
+//! after --wait (the exit codes of `run`), the flags exclude each other and the other
+//! kinds (64), a `--spin` runner waits without subscribing to anything, and a `--simple`
+//! runner holds the plain string key a redsync or redis-py client takes.
 
 use crate::cli_util;
 use redlatch_testkit as common;
@@ -57,13 +58,18 @@ fn spin_runners_never_overlap() {
 }
 
 #[test]
+fn simple_runners_never_overlap() {
+    never_overlap("--simple");
+}
+
+#[test]
 fn non_reentrant_fair_runners_never_overlap() {
     never_overlap("--non-reentrant-fair");
 }
 
 #[test]
 fn a_busy_lock_gives_75_and_a_spin_waiter_subscribes_to_nothing() {
-    for flag in ["--non-reentrant", "--spin"] {
+    for flag in ["--non-reentrant", "--spin", "--simple"] {
         let server = RedisServer::start();
         let dir = TempDir::new();
         let script = format!("touch \"$D/started\"; {}", until_file("stop", 60));
@@ -75,6 +81,13 @@ fn a_busy_lock_gives_75_and_a_spin_waiter_subscribes_to_nothing() {
         assert!(eventually(Duration::from_secs(20), || dir
             .file("started")
             .exists()));
+        if flag == "--simple" {
+            // The string key of `SET NX PX`: a redsync or redis-py client sees it taken
+            // and cannot take it (SET NX refused).
+            assert_eq!(server.cmd::<String>(&["TYPE", "busy"]), "string");
+            let taken: Option<String> = server.cmd(&["SET", "busy", "theirs", "NX", "PX", "10000"]);
+            assert_eq!(taken, None);
+        }
         if flag == "--spin" {
             let waiter = Bg::start(
                 &run_args("busy", &[&server], &[flag, "--wait", "60s"], "true"),
@@ -123,6 +136,8 @@ fn the_kind_flags_exclude_each_other() {
         ["--spin", "--fair"],
         ["--non-reentrant-fair", "--non-reentrant"],
         ["--non-reentrant", "--read"],
+        ["--simple", "--fair"],
+        ["--simple", "--spin"],
     ] {
         let out = output(&run_args("x", &[&server], &pair, "true"), 64);
         let stderr = String::from_utf8_lossy(&out.stderr);
