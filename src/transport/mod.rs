@@ -23,6 +23,7 @@ pub(crate) mod batch;
 pub(crate) mod cluster;
 pub(crate) mod coalesce;
 pub(crate) mod connect;
+pub(crate) mod flow;
 pub(crate) mod packed;
 pub(crate) mod pubsub;
 pub(crate) mod replicas;

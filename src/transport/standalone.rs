@@ -16,15 +16,19 @@
 //!    the other slots (see [`Lane`]).
 //! 5. Lock-lane requests are written in the order they were sent, also when the slot
 //!    must first be refilled: a FIFO ticket is held from the start of a send until its
-//!    request is written (the first poll of the connection's call). Without it, a
-//!    request that waits for a fresh connection could be overtaken by a later one (a
-//!    release overtaking the acquire it undoes would leave a grant behind).
+//!    request is written (the first poll of the connection's call, made without tokio's
+//!    budget). Without it, a request that waits for a fresh connection could be
+//!    overtaken by a later one (a release overtaking the acquire it undoes would leave
+//!    a grant behind). "Written" means in redis-rs's queue of the connection, which
+//!    keeps its order only while it is not full: the connection's [`Flow`] admits a
+//!    request only while it has room (flow.rs).
 //! 6. Every new connection loads all scripts before its first request, so a call never
 //!    meets NOSCRIPT after a restart or on a fresh server; its reload would be sent
 //!    after requests written meanwhile, reordering them (issue 11.7).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -32,6 +36,7 @@ use deadpool_redis::{Connection as Pooled, Manager, Pool};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Value};
 
+use super::flow::{Flow, QUEUE};
 use super::replicas::{Replicas, SyncReplicas};
 use super::script::load_all;
 use super::subscriber::Classic;
@@ -39,10 +44,11 @@ use super::{BoxFuture, Dialect, Invocation, Lane, Request, Script, Subscriber, T
 use crate::error::{Error, Result};
 use crate::telemetry;
 
-/// A connection slot: a pooled object kept checked out.
+/// A connection slot: a pooled object kept checked out, and the count of its ordered
+/// requests (flow.rs; used on the lock lane's slot).
 #[derive(Default)]
 struct Slot {
-    conn: parking_lot::Mutex<Option<Pooled>>,
+    conn: parking_lot::Mutex<Option<(Pooled, Arc<Flow>)>>,
     refill: tokio::sync::Mutex<()>,
 }
 
@@ -89,7 +95,9 @@ impl Standalone {
         };
         let conn_config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(None);
+            .set_response_timeout(None)
+            // Never full: the lock lane's order depends on it (flow.rs invariant 1).
+            .set_pipeline_buffer_size(QUEUE);
         let manager = Manager::new_with_config(info, conn_config).map_err(redis_err)?;
         let pool = Pool::builder(manager)
             .max_size(pool_size)
@@ -172,20 +180,20 @@ impl Standalone {
     }
 
     /// A connection from slot `i`, opening one through the pool when the slot is empty.
-    async fn conn(&self, i: usize) -> Result<MultiplexedConnection> {
-        if let Some(c) = self.slots[i].conn.lock().as_ref() {
-            return Ok((**c).clone());
+    async fn conn(&self, i: usize) -> Result<(MultiplexedConnection, Arc<Flow>)> {
+        if let Some((c, flow)) = self.slots[i].conn.lock().as_ref() {
+            return Ok(((**c).clone(), flow.clone()));
         }
         // Boxed: the pool's future is large and only needed on this cold path; inline
         // it would be copied around with every request's future.
         Box::pin(self.refill(i)).await
     }
 
-    async fn refill(&self, i: usize) -> Result<MultiplexedConnection> {
+    async fn refill(&self, i: usize) -> Result<(MultiplexedConnection, Arc<Flow>)> {
         let slot = &self.slots[i];
         let _refill = slot.refill.lock().await;
-        if let Some(c) = slot.conn.lock().as_ref() {
-            return Ok((**c).clone());
+        if let Some((c, flow)) = slot.conn.lock().as_ref() {
+            return Ok(((**c).clone(), flow.clone()));
         }
         let pooled = self.pool.get().await.map_err(|e| match e {
             deadpool_redis::PoolError::Backend(source) => self.err(source),
@@ -203,8 +211,9 @@ impl Standalone {
                 return Err(e);
             }
         }
-        *slot.conn.lock() = Some(pooled);
-        Ok(conn)
+        let flow = Arc::new(Flow::default());
+        *slot.conn.lock() = Some((pooled, flow.clone()));
+        Ok((conn, flow))
     }
 
     /// Drops every slot's connection after an I/O error on one of them (invariant 2).
@@ -212,7 +221,7 @@ impl Standalone {
     fn discard_all(&self) {
         *self.reset_at.lock() = Some(std::time::Instant::now());
         for slot in self.slots.iter() {
-            if let Some(pooled) = slot.conn.lock().take() {
+            if let Some((pooled, _)) = slot.conn.lock().take() {
                 drop(Pooled::take(pooled));
             }
         }
@@ -272,6 +281,23 @@ impl Standalone {
         Ok(synced_reply(reply, acked, wanted, &self.addr))
     }
 
+    /// Admits a request of the lock lane's connection (`ordered`: its ticket is held)
+    /// by the connection's flow, so that it goes in the connection's queue in its first
+    /// poll (flow.rs): `Some(its number)`; `Some(None)` for a request not counted;
+    /// `None` if the connection stays full until `write_by`.
+    async fn admit(
+        &self,
+        ordered: bool,
+        flow: &Arc<Flow>,
+        conn: &MultiplexedConnection,
+        write_by: tokio::time::Instant,
+    ) -> Option<Option<u64>> {
+        match ordered {
+            true => flow.admit(conn, write_by, self.timeout).await.map(Some),
+            false => Some(None),
+        }
+    }
+
     async fn send_on(&self, lane: Lane, timeout: Duration, request: Request<'_>) -> Result<Value> {
         // A synced write may also wait for its replicas. Their count is read when a
         // connection is opened and, once stale, on the synced write's connection just
@@ -294,40 +320,61 @@ impl Standalone {
             after: base,
         };
         let work = async {
-            // Invariant 5: the ticket is taken in the first poll, in send order.
-            let ticket = match lane {
+            let slot = self.slot(lane);
+            // Invariant 5: the ticket is taken in the first poll, in send order, by
+            // every request on the lock lane's connection (slot 0: the side lane's too
+            // when it is the only one).
+            let ticket = match slot {
                 // Uncontended (the usual case): no await at all.
-                Lane::Lock => Some(match self.order.try_lock() {
+                0 => Some(match self.order.try_lock() {
                     Ok(ticket) => ticket,
                     Err(_) => tokio::time::timeout_at(write_by, self.order.lock())
                         .await
                         .map_err(|_| late())?,
                 }),
-                Lane::Side => None,
+                _ => None,
             };
-            let mut conn = tokio::time::timeout_at(write_by, self.conn(self.slot(lane)))
+            let (mut conn, flow) = tokio::time::timeout_at(write_by, self.conn(slot))
                 .await
                 .map_err(|_| late())??;
+            let ordered = ticket.is_some();
             // (Not for renewals, on the side lane: see `syncs_renewals`.)
             if lane == Lane::Lock
                 && matches!(request, Request::Synced(_))
                 && self.replicas.needs_count()
             {
+                let n = self
+                    .admit(ordered, &flow, &conn, write_by)
+                    .await
+                    .ok_or_else(late)?;
                 // A failed count keeps the old one; the write then fails or succeeds
                 // on its own.
                 let count = self.count_replicas(&mut conn);
-                let _ = tokio::time::timeout_at(write_by, count).await;
+                if tokio::time::timeout_at(write_by, count).await.is_ok() {
+                    if let Some(n) = n {
+                        flow.answered(n);
+                    }
+                }
             }
+            let n = self
+                .admit(ordered, &flow, &conn, write_by)
+                .await
+                .ok_or_else(late)?;
             let call = self.call(&mut conn, request);
             let mut call = std::pin::pin!(call);
             // The first poll writes the request to the connection; then the next
-            // request may go.
-            let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+            // request may go. Without tokio's budget: a spent one would leave the
+            // request unwritten (flow.rs).
+            let once = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx)));
+            let first = tokio::task::unconstrained(once).await;
             drop(ticket);
             let reply = match first {
                 Poll::Ready(reply) => reply,
                 Poll::Pending => call.await,
             };
+            if let Some(n) = n {
+                flow.answered(n);
+            }
             reply.map_err(|e| {
                 if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
                     self.discard_all();
