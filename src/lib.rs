@@ -27,6 +27,7 @@ pub use api::group::{FasterMultiLock, MAX_GROUP_VALUES};
 pub use api::guard::LockGuard;
 pub use api::guarded::{Guarded, GuardedScript};
 pub use api::hold::{Acquire, Hold, HoldFuture};
+pub use api::job::{Job, JobHolder, JobOutcome, JobRun, JobState, LastRun, Missed, MAX_PERIOD};
 pub use api::latch::CountDownLatch;
 pub use api::listing::LIST_TIMEOUT;
 pub use api::lock::{BackOff, Delays, Kind, Lock, Owner};

@@ -26,6 +26,7 @@ mod fencing;
 mod handover;
 mod hardening;
 mod harness;
+mod jobs;
 mod listing;
 mod lost_reason;
 mod multi_lock;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{
-    CountDownLatch, FasterMultiLock, Lock, MultiLock, PermitExpirableSemaphore, ReadWriteLock,
+    CountDownLatch, FasterMultiLock, Job, Lock, MultiLock, PermitExpirableSemaphore, ReadWriteLock,
     Runtime, Semaphore,
 };
 use crate::api::config::Config;
@@ -130,6 +130,11 @@ impl Client {
     /// A count-down latch; as [`crate::Client::count_down_latch`] (example there).
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
         CountDownLatch::new(self.inner.count_down_latch(name), self.rt.clone())
+    }
+
+    /// A scheduled job; as [`crate::Client::job`] (example on [`Job`]).
+    pub fn job(&self, name: impl Into<String>) -> Job {
+        Job::new(self.inner.job(name), self.rt.clone())
     }
 
     /// The async client underneath (see the [`Client`] example).
