@@ -17,3 +17,4 @@ mod redisson_jvm_mixed;
 mod redisson_jvm_nonreentrant_spin;
 mod redisson_jvm_pubsub_modes;
 mod redisson_jvm_sentinel;
+mod shedlock_jvm;

@@ -130,3 +130,18 @@ fn bad_durations_are_usage_errors() {
     output(&no_lease, 64);
     assert_eq!(server.dbsize(), 0, "nothing written");
 }
+
+#[test]
+fn status_names_a_shedlock_holder_by_host_and_start() {
+    let server = RedisServer::start();
+    let value = "ADDED:2026-12-02T00:41:07.250Z@java-node-3:0c1d7a4e-8f9b-4a1e-9a51-2b8e2c7d4f10";
+    let _: () = server.cmd(&["SET", "job-lock:default:exp", value, "PX", "60000"]);
+    let mut args: Vec<String> = ["status", "job-lock:default:exp"].map(String::from).into();
+    args.extend(redis_args(&[&server]));
+    let out = output(&args, 0);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("a scheduled job's run (ShedLock's value) on host java-node-3, started"),
+        "{text}"
+    );
+}
