@@ -36,6 +36,7 @@ pub mod redisson;
 pub mod redlock;
 pub mod sentinel;
 mod server;
+pub mod shedlock;
 pub mod tls;
 
 pub use server::RedisServer;

@@ -18,3 +18,4 @@ mod redisson_jvm_nonreentrant_spin;
 mod redisson_jvm_pubsub_modes;
 mod redisson_jvm_read_wake;
 mod redisson_jvm_sentinel;
+mod shedlock_jvm;

@@ -19,6 +19,7 @@ mod fencing_restart;
 mod guarded;
 mod guarded_revoke_sentinel;
 mod harness_cluster;
+mod jobs_deployments;
 mod listing;
 mod non_reentrant_spin_cluster;
 mod pubsub_modes;

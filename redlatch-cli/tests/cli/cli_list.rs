@@ -170,6 +170,25 @@ fn top_shows_a_lock_held_elsewhere_and_q_quits() {
     let server = RedisServer::start();
     let dir = TempDir::new();
     let _h = holder(&server, &dir, "tp:held", &[], "held");
+    let text = top_until(&server, "tp:*", "tp:held");
+    // It fits 80x24: no cursor move (ESC [ row ; col H) outside the screen.
+    for (row, col) in cursor_moves(&text) {
+        assert!(
+            (1..=24).contains(&row) && (1..=80).contains(&col),
+            "moved to {row};{col}"
+        );
+    }
+    assert!(
+        cursor_moves(&text).iter().any(|&(row, _)| row == 24),
+        "the footer is on row 24"
+    );
+    // It gave the terminal back: the alternate screen was left.
+    assert!(text.contains("\x1b[?1049l"), "{text:?}");
+}
+
+/// `redlatch top PATTERN` on `server` in a pseudo-terminal of 80x24 until it shows
+/// `needle` (and its footer), then `q`: what the terminal got; it must quit with 0.
+pub(crate) fn top_until(server: &RedisServer, pattern: &str, needle: &str) -> String {
     let size = nix::pty::Winsize {
         ws_row: 24,
         ws_col: 80,
@@ -178,8 +197,8 @@ fn top_shows_a_lock_held_elsewhere_and_q_quits() {
     };
     let pty = nix::pty::openpty(Some(&size), None).expect("a pseudo-terminal");
     let slave = std::fs::File::from(pty.slave);
-    let mut args: Vec<String> = ["top", "tp:*"].map(String::from).into();
-    args.extend(redis_args(&[&server]));
+    let mut args: Vec<String> = vec!["top".into(), pattern.into()];
+    args.extend(redis_args(&[server]));
     let mut child = Command::new(bin())
         .args(&args)
         .env_remove("REDLATCH_REDIS")
@@ -200,10 +219,10 @@ fn top_shows_a_lock_held_elsewhere_and_q_quits() {
         }
     });
     let text = || String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
-    let shown = eventually(Duration::from_secs(20), || text().contains("tp:held"));
+    let shown = eventually(Duration::from_secs(20), || text().contains(needle));
     if !shown {
         let _ = child.kill();
-        panic!("top never showed tp:held: {:?}", text());
+        panic!("top never showed {needle}: {:?}", text());
     }
     // The footer's sort keys (the terminal gets its words one by one).
     assert!(text().contains("hand-overs/s"), "no footer: {:?}", text());
@@ -220,20 +239,7 @@ fn top_shows_a_lock_held_elsewhere_and_q_quits() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(0), "{:?}", text());
-    // It fits 80x24: no cursor move (ESC [ row ; col H) outside the screen.
-    let text = text();
-    for (row, col) in cursor_moves(&text) {
-        assert!(
-            (1..=24).contains(&row) && (1..=80).contains(&col),
-            "moved to {row};{col}"
-        );
-    }
-    assert!(
-        cursor_moves(&text).iter().any(|&(row, _)| row == 24),
-        "the footer is on row 24"
-    );
-    // It gave the terminal back: the alternate screen was left.
-    assert!(text.contains("\x1b[?1049l"), "{text:?}");
+    text()
 }
 
 /// On a 3+3 cluster, holders in three processes, one name on each primary, and a waiter

@@ -134,6 +134,40 @@ impl Job {
     /// # Examples
     /// See the example on [`Client::job`](crate::Client::job).
     pub async fn run<F: Future>(&self, work: F) -> Result<JobOutcome<F::Output>> {
+        self.run_with(|_, _| work).await
+    }
+
+    /// [`run`](Job::run) with the future made once the run may go, from its tick and
+    /// the ticks missed before it (a job that catches up on them, or passes them on).
+    ///
+    /// # Errors
+    /// As [`run`](Job::run).
+    ///
+    /// # Cancel safety
+    /// As [`run`](Job::run).
+    ///
+    /// # Examples
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
+    /// # fn main() { doc_redis::run(|url| async move {
+    /// use std::time::Duration;
+    /// use redlatch::{Client, Config};
+    /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
+    /// let job = client.job("export").at_most(Duration::from_secs(60)).once_per(Duration::from_secs(60));
+    /// let out = job
+    ///     .run_with(|tick, missed| async move {
+    ///         // Export `tick`, and each of `missed.ticks` first.
+    ///         (tick.is_some(), missed.count)
+    ///     })
+    ///     .await?;
+    /// assert_eq!(out.value(), Some((true, 0)));
+    /// # Ok(()) }) }
+    /// ```
+    pub async fn run_with<Fut, F>(&self, work: F) -> Result<JobOutcome<Fut::Output>>
+    where
+        F: FnOnce(Option<SystemTime>, Missed) -> Fut,
+        Fut: Future,
+    {
         let mut plan = self.plan()?;
         let engine = self.client.engine.clone();
         let label = engine.metrics_label(&self.name).map(str::to_string);
@@ -161,9 +195,13 @@ impl Job {
             }
         };
         let missed = missed(plan.begin.tick, plan.begin.period_ms, done, abandoned);
+        let missed_for_work = missed.clone();
         let mut running = Running::new(engine, plan, missed.count, label);
         let keeper = self.keep_alive.then(|| running.keep_alive());
-        let result = AssertUnwindSafe(work).catch_unwind().await;
+        let tick = running.plan.begin.tick.map(instant);
+        let result = AssertUnwindSafe(async move { work(tick, missed_for_work).await })
+            .catch_unwind()
+            .await;
         let took = running.started.elapsed();
         let lost_alive = match keeper {
             Some((stop, task)) => {

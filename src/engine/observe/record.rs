@@ -152,6 +152,15 @@ pub(crate) async fn resolve_one(m: &Master, name: &str, holder: &str) -> Who {
         id: holder.to_string(),
         ..Default::default()
     };
+    // A scheduled job's run (ShedLock's value) names its host and start itself.
+    if let Some(job) = crate::engine::coordination::shedlock::parse(holder) {
+        let at = job.since.duration_since(std::time::UNIX_EPOCH);
+        return Who {
+            host: Some(job.host),
+            acquired: at.ok().map(|d| d.as_millis() as i64),
+            ..who
+        };
+    }
     let Some((uuid, n)) = split_holder(holder) else {
         return who;
     };
