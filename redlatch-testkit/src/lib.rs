@@ -18,6 +18,7 @@
 //!   `redlatch run`) on one name, every section checked by one [`mixed::Checker`].
 //! * [`peer::RedlockPeer`]: a Redlock reference client's lock (redis-py's `Lock`,
 //!   redsync: `SET NX PX`, compare-and-delete) held by another process, over raw RESP.
+//! * [`postgres::PgServer`]: a private PostgreSQL server on a free port (the fencing tests).
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
@@ -32,6 +33,7 @@ pub mod jvm;
 pub mod jvm_family;
 pub mod mixed;
 pub mod peer;
+pub mod postgres;
 pub mod redisson;
 pub mod redlock;
 pub mod sentinel;
