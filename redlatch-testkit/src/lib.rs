@@ -19,6 +19,8 @@
 //! * [`peer::RedlockPeer`]: a Redlock reference client's lock (redis-py's `Lock`,
 //!   redsync: `SET NX PX`, compare-and-delete) held by another process, over raw RESP.
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
+//! * [`unreachable::Route`]: a relay in front of a server that a test cuts as a lost
+//!   route would (open connections carry nothing, new ones hang in `connect()`).
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 //! * [`test_name!`]: the full name of a test of the calling module, for a test that runs
@@ -37,6 +39,7 @@ pub mod redlock;
 pub mod sentinel;
 mod server;
 pub mod tls;
+pub mod unreachable;
 
 pub use server::RedisServer;
 
