@@ -167,16 +167,30 @@ fn list_flags_a_master_it_cannot_read_and_lists_the_others() {
 /// quits with status 0.
 #[test]
 fn top_shows_a_lock_held_elsewhere_and_q_quits() {
-    let server = RedisServer::start();
-    let dir = TempDir::new();
-    let _h = holder(&server, &dir, "tp:held", &[], "held");
     let size = nix::pty::Winsize {
         ws_row: 24,
         ws_col: 80,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
-    let pty = nix::pty::openpty(Some(&size), None).expect("a pseudo-terminal");
+    top_in_a_pty(Some(size));
+}
+
+/// `top` in a pseudo-terminal that reports no size (0x0, as `openpty` makes it and as
+/// some CI runners and `docker exec -t` leave it): it draws 80x24 instead of nothing.
+/// Before, it drew nothing and exited quietly.
+#[test]
+fn top_draws_80x24_on_a_terminal_without_a_size() {
+    top_in_a_pty(None);
+}
+
+/// Runs `top` on a pseudo-terminal of `size` (`None`: no size) and checks what it draws
+/// fits 80x24 with the footer on row 24, and that `q` quits.
+fn top_in_a_pty(size: Option<nix::pty::Winsize>) {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    let _h = holder(&server, &dir, "tp:held", &[], "held");
+    let pty = nix::pty::openpty(size.as_ref(), None).expect("a pseudo-terminal");
     let slave = std::fs::File::from(pty.slave);
     let mut args: Vec<String> = ["top", "tp:*"].map(String::from).into();
     args.extend(redis_args(&[&server]));
