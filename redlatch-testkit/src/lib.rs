@@ -20,6 +20,8 @@
 //!   redsync: `SET NX PX`, compare-and-delete) held by another process, over raw RESP.
 //! * [`postgres::PgServer`]: a private PostgreSQL server on a free port (the fencing tests).
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
+//! * [`unreachable::Route`]: a relay in front of a server that a test cuts as a lost
+//!   route would (open connections carry nothing, new ones hang in `connect()`).
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 //! * [`test_name!`]: the full name of a test of the calling module, for a test that runs
@@ -40,6 +42,7 @@ pub mod sentinel;
 mod server;
 pub mod shedlock;
 pub mod tls;
+pub mod unreachable;
 
 pub use server::RedisServer;
 

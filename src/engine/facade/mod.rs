@@ -145,6 +145,7 @@ impl Engine {
                 urgent: Arc::default(),
                 observe: Arc::new(Observe::new(settings_app, detection)),
                 shutdown: shutdown.clone(),
+                closing: Default::default(),
             }
         });
         let urgent = engine.urgent.clone();
