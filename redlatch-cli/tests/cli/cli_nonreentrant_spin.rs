@@ -144,3 +144,63 @@ fn the_kind_flags_exclude_each_other() {
         assert!(stderr.contains("cannot be used with"), "{pair:?}: {stderr}");
     }
 }
+
+/// Issue 46.7: `--backoff` spaces a `--simple` (or `--spin`) waiter's tries; a bad value
+/// or another kind is a usage error (64); and a `--simple` waiter whose back-off is far
+/// longer than the test is woken by a redlatch holder's release at once.
+#[test]
+fn backoff_is_checked_and_a_simple_waiter_is_woken_by_a_redlatch_release() {
+    let server = RedisServer::start();
+    for (opts, says) in [
+        (&["--simple", "--backoff", "0ms"][..], "positive"),
+        (&["--simple", "--backoff", "50ms..2ms"][..], "max"),
+        (&["--fair", "--backoff", "5ms"][..], "--backoff"),
+        (&["--backoff", "5ms"][..], "--backoff"),
+    ] {
+        let out = output(&run_args("bo", &[&server], opts, "true"), 64);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{opts:?}: {stderr}");
+    }
+    let dir = TempDir::new();
+    let script = format!("touch \"$D/started\"; {}", until_file("stop", 60));
+    let holder = Bg::start(
+        &run_args("woken", &[&server], &["--simple"], &script),
+        &dir,
+        "holder",
+    );
+    assert!(eventually(Duration::from_secs(20), || dir
+        .file("started")
+        .exists()));
+    let waiter = Bg::start(
+        &run_args(
+            "woken",
+            &[&server],
+            &["--simple", "--backoff", "60s", "--wait", "50s"],
+            "touch \"$D/in\"",
+        ),
+        &dir,
+        "waiter",
+    );
+    let channel = "redisson_lock__channel:{woken}:redlatch-simple";
+    assert!(eventually(Duration::from_secs(20), || common::numsub(
+        &server, channel
+    ) == 1));
+    // Its try after subscribing has landed (no script call for 500 ms).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(common::settled_calls(&server, &["evalsha", "eval"]));
+    let released = std::time::Instant::now();
+    std::fs::write(dir.file("stop"), "").unwrap();
+    assert_eq!(holder.wait(Duration::from_secs(30)).code(), Some(0));
+    assert_eq!(waiter.wait(Duration::from_secs(30)).code(), Some(0));
+    assert!(dir.file("in").exists());
+    // Its next poll was 60 s away (and its wait 50 s): woken by the release.
+    assert!(
+        released.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        released.elapsed()
+    );
+    assert_eq!(server.cmd::<i64>(&["EXISTS", "woken"]), 0);
+}
