@@ -476,3 +476,42 @@ async fn a_foreign_release_is_seen_at_the_next_poll_of_the_backoff_set() {
     assert_eq!(common::calls(&server, "publish"), 0);
     got.unlock().await.unwrap();
 }
+
+/// Issue 46.8: what a foreign client can still do to a simple lock. ShedLock unlocks
+/// with a plain `DEL` and, during `lockAtLeastFor`, shortens with `SET XX PX`: a
+/// ShedLock run that outlived its `lockAtMostFor` deletes or overwrites the key we took
+/// since. Our holder learns it at its next renewal (every third of the watchdog
+/// timeout: here 1 s), and its release then leaves the other value alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_del_or_overwrite_is_learnt_at_the_next_renewal() {
+    let server = RedisServer::start();
+    let config = Config::single(server.url()).watchdog_timeout(Duration::from_secs(3));
+    let client = Client::connect(config).await.unwrap();
+    let shedlock = "ADDED:2026-12-02T01:22:33.456Z@build-7";
+    for overwrite in [false, true] {
+        let name = if overwrite {
+            "simple:overwritten"
+        } else {
+            "simple:deleted"
+        };
+        let guard = client.simple_lock(name).lock().await.unwrap();
+        let at = Instant::now();
+        match overwrite {
+            true => server.cmd::<()>(&["SET", name, shedlock, "XX", "PX", "60000"]),
+            false => server.cmd::<()>(&["DEL", name]),
+        }
+        tokio::time::timeout(Duration::from_secs(20), guard.lost().cancelled())
+            .await
+            .expect("lost at the next renewal");
+        // One renewal period (1 s) and a loaded machine's slack.
+        assert!(
+            at.elapsed() < Duration::from_secs(1) + Duration::from_secs(5),
+            "{:?}",
+            at.elapsed()
+        );
+        let err = guard.unlock().await.unwrap_err();
+        assert!(err.is_not_held(), "{err}");
+        let left = get(&server, name);
+        assert_eq!(left.as_deref(), overwrite.then_some(shedlock));
+    }
+}

@@ -204,3 +204,37 @@ fn backoff_is_checked_and_a_simple_waiter_is_woken_by_a_redlatch_release() {
     );
     assert_eq!(server.cmd::<i64>(&["EXISTS", "woken"]), 0);
 }
+
+/// Issue 46.8: `status` names a holder that is not redlatch's by its value's format:
+/// ShedLock's `ADDED:<instant>@<host>` (and `:<uuid>` in its safe-update mode), go-redsync's
+/// 16 bytes in base64, redis-py's UUID v1 in hex, node-redlock's 16 bytes in hex; a
+/// redlatch or Redisson holder id without a record keeps the old words.
+#[test]
+fn status_names_a_foreign_holder_by_its_value() {
+    let server = RedisServer::start();
+    for (value, says) in [
+        (
+            "ADDED:2026-12-02T01:22:33.456Z@build-7",
+            "a ShedLock holder on host build-7, locked at 2026-12-02T01:22:33.456Z",
+        ),
+        (
+            "ADDED:2026-12-02T01:22:33.456Z@build-7:5b3f1c2e-8a1d-4a6e-9f0b-2c4d6e8f0a1b",
+            "a ShedLock holder on host build-7",
+        ),
+        ("q7Jd0v3FkQ9m1nT2rX8yLg==", "a go-redsync holder"),
+        ("6e9a3a5ab05f11efb8a10242ac120002", "a redis-py Lock holder"),
+        ("3f2a9c71d04e8b5f6a1c2e3d4b5a6978", "a node-redlock holder"),
+        (
+            "5b3f1c2e-8a1d-4a6e-9f0b-2c4d6e8f0a1b:1",
+            "no record (a Redisson holder, or a client that is gone)",
+        ),
+    ] {
+        let _: () = server.cmd(&["SET", "foreign", value, "PX", "60000"]);
+        let mut argv = vec!["status".to_string(), "foreign".to_string()];
+        argv.extend(["--redis".to_string(), server.url()]);
+        let out = output(&argv, 0);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(says), "{value}: {stdout}");
+        assert!(stdout.contains(value), "{value}: {stdout}");
+    }
+}
