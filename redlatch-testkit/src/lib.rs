@@ -10,6 +10,8 @@
 //!   read its topology.
 //! * [`sentinel::SentinelSet`]: a primary, a replica and three sentinels monitoring them.
 //! * [`redisson::JavaFairLock`]: Redisson's fair lock as a Java client drives it.
+//! * [`foreign::Peer`]: the real redis-py `Lock`, go-redsync and node-redlock, installed
+//!   from their registries into target/peers/ and run beside redlatch on one name.
 //! * [`jvm::Jvm`]: the real Redisson client in a JVM (interop/redisson/), commanded over
 //!   stdin/stdout; [`jvm::record`] writes the compatibility matrix's result lines.
 //! * [`jvm_family::wake_both_ways`]: the family's wake-ups both ways with Redisson, on any
@@ -30,6 +32,7 @@
 pub mod acl;
 pub mod cluster;
 pub mod fair;
+pub mod foreign;
 pub mod inside;
 pub mod jvm;
 pub mod jvm_family;

@@ -43,6 +43,7 @@ mod scripts;
 mod semaphore_methods;
 mod semaphores;
 mod simple_lock;
+mod simple_peers;
 mod spin_lock;
 mod tls;
 mod tracing_spans;
