@@ -7,7 +7,7 @@
 # The Redisson JVM interop (tests/redisson/redisson_jvm*.rs, the real Java client from Maven Central)
 # runs when `java` and `mvn` are on the PATH and is skipped, said plainly, when not;
 # REDLATCH_REQUIRE_JAVA=1 (set by .ci/run) makes their absence an error. The fencing
-# tests need PostgreSQL and faketime (scripts/ensure-postgres.sh installs them) and say
+# tests need PostgreSQL (scripts/ensure-postgres.sh installs it) and say
 # SKIPPED without them, unless REDLATCH_REQUIRE_POSTGRES=1 (set by .ci/run).
 # Under cargo-nextest when it is installed (its own summary line ends the output), else
 # `cargo test`, whose result lines (one per test binary) are summed up in one line at

@@ -21,6 +21,8 @@
 //! * [`peer::RedlockPeer`]: a Redlock reference client's lock (redis-py's `Lock`,
 //!   redsync: `SET NX PX`, compare-and-delete) held by another process, over raw RESP.
 //! * [`postgres::PgServer`]: a private PostgreSQL server on a free port (the fencing tests).
+//! * [`proxy::DelayProxy`]: a loopback TCP proxy that holds what clients send until released.
+//! * [`clock::FakeClock`]: a wall clock a test moves for one server (a preload shim).
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
 //! * [`unreachable::Route`]: a relay in front of a server that a test cuts as a lost
 //!   route would (open connections carry nothing, new ones hang in `connect()`).
@@ -30,6 +32,7 @@
 //!   another of its binary's tests in a child process (`--exact NAME`).
 
 pub mod acl;
+pub mod clock;
 pub mod cluster;
 pub mod fair;
 pub mod foreign;
@@ -39,6 +42,7 @@ pub mod jvm_family;
 pub mod mixed;
 pub mod peer;
 pub mod postgres;
+pub mod proxy;
 pub mod redisson;
 pub mod redlock;
 pub mod sentinel;

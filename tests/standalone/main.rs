@@ -22,7 +22,7 @@ mod exclusion_in_task;
 mod fair;
 mod fair_api;
 mod faster_multi_lock;
-#[cfg(feature = "postgres")]
+mod fence_kleppmann;
 mod fence_postgres;
 mod fencing;
 mod handover;
