@@ -3,6 +3,8 @@
 //! (`use redlatch_testkit as common;`). Compiled once, not once per test binary.
 //!
 //! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
+//! * [`conn`]: the tests' own connections, with [`conn::IO_TIMEOUT`] to connect and per
+//!   reply, never a client library's default.
 //! * [`acl`]: the minimal ACL of docs/errors.md, and a user with it.
 //! * [`tls::TestCerts`]: a test CA and certificates for TLS servers and clients.
 //! * [`cluster::RedisCluster`]: a Redis Cluster of such servers (primaries, replicas), with
@@ -34,6 +36,7 @@
 pub mod acl;
 pub mod clock;
 pub mod cluster;
+pub mod conn;
 pub mod fair;
 pub mod foreign;
 pub mod inside;
