@@ -34,6 +34,8 @@ pub struct RedisServer {
     child: Mutex<Option<Child>>,
     pid: u32,
     paused: AtomicBool,
+    /// Extra environment of the process (a clock shim's, for a server with its own clock).
+    env: Vec<(String, String)>,
 }
 
 impl RedisServer {
@@ -60,7 +62,23 @@ impl RedisServer {
             "--tls-ca-cert-file", &*ca.to_string_lossy(),
             "--tls-auth-clients", if auth_clients { "yes" } else { "no" },
         ].iter().map(|s| s.to_string()).collect();
-        Self::start_inner(move |_port, _dir| args.clone(), true, 0)
+        Self::start_inner(move |_port, _dir| args.clone(), true, 0, Vec::new())
+    }
+
+    /// [`RedisServer::start_with`] with extra environment variables for the process
+    /// (kept for restarts): e.g. [`crate::clock::FakeClock::env`], for a
+    /// server whose clock a test moves.
+    pub fn start_with_env(env: &[(&str, &str)], extra: &[&str]) -> RedisServer {
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Self::start_inner(
+            |_port, _dir| extra.iter().map(|s| s.to_string()).collect(),
+            false,
+            0,
+            env,
+        )
     }
 
     /// Same as [`RedisServer::start_with`], with the extra args computed for each start
@@ -70,7 +88,7 @@ impl RedisServer {
     /// harness's args (`--port`, `--dir`, ...), the others after them, so they win.
     /// A restart reuses the args of the attempt that succeeded.
     pub fn start_in(extra: impl FnMut(u16, &Path) -> Vec<String>) -> RedisServer {
-        Self::start_inner(extra, false, 0)
+        Self::start_inner(extra, false, 0, Vec::new())
     }
 
     /// [`RedisServer::start_in`] on a port `port + offset` is also free for (a Redis < 7
@@ -79,7 +97,7 @@ impl RedisServer {
         offset: u16,
         extra: impl FnMut(u16, &Path) -> Vec<String>,
     ) -> RedisServer {
-        Self::start_inner(extra, false, offset)
+        Self::start_inner(extra, false, offset, Vec::new())
     }
 
     /// `offset`: 0, or that of a second port the server needs free ([`Self::start_in_with_free`]).
@@ -87,6 +105,7 @@ impl RedisServer {
         mut extra: impl FnMut(u16, &Path) -> Vec<String>,
         tls: bool,
         offset: u16,
+        env: Vec<(String, String)>,
     ) -> RedisServer {
         let dir = std::env::temp_dir().join(format!(
             "redlatch-test-{}-{}",
@@ -104,6 +123,7 @@ impl RedisServer {
             child: Mutex::new(None),
             pid: 0,
             paused: AtomicBool::new(false),
+            env,
         };
         for attempt in 1..=FRESH_PORT_ATTEMPTS {
             server.port = match offset {
@@ -390,6 +410,7 @@ impl RedisServer {
             .args(base)
             .args(tls)
             .args(extra)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(stdio.try_clone().expect("dup redis.stdio"))
             .stderr(stdio)

@@ -283,6 +283,9 @@ pub(crate) enum Wait {
     Subscribe,
     /// Single tries spaced by a back-off, no pub/sub (engine/acquire/spin_wait.rs).
     Spin,
+    /// Single tries spaced by a back-off, a sleep cut short by a message on the wake
+    /// channel (the simple lock: its redlatch releases publish, foreign ones do not).
+    SpinWoken,
 }
 
 /// How one kind's waiters behave, in one value (a `const` per kind): how they wait,
@@ -352,7 +355,7 @@ impl WaitPolicy {
 
     /// Its waiters do not subscribe: they retry after a back-off (engine/acquire/spin_wait.rs).
     pub(crate) fn spins(&self) -> bool {
-        self.wait == Wait::Spin
+        matches!(self.wait, Wait::Spin | Wait::SpinWoken)
     }
 }
 
