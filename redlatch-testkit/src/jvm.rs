@@ -444,6 +444,31 @@ impl Jvm {
         self.send(thread, cmd).reply().await
     }
 
+    /// Whether Java thread `thread` sleeps on Redisson's latch (a `Semaphore` in its
+    /// lock entry), asked on the driver's process-wide thread.
+    pub async fn parked(&self, thread: &str) -> bool {
+        self.call("-", &format!("parked {thread}")).await.bool()
+    }
+
+    /// Waits until Java thread `thread` sleeps on Redisson's latch; panics after `within`.
+    ///
+    /// A test that releases to wake a Java waiter must wait for this, not only for a
+    /// subscription: Redisson's answer to a read-unlock message (`LockPubSub`, message 1,
+    /// which every write unlock sends, Redisson's and ours) is
+    /// `latch.release(latch.getQueueLength())`, so a message that lands after the
+    /// waiter's retry failed but before its thread is queued on the latch releases no
+    /// permit, and the waiter sleeps out the lease its retry saw (30 s).
+    pub async fn until_parked(&self, thread: &str, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while !self.parked(thread).await {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "Java thread {thread} never slept on Redisson's latch within {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// `CLIENT_ID:THREAD_ID`: the field Java thread `thread` holds a lock hash with.
     pub async fn holder(&self, thread: &str) -> String {
         self.call(thread, "holder").await.val().to_string()

@@ -18,7 +18,10 @@
 //!   `redlatch run`) on one name, every section checked by one [`mixed::Checker`].
 //! * [`peer::RedlockPeer`]: a Redlock reference client's lock (redis-py's `Lock`,
 //!   redsync: `SET NX PX`, compare-and-delete) held by another process, over raw RESP.
+//! * [`postgres::PgServer`]: a private PostgreSQL server on a free port (the fencing tests).
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
+//! * [`unreachable::Route`]: a relay in front of a server that a test cuts as a lost
+//!   route would (open connections carry nothing, new ones hang in `connect()`).
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 //! * [`test_name!`]: the full name of a test of the calling module, for a test that runs
@@ -32,12 +35,14 @@ pub mod jvm;
 pub mod jvm_family;
 pub mod mixed;
 pub mod peer;
+pub mod postgres;
 pub mod redisson;
 pub mod redlock;
 pub mod sentinel;
 mod server;
 pub mod shedlock;
 pub mod tls;
+pub mod unreachable;
 
 pub use server::RedisServer;
 

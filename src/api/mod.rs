@@ -13,6 +13,7 @@ pub(crate) mod config_sources;
 mod config_tls;
 pub(crate) mod election;
 pub(crate) mod expirable_semaphore;
+pub mod fence;
 pub(crate) mod group;
 pub(crate) mod guard;
 pub(crate) mod guarded;

@@ -22,6 +22,8 @@ mod exclusion_in_task;
 mod fair;
 mod fair_api;
 mod faster_multi_lock;
+#[cfg(feature = "postgres")]
+mod fence_postgres;
 mod fencing;
 mod handover;
 mod hardening;

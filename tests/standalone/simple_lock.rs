@@ -225,3 +225,129 @@ async fn a_redisson_layout_key_is_another_type_both_ways() {
         .unwrap_err();
     assert!(matches!(err, Error::BadData { .. }), "{err:?}");
 }
+
+/// `INFO stats`' `field` read on `conn`.
+fn stat(conn: &mut redis::Connection, field: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("stats").query(conn).unwrap();
+    common::info_field(&info, field).unwrap().parse().unwrap()
+}
+
+/// `INFO commandstats` as `(command, calls)` on `conn`, the test's own `INFO` and
+/// `CONFIG RESETSTAT` left out.
+fn commands(conn: &mut redis::Connection) -> Vec<(String, u64)> {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
+    let mut out: Vec<(String, u64)> = (info.lines())
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(":calls=")?;
+            Some((name.to_string(), rest.split(',').next()?.parse().ok()?))
+        })
+        .filter(|(name, _)| name != "info" && name != "config|resetstat")
+        .collect();
+    out.sort();
+    out
+}
+
+/// Issue 46.7: nothing is loaded at connect, and an uncontended lock and unlock cost
+/// two round trips on the connection connect opened (each script's first call is its
+/// `SCRIPT LOAD` and `EVALSHA` written together), and close one more (the client
+/// record's `DEL`). Round trips are the server's read events (`total_reads_processed`,
+/// one per request the client wrote at once) less those of background writes that may
+/// fall in the window (the ledger's and the record's flushes: one `HSET` or `HDEL`
+/// each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncontended_lock_costs_two_round_trips_after_connect_and_close_one() {
+    let server = RedisServer::start();
+    let mut conn = server.conn();
+    let client = client(&server).await;
+    let loaded = commands(&mut conn);
+    assert!(
+        !loaded
+            .iter()
+            .any(|(name, _)| name.starts_with("script") || name.starts_with("eval")),
+        "connect loaded or ran scripts: {loaded:?}"
+    );
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .exec(&mut conn)
+        .unwrap();
+    let (reads, conns) = (
+        stat(&mut conn, "total_reads_processed"),
+        stat(&mut conn, "total_connections_received"),
+    );
+    let lock = client.simple_lock("simple:trips");
+    lock.lock().await.unwrap().unlock().await.unwrap();
+    let reads = stat(&mut conn, "total_reads_processed") - reads - 2; // our own INFOs
+    let after = commands(&mut conn);
+    let background = |cmds: &[(String, u64)]| -> u64 {
+        cmds.iter()
+            .filter(|(n, _)| n == "hset" || n == "hdel")
+            .map(|(_, c)| c)
+            .sum()
+    };
+    assert_eq!(reads - background(&after), 2, "reads {reads}: {after:?}");
+    assert_eq!(
+        stat(&mut conn, "total_connections_received"),
+        conns,
+        "a connection opened after connect"
+    );
+    // What the scripts call inside (set, get, del) counts too.
+    let sent: Vec<&(String, u64)> = (after.iter())
+        .filter(|(n, _)| {
+            !matches!(
+                n.as_str(),
+                "hset" | "hdel" | "pexpire" | "set" | "get" | "del"
+            )
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [&("evalsha".to_string(), 2), &("script|load".to_string(), 2)],
+        "{after:?}"
+    );
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .exec(&mut conn)
+        .unwrap();
+    client.close(Duration::from_secs(5)).await;
+    assert_eq!(commands(&mut conn), [("del".to_string(), 1)]);
+    // A second lock of the same client: EVALSHA alone.
+    let client = self::client(&server).await;
+    let lock = client.simple_lock("simple:trips");
+    lock.lock().await.unwrap().unlock().await.unwrap();
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .exec(&mut conn)
+        .unwrap();
+    lock.lock().await.unwrap().unlock().await.unwrap();
+    let again = commands(&mut conn);
+    assert!(again.contains(&("evalsha".to_string(), 2)), "{again:?}");
+    assert!(!again.iter().any(|(n, _)| n == "script|load"), "{again:?}");
+}
+
+/// Scripts flushed while the client runs (`SCRIPT FLUSH`): the next call meets
+/// NOSCRIPT once, runs (EVAL), and the call after loads the script again with its
+/// EVALSHA in one round trip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flush_costs_one_reload_and_the_next_call_loads_again() {
+    let server = RedisServer::start();
+    let mut conn = server.conn();
+    let client = client(&server).await;
+    let lock = client.simple_lock("simple:flushed");
+    lock.lock().await.unwrap().unlock().await.unwrap();
+    redis::cmd("SCRIPT").arg("FLUSH").exec(&mut conn).unwrap();
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .exec(&mut conn)
+        .unwrap();
+    let guard = lock.lock().await.unwrap();
+    assert_eq!(
+        get(&server, "simple:flushed").as_deref(),
+        Some(guard.holder())
+    );
+    guard.unlock().await.unwrap();
+    let after = commands(&mut conn);
+    let calls = |name: &str| after.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c);
+    // The acquire: EVALSHA (NOSCRIPT), EVAL; the release: SCRIPT LOAD + EVALSHA.
+    assert_eq!((calls("eval"), calls("script|load")), (1, 1), "{after:?}");
+    assert_eq!(get(&server, "simple:flushed"), None);
+}

@@ -9,6 +9,7 @@
 mod batch_node_script;
 mod batch_script_migrating;
 mod bounds;
+mod bounds_shutdown;
 mod cluster;
 mod cluster_batch;
 mod cluster_faults;

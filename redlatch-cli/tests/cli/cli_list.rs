@@ -167,10 +167,32 @@ fn list_flags_a_master_it_cannot_read_and_lists_the_others() {
 /// quits with status 0.
 #[test]
 fn top_shows_a_lock_held_elsewhere_and_q_quits() {
+    top_fits_80x24(Some(EIGHTY_BY_24));
+}
+
+/// `top` in a pseudo-terminal that reports no size (0x0, as `openpty` makes it and as
+/// some CI runners and `docker exec -t` leave it): it draws 80x24 instead of nothing.
+/// Before, it drew nothing and exited quietly.
+#[test]
+fn top_draws_80x24_on_a_terminal_without_a_size() {
+    top_fits_80x24(None);
+}
+
+const EIGHTY_BY_24: nix::pty::Winsize = nix::pty::Winsize {
+    ws_row: 24,
+    ws_col: 80,
+    ws_xpixel: 0,
+    ws_ypixel: 0,
+};
+
+/// Runs `top` on a pseudo-terminal of `size` (`None`: no size) while another process
+/// holds a lock, and checks what it draws fits 80x24 with the footer on row 24, and
+/// that `q` quits and gives the terminal back.
+fn top_fits_80x24(size: Option<nix::pty::Winsize>) {
     let server = RedisServer::start();
     let dir = TempDir::new();
     let _h = holder(&server, &dir, "tp:held", &[], "held");
-    let text = top_until(&server, "tp:*", "tp:held");
+    let text = top_in_pty(size, &server, "tp:*", "tp:held");
     // It fits 80x24: no cursor move (ESC [ row ; col H) outside the screen.
     for (row, col) in cursor_moves(&text) {
         assert!(
@@ -189,13 +211,17 @@ fn top_shows_a_lock_held_elsewhere_and_q_quits() {
 /// `redlatch top PATTERN` on `server` in a pseudo-terminal of 80x24 until it shows
 /// `needle` (and its footer), then `q`: what the terminal got; it must quit with 0.
 pub(crate) fn top_until(server: &RedisServer, pattern: &str, needle: &str) -> String {
-    let size = nix::pty::Winsize {
-        ws_row: 24,
-        ws_col: 80,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    let pty = nix::pty::openpty(Some(&size), None).expect("a pseudo-terminal");
+    top_in_pty(Some(EIGHTY_BY_24), server, pattern, needle)
+}
+
+/// [`top_until`] on a pseudo-terminal of `size` (`None`: one that reports no size).
+fn top_in_pty(
+    size: Option<nix::pty::Winsize>,
+    server: &RedisServer,
+    pattern: &str,
+    needle: &str,
+) -> String {
+    let pty = nix::pty::openpty(size.as_ref(), None).expect("a pseudo-terminal");
     let slave = std::fs::File::from(pty.slave);
     let mut args: Vec<String> = vec!["top".into(), pattern.into()];
     args.extend(redis_args(&[server]));

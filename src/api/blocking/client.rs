@@ -56,9 +56,10 @@ impl Client {
     /// As [`crate::Client::connect`], plus [`Error::Runtime`](crate::Error::Runtime) if
     /// the runtime's thread cannot be started.
     ///
-    /// # Panics
-    /// Inside an async runtime.
+    /// Inside an async runtime it fails at once with [`Error::Runtime`](crate::Error::Runtime)
+    /// (see [the module docs](crate::blocking#inside-an-async-runtime)).
     pub fn connect(config: Config) -> Result<Client> {
+        super::outside_runtime()?;
         let rt = Runtime::start()?;
         let inner = rt.call(crate::Client::connect(config))?;
         Ok(Client { inner, rt })
@@ -165,9 +166,18 @@ impl Client {
     /// Waits (at most `timeout`) for background releases, then stops the watchdog and
     /// the connections; as [`crate::Client::close`] (example there).
     ///
-    /// # Panics
-    /// Inside an async runtime.
+    /// Inside an async runtime (where blocking would panic) it returns at once and
+    /// closes in the background, on the client's own runtime.
     pub fn close(self, timeout: Duration) {
-        self.rt.call(self.inner.close(timeout));
+        let Client { inner, rt } = self;
+        if super::outside_runtime().is_ok() {
+            rt.get().block_on(inner.close(timeout));
+        } else {
+            let keep = rt.clone();
+            rt.get().spawn(async move {
+                inner.close(timeout).await;
+                drop(keep);
+            });
+        }
     }
 }

@@ -13,12 +13,27 @@
 //! The [`Client`] example shows the shape of it; the blocking methods link to their
 //! async namesakes' examples.
 //!
-//! # Panics
-//! Every blocking call panics when made from inside an async runtime (it would block
-//! one of the runtime's threads); use the async API there. Dropping a guard inside a
-//! runtime does not panic: the release then happens in the background, as with the
-//! async [`LockGuard`](crate::LockGuard). The same holds for every guard here
-//! ([`MultiGuard`], [`SemaphorePermit`], [`Permit`]).
+//! # Inside an async runtime
+//! A blocking call made from inside a tokio runtime would block one of the runtime's
+//! threads (and tokio would panic with a message naming neither redlatch nor the fix),
+//! so it fails at once with [`Error::Runtime`](crate::Error::Runtime), whose message
+//! names the remedy: use the async API there, or move the blocking code into
+//! `tokio::task::spawn_blocking`. [`Client::close`] there closes in the background.
+//! Dropping a guard inside a runtime does not fail either: the release then happens in
+//! the background, as with the async [`LockGuard`](crate::LockGuard). The same holds
+//! for every guard here ([`MultiGuard`], [`SemaphorePermit`], [`Permit`]).
+//!
+//! ```
+//! # fn main() {
+//! let rt = tokio::runtime::Runtime::new().unwrap();
+//! let err = rt
+//!     .block_on(async {
+//!         redlatch::blocking::Client::connect(redlatch::Config::single("redis://127.0.0.1:1"))
+//!     })
+//!     .unwrap_err();
+//! assert!(err.to_string().contains("spawn_blocking"), "{err}");
+//! # }
+//! ```
 
 use std::future::Future;
 use std::sync::Arc;
@@ -73,8 +88,10 @@ impl Runtime {
         self.0.as_ref().expect("runtime lives until dropped")
     }
 
-    /// Runs an async call on this thread (a per-thread lock's holder) to its end.
-    fn call<F: Future>(&self, f: F) -> F::Output {
+    /// Runs an async call on this thread (a per-thread lock's holder) to its end; an
+    /// [`inside_runtime`] error inside an async runtime, where blocking would panic.
+    fn call<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
+        outside_runtime()?;
         self.get().block_on(f)
     }
 
@@ -97,8 +114,28 @@ impl Runtime {
         if tokio::runtime::Handle::try_current().is_ok() {
             self.get().spawn(release);
         } else {
-            self.call(release);
+            self.get().block_on(release);
         }
+    }
+}
+
+/// Ok outside an async runtime; else the [`inside_runtime`] error.
+fn outside_runtime() -> Result<()> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => Err(inside_runtime()),
+        Err(_) => Ok(()),
+    }
+}
+
+/// The error of a blocking call made inside an async runtime: it names redlatch and
+/// the two ways out.
+fn inside_runtime() -> Error {
+    Error::Runtime {
+        reason: "redlatch::blocking called inside a tokio runtime, where it would block \
+                 one of the runtime's threads: use the async API (redlatch::Client) there, \
+                 or run the blocking code in tokio::task::spawn_blocking"
+            .into(),
+        source: None,
     }
 }
 

@@ -37,6 +37,7 @@ static RELEASE: LazyLock<Script> = lua!("job_release.lua");
 static EXTEND: LazyLock<Script> = lua!("job_extend.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 3] {
     [&ACQUIRE, &RELEASE, &EXTEND]
 }

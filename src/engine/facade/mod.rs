@@ -35,6 +35,7 @@
 //! A new façade method goes into the file of its area and into this table
 //! (scripts/check-layers.py checks that every one is listed).
 
+#[cfg(test)]
 pub(crate) mod catalogue;
 pub(crate) mod counters;
 pub(crate) mod expirable_semaphore;
@@ -100,8 +101,7 @@ impl Engine {
     /// Connects to `deployment` (transport/connect.rs: PING, topology discovery,
     /// duplicate masters, WAITAOF) and starts an engine over it.
     pub(crate) async fn connect(deployment: Deployment, settings: Settings) -> Result<Arc<Engine>> {
-        let connected =
-            connect::connect(deployment, crate::engine::facade::catalogue::all()).await?;
+        let connected = connect::connect(deployment).await?;
         let settings = Settings {
             cluster: connected.cluster,
             ..settings
@@ -145,6 +145,7 @@ impl Engine {
                 urgent: Arc::default(),
                 observe: Arc::new(Observe::new(settings_app, detection)),
                 shutdown: shutdown.clone(),
+                closing: Default::default(),
             }
         });
         let urgent = engine.urgent.clone();

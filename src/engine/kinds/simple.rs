@@ -32,6 +32,7 @@ static RENEW: LazyLock<Script> = lua!("simple_renew.lua");
 static FORCE: LazyLock<Script> = lua!("simple_force_release.lua");
 
 /// These scripts, for the catalogue (catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 4] {
     [&ACQUIRE, &RELEASE, &RENEW, &FORCE]
 }

@@ -18,6 +18,7 @@ use crate::transport::{Lane, Request, Script};
 static WAITERS: LazyLock<Script> = lua!("observe_waiters.lua");
 
 /// These scripts, for the catalogue (catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
     [&WAITERS]
 }
