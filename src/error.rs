@@ -303,9 +303,10 @@ pub enum Error {
     },
 
     /// A fence refused a write: the resource has seen a newer fencing token than the
-    /// one presented (the holder's lock was taken by someone else since). The store
-    /// rolled the write back (PostgreSQL: the transaction is aborted).
-    #[error("resource {resource:?}: fencing token {presented} of lock {lock:?} is older than {newest}, the newest seen: the write was refused")]
+    /// one presented (the holder's lock was taken by someone else since), or the same
+    /// token from another holder (a token handed out twice). The store rolled the write
+    /// back (PostgreSQL: the transaction is aborted).
+    #[error("resource {resource:?}: fencing token {presented} of lock {lock:?} was superseded (the newest seen is {newest}): the write was refused")]
     Fenced {
         /// The resource written to.
         resource: String,

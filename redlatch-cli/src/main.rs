@@ -28,7 +28,7 @@ mod verbose;
 use std::ffi::OsString;
 
 // Shared with the benchmark harness (lib.rs); `crate::conn` etc. resolve through these.
-use redlatch_cli::{conn, duration, exit};
+use redlatch_cli::{conn, duration, exit, foreign};
 use std::process::ExitCode;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};

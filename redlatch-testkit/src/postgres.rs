@@ -307,3 +307,104 @@ impl Drop for PgServer {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Kleppmann's cases' resource: a PostgreSQL server with the fence migrated and one
+/// document (`doc`: id 1, body, the token it was written with).
+pub struct Ledger {
+    /// The server.
+    pub pg: PgServer,
+    /// A connection of the test's own, for reading the outcome.
+    pub db: tokio_postgres::Client,
+}
+
+/// The resource name the cases fence.
+pub const DOC: &str = "doc:1";
+
+impl Ledger {
+    /// A fresh ledger, or `None` as [`PgServer::start_or_skip`].
+    pub async fn start_or_skip(test: &str) -> Option<Ledger> {
+        let pg = PgServer::start_or_skip(test)?;
+        let db = pg.connect().await;
+        redlatch::fence::postgres::migrate(&db).await.unwrap();
+        db.batch_execute(
+            "CREATE TABLE doc (id int PRIMARY KEY, body text NOT NULL, token bigint NOT NULL);
+             INSERT INTO doc VALUES (1, 'initial', 0);",
+        )
+        .await
+        .unwrap();
+        Some(Ledger { pg, db })
+    }
+
+    /// The document's body and the token it was written with.
+    pub async fn doc(&self) -> (String, u64) {
+        let row = self
+            .db
+            .query_one("SELECT body, token FROM doc WHERE id = 1", &[])
+            .await
+            .unwrap();
+        (row.get(0), row.get::<_, i64>(1) as u64)
+    }
+}
+
+/// One transaction on `db`: the document rewritten as `body` by `token`'s holder,
+/// fenced (`redlatch::fence::postgres::fence`) when `fenced`, then committed.
+pub async fn write_doc(
+    db: &mut tokio_postgres::Client,
+    body: &str,
+    token: &redlatch::fence::Token,
+    fenced: bool,
+) -> redlatch::Result<()> {
+    let tx = db.transaction().await.unwrap();
+    let value = token.value() as i64;
+    tx.execute(
+        "UPDATE doc SET body = $1, token = $2 WHERE id = 1",
+        &[&body, &value],
+    )
+    .await
+    .unwrap();
+    if fenced {
+        redlatch::fence::postgres::fence(&tx, DOC, token).await?;
+    }
+    tx.commit().await.unwrap();
+    Ok(())
+}
+
+/// The end of a case: the fresh holder (token `fresh`) wrote "fresh" first, then the
+/// stale one (token `stale`, older) tried "stale" and got `stale_write`. Fenced: the
+/// stale write was refused, typed, naming both tokens, and "fresh" stands. Unfenced
+/// (the same case with the guard off): the stale write committed over the fresh one,
+/// which is what the fence is for (and shows that the case can fail).
+pub async fn assert_outcome(
+    ledger: &Ledger,
+    fenced: bool,
+    stale: u64,
+    fresh: u64,
+    stale_write: &redlatch::Result<()>,
+) {
+    assert!(stale < fresh, "the tokens: stale {stale}, fresh {fresh}");
+    let doc = ledger.doc().await;
+    if fenced {
+        match stale_write {
+            Err(redlatch::Error::Fenced {
+                resource,
+                presented,
+                newest,
+                ..
+            }) => {
+                assert_eq!(
+                    (resource.as_str(), *presented, *newest),
+                    (DOC, stale, fresh)
+                );
+            }
+            other => panic!("the stale write was not refused as Fenced: {other:?}"),
+        }
+        assert_eq!(doc, ("fresh".to_string(), fresh), "a stale write committed");
+    } else {
+        assert!(stale_write.is_ok(), "{stale_write:?}");
+        assert_eq!(
+            doc,
+            ("stale".to_string(), stale),
+            "without the fence the stale write commits"
+        );
+    }
+}

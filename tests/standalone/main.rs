@@ -22,7 +22,7 @@ mod exclusion_in_task;
 mod fair;
 mod fair_api;
 mod faster_multi_lock;
-#[cfg(feature = "postgres")]
+mod fence_kleppmann;
 mod fence_postgres;
 mod fencing;
 mod handover;
@@ -43,6 +43,7 @@ mod scripts;
 mod semaphore_methods;
 mod semaphores;
 mod simple_lock;
+mod simple_peers;
 mod spin_lock;
 mod tls;
 mod tracing_spans;

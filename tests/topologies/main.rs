@@ -16,6 +16,8 @@ mod cluster_faults;
 mod election_deployments;
 mod fair_redlock;
 mod faster_multi_lock_cluster;
+mod fence_clock;
+mod fence_failover;
 mod fencing_restart;
 mod guarded;
 mod guarded_revoke_sentinel;

@@ -59,7 +59,6 @@ impl Client {
     /// Inside an async runtime it fails at once with [`Error::Runtime`](crate::Error::Runtime)
     /// (see [the module docs](crate::blocking#inside-an-async-runtime)).
     pub fn connect(config: Config) -> Result<Client> {
-        super::outside_runtime()?;
         let rt = Runtime::start()?;
         let inner = rt.call(crate::Client::connect(config))?;
         Ok(Client { inner, rt })
@@ -170,7 +169,7 @@ impl Client {
     /// closes in the background, on the client's own runtime.
     pub fn close(self, timeout: Duration) {
         let Client { inner, rt } = self;
-        if super::outside_runtime().is_ok() {
+        if rt.may_block().is_ok() {
             rt.get().block_on(inner.close(timeout));
         } else {
             let keep = rt.clone();

@@ -14,11 +14,12 @@
 //! async namesakes' examples.
 //!
 //! # Inside an async runtime
-//! A blocking call made from inside a tokio runtime would block one of the runtime's
-//! threads (and tokio would panic with a message naming neither redlatch nor the fix),
-//! so it fails at once with [`Error::Runtime`](crate::Error::Runtime), whose message
-//! names the remedy: use the async API there, or move the blocking code into
-//! `tokio::task::spawn_blocking`. [`Client::close`] there closes in the background.
+//! A blocking call made on a thread that drives a tokio runtime's tasks would block one
+//! of the runtime's threads (and tokio would panic with a message naming neither
+//! redlatch nor the fix), so it fails at once with [`Error::Runtime`](crate::Error::Runtime),
+//! whose message names the remedy: use the async API there, or move the blocking code
+//! into `tokio::task::spawn_blocking` (where, as in `block_in_place`, blocking calls
+//! work). [`Client::close`] there closes in the background.
 //! Dropping a guard inside a runtime does not fail either: the release then happens in
 //! the background, as with the async [`LockGuard`](crate::LockGuard). The same holds
 //! for every guard here ([`MultiGuard`], [`SemaphorePermit`], [`Permit`]).
@@ -42,6 +43,7 @@ use crate::error::{Error, Result};
 use crate::Hold;
 
 mod client;
+mod context;
 mod expirable_semaphore;
 mod group;
 mod guard;
@@ -91,8 +93,18 @@ impl Runtime {
     /// Runs an async call on this thread (a per-thread lock's holder) to its end; an
     /// [`inside_runtime`] error inside an async runtime, where blocking would panic.
     fn call<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
-        outside_runtime()?;
+        self.may_block()?;
         self.get().block_on(f)
+    }
+
+    /// Ok where this thread may block on the runtime (outside any runtime, on a
+    /// `spawn_blocking` thread, in `block_in_place`); else the [`inside_runtime`] error.
+    fn may_block(&self) -> Result<()> {
+        if context::may_block(self.get()) {
+            Ok(())
+        } else {
+            Err(inside_runtime())
+        }
     }
 
     /// [`call`](Self::call) for a call that returns a hold, in a blocking [`Guard`].
@@ -111,19 +123,11 @@ impl Runtime {
     /// Runs a guard's release from its `drop`: to its end, or in the background on our
     /// runtime when inside another (where blocking would panic).
     fn finish<F: Future<Output = ()> + Send + 'static>(&self, release: F) {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.get().spawn(release);
-        } else {
+        if context::may_block(self.get()) {
             self.get().block_on(release);
+        } else {
+            self.get().spawn(release);
         }
-    }
-}
-
-/// Ok outside an async runtime; else the [`inside_runtime`] error.
-fn outside_runtime() -> Result<()> {
-    match tokio::runtime::Handle::try_current() {
-        Ok(_) => Err(inside_runtime()),
-        Err(_) => Ok(()),
     }
 }
 

@@ -6,7 +6,8 @@
 -- committed transaction presented.
 -- redlatch_fence(resource, lock, token, holder): the check, one statement inside the
 -- caller's transaction. It returns the token when it is the newest seen for the resource
--- (equal passes: the same holder writing twice in one hold) and records it; it raises
+-- (equal passes for the holder that recorded it: one hold writing twice; an equal token of
+-- another holder is a repeated token, refused) and records it; it raises
 -- SQLSTATE RLF01 (a stale token: DETAIL is the newest token seen) or RLF02 (the resource
 -- is fenced by another lock: DETAIL is that lock) otherwise, which aborts the transaction,
 -- so nothing it wrote can commit. It locks the resource's row until the transaction ends:
@@ -35,7 +36,8 @@ BEGIN
     VALUES (p_resource, p_lock, p_token, p_holder, now())
     ON CONFLICT (resource) DO UPDATE
         SET token = EXCLUDED.token, holder = EXCLUDED.holder, updated_at = EXCLUDED.updated_at
-        WHERE f.lock_name = EXCLUDED.lock_name AND f.token <= EXCLUDED.token;
+        WHERE f.lock_name = EXCLUDED.lock_name
+          AND (f.token < EXCLUDED.token OR (f.token = EXCLUDED.token AND f.holder = EXCLUDED.holder));
     IF FOUND THEN
         RETURN p_token;
     END IF;
@@ -47,7 +49,7 @@ BEGIN
             MESSAGE = format('resource %L is fenced by lock %L, not %L', p_resource, seen_lock, p_lock);
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'RLF01', DETAIL = seen_token::text,
-        MESSAGE = format('resource %L: fencing token %s of lock %L is older than %s, the newest seen',
+        MESSAGE = format('resource %L: fencing token %s of lock %L was superseded (the newest seen is %s)',
                          p_resource, p_token, p_lock, seen_token);
 END
 $redlatch$;
