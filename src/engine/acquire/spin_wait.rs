@@ -7,7 +7,8 @@
 //! 1. A spin lock's waiter ([`Wait::Spin`]) never subscribes: between its tries it
 //!    sends nothing and listens to nothing; it sleeps the next delay of its own sequence
 //!    (a fresh one per call, as Redisson creates a policy per acquisition).
-//! 1a. A simple lock's waiter ([`Wait::SpinWoken`]) subscribes to its kind's wake
+//!
+//!    1a. A simple lock's waiter ([`Wait::SpinWoken`]) subscribes to its kind's wake
 //!    channel after its first refused try, waits until a majority confirmed it (within
 //!    the connect timeout and its deadline), and tries again at once: a release after
 //!    that try publishes to a subscribed channel and cannot be missed. Each sleep then
