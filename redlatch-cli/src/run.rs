@@ -148,12 +148,16 @@ async fn execute(args: RunArgs) -> Result<u8, Failure> {
     }
     let mut signals = Signals::install()?;
     let config = conn::with_watchdog(args.redis.config()?, args.watchdog);
-    // A wait that ends without the lock ends within --wait plus one master timeout,
-    // connecting and its clean-up included (docs/guarantees.md, "Bounds").
+    // A wait that ends without the lock ends within --wait plus the library's wait
+    // slack (one master timeout for --nonblock), connecting and its clean-up included
+    // (docs/guarantees.md, "Bounds"): connecting takes --wait at most.
     let waiting = Instant::now();
-    let bound = (args.wait()).map(|w| w + config.effective_master_timeout());
-    let client = conn::connect_within(config, bound).await?;
-    let left = (args.wait()).map(|w| w.saturating_sub(waiting.elapsed()));
+    let bound = (args.wait()).map(|w| w + conn::wait_slack(&config, w));
+    let connecting = (args.wait())
+        .zip(bound)
+        .map(|(w, b)| if w.is_zero() { b } else { w });
+    let client = conn::connect_within(config, connecting).await?;
+    let left = (args.wait()).map(|w| conn::wait_left(w, waiting.elapsed()));
     let (result, acquired) = hold_and_run(&client, &args, left, &mut signals).await;
     // Background work must land before the process exits: the slower masters' releases,
     // undoing a cancelled attempt, leaving a fair queue. After a failed acquisition

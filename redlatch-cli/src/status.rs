@@ -340,6 +340,14 @@ fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
 /// (foreign.rs), else a Redisson holder or a client that is gone.
 fn who(info: &redlatch::HolderInfo, now: i64) -> String {
     let (Some(app), Some(host), Some(pid)) = (&info.app, &info.host, info.pid) else {
+        if let (Some(host), Some(at), true) =
+            (&info.host, info.acquired, info.id.starts_with("ADDED:"))
+        {
+            return format!(
+                "a scheduled job's run (ShedLock's value) on host {host}, started {}",
+                ago(now - at)
+            );
+        }
         return crate::foreign::describe(&info.id)
             .unwrap_or_else(|| "no record (a Redisson holder, or a client that is gone)".into());
     };

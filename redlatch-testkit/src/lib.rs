@@ -3,6 +3,8 @@
 //! (`use redlatch_testkit as common;`). Compiled once, not once per test binary.
 //!
 //! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
+//! * [`conn`]: the tests' own connections, with [`conn::IO_TIMEOUT`] to connect and per
+//!   reply, never a client library's default.
 //! * [`acl`]: the minimal ACL of docs/errors.md, and a user with it.
 //! * [`tls::TestCerts`]: a test CA and certificates for TLS servers and clients.
 //! * [`cluster::RedisCluster`]: a Redis Cluster of such servers (primaries, replicas), with
@@ -20,14 +22,21 @@
 //!   `redlatch run`) on one name, every section checked by one [`mixed::Checker`].
 //! * [`peer::RedlockPeer`]: a Redlock reference client's lock (redis-py's `Lock`,
 //!   redsync: `SET NX PX`, compare-and-delete) held by another process, over raw RESP.
+//! * [`postgres::PgServer`]: a private PostgreSQL server on a free port (the fencing tests).
+//! * [`proxy::DelayProxy`]: a loopback TCP proxy that holds what clients send until released.
+//! * [`clock::FakeClock`]: a wall clock a test moves for one server (a preload shim).
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
+//! * [`unreachable::Route`]: a relay in front of a server that a test cuts as a lost
+//!   route would (open connections carry nothing, new ones hang in `connect()`).
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 //! * [`test_name!`]: the full name of a test of the calling module, for a test that runs
 //!   another of its binary's tests in a child process (`--exact NAME`).
 
 pub mod acl;
+pub mod clock;
 pub mod cluster;
+pub mod conn;
 pub mod fair;
 pub mod foreign;
 pub mod inside;
@@ -35,11 +44,15 @@ pub mod jvm;
 pub mod jvm_family;
 pub mod mixed;
 pub mod peer;
+pub mod postgres;
+pub mod proxy;
 pub mod redisson;
 pub mod redlock;
 pub mod sentinel;
 mod server;
+pub mod shedlock;
 pub mod tls;
+pub mod unreachable;
 
 pub use server::RedisServer;
 

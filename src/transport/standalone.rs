@@ -198,6 +198,12 @@ impl Standalone {
             return Ok(((**c).clone(), flow.clone()));
         }
         let pooled = self.pool.get().await.map_err(|e| match e {
+            // The connect timeout ran out (no answer to the TCP handshake, or to the
+            // HELLO / AUTH that follows): a timeout with its duration, as a request's.
+            deadpool_redis::PoolError::Backend(source) if source.is_timeout() => Error::Timeout {
+                addr: self.addr.clone(),
+                after: self.connect_timeout,
+            },
             deadpool_redis::PoolError::Backend(source) => self.err(source),
             other => Error::config_from(format!("master {}: pool", self.addr), other),
         })?;

@@ -68,7 +68,16 @@ pub(crate) async fn acquire(
         let out_of_time = deadline.is_some_and(|d| now >= d);
         // The try's outage: what a wait that runs out in it returns (invariant 4).
         let mut outage = None;
-        match waiter::acquire(engine, &once).await {
+        // A try in flight at the deadline of a wait that was given is abandoned
+        // `first_floor` after it (a hung master; waiter/mod.rs invariant 11): it is
+        // undone in the background, as a dropped call's.
+        let by = (deadline.filter(|_| call.wait != Some(Duration::ZERO)))
+            .map(|d| d.max(now + waiter::first_floor(engine, call.wait)));
+        let tried = match clock::until(by, waiter::acquire(engine, &once)).await {
+            Some(tried) => tried,
+            None => Err(waiter::timed_out(engine, now)),
+        };
+        match tried {
             Ok(Some(grant)) => return Ok(Some(grant)),
             Ok(None) => unavailable_since = None,
             // Invariant 4.

@@ -30,6 +30,7 @@ pub(crate) fn all() -> Vec<&'static Script> {
     all.extend(crate::engine::coordination::election::scripts().map(|s| &**s));
     all.extend(crate::engine::coordination::guarded::scripts().map(|s| &**s));
     all.extend(crate::engine::coordination::revoke::scripts().map(|s| &**s));
+    all.extend(crate::engine::coordination::job::scripts().map(|s| &**s));
     all.extend(crate::engine::observe::waiters::scripts().map(|s| &**s));
     all
 }

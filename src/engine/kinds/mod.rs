@@ -27,7 +27,7 @@
 //! Adding a kind: its Lua in `lua/`, one file here implementing [`Protocol`] (its
 //! scripts declared beside their calls and listed in facade/catalogue.rs), its `Kind` variant
 //! and its arm in [`Kind::protocol`], and its getter in api/handles.rs (with its
-//! per-thread twin in api/blocking/client.rs) (ARCHITECTURE.md, "How a kind is added").
+//! per-thread twin in api/blocking/client.rs) (docs/kinds.md, "How a kind is added").
 
 pub(crate) mod backoff;
 pub(crate) mod call;

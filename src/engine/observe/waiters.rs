@@ -34,8 +34,8 @@ fn channels(kind: ListedKind, name: &str, key: &str) -> Vec<String> {
         ListedKind::ReadWrite => vec![keys::rw_channel(name)],
         ListedKind::Counter => vec![keys::sem_channel(name), keys::latch_channel(name)],
         ListedKind::ExpirableSemaphore => vec![keys::sem_channel(name)],
-        // Fair waiters listen each on their own channel; simple waiters spin, on none.
-        ListedKind::Fair | ListedKind::Simple => vec![],
+        // Fair waiters listen each on their own channel; simple and job waiters poll, on none.
+        ListedKind::Fair | ListedKind::Simple | ListedKind::Job => vec![],
     }
 }
 
