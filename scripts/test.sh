@@ -29,6 +29,18 @@ elif [ "${REDLATCH_REQUIRE_JAVA:-}" = 1 ]; then
 else
     echo "Redisson JVM interop: SKIPPED (no java or mvn on the PATH; tests/redisson/redisson_jvm*.rs return at once)"
 fi
+# The simple lock's real peers (tests/standalone/simple_peers.rs), installed from their
+# registries into target/peers/ on first use: REDLATCH_REQUIRE_PEERS=1 (.ci/run) makes a
+# missing toolchain an error.
+for tool in python3 go node npm; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        if [ "${REDLATCH_REQUIRE_PEERS:-}" = 1 ]; then
+            echo "simple-lock peers: REQUIRED (REDLATCH_REQUIRE_PEERS=1) but $tool is missing" >&2
+            exit 1
+        fi
+        echo "simple-lock peers: $tool missing, its peer's test is SKIPPED"
+    fi
+done
 . scripts/features.sh
 cargo build --workspace --all-targets --features "$features" --quiet
 

@@ -221,7 +221,9 @@ pub enum Error {
     },
 
     /// The runtime under a call failed: the blocking API's could not be started (no
-    /// thread could be spawned), or the client shut down during a call.
+    /// thread could be spawned), the client shut down during a call, or a blocking
+    /// call was made inside an async runtime (the message names the remedy: the async
+    /// API, or `tokio::task::spawn_blocking`).
     #[error("{reason}")]
     Runtime {
         /// What failed.

@@ -16,7 +16,7 @@ mod transport;
 
 pub use api::blocking;
 pub use api::client::Client;
-pub use api::config::{Config, Topology, ENV_VAR, MAX_LEASE};
+pub use api::config::{Config, Topology, DEFAULT_RELEASE_TIMEOUT, ENV_VAR, MAX_LEASE};
 pub use api::config_check::MIN_LEASE;
 pub use api::config_observe::{ENV_APP, MAX_APP_LEN};
 pub use api::config_sources::{ENV_MODE, ENV_SENTINEL_MASTER};
@@ -28,6 +28,7 @@ pub use api::group::{FasterMultiLock, MAX_GROUP_VALUES};
 pub use api::guard::LockGuard;
 pub use api::guarded::{Guarded, GuardedScript};
 pub use api::hold::{Acquire, Hold, HoldFuture};
+pub use api::job::{Job, JobHolder, JobOutcome, JobRun, JobState, LastRun, Missed, MAX_PERIOD};
 pub use api::latch::CountDownLatch;
 pub use api::listing::LIST_TIMEOUT;
 pub use api::lock::{BackOff, Delays, Kind, Lock, Owner};
@@ -43,6 +44,7 @@ pub use api::wire;
 pub use engine::observe::listing::{
     HolderInfo, ListedHolder, ListedKind, Listing, LockListing, QueuedWaiter, Unread,
 };
+pub use engine::WAIT_SLACK;
 pub use error::{Cause, Error, MasterError, MasterErrors, Result, StoreProblem};
 pub use keys::MAX_NAME_LEN;
 pub use lost::LostReason;

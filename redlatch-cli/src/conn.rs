@@ -167,8 +167,31 @@ pub async fn connect(config: Config) -> Result<Client, Failure> {
     connect_within(config, None).await
 }
 
+/// What `--wait W` may take past `W` (docs/guarantees.md, "Bounds"): the library's
+/// [`redlatch::WAIT_SLACK`] (or one master timeout, if shorter); one master timeout
+/// for `--wait 0` (`--nonblock`), a single try.
+pub fn wait_slack(config: &Config, wait: Duration) -> Duration {
+    let master = config.effective_master_timeout();
+    if wait.is_zero() {
+        master
+    } else {
+        master.min(redlatch::WAIT_SLACK)
+    }
+}
+
+/// The wait left of `--wait W` after `elapsed` (connecting): at least 1 ms when `W`
+/// was not zero, so that the lock's wait keeps the slack of a wait (a zero wait is a
+/// single try with a whole master timeout).
+pub fn wait_left(wait: Duration, elapsed: Duration) -> Duration {
+    if wait.is_zero() {
+        wait
+    } else {
+        wait.saturating_sub(elapsed).max(Duration::from_millis(1))
+    }
+}
+
 /// Connects as [`connect`] does, within `bound` too when one is given (`run --wait`:
-/// the wait and one master timeout, counted from the start, connecting included).
+/// --wait itself, counted from the start; the wait slack is the lock's).
 pub async fn connect_within(config: Config, bound: Option<Duration>) -> Result<Client, Failure> {
     let urls: Vec<String> = config
         .urls()

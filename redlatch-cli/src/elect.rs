@@ -100,6 +100,7 @@ fn as_run_args(args: ElectArgs) -> RunArgs {
             fenced: true,
             ..KindArgs::default()
         },
+        backoff: None,
         kill_grace: args.kill_grace,
         watchdog: args.watchdog,
         revoke_signal: args.revoke_signal,
@@ -115,12 +116,15 @@ async fn execute(args: ElectArgs) -> Result<u8, Failure> {
     child::check_runnable(&argv[0])?;
     let mut signals = Signals::install()?;
     let config = conn::with_watchdog(args.redis.config()?, args.watchdog);
-    // As `run`: --wait W bounds the campaign that fails plus connecting, W plus one
-    // master timeout (docs/guarantees.md, "Bounds"); the campaign waits what is left.
+    // As `run`: --wait W bounds the campaign that fails plus connecting, W plus the
+    // wait slack (docs/guarantees.md, "Bounds"); the campaign waits what is left.
     let waiting = Instant::now();
-    let bound = (args.wait).map(|w| w + config.effective_master_timeout());
-    let client = conn::connect_within(config, bound).await?;
-    let left = (args.wait).map(|w| w.saturating_sub(waiting.elapsed()));
+    let bound = (args.wait).map(|w| w + conn::wait_slack(&config, w));
+    let connecting = (args.wait)
+        .zip(bound)
+        .map(|(w, b)| if w.is_zero() { b } else { w });
+    let client = conn::connect_within(config, connecting).await?;
+    let left = (args.wait).map(|w| conn::wait_left(w, waiting.elapsed()));
     let result = lead_and_run(&client, &args, (&value, left), &mut signals).await;
     let cleanup = match (&result, bound) {
         (Err(_), Some(bound)) => bound.saturating_sub(waiting.elapsed()),

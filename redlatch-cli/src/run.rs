@@ -67,6 +67,13 @@ pub struct RunArgs {
     #[command(flatten)]
     pub kind: KindArgs,
 
+    /// With --simple or --spin: how a waiter spaces its tries, `DUR` (constant) or
+    /// `MIN..MAX` (exponential: x2 with jitter, from MIN up to MAX). Default 1ms..128ms.
+    /// A --simple waiter is woken at once by a redlatch holder's release; the back-off
+    /// is how soon it sees a redis-py, redsync, node-redlock or ShedLock holder's.
+    #[arg(long, value_name = "DUR|MIN..MAX", value_parser = duration::parse_backoff)]
+    pub backoff: Option<redlatch::BackOff>,
+
     /// After a lost lock, time between SIGTERM and SIGKILL to CMD. While renewals fail
     /// (the lock at risk), SIGTERM comes this long before the validity ends.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration::parse)]
@@ -134,14 +141,23 @@ pub async fn run(args: RunArgs) -> ExitCode {
 async fn execute(args: RunArgs) -> Result<u8, Failure> {
     let argv = args.argv();
     child::check_runnable(&argv[0])?;
+    if args.backoff.is_some() && !(args.kind.spin || args.kind.simple) {
+        return Err(Failure::usage(
+            "--backoff spaces the tries of a --simple or --spin waiter; other kinds are woken by their release",
+        ));
+    }
     let mut signals = Signals::install()?;
     let config = conn::with_watchdog(args.redis.config()?, args.watchdog);
-    // A wait that ends without the lock ends within --wait plus one master timeout,
-    // connecting and its clean-up included (docs/guarantees.md, "Bounds").
+    // A wait that ends without the lock ends within --wait plus the library's wait
+    // slack (one master timeout for --nonblock), connecting and its clean-up included
+    // (docs/guarantees.md, "Bounds"): connecting takes --wait at most.
     let waiting = Instant::now();
-    let bound = (args.wait()).map(|w| w + config.effective_master_timeout());
-    let client = conn::connect_within(config, bound).await?;
-    let left = (args.wait()).map(|w| w.saturating_sub(waiting.elapsed()));
+    let bound = (args.wait()).map(|w| w + conn::wait_slack(&config, w));
+    let connecting = (args.wait())
+        .zip(bound)
+        .map(|(w, b)| if w.is_zero() { b } else { w });
+    let client = conn::connect_within(config, connecting).await?;
+    let left = (args.wait()).map(|w| conn::wait_left(w, waiting.elapsed()));
     let (result, acquired) = hold_and_run(&client, &args, left, &mut signals).await;
     // Background work must land before the process exits: the slower masters' releases,
     // undoing a cancelled attempt, leaving a fair queue. After a failed acquisition
@@ -163,7 +179,7 @@ async fn hold_and_run(
     left: Option<Duration>,
     signals: &mut Signals,
 ) -> (Result<u8, Failure>, bool) {
-    let wanted = match Wanted::new(client, &args.name, &args.kind) {
+    let wanted = match Wanted::with_backoff(client, &args.name, &args.kind, args.backoff) {
         Ok(wanted) => wanted,
         Err(e) => {
             return (

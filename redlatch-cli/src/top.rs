@@ -12,11 +12,11 @@ use clap::Args;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::{execute, terminal};
-use ratatui::layout::{Constraint, Layout};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Row, Table};
-use ratatui::{Frame, Terminal};
+use ratatui::{Frame, Terminal, TerminalOptions, Viewport};
 use redlatch::{Listing, LockListing};
 use tokio::sync::mpsc;
 
@@ -52,6 +52,9 @@ enum Sort {
 /// The footer: every key.
 const KEYS: &str = "q quit  n name  a age  t ttl  w waiters  h hand-overs/s  r reverse";
 
+/// The size drawn on a terminal that reports none: columns, rows.
+const FALLBACK: (u16, u16) = (80, 24);
+
 /// Hand-overs are counted over the snapshots of this long a window.
 const WINDOW: Duration = Duration::from_secs(10);
 
@@ -80,9 +83,17 @@ impl Screen {
         terminal::enable_raw_mode().map_err(fail)?;
         let mut stdout = std::io::stdout();
         execute!(stdout, terminal::EnterAlternateScreen).map_err(fail)?;
-        Terminal::new(CrosstermBackend::new(stdout))
-            .map(Screen)
-            .map_err(fail)
+        let backend = CrosstermBackend::new(stdout);
+        // A terminal that reports no size (a pseudo-terminal nobody sized: 0x0, or an
+        // error) gets the classic 80x24, as `top(1)` does, instead of an empty screen.
+        let sized = terminal::size().is_ok_and(|(cols, rows)| cols > 0 && rows > 0);
+        let term = if sized {
+            Terminal::new(backend)
+        } else {
+            let viewport = Viewport::Fixed(Rect::new(0, 0, FALLBACK.0, FALLBACK.1));
+            Terminal::with_options(backend, TerminalOptions { viewport })
+        };
+        term.map(Screen).map_err(fail)
     }
 }
 
@@ -298,13 +309,15 @@ impl View {
 }
 
 /// One name's row: its first holder's app and host (the holder id where its client left
-/// no record), how long it holds, the lease left, waiters and hand-overs per second.
+/// no record, `job` for a scheduled job's), how long it holds, the lease left, waiters and hand-overs per second.
 fn row(l: &LockListing, rate: f64, age: i64) -> Row<'static> {
     let first = l.holders.first();
     let first = first.map(|h| &h.holder);
-    let app = first.map_or("-".to_string(), |h| match &h.app {
-        Some(app) => app.clone(),
-        None => h.id.clone(),
+    // A scheduled job's holder (ShedLock's value) names no app: shown as a job.
+    let app = first.map_or("-".to_string(), |h| match (&h.app, l.kind) {
+        (Some(app), _) => app.clone(),
+        (None, redlatch::ListedKind::Job) => "job".into(),
+        (None, _) => h.id.clone(),
     });
     let host = first.map_or("-".to_string(), |h| {
         h.host.clone().unwrap_or_else(|| "?".into())

@@ -3,6 +3,8 @@
 //! (`use redlatch_testkit as common;`). Compiled once, not once per test binary.
 //!
 //! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
+//! * [`conn`]: the tests' own connections, with [`conn::IO_TIMEOUT`] to connect and per
+//!   reply, never a client library's default.
 //! * [`acl`]: the minimal ACL of docs/errors.md, and a user with it.
 //! * [`tls::TestCerts`]: a test CA and certificates for TLS servers and clients.
 //! * [`cluster::RedisCluster`]: a Redis Cluster of such servers (primaries, replicas), with
@@ -10,6 +12,8 @@
 //!   read its topology.
 //! * [`sentinel::SentinelSet`]: a primary, a replica and three sentinels monitoring them.
 //! * [`redisson::JavaFairLock`]: Redisson's fair lock as a Java client drives it.
+//! * [`foreign::Peer`]: the real redis-py `Lock`, go-redsync and node-redlock, installed
+//!   from their registries into target/peers/ and run beside redlatch on one name.
 //! * [`jvm::Jvm`]: the real Redisson client in a JVM (interop/redisson/), commanded over
 //!   stdin/stdout; [`jvm::record`] writes the compatibility matrix's result lines.
 //! * [`jvm_family::wake_both_ways`]: the family's wake-ups both ways with Redisson, on any
@@ -22,6 +26,8 @@
 //! * [`proxy::DelayProxy`]: a loopback TCP proxy that holds what clients send until released.
 //! * [`clock::FakeClock`]: a wall clock a test moves for one server (a preload shim).
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
+//! * [`unreachable::Route`]: a relay in front of a server that a test cuts as a lost
+//!   route would (open connections carry nothing, new ones hang in `connect()`).
 //! * [`start_many`], [`numsub`]: small helpers on top of it.
 //! * [`eventually`] / [`eventually_async`]: bounded polling for assertions about eventual state.
 //! * [`test_name!`]: the full name of a test of the calling module, for a test that runs
@@ -30,7 +36,9 @@
 pub mod acl;
 pub mod clock;
 pub mod cluster;
+pub mod conn;
 pub mod fair;
+pub mod foreign;
 pub mod inside;
 pub mod jvm;
 pub mod jvm_family;
@@ -42,7 +50,9 @@ pub mod redisson;
 pub mod redlock;
 pub mod sentinel;
 mod server;
+pub mod shedlock;
 pub mod tls;
+pub mod unreachable;
 
 pub use server::RedisServer;
 

@@ -14,7 +14,6 @@ const FRESH_PORT_ATTEMPTS: usize = 5;
 /// On restart the port must stay the same, so a taken port is retried after a short sleep.
 const SAME_PORT_ATTEMPTS: usize = 20;
 const SAME_PORT_BACKOFF: Duration = Duration::from_millis(250);
-const CMD_TIMEOUT: Duration = Duration::from_secs(10);
 
 static DIR_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
@@ -182,11 +181,16 @@ impl RedisServer {
         &self.dir
     }
 
-    /// A fresh synchronous connection (5 s connect timeout, no read timeout).
+    /// A fresh synchronous connection ([`IO_TIMEOUT`](crate::conn::IO_TIMEOUT) to
+    /// connect, read and write; a test that waits longer for a message sets its own).
     pub fn conn(&self) -> redis::Connection {
-        redis::Client::open(self.url())
-            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
-            .unwrap_or_else(|e| panic!("cannot connect to test redis at {}: {e}", self.addr()))
+        crate::conn::sync_conn(self.url())
+    }
+
+    /// A fresh multiplexed async connection with [`IO_TIMEOUT`](crate::conn::IO_TIMEOUT)
+    /// to connect and per reply (not redis-rs's 500 ms default).
+    pub async fn async_conn(&self) -> redis::aio::MultiplexedConnection {
+        crate::conn::async_conn(self.url()).await
     }
 
     /// The keys matching `pattern` (`KEYS`: a test server is small) but the records and
@@ -203,15 +207,13 @@ impl RedisServer {
         self.lock_keys("*").len() as i64
     }
 
-    /// Run one command on a fresh connection (10 s timeouts) and return the typed reply.
+    /// Run one command on a fresh [`conn`](Self::conn) and return the typed reply.
     pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
         assert!(
             !args.is_empty(),
             "RedisServer::cmd needs at least the command name"
         );
         let mut conn = self.conn();
-        let _ = conn.set_read_timeout(Some(CMD_TIMEOUT));
-        let _ = conn.set_write_timeout(Some(CMD_TIMEOUT));
         redis::cmd(args[0])
             .arg(&args[1..])
             .query::<T>(&mut conn)
@@ -223,7 +225,6 @@ impl RedisServer {
     /// returns at once, proving nothing); panics unless `replicas` acknowledged.
     pub fn set_replicated(&self, key: &str, value: &str, replicas: i64) {
         let mut conn = self.conn();
-        let _ = conn.set_read_timeout(Some(CMD_TIMEOUT));
         let (_, acked): ((), i64) = redis::pipe()
             .cmd("SET")
             .arg(key)

@@ -10,6 +10,10 @@ use crate::engine::facade::{Deployment, Shape, SyncReplicas};
 use crate::engine::Settings;
 use crate::error::{Error, Result};
 
+/// How long a release keeps asking masters that did not answer, unless
+/// [`Config::release_timeout`] says otherwise: 3 s (why: see there).
+pub const DEFAULT_RELEASE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The longest lease (and watchdog timeout) accepted: 30 days.
 pub const MAX_LEASE: Duration = Duration::from_secs(30 * 24 * 3600);
 
@@ -53,6 +57,7 @@ pub struct Config {
     pub(crate) fair_stale_timeout: Duration,
     pub(crate) fair_wait_time: Duration,
     pub(crate) unavailable_timeout: Option<Duration>,
+    pub(crate) release_timeout: Option<Duration>,
     pub(crate) sync: (SyncReplicas, Duration),
     /// Sentinel mode: the primary's credentials when they differ from the sentinels'.
     pub(crate) master_auth: Option<(Option<String>, String)>,
@@ -272,6 +277,7 @@ impl Config {
             fair_stale_timeout: Duration::from_secs(5),
             fair_wait_time: Duration::from_secs(300),
             unavailable_timeout: None,
+            release_timeout: None,
             sync: (SyncReplicas::Auto, Duration::from_secs(1)),
             master_auth: None,
             app: None,
@@ -410,6 +416,42 @@ impl Config {
         self
     }
 
+    /// How long `unlock()`, `release()` and the background release of a dropped guard
+    /// keep asking masters that did not answer before they give up and leave the
+    /// lease to expire on its own (`Error::NoQuorum` or the master's error). Default:
+    /// [`DEFAULT_RELEASE_TIMEOUT`] (3 s), or the unavailable timeout where that is
+    /// shorter. A shutdown is the usual caller: Kubernetes kills a pod 30 s after
+    /// asking it to stop, so an unlock during an outage must not wait a lease's length
+    /// (the watchdog timeout, which the unavailable timeout defaults to). 3 s still
+    /// covers a dropped connection replaced and a master restarting from a small data
+    /// set; a hold not released by then is freed by its lease, which the watchdog no
+    /// longer renews. A request already sent is given one master timeout however short
+    /// this is.
+    ///
+    /// # Examples
+    /// ```
+    /// use redlatch::Config;
+    /// use std::time::Duration;
+    /// let config = Config::single("redis://127.0.0.1:7000");
+    /// assert_eq!(config.effective_release_timeout(), Duration::from_secs(3));
+    /// let config = config.release_timeout(Duration::from_secs(10));
+    /// assert_eq!(config.effective_release_timeout(), Duration::from_secs(10));
+    /// ```
+    pub fn release_timeout(mut self, timeout: Duration) -> Self {
+        self.release_timeout = Some(timeout);
+        self
+    }
+
+    /// The release timeout in force: the one set, else [`DEFAULT_RELEASE_TIMEOUT`] or
+    /// the unavailable timeout, whichever is shorter.
+    ///
+    /// # Examples
+    /// See the example on [`release_timeout`](Self::release_timeout).
+    pub fn effective_release_timeout(&self) -> Duration {
+        (self.release_timeout)
+            .unwrap_or_else(|| DEFAULT_RELEASE_TIMEOUT.min(self.unavailable_after()))
+    }
+
     /// The lock names whose metrics (feature `metrics`) carry a `lock` label: the
     /// acquisition counter, the wait-time and the hold-time histograms. Each entry is
     /// an exact name, or a prefix ending in `*` (`"orders:*"`; `"*"` alone is every
@@ -499,6 +541,7 @@ impl Config {
             fair_stale_timeout: self.fair_stale_timeout,
             fair_wait_time: self.fair_wait_time,
             unavailable_after: self.unavailable_after(),
+            release_after: self.effective_release_timeout(),
             cluster: self.topology == Topology::Cluster,
             metrics_names: crate::telemetry::LockNames::new(&self.metrics_names),
             app: self.app_name().into(),
@@ -546,6 +589,7 @@ impl std::fmt::Debug for Config {
             .field("fair_stale_timeout", &self.fair_stale_timeout)
             .field("fair_wait_time", &self.fair_wait_time)
             .field("unavailable_timeout", &self.unavailable_timeout)
+            .field("release_timeout", &self.release_timeout)
             .field("sync_replicas", &self.sync)
             .field("master_auth", &self.master_auth.as_ref().map(|_| "***"))
             .field("metrics_names", &self.metrics_names)

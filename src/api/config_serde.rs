@@ -41,6 +41,8 @@ struct File {
     fair_wait_time: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     unavailable_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    release_timeout: Option<Duration>,
     /// `auto`, `off`, `aof` or a replica count.
     sync_replicas: Option<Sync>,
     #[serde(default, deserialize_with = "duration")]
@@ -127,6 +129,7 @@ impl File {
             fair_stale_timeout,
             fair_wait_time,
             unavailable_timeout,
+            release_timeout,
             app,
             deadlock_detection,
             metrics_names

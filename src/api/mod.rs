@@ -19,6 +19,7 @@ pub(crate) mod guard;
 pub(crate) mod guarded;
 mod handles;
 pub(crate) mod hold;
+pub(crate) mod job;
 pub(crate) mod latch;
 pub(crate) mod listing;
 pub(crate) mod lock;

@@ -28,8 +28,8 @@
 //! * [`observe`]: reading a deployment for operators: the locks under a pattern, who
 //!   holds them and who waits (`Client::list`).
 //! * [`facade`]: what the API layer calls. `facade/mod.rs` lists every method of
-//!   [`Engine`] the API calls and the file that holds it; `catalogue` lists every
-//!   script, preloaded on each connection.
+//!   [`Engine`] the API calls and the file that holds it; `catalogue` (tests) lists
+//!   every script.
 //!
 //! The API layer uses only the façade: [`Engine`]'s methods (listed in [`facade`])
 //! and [`Held`]'s,
@@ -76,6 +76,15 @@ pub use kinds::backoff::{BackOff, Delays};
 pub use kinds::kind::Kind;
 use masters::master::Master;
 
+/// The slack of a bounded wait (`try_lock(w)`, `w` > 0, and every wait given a
+/// limit): a request still in flight at the deadline is abandoned this long after it
+/// at the latest, or one request's bound if that is shorter (50 ms per master under
+/// Redlock), so the call returns by `w` plus this whatever the masters do
+/// (docs/guarantees.md, "Bounds"). Long enough for a loaded machine's loopback
+/// answer, short against a single master's 1 s timeout. A single try
+/// (`try_lock(Duration::ZERO)`) keeps one request's bound.
+pub const WAIT_SLACK: Duration = Duration::from_millis(250);
+
 /// The timing the engine works with (the API's `Config`, validated).
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
@@ -94,6 +103,8 @@ pub(crate) struct Settings {
     pub(crate) fair_wait_time: Duration,
     /// How long `lock()` retries while no majority answers.
     pub(crate) unavailable_after: Duration,
+    /// How long a last release asks masters that did not answer (Config::release_timeout).
+    pub(crate) release_after: Duration,
     /// The deployment is a Redis Cluster (lock names must keep their keys in one slot).
     pub(crate) cluster: bool,
     /// The lock names metrics are labelled with (telemetry.rs).
@@ -129,6 +140,9 @@ pub(crate) struct Engine {
     /// The client record, the ledger and deadlock detection (engine/observe/).
     observe: Arc<observe::Observe>,
     shutdown: CancellationToken,
+    /// When `close()` began: the background releases still asking unanswered masters
+    /// give up the release timeout after it (holding/release.rs).
+    closing: std::sync::OnceLock<std::time::Instant>,
 }
 
 impl Engine {
@@ -167,6 +181,7 @@ impl Engine {
     /// Deletes the client record and ledger within what is left of `timeout`.
     pub(crate) async fn shut_down(&self, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
+        let _ = self.closing.set(std::time::Instant::now());
         self.cleanups.close();
         let _ = tokio::time::timeout(timeout, self.cleanups.wait()).await;
         self.shutdown.cancel();

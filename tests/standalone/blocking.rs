@@ -156,6 +156,70 @@ fn a_guard_dropped_inside_a_runtime_is_released_in_the_background() {
     client.close(Duration::from_secs(1));
 }
 
+/// Every blocking call made inside a tokio runtime fails with a typed error naming
+/// redlatch and the remedy instead of tokio's generic panic ("Cannot start a runtime
+/// from within a runtime"), on both kinds of runtime; the client keeps working outside
+/// it, and `close` inside one closes in the background.
+#[test]
+fn blocking_calls_inside_a_runtime_fail_with_the_remedy_not_a_panic() {
+    let server = RedisServer::start();
+    let client = client(&server);
+    let lock = client.lock("blocking:inside");
+    let guard = lock.lock().unwrap();
+    let check = |what: &str, err: Error| {
+        assert!(matches!(err, Error::Runtime { .. }), "{what}: {err:?}");
+        let text = err.to_string();
+        for needle in [
+            "redlatch::blocking",
+            "tokio runtime",
+            "async API",
+            "spawn_blocking",
+        ] {
+            assert!(text.contains(needle), "{what}: {text}");
+        }
+    };
+    for multi in [false, true] {
+        let rt = if multi {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
+        .unwrap();
+        rt.block_on(async {
+            check(
+                "connect",
+                Client::connect(Config::single(server.url())).unwrap_err(),
+            );
+            check("lock", lock.lock().unwrap_err());
+            check("try_lock", lock.try_lock(Duration::ZERO).unwrap_err());
+            check("is_locked", lock.is_locked().unwrap_err());
+            let sem = client.semaphore("blocking:inside-sem");
+            check("try_acquire", sem.try_acquire(Duration::ZERO).unwrap_err());
+        });
+    }
+    // Outside again: the same client and guard work.
+    assert!(lock.is_locked().unwrap());
+    guard.unlock().unwrap();
+    assert!(!lock.is_locked().unwrap());
+    let rt = waiter();
+    let guard = lock.lock().unwrap();
+    let unlocked = rt.block_on(async move { guard.unlock() });
+    check("unlock", unlocked.unwrap_err());
+    rt.block_on(async move { client.close(Duration::from_secs(1)) });
+    // The guard whose unlock was refused was dropped with it: released in the
+    // background, and the client closed after its release (close waits for it).
+    let fresh = Client::connect(Config::single(server.url())).unwrap();
+    let lock = fresh.lock("blocking:inside");
+    assert!(common::eventually(Duration::from_secs(5), || !lock
+        .is_locked()
+        .unwrap()));
+    fresh.close(Duration::from_secs(1));
+}
+
 /// A runtime of the test's own, to wait on a guard's tokens and watch from a plain
 /// thread (and to ask for a release from an async client).
 fn waiter() -> tokio::runtime::Runtime {

@@ -86,6 +86,37 @@ async fn a_stalled_redis_times_out_at_connect_instead_of_hanging() {
     assert!(err.is_timeout(), "{err}");
 }
 
+/// A connect that times out is `Error::Timeout` with the connect timeout, whether the
+/// server accepted the connection and never answered (SIGSTOP) or the handshake itself
+/// got no answer (an unreachable host: a cut route); it used to be `Error::Redis`
+/// with a bare "timed out" in the second case.
+#[tokio::test]
+async fn a_connect_timeout_is_a_timeout_with_its_duration() {
+    let server = RedisServer::start();
+    let route = common::unreachable::Route::to(server.port());
+    route.cut();
+    server.pause();
+    let after = Duration::from_millis(400);
+    for url in [route.url(), server.url()] {
+        let started = Instant::now();
+        let err = Client::connect(Config::single(&url).connect_timeout(after))
+            .await
+            .unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            matches!(&err, Error::Timeout { after: a, .. } if *a == after),
+            "{url}: {err:?}"
+        );
+        assert!(err.to_string().contains("timed out after 400ms"), "{err}");
+        assert!(err.is_timeout() && err.is_unavailable(), "{err}");
+        assert!(
+            took <= after + Duration::from_millis(500),
+            "{url}: {took:?}"
+        );
+    }
+    server.resume();
+}
+
 #[tokio::test]
 async fn empty_and_oversized_names_are_invalid_everywhere() {
     let server = RedisServer::start();

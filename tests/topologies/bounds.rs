@@ -4,8 +4,11 @@
 //! strikes, then every call of the matrix runs at once on that client and each must
 //! return within its bound:
 //!
-//! * a bounded acquisition (`try_lock(wait)` of every kind, `try_acquire`, the latch's
-//!   `wait_timeout`, `try_campaign`, the blocking API): `wait` + one master timeout;
+//! * a lock's bounded wait (`try_lock(wait)` of every kind but the multi-lock,
+//!   `try_campaign`, the blocking API's): `wait` + the wait slack (`WAIT_SLACK`, 250 ms,
+//!   or one master timeout where that is shorter);
+//! * the other bounded acquisitions (the multi-lock's `try_lock`, `try_acquire`, the
+//!   latch's `wait_timeout`): `wait` + one master timeout;
 //! * `lock()` and `unlock()`: `unavailable_timeout` (here `wait`) + one master timeout;
 //! * `status`: one master timeout; `close(t)`: `t`;
 //!
@@ -14,6 +17,7 @@
 //! are asserted: a faster return is never wrong.
 //!
 //! The faults: killed (`kill -9`), hung (SIGSTOP: sockets open, no replies),
+//! unreachable (a cut route: open connections carry nothing, new ones never connect),
 //! restarting (killed, back on its port 200 ms later), refusing authentication
 //! (`requirepass` set and our connections killed), and a Sentinel failover (the
 //! primary killed), a Redis Cluster primary killed (its replica promoted after the node
@@ -30,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::RedisCluster;
 use common::sentinel::SentinelSet;
+use common::unreachable::Route;
 use common::RedisServer;
 use redlatch::{Client, Config};
 
@@ -47,6 +52,9 @@ const SLACK: Duration = Duration::from_millis(300);
 enum Fault {
     Killed,
     Hung,
+    /// A cut route (redlatch_testkit::unreachable): connections carry nothing, new
+    /// ones hang in `connect()`.
+    Unreachable,
     Restarting,
     AuthRefused,
 }
@@ -191,11 +199,13 @@ fn calls(
         blocking,
     } = before;
     let bounded = wait + per_request + SLACK;
+    // A lock's bounded wait abandons a request at the deadline and the wait slack.
+    let locking = wait + per_request.min(redlatch::WAIT_SLACK) + SLACK;
     let c = client.clone();
     let calls: Vec<Call> = vec![
         timed(
             "try_lock",
-            bounded,
+            locking,
             true,
             async move { c.lock("bounds:plain").try_lock(wait).await },
             held,
@@ -215,7 +225,7 @@ fn calls(
             let c = client.clone();
             timed(
                 "fair try_lock",
-                bounded,
+                locking,
                 true,
                 async move { c.fair_lock("bounds:fair").try_lock(wait).await },
                 held,
@@ -225,7 +235,7 @@ fn calls(
             let c = client.clone();
             timed(
                 "read try_lock",
-                bounded,
+                locking,
                 true,
                 async move { c.read_write_lock("bounds:rw").read().try_lock(wait).await },
                 held,
@@ -235,7 +245,7 @@ fn calls(
             let c = client.clone();
             timed(
                 "write try_lock",
-                bounded,
+                locking,
                 true,
                 async move { c.read_write_lock("bounds:rw2").write().try_lock(wait).await },
                 held,
@@ -259,7 +269,7 @@ fn calls(
             let c = client.clone();
             timed(
                 "faster multi try_lock",
-                bounded,
+                locking,
                 true,
                 async move {
                     c.faster_multi_lock("bounds:group", ["a", "b"])
@@ -273,7 +283,7 @@ fn calls(
         {
             let c = client.clone();
             let spin = async move { c.spin_lock("bounds:spin").try_lock(wait).await };
-            timed("spin try_lock", bounded, true, spin, held)
+            timed("spin try_lock", locking, true, spin, held)
         },
         {
             let c = client.clone();
@@ -313,7 +323,7 @@ fn calls(
             let c = client.clone();
             timed(
                 "try_campaign",
-                bounded,
+                locking,
                 true,
                 async move { c.election("bounds:election").try_campaign("me", wait).await },
                 held,
@@ -338,7 +348,7 @@ fn calls(
         let elapsed = started.elapsed();
         Cell {
             call: "blocking try_lock",
-            bound: bounded,
+            bound: locking,
             elapsed,
             outcome: held(r),
             must_fail: true,
@@ -423,13 +433,16 @@ fn row(
 fn single(fault: Fault, wait: Duration) {
     let mut server = Some(RedisServer::start());
     let live = server.as_ref().unwrap();
-    let config = Config::single(live.url()).unavailable_timeout(wait);
+    let route = (fault == Fault::Unreachable).then(|| Route::to(live.port()));
+    let url = route.as_ref().map_or(live.url(), Route::url);
+    let config = Config::single(url).unavailable_timeout(wait);
     let what = format!("{fault:?} master {}", live.addr());
     let mut admin = live.conn();
     let mut restarting = None;
     let strike = || match fault {
         Fault::Killed => server.as_mut().unwrap().kill(),
         Fault::Hung => server.as_ref().unwrap().pause(),
+        Fault::Unreachable => route.as_ref().unwrap().cut(),
         Fault::Restarting => {
             let mut moved = server.take().unwrap();
             moved.kill();
@@ -488,6 +501,16 @@ fn a_hung_master_300ms() {
 #[test]
 fn a_hung_master_1s() {
     single(Fault::Hung, Duration::from_secs(1));
+}
+
+#[test]
+fn an_unreachable_master_300ms() {
+    single(Fault::Unreachable, Duration::from_millis(300));
+}
+
+#[test]
+fn an_unreachable_master_1s() {
+    single(Fault::Unreachable, Duration::from_secs(1));
 }
 
 #[test]

@@ -9,6 +9,7 @@
 mod batch_node_script;
 mod batch_script_migrating;
 mod bounds;
+mod bounds_shutdown;
 mod cluster;
 mod cluster_batch;
 mod cluster_faults;
@@ -21,6 +22,7 @@ mod fencing_restart;
 mod guarded;
 mod guarded_revoke_sentinel;
 mod harness_cluster;
+mod jobs_deployments;
 mod listing;
 mod non_reentrant_spin_cluster;
 mod pubsub_modes;

@@ -15,6 +15,7 @@ mod cli_conventions;
 mod cli_elect;
 mod cli_family;
 mod cli_fence;
+mod cli_job;
 mod cli_latch;
 mod cli_list;
 mod cli_nonreentrant_spin;

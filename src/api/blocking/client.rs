@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{
-    CountDownLatch, FasterMultiLock, Lock, MultiLock, PermitExpirableSemaphore, ReadWriteLock,
+    CountDownLatch, FasterMultiLock, Job, Lock, MultiLock, PermitExpirableSemaphore, ReadWriteLock,
     Runtime, Semaphore,
 };
 use crate::api::config::Config;
@@ -56,8 +56,8 @@ impl Client {
     /// As [`crate::Client::connect`], plus [`Error::Runtime`](crate::Error::Runtime) if
     /// the runtime's thread cannot be started.
     ///
-    /// # Panics
-    /// Inside an async runtime.
+    /// Inside an async runtime it fails at once with [`Error::Runtime`](crate::Error::Runtime)
+    /// (see [the module docs](crate::blocking#inside-an-async-runtime)).
     pub fn connect(config: Config) -> Result<Client> {
         let rt = Runtime::start()?;
         let inner = rt.call(crate::Client::connect(config))?;
@@ -132,6 +132,11 @@ impl Client {
         CountDownLatch::new(self.inner.count_down_latch(name), self.rt.clone())
     }
 
+    /// A scheduled job; as [`crate::Client::job`] (example on [`Job`]).
+    pub fn job(&self, name: impl Into<String>) -> Job {
+        Job::new(self.inner.job(name), self.rt.clone())
+    }
+
     /// The async client underneath (see the [`Client`] example).
     pub fn as_async(&self) -> &crate::Client {
         &self.inner
@@ -160,9 +165,18 @@ impl Client {
     /// Waits (at most `timeout`) for background releases, then stops the watchdog and
     /// the connections; as [`crate::Client::close`] (example there).
     ///
-    /// # Panics
-    /// Inside an async runtime.
+    /// Inside an async runtime (where blocking would panic) it returns at once and
+    /// closes in the background, on the client's own runtime.
     pub fn close(self, timeout: Duration) {
-        self.rt.call(self.inner.close(timeout));
+        let Client { inner, rt } = self;
+        if rt.may_block().is_ok() {
+            rt.get().block_on(inner.close(timeout));
+        } else {
+            let keep = rt.clone();
+            rt.get().spawn(async move {
+                inner.close(timeout).await;
+                drop(keep);
+            });
+        }
     }
 }

@@ -111,6 +111,9 @@ impl<G: Hold + 'static> Guard<G> {
 
     /// Releases the hold now; as [`crate::LockGuard::unlock`] (example there).
     pub fn unlock(mut self) -> Result<()> {
+        // Refused inside a runtime before the hold is taken out: the guard's drop then
+        // releases it in the background.
+        self.rt.may_block()?;
         let inner = self
             .inner
             .take()

@@ -13,12 +13,28 @@
 //! The [`Client`] example shows the shape of it; the blocking methods link to their
 //! async namesakes' examples.
 //!
-//! # Panics
-//! Every blocking call panics when made from inside an async runtime (it would block
-//! one of the runtime's threads); use the async API there. Dropping a guard inside a
-//! runtime does not panic: the release then happens in the background, as with the
-//! async [`LockGuard`](crate::LockGuard). The same holds for every guard here
-//! ([`MultiGuard`], [`SemaphorePermit`], [`Permit`]).
+//! # Inside an async runtime
+//! A blocking call made on a thread that drives a tokio runtime's tasks would block one
+//! of the runtime's threads (and tokio would panic with a message naming neither
+//! redlatch nor the fix), so it fails at once with [`Error::Runtime`],
+//! whose message names the remedy: use the async API there, or move the blocking code
+//! into `tokio::task::spawn_blocking` (where, as in `block_in_place`, blocking calls
+//! work). [`Client::close`] there closes in the background.
+//! Dropping a guard inside a runtime does not fail either: the release then happens in
+//! the background, as with the async [`LockGuard`](crate::LockGuard). The same holds
+//! for every guard here ([`MultiGuard`], [`SemaphorePermit`], [`Permit`]).
+//!
+//! ```
+//! # fn main() {
+//! let rt = tokio::runtime::Runtime::new().unwrap();
+//! let err = rt
+//!     .block_on(async {
+//!         redlatch::blocking::Client::connect(redlatch::Config::single("redis://127.0.0.1:1"))
+//!     })
+//!     .unwrap_err();
+//! assert!(err.to_string().contains("spawn_blocking"), "{err}");
+//! # }
+//! ```
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,9 +43,11 @@ use crate::error::{Error, Result};
 use crate::Hold;
 
 mod client;
+mod context;
 mod expirable_semaphore;
 mod group;
 mod guard;
+mod job;
 mod latch;
 mod lock;
 mod multi;
@@ -40,6 +58,7 @@ pub use client::Client;
 pub use expirable_semaphore::PermitExpirableSemaphore;
 pub use group::FasterMultiLock;
 pub use guard::{Guard, LockGuard, MultiGuard, Permit, SemaphorePermit};
+pub use job::Job;
 pub use latch::CountDownLatch;
 pub use lock::Lock;
 pub use multi::MultiLock;
@@ -71,9 +90,21 @@ impl Runtime {
         self.0.as_ref().expect("runtime lives until dropped")
     }
 
-    /// Runs an async call on this thread (a per-thread lock's holder) to its end.
-    fn call<F: Future>(&self, f: F) -> F::Output {
+    /// Runs an async call on this thread (a per-thread lock's holder) to its end; an
+    /// [`inside_runtime`] error inside an async runtime, where blocking would panic.
+    fn call<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
+        self.may_block()?;
         self.get().block_on(f)
+    }
+
+    /// Ok where this thread may block on the runtime (outside any runtime, on a
+    /// `spawn_blocking` thread, in `block_in_place`); else the [`inside_runtime`] error.
+    fn may_block(&self) -> Result<()> {
+        if context::may_block(self.get()) {
+            Ok(())
+        } else {
+            Err(inside_runtime())
+        }
     }
 
     /// [`call`](Self::call) for a call that returns a hold, in a blocking [`Guard`].
@@ -92,11 +123,23 @@ impl Runtime {
     /// Runs a guard's release from its `drop`: to its end, or in the background on our
     /// runtime when inside another (where blocking would panic).
     fn finish<F: Future<Output = ()> + Send + 'static>(&self, release: F) {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.get().spawn(release);
+        if context::may_block(self.get()) {
+            self.get().block_on(release);
         } else {
-            self.call(release);
+            self.get().spawn(release);
         }
+    }
+}
+
+/// The error of a blocking call made inside an async runtime: it names redlatch and
+/// the two ways out.
+fn inside_runtime() -> Error {
+    Error::Runtime {
+        reason: "redlatch::blocking called inside a tokio runtime, where it would block \
+                 one of the runtime's threads: use the async API (redlatch::Client) there, \
+                 or run the blocking code in tokio::task::spawn_blocking"
+            .into(),
+        source: None,
     }
 }
 

@@ -51,6 +51,7 @@ static RESIGN: LazyLock<Script> = lua!("election_resign.lua");
 static READ: LazyLock<Script> = lua!("election_read.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 3] {
     [&PROCLAIM, &RESIGN, &READ]
 }
@@ -333,9 +334,21 @@ impl Engine {
         let now = tokio::time::Instant::now;
         loop {
             // No deadline although a wait was given: it is beyond what an Instant holds.
+            // A wait that was given stays one (not a single try with a whole
+            // request's bound) when it has run out: 1 ms at least.
             let left = deadline
-                .map(|d| d.saturating_duration_since(now()))
-                .or(wait);
+                .map(|d| {
+                    d.saturating_duration_since(now())
+                        .max(Duration::from_millis(1))
+                })
+                .or(wait)
+                .map(|l| {
+                    if wait == Some(Duration::ZERO) {
+                        Duration::ZERO
+                    } else {
+                        l
+                    }
+                });
             let Some(held) = self.lock(lock, left, None).await? else {
                 return Ok(None);
             };

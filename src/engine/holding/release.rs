@@ -48,19 +48,23 @@ pub(crate) async fn release(
             return handed.await;
         }
     }
+    let (name, holder) = (&hold.name, &hold.holder);
     if !last {
-        let (name, holder) = (&hold.name, &hold.holder);
-        let released = Box::pin(release_on(engine, name, holder, lease_ms, kind, None, true));
-        return released.await.map(drop);
+        // A re-entrant hold's release is one request, abandoned at its bound (the
+        // reconnect a broken connection needs included): the outer hold still keeps
+        // the lock, and its lease expires if it is never released either.
+        let end = Some(crate::engine::masters::clock::later(engine.request_bound()));
+        let sent = release_results(engine, name, holder, lease_ms, kind, None, end);
+        let results = Box::pin(sent).await;
+        return judge(engine, name, holder, kind, &results, None, true).map(drop);
     }
     // The last hold: masters that did not answer are asked again until a majority
-    // answered, for at most `unavailable_timeout`, as `lock()` does. Safe to repeat: a
-    // release that did land finds the hold gone and changes nothing, and the holder
-    // cannot take the lock again meanwhile (it is waiting for this call).
-    let (name, holder) = (&hold.name, &hold.holder);
-    // `unavailable_timeout` may be `Duration::MAX`: saturated, never an overflow.
-    let give_up =
-        crate::engine::masters::clock::later(engine.settings.unavailable_after).into_std();
+    // answered, for at most the release timeout (Config::release_timeout, 3 s by
+    // default: a shutdown's unlock need not wait out an outage; the lease expires).
+    // Safe to repeat: a release that did land finds the hold gone and changes nothing,
+    // and the holder cannot take the lock again meanwhile (it is waiting for this call).
+    // The timeout may be `Duration::MAX`: saturated, never an overflow.
+    let give_up = crate::engine::masters::clock::later(engine.settings.release_after).into_std();
     let decided = |rs: &[Option<Result<Release>>]| {
         let verdict = judge(engine, name, holder, kind, rs, None, false);
         !matches!(&verdict, Err(e) if !e.is_permanent() && !e.is_not_held())
@@ -76,7 +80,9 @@ pub(crate) async fn release(
 /// answers "not held" to a repeated release counts as released: its first release may
 /// have landed unanswered. One answer per master. A request still unanswered at
 /// `give_up` (or one request's bound after the first was sent, if that is later) is
-/// abandoned there: it counts as timed out (waiter/mod.rs invariant 11).
+/// abandoned there: it counts as timed out (waiter/mod.rs invariant 11). Once the
+/// client is closing, `give_up` is the release timeout after `close()` began at the
+/// latest.
 pub(crate) async fn release_until_answered(
     engine: &Engine,
     name: &Arc<str>,
@@ -94,6 +100,11 @@ pub(crate) async fn release_until_answered(
         let unanswered: Vec<usize> = (0..results.len())
             .filter(|&i| matches!(&results[i], Some(Err(e)) if !e.is_permanent()))
             .collect();
+        // Once the client is closing, at most the release timeout more: close(t)
+        // returns in that time however long a background undo would have asked.
+        let closing =
+            (engine.closing.get()).and_then(|t| t.checked_add(engine.settings.release_after));
+        let give_up = closing.map_or(give_up, |c| c.min(give_up));
         if decided(&results) || unanswered.is_empty() || Instant::now() + pause >= give_up {
             return results;
         }

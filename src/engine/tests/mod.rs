@@ -32,6 +32,7 @@ pub(super) fn settings() -> Settings {
         fair_stale_timeout: Duration::from_secs(5),
         fair_wait_time: Duration::from_secs(5),
         unavailable_after: Duration::from_secs(2),
+        release_after: Duration::from_secs(2),
         cluster: false,
         metrics_names: Default::default(),
         app: "engine-tests".into(),

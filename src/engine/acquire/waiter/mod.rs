@@ -62,13 +62,14 @@
 //!     flight is abandoned at it, and so is the undo of a refused attempt, the wait for
 //!     a subscription's confirmation, a local releaser's answer and leaving the queue
 //!     or the registry, each then finished in the background as if the call had been
-//!     dropped. Two exceptions keep a healthy master's answer: a call may take one
-//!     request's bound ([`Master::bound`](crate::engine::masters::master::Master::bound)) for its first
-//!     attempt, however short its wait, and so may the last attempt, made at the
-//!     deadline, while the masters answer. An unbounded `lock()` in an outage is
-//!     bounded the same way by the unavailable timeout, counted from the first attempt
-//!     that met the outage. So a call returns within its wait (or the unavailable
-//!     timeout) plus one request's bound, whatever the masters do. A call that ends
+//!     dropped. Two exceptions keep a healthy master's answer: a call may take
+//!     [`first_floor`] for its first attempt, however short its wait, and so may the
+//!     last attempt, made at the deadline, while the masters answer: one request's
+//!     bound ([`Master::bound`](crate::engine::masters::master::Master::bound)) for a
+//!     single try, [`WAIT_SLACK`] at most for a wait that was given. An unbounded
+//!     `lock()` in an outage is bounded the same way by the unavailable timeout,
+//!     counted from the first attempt that met the outage. So a call returns within
+//!     its wait (or the unavailable timeout) plus that floor, whatever the masters do. A call that ends
 //!     in an outage returns the outage's cause, not the timeout of the request its end
 //!     cut ([`Waiter::cause_kept`]).
 
@@ -87,7 +88,7 @@ use crate::engine::holding::offers::Answer;
 use crate::engine::kinds::{Ask, Book, Protocol};
 use crate::engine::masters::clock::until;
 use crate::engine::masters::plain_ops::Waiting;
-use crate::engine::Engine;
+use crate::engine::{Engine, WAIT_SLACK};
 use crate::error::{Error, Result};
 use crate::telemetry;
 use handed::{settle_in_background, unwait, Unsettled};
@@ -156,13 +157,13 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     // answering, and that is the error.
     let started = Instant::now();
     let settled = engine.offers(plan.fair).settled(&call.name, &call.holder);
-    let floor = engine.request_bound();
+    let floor = first_floor(engine, call.wait);
     let by = match deadline {
         Some(d) => started.checked_add(floor).map(|f| d.max(f)),
         None => started.checked_add(engine.settings.unavailable_after.max(floor)),
     };
     if until(by, settled).await.is_none() {
-        return Err(unsettled(engine, started));
+        return Err(timed_out(engine, started));
     }
     // Local waiters line up in the gate (see gate.rs).
     let _pass = if reentrant || plan.ask.once || !plan.gated {
@@ -211,9 +212,22 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     run.await
 }
 
-/// The error of a call whose holder's earlier hand-over or undo was still unanswered
-/// at the end of its first request's bound.
-fn unsettled(engine: &Engine, started: Instant) -> Error {
+/// How long past its deadline (or, for an unbounded wait, its unavailable timeout) a
+/// call's request may still be answered (invariant 11): one request's bound for a
+/// single try (`try_lock(0)`) and an unbounded `lock()`, so that a healthy master's
+/// answer is kept however late; for a wait that was given, [`WAIT_SLACK`] at most, so
+/// that `try_lock(w)` returns by `w` and that slack when a master hangs.
+pub(crate) fn first_floor(engine: &Engine, wait: Option<Duration>) -> Duration {
+    let bound = engine.request_bound();
+    match wait {
+        Some(w) if !w.is_zero() => bound.min(WAIT_SLACK),
+        _ => bound,
+    }
+}
+
+/// The error of a call whose request (or its holder's earlier hand-over or undo) was
+/// still unanswered at the end of its bound: every master's timeout since `started`.
+pub(crate) fn timed_out(engine: &Engine, started: Instant) -> Error {
     let timeout = |m: &crate::engine::masters::master::Master| Error::Timeout {
         addr: m.addr().to_string(),
         after: Duration::from_millis(started.elapsed().as_millis() as u64),
@@ -556,7 +570,7 @@ impl Waiter<'_> {
     /// outage began, or after `started` (which would begin it).
     fn answer_by(&self, started: Instant) -> Option<Instant> {
         let engine = self.engine;
-        let floor = engine.request_bound();
+        let floor = first_floor(engine, self.call.wait);
         let since = self.unavailable_since.unwrap_or(started);
         match self.deadline {
             Some(d) => since.checked_add(floor).map(|f| d.max(f)),
