@@ -29,8 +29,14 @@ WORKERS=8
 LEASE=2s          # watchdog lease of every worker
 RESTART_AFTER=3   # seconds a crashed master stays down (> lease): amnesia is safe then
 
-cargo build --quiet -p redlatch-cli
-bin="${CARGO_TARGET_DIR:-target}/debug/redlatch"
+# REDLATCH_BIN: a redlatch binary built already (.ci/run passes the test suite's, so
+# CI builds the CLI once); else it is built here.
+if [[ -n "${REDLATCH_BIN:-}" ]]; then
+    bin=$REDLATCH_BIN
+else
+    cargo build --quiet -p redlatch-cli
+    bin="${CARGO_TARGET_DIR:-target}/debug/redlatch"
+fi
 [[ "$bin" = /* ]] || bin="$PWD/$bin"
 dir=$(mktemp -d)
 pids=()

@@ -6,8 +6,10 @@
 #   ARGS go to the test runner as in scripts/test.sh: a name filter, a test binary
 #   (`--test topologies`: tests/topologies/main.rs), or both, e.g.
 #   scripts/flakes.sh 20 --test topologies redlock_faults::an_unlock_outlasts
-# Runs with the features of scripts/test.sh, under cargo-nextest when it is installed,
-# else plain `cargo test --no-fail-fast` (then doc tests are part of every run).
+# Runs with the features of scripts/test.sh, under cargo-nextest when it is installed;
+# else the whole suite (no ARGS) runs as scripts/test.sh runs it, every binary at once,
+# and a part of it under plain `cargo test --no-fail-fast` (doc tests are part of every
+# run either way).
 # Every run is bounded by FLAKES_RUN_TIMEOUT seconds (default 1800): a run that hangs
 # is killed and counted as "<run timed out>" (plus the tests cargo reported as still
 # running). The runs' output is kept in FLAKES_LOG_DIR (default target/flakes/).
@@ -31,6 +33,11 @@ if cargo nextest --version >/dev/null 2>&1; then
     runner=nextest
     cmd=(cargo nextest run --workspace --features "$features" --no-fail-fast
         --hide-progress-bar --retries 0 "$@")
+elif [[ $# -eq 0 ]]; then
+    # The whole suite as CI runs it: every binary at once (scripts/run-tests.py), whose
+    # output reads as cargo test's.
+    runner="scripts/test.sh"
+    cmd=(bash scripts/test.sh)
 else
     runner="cargo test"
     cmd=(cargo test --workspace --features "$features" --no-fail-fast "$@")
@@ -77,8 +84,10 @@ failed_tests() {
                 t = $0; sub(/^test /, "", t); sub(/ \.\.\. (ok|ignored)$/, "", t)
                 delete running[bin "::" t]; next
             }
-            # A binary that exited without a result line (abort, signal).
+            # A binary that exited without a result line (abort, signal); the runner of
+            # scripts/test.sh says "redlatch: BROKEN <binary> exited ...".
             /^error: test failed, to rerun pass/ && !named[bin] { print bin " (crashed)" }
+            /^redlatch: BROKEN / { b = $3; print b " (crashed)" }
             /^<run timed out>$/ {
                 print "<run timed out>"
                 for (t in running) print t " (still running)"

@@ -9,9 +9,12 @@
 # REDLATCH_REQUIRE_JAVA=1 (set by .ci/run) makes their absence an error. The fencing
 # tests need PostgreSQL (scripts/ensure-postgres.sh installs it) and say
 # SKIPPED without them, unless REDLATCH_REQUIRE_POSTGRES=1 (set by .ci/run).
-# Under cargo-nextest when it is installed (its own summary line ends the output), else
-# `cargo test`, whose result lines (one per test binary) are summed up in one line at
-# the end, with the failed tests. nextest is not installed here: a fresh clone runs the
+# Under cargo-nextest when it is installed (its own summary line ends the output). Else,
+# without arguments, the test binaries side by side (scripts/run-tests.py: they wait more
+# than they compute), each logged to target/test-logs/; with arguments, `cargo test ARGS`.
+# Either way the result lines (one per test binary) are summed up in one line at the end,
+# "redlatch: N passed, N failed, N skipped", after the failed tests. nextest is not
+# installed here: a fresh clone runs the
 # suite with cargo alone (no download, no minutes spent building a test runner).
 # scripts/flakes.sh repeats the suite to find flaky tests.
 set -euo pipefail
@@ -59,6 +62,27 @@ if cargo nextest --version >/dev/null 2>&1; then
     matrix
     exit "$status"
 fi
+if [ "$#" -eq 0 ] && command -v python3 >/dev/null 2>&1; then
+    # The whole suite: every test binary built once (the JSON lists them), then run side
+    # by side by scripts/run-tests.py, each with a log of its own in target/test-logs/,
+    # the doc tests as one more job; its last line is the summary below.
+    target="${CARGO_TARGET_DIR:-target}"
+    artifacts="$target/test-artifacts.json"
+    status=0
+    cargo test --workspace --features "$features" --no-run --quiet \
+        --message-format=json-render-diagnostics >"$artifacts" || status=$?
+    if [ "$status" -ne 0 ]; then
+        echo "redlatch: cargo test failed before running tests (exit $status)"
+        exit "$status"
+    fi
+    # .ci/run starts its background builds once the test binaries are built.
+    if [ -n "${REDLATCH_TEST_BUILT:-}" ]; then touch "$REDLATCH_TEST_BUILT"; fi
+    REDLATCH_TEST_FEATURES="$features" REDLATCH_TEST_LOGS="$target/test-logs" \
+        python3 scripts/run-tests.py "$artifacts" || status=$?
+    matrix
+    exit "$status"
+fi
+# A part of the suite (arguments for cargo test): one binary after the other.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

@@ -198,3 +198,8 @@ mod tests {
         );
     }
 }
+
+/// The redis-rs behaviours the invariants rest on, one test each.
+#[cfg(test)]
+#[path = "flow_pins.rs"]
+mod pins;

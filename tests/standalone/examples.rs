@@ -95,6 +95,12 @@ fn examples_dir() -> &'static PathBuf {
                 build.env_remove(&*var);
             }
         }
+        // scripts/test.sh's REDLATCH_TEST_TIMES=1 sets RUSTC_BOOTSTRAP for libtest's
+        // --report-time: to cargo a changed compiler, which would rebuild every
+        // dependency under the doc tests running beside this binary.
+        if std::env::var_os("REDLATCH_TEST_TIMES").is_some() {
+            build.env_remove("RUSTC_BOOTSTRAP");
+        }
         if profile_dir.file_name().is_some_and(|p| p == "release") {
             build.arg("--release");
         }

@@ -22,15 +22,7 @@ const SECONDS: f64 = 3.0;
 /// A test-side connection that waits as long as the test may (30 s), never a client
 /// library's default timeout.
 async fn conn(url: &str) -> redis::aio::MultiplexedConnection {
-    let wait = Some(Duration::from_secs(30));
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(wait)
-        .set_response_timeout(wait);
-    let client = redis::Client::open(url).unwrap();
-    client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .unwrap()
+    common::conn::async_conn(url).await
 }
 
 async fn beside(peer: Peer) {
