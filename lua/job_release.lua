@@ -12,6 +12,8 @@
 -- ARGV[7]  host, ARGV[8] app
 -- ARGV[9]  the record's expiry in milliseconds
 -- ARGV[10] how many ticks the run was told were missed before it
+-- ARGV[11] the job's wake channel (the simple lock's, "redisson_lock__channel:{<key>}:
+--          redlatch-simple"; same hash slot as the key; not a key)
 --
 -- Returns 1 if the key held the value (it was deleted, or kept for ARGV[2] ms), 0 if
 -- not (the lease ran out, another run or a force-unlock took it: left alone). A key of
@@ -21,14 +23,19 @@
 -- compare-and-delete, or compare-and-pexpire for what is left of lockAtLeastFor);
 -- `done` only grows, and only a run that ran to its end ('ran') marks its tick done,
 -- so a tick whose run panicked, was cancelled or died is reported as missed to the
--- next run. (A wake signal for waiters, when simple-lock releases publish one, goes
--- here too.)
+-- next run. A deletion publishes "0" on the wake channel when anyone listens there
+-- (redlatch's job and simple-lock waiters; ShedLock listens on nothing), as
+-- simple_release.lua does; a lock kept for at_least publishes nothing (its waiters
+-- poll no later than its expiry).
 local held = redis.call('get', KEYS[1]) == ARGV[1]
 if held then
     if tonumber(ARGV[2]) > 0 then
         redis.call('pexpire', KEYS[1], ARGV[2])
     else
         redis.call('del', KEYS[1])
+        if redis.call('pubsub', NUMSUB, ARGV[11])[2] > 0 then
+            redis.call(PUBLISH, ARGV[11], '0')
+        end
     end
 end
 local mine = redis.call('hget', KEYS[2], 'value') == ARGV[1]

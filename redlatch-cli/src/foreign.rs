@@ -10,7 +10,9 @@
 //! | node-redlock | 16 random bytes, hex: 32 lowercase hex digits |
 //!
 //! A node-redlock token looks like a redis-py one by chance once in 64 (the two fixed
-//! digits of a UUID v1); both are named then.
+//! digits of a UUID v1); both are named then. A ShedLock value the library reads (its
+//! host and start, coordination/shedlock.rs) is named by `status` from those; this
+//! names the others.
 
 /// What `token` says about its holder, when it is one of the formats above.
 pub fn describe(token: &str) -> Option<String> {

@@ -10,11 +10,11 @@
 //! A missing toolchain (python3, go, node and npm) skips the test with a message;
 //! `REDLATCH_REQUIRE_PEERS=1` (set by .ci/run) makes it a failure.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use crate::jvm::target_dir;
+use crate::jvm::{repo, target_dir};
 
 /// redis-py's version (PyPI).
 pub const REDIS_PY: &str = "8.1.0";
@@ -223,19 +223,7 @@ fn run(cmd: &mut Command) {
 }
 
 fn on_path(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("redlatch-testkit/ lies in the repository")
-        .to_path_buf()
+    crate::jvm::runs(tool, "--version")
 }
 
 /// An exclusive flock on a file, held until dropped (one install at a time across

@@ -34,7 +34,7 @@ pub const VERSIONS: [&str; 3] = [OLD, LAST3, V4];
 const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The repository's root (this crate lies in its redlatch-testkit/).
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("redlatch-testkit/ lies in the repository")
@@ -50,8 +50,14 @@ pub fn target_dir() -> PathBuf {
 }
 
 fn on_path(tool: &str) -> bool {
+    runs(tool, "-version")
+}
+
+/// Whether `tool arg` can be started here (its exit status aside): the tool is on the
+/// PATH.
+pub(crate) fn runs(tool: &str, arg: &str) -> bool {
     Command::new(tool)
-        .arg("-version")
+        .arg(arg)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()

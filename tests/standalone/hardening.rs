@@ -161,3 +161,39 @@ async fn close_reports_live_guards_lost_before_it_returns() {
     client.clone().close(Duration::from_secs(1)).await;
     assert!(guard.lost().is_cancelled());
 }
+
+/// Issue 46.7: the scripts flushed under a client that knows them, then 64 concurrent
+/// lock() calls (group commit sends them as batches): each batch's EVALSHA meets
+/// NOSCRIPT, did not run, and is sent again as EVAL, so every call is granted exactly
+/// once (its key holds one hold) and every unlock frees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flush_under_concurrent_batches_grants_each_call_once() {
+    let server = RedisServer::start();
+    let client = Client::connect(Config::single(server.url())).await.unwrap();
+    let warm: Vec<_> = (0..64)
+        .map(|i| client.lock(format!("flushed:{i}")))
+        .collect();
+    let taken = futures_util::future::join_all(warm.iter().map(|l| l.lock())).await;
+    for g in taken {
+        g.unwrap().unlock().await.unwrap();
+    }
+    server.cmd::<()>(&["SCRIPT", "FLUSH"]);
+    let evals = common::calls(&server, "eval");
+    let taken = futures_util::future::join_all(warm.iter().map(|l| l.lock())).await;
+    assert!(
+        common::calls(&server, "eval") > evals,
+        "no call met NOSCRIPT"
+    );
+    let mut guards = Vec::new();
+    for (i, g) in taken.into_iter().enumerate() {
+        let g = g.unwrap_or_else(|e| panic!("lock {i}: {e}"));
+        let holds: Vec<String> = server.cmd(&["HVALS", &format!("flushed:{i}")]);
+        assert_eq!(holds, ["1"], "lock {i}");
+        guards.push(g);
+    }
+    for g in guards {
+        g.unlock().await.unwrap();
+    }
+    let keys: Vec<String> = server.cmd(&["KEYS", "flushed:*"]);
+    assert!(keys.is_empty(), "{keys:?}");
+}

@@ -468,3 +468,44 @@ fn the_blocking_job_runs_a_closure_once_per_tick() {
     let out = client.job("p").at_most(MIN).run(|| panic!("boom")).unwrap();
     assert_eq!(out.label(), "panicked");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_a_waiting_run_through_the_simple_locks_wake_channel() {
+    let server = RedisServer::start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let channel = "redisson_lock__channel:{job-lock:default:wk}:redlatch-simple";
+    // Someone else listening too: the release's "0" is on the wire.
+    let mut conn = server.conn();
+    let mut listener = conn.as_pubsub();
+    listener.subscribe(channel).unwrap();
+    listener
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let holder = tokio::spawn(async move {
+        let job = a.job("wk").at_most(MIN);
+        job.run(async { released.await.unwrap() })
+            .await
+            .unwrap()
+            .label()
+    });
+    let waiter = tokio::spawn(async move {
+        let job = b.job("wk").at_most(MIN).wait(Duration::from_secs(60));
+        job.run(async {}).await.unwrap().label()
+    });
+    // The waiting run listens (besides our listener) once refused.
+    let mut listening = false;
+    for _ in 0..500 {
+        if common::numsub(&server, channel) == 2 {
+            listening = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(listening, "the waiting run never subscribed");
+    release.send(()).unwrap();
+    let msg = listener.get_message().unwrap();
+    assert_eq!(msg.get_payload::<String>().unwrap(), "0");
+    assert_eq!(holder.await.unwrap(), "ran");
+    assert_eq!(waiter.await.unwrap(), "ran");
+}

@@ -215,11 +215,11 @@ fn status_names_a_foreign_holder_by_its_value() {
     for (value, says) in [
         (
             "ADDED:2026-12-02T01:22:33.456Z@build-7",
-            "a ShedLock holder on host build-7, locked at 2026-12-02T01:22:33.456Z",
+            "(ShedLock's value) on host build-7, started",
         ),
         (
             "ADDED:2026-12-02T01:22:33.456Z@build-7:5b3f1c2e-8a1d-4a6e-9f0b-2c4d6e8f0a1b",
-            "a ShedLock holder on host build-7",
+            "(ShedLock's value) on host build-7, started",
         ),
         ("q7Jd0v3FkQ9m1nT2rX8yLg==", "a go-redsync holder"),
         ("6e9a3a5ab05f11efb8a10242ac120002", "a redis-py Lock holder"),

@@ -42,46 +42,73 @@ impl Job {
     }
 
     /// As [`crate::Job::at_most`].
+    ///
+    /// # Examples
+    /// See the example on [`Job`].
     pub fn at_most(self, lease: Duration) -> Job {
         self.map(|j| j.at_most(lease))
     }
 
     /// As [`crate::Job::at_least`].
+    ///
+    /// # Examples
+    /// See the example on [`Job`].
     pub fn at_least(self, keep: Duration) -> Job {
         self.map(|j| j.at_least(keep))
     }
 
     /// As [`crate::Job::keep_alive`].
+    ///
+    /// # Examples
+    /// See the example on [`Job`].
     pub fn keep_alive(self, on: bool) -> Job {
         self.map(|j| j.keep_alive(on))
     }
 
     /// As [`crate::Job::wait`].
+    ///
+    /// # Examples
+    /// See the example on [`Job`].
     pub fn wait(self, wait: Duration) -> Job {
         self.map(|j| j.wait(wait))
     }
 
     /// As [`crate::Job::once_per`].
+    ///
+    /// # Examples
+    /// See the example on [`Job`].
     pub fn once_per(self, period: Duration) -> Job {
         self.map(|j| j.once_per(period))
     }
 
     /// As [`crate::Job::tick`].
+    ///
+    /// # Examples
+    /// See the example on [`Job`].
     pub fn tick(self, at: SystemTime) -> Job {
         self.map(|j| j.tick(at))
     }
 
     /// As [`crate::Job::prefix`].
+    ///
+    /// # Examples
+    /// See the example on [`Job`].
     pub fn prefix(self, prefix: impl Into<String>) -> Job {
         self.map(|j| j.prefix(prefix))
     }
 
     /// As [`crate::Job::env`].
+    ///
+    /// # Examples
+    /// See the example on [`Job`].
     pub fn env(self, env: impl Into<String>) -> Job {
         self.map(|j| j.env(env))
     }
 
     /// The lock key; as [`crate::Job::key`].
+    ///
+    /// # Examples
+    /// See the example on [`Job`].
     pub fn key(&self) -> String {
         self.inner.key()
     }

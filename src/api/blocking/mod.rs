@@ -16,7 +16,7 @@
 //! # Inside an async runtime
 //! A blocking call made on a thread that drives a tokio runtime's tasks would block one
 //! of the runtime's threads (and tokio would panic with a message naming neither
-//! redlatch nor the fix), so it fails at once with [`Error::Runtime`](crate::Error::Runtime),
+//! redlatch nor the fix), so it fails at once with [`Error::Runtime`],
 //! whose message names the remedy: use the async API there, or move the blocking code
 //! into `tokio::task::spawn_blocking` (where, as in `block_in_place`, blocking calls
 //! work). [`Client::close`] there closes in the background.

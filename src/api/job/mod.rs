@@ -93,8 +93,21 @@ impl Client {
     /// let again = job.run(async { 43 }).await?;
     /// assert!(matches!(again, JobOutcome::AlreadyDone { .. }));
     /// // What `redlatch jobs` shows:
-    /// let state = job.state().await?;
-    /// assert_eq!(state.last.unwrap().outcome, "ran");
+    /// let last = job.state().await?.last.unwrap();
+    /// assert_eq!(last.outcome, "ran");
+    /// assert!(last.took() < Duration::from_secs(600));
+    ///
+    /// // ShedLock's key: prefix and env as its RedisLockProvider's.
+    /// let export = client.job("export").prefix("job-lock").env("default");
+    /// assert_eq!((export.name(), export.key().as_str()), ("export", "job-lock:default:export"));
+    /// // Wait for a running one, keep a long run alive, run for a scheduler's tick:
+    /// let tick = std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    /// let export = export
+    ///     .at_most(Duration::from_secs(60))
+    ///     .keep_alive(true)
+    ///     .wait(Duration::from_secs(5))
+    ///     .tick(tick);
+    /// assert_eq!(export.run(async {}).await?.label(), "ran");
     /// # Ok(()) }) }
     /// ```
     #[doc(alias("SchedulerLock", "ShedLock", "cron", "scheduled"))]
@@ -118,6 +131,9 @@ impl Job {
     /// is kept if its node dies, and, without [`keep_alive`](Job::keep_alive), the
     /// longest a run may last before another node may start (a longer run is reported
     /// as [`overrun`](JobRun::overrun)).
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn at_most(mut self, lease: Duration) -> Job {
         self.at_most = Some(lease);
         self
@@ -126,6 +142,9 @@ impl Job {
     /// How long the lock is kept after a run began, however quickly it ended
     /// (ShedLock's `lockAtLeastFor`; default zero; at most [`at_most`](Job::at_most)):
     /// it keeps nodes whose clocks lag from starting the same run again.
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn at_least(mut self, keep: Duration) -> Job {
         self.at_least = keep;
         self
@@ -133,6 +152,9 @@ impl Job {
 
     /// Renews the lease every third of `at_most` while a run lasts (ShedLock's
     /// `KeepAliveLockProvider`; default off), so a run may outlive `at_most`.
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn keep_alive(mut self, on: bool) -> Job {
         self.keep_alive = on;
         self
@@ -140,7 +162,12 @@ impl Job {
 
     /// Waits up to `wait` for a run in progress to end instead of skipping (default
     /// zero: skip at once). With a tick, a run that completes the tick meanwhile makes
-    /// this one [`AlreadyDone`](JobOutcome::AlreadyDone).
+    /// this one [`AlreadyDone`](JobOutcome::AlreadyDone). A redlatch run's release
+    /// wakes the waiter at once (the simple lock's wake channel); ShedLock's are seen
+    /// at the next try (a back-off up to 500 ms, never past the holder's lease).
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn wait(mut self, wait: Duration) -> Job {
         self.wait = wait;
         self
@@ -149,6 +176,9 @@ impl Job {
     /// Runs at most once per `period`: a run is for the tick `now` rounded down to a
     /// multiple of `period` since the Unix epoch (by this node's clock), and a tick
     /// recorded as done is not run again (docs/jobs.md says what is promised).
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn once_per(mut self, period: Duration) -> Job {
         self.tick = Tick::Every(period);
         self
@@ -156,29 +186,44 @@ impl Job {
 
     /// Runs at most once for the tick `at` (a cron schedule's instant; ticks of one job
     /// must increase). Replaces [`once_per`](Job::once_per).
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn tick(mut self, at: SystemTime) -> Job {
         self.tick = Tick::At(at);
         self
     }
 
     /// The first part of the lock key (ShedLock's `keyPrefix`; default `job-lock`).
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn prefix(mut self, prefix: impl Into<String>) -> Job {
         self.prefix = prefix.into().into();
         self
     }
 
     /// The second part of the lock key (ShedLock's `environment`; default `default`).
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn env(mut self, env: impl Into<String>) -> Job {
         self.env = env.into().into();
         self
     }
 
     /// The job's name.
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// The lock key: `<prefix>:<env>:<name>`.
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn key(&self) -> String {
         crate::engine::facade::job_key(&self.prefix, &self.env, &self.name)
     }

@@ -32,11 +32,17 @@ pub enum JobOutcome<T> {
 
 impl<T> JobOutcome<T> {
     /// The run's report when it went (ran or panicked).
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn ran(&self) -> bool {
         matches!(self, JobOutcome::Ran(_) | JobOutcome::Panicked(_))
     }
 
     /// The future's value when it ran to its end.
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn value(self) -> Option<T> {
         match self {
             JobOutcome::Ran(run) => Some(run.value),
@@ -45,6 +51,9 @@ impl<T> JobOutcome<T> {
     }
 
     /// `ran`, `panicked`, `skipped` or `already_done`.
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn label(&self) -> &'static str {
         match self {
             JobOutcome::Ran(_) => "ran",

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::outcome::{JobHolder, JobOutcome, JobRun, Missed};
 use super::{Job, Tick, MAX_PERIOD};
 use crate::api::config_check::check_lease;
-use crate::engine::facade::{job_record_key, job_value, Began, Begin, Finish, JobCall};
+use crate::engine::facade::{job_record_key, job_value, Began, Begin, Finish, JobCall, JobWake};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 
@@ -230,12 +230,19 @@ impl Job {
         })
     }
 
-    /// Tries to begin, waiting up to `wait` while another run holds the job.
+    /// Tries to begin, waiting up to `wait` while another run holds the job: after the
+    /// first refusal it listens on the job's wake channel (a redlatch release wakes it
+    /// at once) and tries again; between tries it pauses with a back-off, never past
+    /// the holder's lease (ShedLock's releases publish nothing).
     async fn begin(&self, plan: &mut Plan) -> Result<Began> {
         let engine = &self.client.engine;
         let deadline = Instant::now() + self.wait;
         let mut pause = Duration::from_millis(5);
+        let mut wake: Option<JobWake> = None;
         loop {
+            if let Some(w) = &mut wake {
+                w.mark_seen();
+            }
             plan.begin.now_ms = now_ms();
             let began = engine.job_begin(&plan.call, &plan.begin).await?;
             let Began::Held { pttl_ms, .. } = &began else {
@@ -245,9 +252,13 @@ impl Job {
             if left.is_zero() {
                 return Ok(began);
             }
-            // Polled: a release publishes nothing on ShedLock's wire (yet).
+            let Some(w) = &mut wake else {
+                // Subscribed, then a try at once: a release in between is not missed.
+                wake = Some(engine.job_listen(&plan.call.key, left).await);
+                continue;
+            };
             let free_in = Duration::from_millis(u64::try_from(*pttl_ms).unwrap_or(0) + 1);
-            tokio::time::sleep(pause.min(left).min(free_in)).await;
+            w.wait(pause.min(left).min(free_in)).await;
             pause = (pause * 2).min(MAX_PAUSE);
         }
     }

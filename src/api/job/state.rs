@@ -63,6 +63,9 @@ pub struct LastRun {
 
 impl LastRun {
     /// How long it took.
+    ///
+    /// # Examples
+    /// See the example on [`Client::job`](crate::Client::job).
     pub fn took(&self) -> Duration {
         self.end.duration_since(self.start).unwrap_or_default()
     }

@@ -7,7 +7,7 @@
 //! 1. A spin lock's waiter ([`Wait::Spin`]) never subscribes: between its tries it
 //!    sends nothing and listens to nothing; it sleeps the next delay of its own sequence
 //!    (a fresh one per call, as Redisson creates a policy per acquisition).
-//! 1a. A simple lock's waiter ([`Wait::SpinWoken`]) subscribes to its kind's wake
+//!    A simple lock's waiter ([`Wait::SpinWoken`]) instead subscribes to its kind's wake
 //!    channel after its first refused try, waits until a majority confirmed it (within
 //!    the connect timeout and its deadline), and tries again at once: a release after
 //!    that try publishes to a subscribed channel and cannot be missed. Each sleep then
@@ -97,7 +97,7 @@ pub(crate) async fn acquire(
         if out_of_time || deadline.is_some_and(|d| Instant::now() >= d) {
             return outage.map_or(Ok(None), Err);
         }
-        // Invariant 1a: subscribed, then a try at once.
+        // Invariant 1: subscribed, then a try at once.
         if woken && listening.is_none() && outage.is_none() {
             listening = Some(listen(engine, call, deadline).await);
             continue;
@@ -112,7 +112,7 @@ pub(crate) async fn acquire(
             unavailable_since.and_then(|t| t.checked_add(engine.settings.unavailable_after));
         let wake = deadline.or(outage_end).map_or(wake, |d| wake.min(d));
         match listening.as_mut() {
-            // Invariant 1a: a message (or a reconnect) ends the sleep.
+            // Invariant 1: a message (or a reconnect) ends the sleep.
             Some(sub) => {
                 let _ = sub
                     .wait(wake.saturating_duration_since(Instant::now()))
@@ -124,7 +124,7 @@ pub(crate) async fn acquire(
 }
 
 /// Subscribes to `call`'s wake channel and waits for a majority to confirm it, at most
-/// the connect timeout and until `deadline` (invariant 1a). A refusal is logged once;
+/// the connect timeout and until `deadline` (invariant 1). A refusal is logged once;
 /// the wait goes on polling.
 async fn listen(engine: &Arc<Engine>, call: &Call, deadline: Option<Instant>) -> Subscription {
     let mut sub = engine.pubsub.subscribe(call.kind.channel(&call.name));

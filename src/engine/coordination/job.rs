@@ -14,8 +14,12 @@
 //! 3. A release keeps the lock for what is left of `at_least` (compare-and-pexpire),
 //!    else deletes it (compare-and-delete): ShedLock's safe-update release. It never
 //!    touches a key that holds another value.
-//! 4. These scripts are the job's own, not the simple lock's: a wake signal for simple
-//!    lock waiters published on release belongs in job_release.lua too.
+//! 4. These scripts are the job's own, not the simple lock's, but a release that
+//!    deletes the lock publishes on the simple lock's wake channel of the key, as
+//!    simple_release.lua does: a waiting run ([`JobWake`]) subscribes to it after its
+//!    first refusal, tries again once a majority confirmed it, and each pause between
+//!    tries ends on a message (spin_wait.rs invariant 1a). ShedLock publishes nothing:
+//!    its releases are seen at the next try.
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -29,6 +33,7 @@ use crate::engine::masters::replies::{protocol, typed};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys;
+use crate::transport::pubsub::Subscription;
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Lane, Script};
 
@@ -166,7 +171,8 @@ fn finish_call(call: &JobCall, f: &Finish, host: &str, app: &str) -> Invocation 
         .arg(host)
         .arg(app)
         .arg(f.record_ttl_ms)
-        .arg(f.missed);
+        .arg(f.missed)
+        .arg(keys::simple_channel(&call.key));
     inv
 }
 
@@ -178,7 +184,35 @@ async fn flag(m: &Master, name: &str, inv: &Invocation) -> Result<bool> {
     }
 }
 
+/// A waiting run's subscription to its job's wake channel (invariant 4).
+pub(crate) struct JobWake(Subscription);
+
+impl JobWake {
+    /// Marks every wake-up so far as seen: call before each try.
+    pub(crate) fn mark_seen(&mut self) {
+        self.0.mark_seen();
+    }
+
+    /// Waits for a release's message (or a reconnect), at most `max`.
+    pub(crate) async fn wait(&mut self, max: Duration) {
+        self.0.wait(max).await;
+    }
+}
+
 impl Engine {
+    /// Subscribes to the job `key`'s wake channel and waits (at most the connect
+    /// timeout, and `within`) for a majority to confirm it (invariant 4). A refusal
+    /// (ACL) is logged: the wait goes on polling.
+    pub(crate) async fn job_listen(&self, key: &str, within: Duration) -> JobWake {
+        let mut sub = self.pubsub.subscribe(keys::simple_channel(key));
+        let within = within.min(self.settings.connect_timeout);
+        if let Err((addr, detail)) = sub.ready(within).await {
+            tracing::debug!(target: "redlatch", job = %key, master = %addr, %detail,
+                "the wake channel is refused: waiting by polling alone");
+        }
+        JobWake(sub)
+    }
+
     /// Checks a job's lock key: a lock name's rules, and on Redis Cluster a key whose
     /// record can share its slot (no '{' without a `{tag}`, no '}' without a '{').
     pub(crate) fn job_check(&self, key: &str) -> Result<()> {

@@ -16,7 +16,7 @@
 //! | `permits_check`, `take_permits`, `return_permit`, `return_permits`, `permits_state`, `permits_set`, `permits_set_total`, `set_permit_lease`, `permit_lease` | `facade/expirable_semaphore.rs` |
 //! | `election_check`, `election_campaign`, `election_step_down`, `election_proclaim`, `election_resign`, `election_leader`, `election_watch` | `coordination/election.rs` |
 //! | `request_release` | `coordination/revoke.rs` |
-//! | `job_check`, `job_identity`, `job_begin`, `job_finish`, `job_extend` | `coordination/job.rs` |
+//! | `job_check`, `job_identity`, `job_begin`, `job_finish`, `job_extend`, `job_listen` | `coordination/job.rs` |
 //! | `job_state` | `coordination/job_state.rs` |
 //! | `job_scan` | `observe/jobs.rs` |
 //! | `list` | `observe/list.rs` |
@@ -75,7 +75,7 @@ pub(crate) use crate::engine::coordination::election::{
 };
 pub(crate) use crate::engine::coordination::guarded::{wrapped, Wrapped};
 pub(crate) use crate::engine::coordination::job::{
-    record_key as job_record_key, Began, Begin, Finish, JobCall,
+    record_key as job_record_key, Began, Begin, Finish, JobCall, JobWake,
 };
 pub(crate) use crate::engine::coordination::job_state::JobState;
 pub(crate) use crate::engine::coordination::shedlock::{
