@@ -17,6 +17,7 @@ mod election_deployments;
 mod fair_redlock;
 mod faster_multi_lock_cluster;
 mod fencing_restart;
+mod force_notice;
 mod guarded;
 mod guarded_revoke_sentinel;
 mod harness_cluster;

@@ -115,7 +115,8 @@ impl PermitExpirableSemaphore {
     /// Blocking [`crate::PermitExpirableSemaphore::release_many`] (its example and errors are there).
     #[must_use = "false means nothing was given back: some permit was not held"]
     pub fn release_many<S: AsRef<str>>(&self, ids: &[S]) -> Result<bool> {
-        self.rt.call(self.inner.release_many(ids))
+        let ids: Vec<&str> = ids.iter().map(AsRef::as_ref).collect();
+        self.rt.call(self.inner.release_many(&ids))
     }
 
     /// Blocking [`crate::PermitExpirableSemaphore::update_lease_time`] (its example and errors are there).

@@ -14,11 +14,15 @@
 //! async namesakes' examples.
 //!
 //! # Inside an async runtime
-//! A blocking call made from inside a tokio runtime would block one of the runtime's
-//! threads (and tokio would panic with a message naming neither redlatch nor the fix),
-//! so it fails at once with [`Error::Runtime`](crate::Error::Runtime), whose message
-//! names the remedy: use the async API there, or move the blocking code into
-//! `tokio::task::spawn_blocking`. [`Client::close`] there closes in the background.
+//! A blocking call made in a runtime's `block_on` (the body of `#[tokio::main]` or
+//! `#[tokio::test]`) would make tokio panic with a message naming neither redlatch nor
+//! the fix, so it fails at once with [`Error::Runtime`](crate::Error::Runtime), whose
+//! message names the remedy: use the async API there, or move the blocking code into
+//! `tokio::task::spawn_blocking`. Inside `spawn_blocking` every call works, with the
+//! thread's identity. Inside an async task (where tokio offers no way to tell it from
+//! `spawn_blocking`'s thread) the call runs on a helper thread acting as the caller's
+//! and blocks that task's worker until it is done: it works, but starves the runtime;
+//! use the async API there. [`Client::close`] in `block_on` closes in the background.
 //! Dropping a guard inside a runtime does not fail either: the release then happens in
 //! the background, as with the async [`LockGuard`](crate::LockGuard). The same holds
 //! for every guard here ([`MultiGuard`], [`SemaphorePermit`], [`Permit`]).
@@ -86,22 +90,40 @@ impl Runtime {
         self.0.as_ref().expect("runtime lives until dropped")
     }
 
-    /// Runs an async call on this thread (a per-thread lock's holder) to its end; an
-    /// [`inside_runtime`] error inside an async runtime, where blocking would panic.
-    fn call<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
-        outside_runtime()?;
-        self.get().block_on(f)
+    /// Runs an async call for this thread (a per-thread lock's holder) to its end: on
+    /// this thread outside any runtime; on a helper thread acting as this one inside a
+    /// runtime's task (`spawn_blocking`'s, where blocking is fine, or an async task's,
+    /// whose worker it then blocks); an [`inside_runtime`] error in a runtime's
+    /// `block_on` (`#[tokio::main]`), where blocking would panic.
+    fn call<T: Send>(&self, f: impl Future<Output = Result<T>> + Send) -> Result<T> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.get().block_on(f);
+        }
+        if tokio::task::try_id().is_none() {
+            return Err(inside_runtime());
+        }
+        let n = crate::engine::facade::thread_number();
+        let rt = self.get();
+        std::thread::scope(|s| {
+            let helper = s.spawn(|| crate::engine::facade::as_thread(n, || rt.block_on(f)));
+            helper
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
     }
 
     /// [`call`](Self::call) for a call that returns a hold, in a blocking [`Guard`].
-    fn hold<G: Hold>(self: &Arc<Self>, f: impl Future<Output = Result<G>>) -> Result<Guard<G>> {
+    fn hold<G: Hold + Send>(
+        self: &Arc<Self>,
+        f: impl Future<Output = Result<G>> + Send,
+    ) -> Result<Guard<G>> {
         Ok(Guard::new(self.call(f)?, self))
     }
 
     /// [`hold`](Self::hold) for a call with a bounded wait (`None`: still busy).
-    fn try_hold<G: Hold>(
+    fn try_hold<G: Hold + Send>(
         self: &Arc<Self>,
-        f: impl Future<Output = Result<Option<G>>>,
+        f: impl Future<Output = Result<Option<G>>> + Send,
     ) -> Result<Option<Guard<G>>> {
         Ok(self.call(f)?.map(|g| Guard::new(g, self)))
     }
@@ -117,11 +139,12 @@ impl Runtime {
     }
 }
 
-/// Ok outside an async runtime; else the [`inside_runtime`] error.
+/// Ok unless called in a runtime's `block_on` (outside any task: `#[tokio::main]`,
+/// `#[tokio::test]`), where blocking panics; then the [`inside_runtime`] error.
 fn outside_runtime() -> Result<()> {
-    match tokio::runtime::Handle::try_current() {
-        Ok(_) => Err(inside_runtime()),
-        Err(_) => Ok(()),
+    match (tokio::runtime::Handle::try_current(), tokio::task::try_id()) {
+        (Ok(_), None) => Err(inside_runtime()),
+        _ => Ok(()),
     }
 }
 

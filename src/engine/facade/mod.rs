@@ -73,7 +73,7 @@ pub(crate) use crate::engine::coordination::guarded::{wrapped, Wrapped};
 pub(crate) use crate::engine::facade::counters::Set;
 pub(crate) use crate::engine::facade::queries::Inspected;
 pub(crate) use crate::engine::holding::held::Held;
-pub(crate) use crate::engine::holding::holder_id::{fresh_number, Scope};
+pub(crate) use crate::engine::holding::holder_id::{as_thread, fresh_number, thread_number, Scope};
 pub(crate) use crate::engine::kinds::call::{Holding, LockSpec};
 pub(crate) use crate::engine::kinds::group::{
     composite as group_name, field as group_field, Status as GroupStatus,
@@ -112,9 +112,12 @@ impl Engine {
         let engine = Arc::new_cyclic(|engine: &std::sync::Weak<Engine>| {
             // Hand-overs from other clients' releases arrive as messages (tickets.rs).
             let engine = engine.clone();
+            // So do the notices about this client's own holds (coordination/revoke.rs).
             let on_payload = Box::new(move |payload: &[u8]| {
                 if let Some(engine) = engine.upgrade() {
-                    waiter::received(&engine, payload);
+                    if !crate::engine::coordination::revoke::notice(&engine, payload) {
+                        waiter::received(&engine, payload);
+                    }
                 }
             });
             let timeout = settings.connect_timeout;
@@ -149,6 +152,12 @@ impl Engine {
             observe,
             shutdown.clone(),
         ));
+        // The fake server of the core's unit tests (engine/fake) models the waiters'
+        // channels only: its engines do without the notice channel.
+        if !cfg!(test) {
+            let listen = crate::engine::coordination::revoke::listen;
+            tokio::spawn(listen(Arc::downgrade(&engine), shutdown.clone()));
+        }
         tokio::spawn(watchdog::run(Arc::downgrade(&engine), shutdown, period));
         engine
     }
