@@ -185,11 +185,20 @@ fn top_draws_80x24_on_a_terminal_without_a_size() {
 }
 
 /// Runs `top` on a pseudo-terminal of `size` (`None`: no size) and checks what it draws
-/// fits 80x24 with the footer on row 24, and that `q` quits.
+/// fits 80x24 with the footer on row 24, that the lock's waiter (another process) has
+/// a row of its own under it with its pid (issue 49), and that `q` quits.
 fn top_in_a_pty(size: Option<nix::pty::Winsize>) {
     let server = RedisServer::start();
     let dir = TempDir::new();
     let _h = holder(&server, &dir, "tp:held", &[], "held");
+    let waiter_args = run_args("tp:held", &[&server], &["--wait", "60s"], "true");
+    let _w = Bg::start(&waiter_args, &dir, "waiter");
+    let waiter_pid = || {
+        let doc = list_json(&[&server], "tp:held", 0);
+        lock(&doc, "tp:held")["waiting"][0]["pid"].as_u64()
+    };
+    assert!(eventually(Duration::from_secs(20), || waiter_pid().is_some()));
+    let pid = waiter_pid().unwrap();
     let pty = nix::pty::openpty(size.as_ref(), None).expect("a pseudo-terminal");
     let slave = std::fs::File::from(pty.slave);
     let mut args: Vec<String> = ["top", "tp:*"].map(String::from).into();
@@ -221,6 +230,15 @@ fn top_in_a_pty(size: Option<nix::pty::Winsize>) {
     }
     // The footer's sort keys (the terminal gets its words one by one).
     assert!(text().contains("hand-overs/s"), "no footer: {:?}", text());
+    // The waiter's row, under the lock's: `└ wait <pid>` (each word its own write).
+    let row = ["└", "wait", &pid.to_string()].map(String::from);
+    assert!(
+        eventually(Duration::from_secs(10), || row
+            .iter()
+            .all(|w| text().contains(w))),
+        "no row for the waiter {pid}: {:?}",
+        text()
+    );
     master.write_all(b"q").unwrap();
     let asked = Instant::now();
     let status = loop {
@@ -316,4 +334,79 @@ fn cursor_moves(text: &str) -> Vec<(u32, u32)> {
             Some((row.parse().ok()?, col.parse().ok()?))
         })
         .collect()
+}
+
+/// Every redlatch waiter is named (issue 49): a plain lock's waiter, found in its
+/// client's ledger, is listed under `waiting` beside the count with its host, pid, app
+/// and since when it waits, as a holder is; a fair lock's queue the same way. The table
+/// shows each on a line of its own. Before, only the count (`"waiters": 1`) and bare
+/// queue ids were shown.
+#[test]
+fn list_names_each_waiter_with_host_pid_app_and_wait() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    for (name, opts) in [("wn:plain", &[][..]), ("wn:fair", &["--fair"][..])] {
+        let tag = name.replace(':', "-");
+        let _h = holder(&server, &dir, name, opts, &format!("{tag}-h"));
+        let mut wopts = vec!["--wait", "60s"];
+        wopts.extend(opts);
+        let _w = Bg::start(
+            &run_args(name, &[&server], &wopts, "true"),
+            &dir,
+            &format!("{tag}-w"),
+        );
+        // The waiter's ledger (since when it waits) is flushed within a second of its
+        // wait's start; a fair queue shows its entry at once.
+        let named = || {
+            let doc = list_json(&[&server], name, 0);
+            let l = lock(&doc, name).clone();
+            let waiting = l["waiting"].as_array().unwrap();
+            let dated = waiting.iter().all(|w| w["waiting_since"].is_i64());
+            (!waiting.is_empty() && dated).then_some(l)
+        };
+        assert!(
+            eventually(Duration::from_secs(20), || named().is_some()),
+            "{name}: no waiter named"
+        );
+        let l = named().unwrap();
+        assert_eq!(l["waiters"], 1, "{name}: {l:#}");
+        let waiting = l["waiting"].as_array().unwrap();
+        assert_eq!(waiting.len(), 1, "{name}: {l:#}");
+        let (w, h) = (&waiting[0], &l["holders"][0]);
+        assert!(
+            w["host"].as_str().is_some_and(|s| !s.is_empty()),
+            "{name}: {l:#}"
+        );
+        let (wpid, hpid) = (w["pid"].as_u64(), h["pid"].as_u64());
+        assert!(
+            wpid.is_some() && wpid != hpid,
+            "{name}: the waiter's own process: {l:#}"
+        );
+        assert!(w["app"].as_str().is_some(), "{name}: {l:#}");
+        let now = cli_util_now_ms();
+        assert!(
+            w["waiting_since"]
+                .as_i64()
+                .is_some_and(|s| s <= now && s > now - 60_000),
+            "{name}: {l:#}"
+        );
+        assert_ne!(w["id"], h["id"], "{name}: {l:#}");
+        // The table: the waiter on its own line, named like the holder.
+        let mut args: Vec<String> = ["list", name].map(String::from).into();
+        args.extend(redis_args(&[&server]));
+        let table = String::from_utf8(output(&args, 0).stdout).unwrap();
+        let line = format!("{} {} ", w["host"].as_str().unwrap(), wpid.unwrap());
+        assert!(
+            table
+                .lines()
+                .any(|l| l.contains("1. ") && l.contains(&line) && l.contains("waiting")),
+            "{name}: {table}"
+        );
+    }
+}
+
+/// Now, in ms since the epoch.
+fn cli_util_now_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| d.as_millis() as i64)
 }

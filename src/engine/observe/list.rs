@@ -62,9 +62,11 @@ impl Engine {
             });
         }
         let ledgers = records::ledgers(&self.masters, &ledger_keys, deadline).await;
-        let uuids: HashSet<String> = (found.iter().flat_map(Found::ids))
+        let mut uuids: HashSet<String> = (found.iter().flat_map(Found::ids))
             .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
             .collect();
+        // The waiters the ledgers name are resolved as holders are.
+        uuids.extend(ledgers.waiting_clients().map(str::to_string));
         let records = records::records(&self.masters, uuids.into_iter(), deadline).await;
         let mut locks: Vec<_> = found
             .iter()
