@@ -410,3 +410,58 @@ fn cli_util_now_ms() -> i64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     since.map_or(0, |d| d.as_millis() as i64)
 }
+
+/// `redlatch status NAME` names each waiter too (issue 49): `waiting` in every master's
+/// entry of the JSON (host, pid, app, since when), and a line per waiter in the table,
+/// for a plain lock (from the waiter's ledger) and a fair one (its queue resolved).
+/// Before: `waiters: 1 (clients subscribed to its channel, at least)` and bare ids.
+#[test]
+fn status_names_each_waiter_with_host_pid_app_and_wait() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    for (name, opts) in [("sn:plain", &[][..]), ("sn:fair", &["--fair"][..])] {
+        let tag = name.replace(':', "-");
+        let _h = holder(&server, &dir, name, opts, &format!("{tag}-h"));
+        let mut wopts = vec!["--wait", "60s"];
+        wopts.extend(opts);
+        let _w = Bg::start(
+            &run_args(name, &[&server], &wopts, "true"),
+            &dir,
+            &format!("{tag}-w"),
+        );
+        let mut args: Vec<String> = ["status", name, "--json"].map(String::from).into();
+        args.extend(redis_args(&[&server]));
+        let named = || {
+            let doc: Value = serde_json::from_slice(&output(&args, 0).stdout).unwrap();
+            let m = doc["masters"][0].clone();
+            let waiting = m["waiting"].as_array().cloned().unwrap_or_default();
+            let dated = waiting.iter().all(|w| w["waiting_since"].is_i64());
+            (waiting.len() == 1 && dated).then_some(m)
+        };
+        assert!(
+            eventually(Duration::from_secs(20), || named().is_some()),
+            "{name}: no waiter named"
+        );
+        let m = named().unwrap();
+        let w = &m["waiting"][0];
+        let pid = w["pid"].as_u64().expect("the waiter's pid");
+        assert!(
+            w["host"].as_str().is_some_and(|h| !h.is_empty()),
+            "{name}: {m:#}"
+        );
+        assert!(w["app"].as_str().is_some(), "{name}: {m:#}");
+        assert_ne!(
+            Some(pid),
+            m["holder_info"][0]["pid"].as_u64(),
+            "{name}: {m:#}"
+        );
+        let table_args: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
+        let table = String::from_utf8(output(&table_args, 0).stdout).unwrap();
+        assert!(
+            table
+                .lines()
+                .any(|l| l.contains(&format!(" {pid} ")) && l.contains("waiting")),
+            "{name}: {table}"
+        );
+    }
+}

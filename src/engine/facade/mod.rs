@@ -17,6 +17,7 @@
 //! | `election_check`, `election_campaign`, `election_step_down`, `election_proclaim`, `election_resign`, `election_leader`, `election_watch` | `coordination/election.rs` |
 //! | `request_release` | `coordination/revoke.rs` |
 //! | `list` | `observe/list.rs` |
+//! | `waiting` | `observe/list.rs` |
 //! | `deadlocks` | `observe/deadlock.rs` |
 //! | `resolve` | `observe/record.rs` |
 //!

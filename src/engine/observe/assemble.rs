@@ -94,7 +94,7 @@ impl Found {
 }
 
 /// A waiter, resolved against its client's record as a holder is.
-fn waiter(
+pub(super) fn waiter(
     id: &str,
     deadline_ms: Option<i64>,
     waiting_since: Option<i64>,
