@@ -16,7 +16,7 @@
 //! # Inside an async runtime
 //! A blocking call made in a runtime's `block_on` (the body of `#[tokio::main]` or
 //! `#[tokio::test]`) would make tokio panic with a message naming neither redlatch nor
-//! the fix, so it fails at once with [`Error::Runtime`](crate::Error::Runtime), whose
+//! the fix, so it fails at once with [`Error::Runtime`], whose
 //! message names the remedy: use the async API there, or move the blocking code into
 //! `tokio::task::spawn_blocking`. Inside `spawn_blocking` every call works, with the
 //! thread's identity. Inside an async task (where tokio offers no way to tell it from
