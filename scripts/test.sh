@@ -6,7 +6,9 @@
 # With the cargo features `tls`, `metrics` and `serde`, so their tests run too.
 # The Redisson JVM interop (tests/redisson/redisson_jvm*.rs, the real Java client from Maven Central)
 # runs when `java` and `mvn` are on the PATH and is skipped, said plainly, when not;
-# REDLATCH_REQUIRE_JAVA=1 (set by .ci/run) makes their absence an error.
+# REDLATCH_REQUIRE_JAVA=1 (set by .ci/run) makes their absence an error. The fencing
+# tests need PostgreSQL (scripts/ensure-postgres.sh installs it) and say
+# SKIPPED without them, unless REDLATCH_REQUIRE_POSTGRES=1 (set by .ci/run).
 # Under cargo-nextest when it is installed (its own summary line ends the output), else
 # `cargo test`, whose result lines (one per test binary) are summed up in one line at
 # the end, with the failed tests. nextest is not installed here: a fresh clone runs the
@@ -15,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/ensure-redis.sh
+. scripts/ensure-postgres.sh
 if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
     echo "Redisson JVM interop: ON (java and mvn found; Redisson from Maven Central)"
     if [ "$#" -eq 0 ]; then
@@ -26,6 +29,18 @@ elif [ "${REDLATCH_REQUIRE_JAVA:-}" = 1 ]; then
 else
     echo "Redisson JVM interop: SKIPPED (no java or mvn on the PATH; tests/redisson/redisson_jvm*.rs return at once)"
 fi
+# The simple lock's real peers (tests/standalone/simple_peers.rs), installed from their
+# registries into target/peers/ on first use: REDLATCH_REQUIRE_PEERS=1 (.ci/run) makes a
+# missing toolchain an error.
+for tool in python3 go node npm; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        if [ "${REDLATCH_REQUIRE_PEERS:-}" = 1 ]; then
+            echo "simple-lock peers: REQUIRED (REDLATCH_REQUIRE_PEERS=1) but $tool is missing" >&2
+            exit 1
+        fi
+        echo "simple-lock peers: $tool missing, its peer's test is SKIPPED"
+    fi
+done
 . scripts/features.sh
 cargo build --workspace --all-targets --features "$features" --quiet
 

@@ -302,6 +302,49 @@ pub enum Error {
         reason: String,
     },
 
+    /// A fence refused a write: the resource has seen a newer fencing token than the
+    /// one presented (the holder's lock was taken by someone else since), or the same
+    /// token from another holder (a token handed out twice). The store rolled the write
+    /// back (PostgreSQL: the transaction is aborted).
+    #[error("resource {resource:?}: fencing token {presented} of lock {lock:?} was superseded (the newest seen is {newest}): the write was refused")]
+    Fenced {
+        /// The resource written to.
+        resource: String,
+        /// The lock whose token was presented.
+        lock: String,
+        /// The token presented.
+        presented: u64,
+        /// The newest token the resource has seen.
+        newest: u64,
+    },
+
+    /// A fence refused a token of another lock: the resource is fenced by the tokens of
+    /// `fenced_by`, which cannot be compared with another lock's.
+    #[error("resource {resource:?} is fenced by lock {fenced_by:?}: a token of lock {lock:?} was refused")]
+    FenceMismatch {
+        /// The resource written to.
+        resource: String,
+        /// The lock whose token was presented.
+        lock: String,
+        /// The lock whose tokens fence the resource.
+        fenced_by: String,
+    },
+
+    /// The store of a fence failed its check otherwise (nothing was recorded, and the
+    /// caller's transaction is aborted): `problem` says how.
+    #[error("fencing store {store}: {problem}: {detail}")]
+    FenceStore {
+        /// The store (`"postgres"`).
+        store: &'static str,
+        /// What went wrong.
+        problem: StoreProblem,
+        /// The store's own words.
+        detail: String,
+        /// The driver's error.
+        #[source]
+        source: Option<Cause>,
+    },
+
     /// The key at the lock's name holds a value of another type: it is not a lock.
     #[error("key {name:?} on master {addr} holds a value of another type, not a lock")]
     WrongType {
@@ -348,6 +391,14 @@ impl Error {
         matches!(self, Error::NotHeld { .. })
     }
 
+    /// True for [`Error::Fenced`]: a newer holder's token reached the resource first.
+    ///
+    /// # Examples
+    /// See the example on `redlatch::fence::postgres::fence` (feature `postgres`).
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, Error::Fenced { .. })
+    }
+
     /// True for [`Error::NoQuorum`].
     ///
     /// # Examples
@@ -380,7 +431,10 @@ impl Error {
             | Error::Upgrade { .. }
             | Error::Reentry { .. }
             | Error::Unsupported { .. }
+            | Error::Fenced { .. }
+            | Error::FenceMismatch { .. }
             | Error::BadData { .. } => true,
+            Error::FenceStore { problem, .. } => *problem == StoreProblem::NotMigrated,
             // Retrying cannot cure it when no master that failed would do better.
             Error::NoQuorum { errors, .. } => {
                 !errors.is_empty() && errors.iter().all(|m| m.error.is_permanent())
@@ -409,6 +463,9 @@ impl Error {
     pub fn is_unavailable(&self) -> bool {
         match self {
             Error::Timeout { .. } | Error::NoQuorum { .. } | Error::ClusterDown { .. } => true,
+            Error::FenceStore { problem, .. } => {
+                matches!(problem, StoreProblem::Unavailable | StoreProblem::ReadOnly)
+            }
             Error::Redis { source, .. } => {
                 source.is_io_error()
                     || source.is_connection_dropped()
@@ -439,6 +496,36 @@ impl Error {
             reason: format!("{reason}: {source}"),
             source: Some(Cause::new(source)),
         }
+    }
+}
+
+/// How the store of a fence failed ([`Error::FenceStore`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreProblem {
+    /// The fence's table or function is missing: run the migration
+    /// (`redlatch::fence::postgres::migrate`). Permanent.
+    NotMigrated,
+    /// The transaction or the server is read-only (a standby, `default_transaction_read_only`):
+    /// retry on the primary.
+    ReadOnly,
+    /// A serialization failure or a deadlock: retry the whole transaction.
+    Conflict,
+    /// The connection to the store is lost or the server is shutting down.
+    Unavailable,
+    /// Anything else the store refused (a permission, a statement timeout...).
+    Refused,
+}
+
+impl fmt::Display for StoreProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StoreProblem::NotMigrated => "no fence table or function (run the migration)",
+            StoreProblem::ReadOnly => "read-only",
+            StoreProblem::Conflict => "conflict with a concurrent transaction (retry it)",
+            StoreProblem::Unavailable => "unavailable",
+            StoreProblem::Refused => "refused",
+        })
     }
 }
 

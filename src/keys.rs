@@ -189,6 +189,17 @@ pub(crate) fn waiter_channel(name: &str, holder: &str) -> String {
     format!("{}:{holder}", channel(name))
 }
 
+/// The channel a simple lock's redlatch release publishes `"0"` on when a redlatch
+/// waiter listens (`lua/simple_release.lua`): the lock's channel with [`SIMPLE_WAKE`]
+/// after it. The Redlock reference clients (redsync, node-redlock, redis-py) and
+/// Redisson listen on no such channel, so they never hear it.
+pub(crate) fn simple_channel(name: &str) -> String {
+    format!("{}{SIMPLE_WAKE}", channel(name))
+}
+
+/// The suffix of [`simple_channel`].
+pub(crate) const SIMPLE_WAKE: &str = ":redlatch-simple";
+
 /// The suffix of [`marker`]; on a Redis 7 cluster also of each channel's classic
 /// marker (lua/dialect_sharded.lua).
 pub(crate) const MARKER: &str = ":redlatch-waiters";
@@ -204,12 +215,12 @@ pub(crate) fn notice_channel(id: &str) -> String {
     format!("{NOTICE_PREFIX}:{{{id}}}")
 }
 
-/// Whether only redlatch publishes on `channel`: a marker, or a channel that ends in a
-/// client id (a plain lock's hand-over channel, a revocation's). Redisson's releases may
-/// publish on every other channel a waiter listens on (lock, read-write, fair waiter,
-/// semaphore and latch channels).
+/// Whether only redlatch publishes on `channel`: a marker, a simple lock's wake
+/// channel, or a channel that ends in a client id (a plain lock's hand-over channel, a
+/// revocation's). Redisson's releases may publish on every other channel a waiter
+/// listens on (lock, read-write, fair waiter, semaphore and latch channels).
 pub(crate) fn redlatch_only(channel: &str) -> bool {
-    if channel.ends_with(MARKER) {
+    if channel.ends_with(MARKER) || channel.ends_with(SIMPLE_WAKE) {
         return true;
     }
     let last = channel.rsplit(':').next().unwrap_or_default();
@@ -224,6 +235,11 @@ mod tests {
     fn channels_only_redlatch_publishes_on_are_told_apart() {
         let id = uuid::Uuid::new_v4().to_string();
         assert!(redlatch_only(&marker("a")));
+        assert!(redlatch_only(&simple_channel("a")));
+        assert_eq!(
+            simple_channel("a"),
+            "redisson_lock__channel:{a}:redlatch-simple"
+        );
         assert!(redlatch_only(&waiter_channel("a", &id)));
         assert!(!redlatch_only(&channel("a")));
         assert!(!redlatch_only(&waiter_channel("a", &format!("{id}:7"))));

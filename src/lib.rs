@@ -23,10 +23,12 @@ pub use api::config_sources::{ENV_MODE, ENV_SENTINEL_MASTER};
 pub use api::election::{Change, ChangeKind, Election, Leader, Leadership, Observer};
 pub use api::expirable_semaphore::many::MAX_PERMITS_PER_CALL;
 pub use api::expirable_semaphore::{Permit, PermitExpirableSemaphore};
+pub use api::fence;
 pub use api::group::{FasterMultiLock, MAX_GROUP_VALUES};
 pub use api::guard::LockGuard;
 pub use api::guarded::{Guarded, GuardedScript};
 pub use api::hold::{Acquire, Hold, HoldFuture};
+pub use api::job::{Job, JobHolder, JobOutcome, JobRun, JobState, LastRun, Missed, MAX_PERIOD};
 pub use api::latch::CountDownLatch;
 pub use api::listing::LIST_TIMEOUT;
 pub use api::lock::{BackOff, Delays, Kind, Lock, Owner};
@@ -43,7 +45,7 @@ pub use engine::observe::listing::{
     HolderInfo, ListedHolder, ListedKind, Listing, LockListing, QueuedWaiter, Unread,
 };
 pub use engine::WAIT_SLACK;
-pub use error::{Cause, Error, MasterError, MasterErrors, Result};
+pub use error::{Cause, Error, MasterError, MasterErrors, Result, StoreProblem};
 pub use keys::MAX_NAME_LEN;
 pub use lost::LostReason;
 pub use transport::replicas::{ReplicaSync, SyncReplicas};

@@ -19,6 +19,10 @@
 //! | `redlatch_held_locks` | gauge | | holds in the client's table (distinct lock and holder; permits included) |
 //! | `redlatch_waiters` | gauge | | `lock()` / `try_lock()` calls in progress (attempting or waiting) |
 //! | `redlatch_subscriptions` | gauge | `master` | channels the pub/sub connection to the master is subscribed to |
+//! | `redlatch_job_runs_total` | counter | `outcome` (, `job`) | scheduled jobs' runs by what happened: `ran`, `panicked`, `cancelled`, `skipped`, `already_done` |
+//! | `redlatch_job_missed_total` | counter | (`job`) | ticks a run was told were missed before it |
+//! | `redlatch_job_overruns_total` | counter | (`job`) | runs that outlived `at_most` without keep-alive |
+//! | `redlatch_job_run_seconds` | histogram | (`job`) | how long the runs that went took |
 //!
 //! `kind` is `plain`, `fair`, `fenced`, `read` or `write`; `master` is the `host:port` of the master;
 //! `primary` the `host:port` of the primary that answered (a cluster node, the
@@ -124,6 +128,36 @@ pub(crate) fn acquired(kind: &'static str, lock: Option<&str>, waited: Duration)
     }
     #[cfg(not(feature = "metrics"))]
     let _ = (kind, lock, waited);
+}
+
+/// A scheduled job's run decided or ended: `outcome` is `ran`, `panicked`,
+/// `cancelled`, `skipped` or `already_done`; `job`: its name when [`LockNames`] allows.
+pub(crate) fn job(outcome: &'static str, job: Option<&str>) {
+    #[cfg(feature = "metrics")]
+    match job {
+        None => metrics::counter!("redlatch_job_runs_total", "outcome" => outcome).increment(1),
+        Some(job) => {
+            let labels = [("outcome", outcome.to_string()), ("job", job.to_string())];
+            metrics::counter!("redlatch_job_runs_total", &labels).increment(1);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (outcome, job);
+}
+
+/// A scheduled job's run that went ended after `took`, told of `missed` ticks,
+/// `overrun` when it outlived `at_most` without keep-alive.
+pub(crate) fn job_ended(job: Option<&str>, took: Duration, missed: u64, overrun: bool) {
+    #[cfg(feature = "metrics")]
+    {
+        let labels: Vec<(&'static str, String)> =
+            job.map(|j| ("job", j.to_string())).into_iter().collect();
+        metrics::histogram!("redlatch_job_run_seconds", &labels).record(took.as_secs_f64());
+        metrics::counter!("redlatch_job_missed_total", &labels).increment(missed);
+        metrics::counter!("redlatch_job_overruns_total", &labels).increment(u64::from(overrun));
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (job, took, missed, overrun);
 }
 
 /// An acquisition found the lock busy and is about to wait.
@@ -276,6 +310,20 @@ pub(crate) fn describe() {
         describe_gauge!(
             "redlatch_subscriptions",
             "channels subscribed on the pub/sub connection, per master"
+        );
+        describe_counter!("redlatch_job_runs_total", "scheduled jobs' runs by outcome");
+        describe_counter!(
+            "redlatch_job_missed_total",
+            "ticks runs were told were missed"
+        );
+        describe_counter!(
+            "redlatch_job_overruns_total",
+            "runs that outlived at_most without keep-alive"
+        );
+        describe_histogram!(
+            "redlatch_job_run_seconds",
+            Unit::Seconds,
+            "how long scheduled jobs' runs took"
         );
         describe_histogram!(
             "redlatch_hold_seconds",

@@ -145,6 +145,75 @@ async fn counters_and_histograms_after_a_contended_run() {
     );
 
     by_name(&handle, &server).await;
+    jobs(&handle, &server).await;
+}
+
+/// Scheduled jobs: runs by outcome, missed ticks, overruns and run durations; a job
+/// name `metrics_names` allows gets its own `job` series. (Only this phase runs jobs.)
+async fn jobs(handle: &PrometheusHandle, server: &RedisServer) {
+    let config = Config::single(server.url()).metrics_names(["metrics:job:named"]);
+    let client = Client::connect(config).await.unwrap();
+    let at = std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let min = Duration::from_secs(60);
+    let job = |t| client.job("metrics:job").at_most(min).tick(t);
+    // A run that dies (forgotten) leaves its tick missed.
+    assert!(job(at).run(async {}).await.unwrap().ran());
+    let short = client
+        .job("metrics:job")
+        .at_most(Duration::from_millis(100));
+    let dying = short.tick(at + Duration::from_secs(60));
+    let mut dying = Box::pin(dying.run(std::future::pending::<()>()));
+    assert!(tokio::time::timeout(Duration::from_millis(300), &mut dying)
+        .await
+        .is_err());
+    std::mem::forget(dying);
+    let overrun = client
+        .job("metrics:job")
+        .at_most(Duration::from_millis(100));
+    let out = overrun.tick(at + Duration::from_secs(120));
+    let out = out
+        .run(tokio::time::sleep(Duration::from_millis(250)))
+        .await
+        .unwrap();
+    assert!(out.ran());
+    assert_eq!(job(at).run(async {}).await.unwrap().label(), "already_done");
+    let named = client.job("metrics:job:named").at_most(min);
+    let held = named
+        .run(async { named.run(async {}).await.unwrap().label() })
+        .await
+        .unwrap();
+    assert_eq!(held.value(), Some("skipped"));
+    let fragile = client.job("metrics:job:p").at_most(min);
+    let panicked = fragile.run(async { panic!("x") }).await.unwrap();
+    assert_eq!(panicked.label(), "panicked");
+    let text = render(handle);
+    let runs = |o: &str| {
+        sample(
+            &text,
+            &format!("redlatch_job_runs_total{{outcome=\"{o}\"}}"),
+        )
+    };
+    // The forgotten run counts as nothing: its process "died".
+    assert_eq!(runs("ran"), 2.0, "{text}");
+    assert_eq!(runs("already_done"), 1.0, "{text}");
+    assert_eq!(runs("panicked"), 1.0, "{text}");
+    let named_runs = |o: &str| {
+        let series =
+            format!("redlatch_job_runs_total{{outcome=\"{o}\",job=\"metrics:job:named\"}}");
+        sample(&text, &series)
+    };
+    assert_eq!(
+        (named_runs("ran"), named_runs("skipped")),
+        (1.0, 1.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, "redlatch_job_missed_total"), 1.0, "{text}");
+    assert_eq!(sample(&text, "redlatch_job_overruns_total"), 1.0, "{text}");
+    assert_eq!(
+        sample(&text, "redlatch_job_run_seconds_count"),
+        3.0,
+        "{text}"
+    );
 }
 
 /// `Config::metrics_names`: the allowed names (exact, or by a `*` prefix) get their own

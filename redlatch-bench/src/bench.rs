@@ -9,6 +9,7 @@ mod family;
 mod fleet;
 mod floor;
 mod grouping;
+mod jobs;
 mod peer;
 mod peers;
 mod redisson;
@@ -111,6 +112,10 @@ pub enum Workload {
     /// round's ratios, then a summary per figure (medians, min–max over the rounds).
     #[value(name = "peers")]
     Peers,
+    /// Scheduled jobs: P processes (--job-procs) firing one job at every --job-period
+    /// boundary for --duration, each tick run once; --job-kill SIGKILLs one mid-run.
+    #[value(name = "J1", alias = "j1")]
+    J1,
     /// W1–W7, R1, S1 and RW in turn.
     #[value(name = "all")]
     All,
@@ -137,6 +142,22 @@ pub struct BenchArgs {
     /// Internal: the W7 child speaks a peer's wire instead (`signal`: python-redis-lock's).
     #[arg(long, value_name = "PEER", hide = true, requires = "w7_child")]
     pub w7_peer: Option<String>,
+
+    /// J1: how many processes fire the job.
+    #[arg(long, default_value_t = 16)]
+    pub job_procs: usize,
+
+    /// J1: the job's period (its ticks).
+    #[arg(long, value_name = "DUR", default_value = "100ms", value_parser = duration::parse)]
+    pub job_period: Duration,
+
+    /// J1: SIGKILL one process in the middle of a run a third of the way through.
+    #[arg(long)]
+    pub job_kill: bool,
+
+    /// Internal: run as one J1 process on this job name.
+    #[arg(long, value_name = "NAME", hide = true)]
+    pub job_child: Option<String>,
 
     /// `peers`: how many interleaved rounds.
     #[arg(long, default_value_t = 3)]
@@ -279,6 +300,9 @@ pub async fn run(args: BenchArgs) -> ExitCode {
 }
 
 async fn bench(args: BenchArgs) -> Result<(), Failure> {
+    if let Some(name) = &args.job_child {
+        return jobs::child(&args.redis, name, args.job_period).await;
+    }
     if let Some(name) = &args.w7_child {
         return match args.w7_peer.as_deref() {
             None => fleet::child(&args.redis, name).await,
@@ -373,6 +397,7 @@ async fn one(
             family::rw(ctx, false).await.map_err(|e| e.to_string())
         }
         Workload::W7 => fleet::run(ctx, procs).await,
+        Workload::J1 => jobs::run(ctx, args.job_procs, args.job_period, args.job_kill).await,
         Workload::Ceiling => ctx
             .require_masters("ceiling")
             .and_then(|()| ceiling::run(ctx)),

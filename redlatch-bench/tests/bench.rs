@@ -121,6 +121,51 @@ fn bench_w7_runs_separate_processes_on_one_name() {
     );
 }
 
+/// J1, short: 4 processes fire one job every 100 ms for 2 s and one is SIGKILLed in
+/// the middle of a run: no tick runs twice, the killed tick is reported missed to the
+/// next run, and a decision is one script call (one round trip).
+#[test]
+fn bench_j1_runs_each_tick_once_and_reports_the_killed_run_missed() {
+    let server = RedisServer::start();
+    let cmd = args(&[
+        "--json",
+        "--workload",
+        "J1",
+        "--job-procs",
+        "4",
+        "--duration",
+        "2s",
+        "--job-kill",
+    ]);
+    let out = output(&with(cmd, redis_args(&[&server])), 0).stdout;
+    let text = String::from_utf8_lossy(&out);
+    let doc: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(
+        (doc["workload"].as_str(), doc["procs"].as_u64()),
+        (Some("J1"), Some(4))
+    );
+    assert_eq!(doc["ticks"], 20, "{doc}");
+    assert_eq!(doc["doubles"], 0, "{doc}");
+    assert!(doc["killed_tick"].as_u64().is_some(), "{doc}");
+    // The killed tick, and those its lease kept everyone from, reported to the next run.
+    let after = doc["missed_after_kill"]
+        .as_u64()
+        .expect("a run after the kill");
+    assert!(after >= 1, "{doc}");
+    let (reported, misses) = (
+        doc["missed_reported"].as_u64().unwrap(),
+        doc["misses"].as_u64().unwrap(),
+    );
+    assert!(reported >= after && reported <= misses + 1, "{doc}");
+    let per = doc["scripts_per_decision"].as_f64().unwrap();
+    assert!(
+        (1.0..=2.0).contains(&per),
+        "a decision is one acquire script: {doc}"
+    );
+    // The bench's clean-up takes the job's record too (it holds the run's id).
+    assert_eq!(server.lock_keys("*"), Vec::<String>::new());
+}
+
 #[test]
 fn bench_measures_on_the_cluster_primaries() {
     let cluster = shared_cluster();

@@ -56,6 +56,17 @@ pub fn parse_wait(text: &str) -> Result<Duration, String> {
     parse(text)
 }
 
+/// Parses `--backoff`: `DUR`, a constant back-off, or `MIN..MAX`, an exponential one
+/// (each sleep twice the last plus jitter, from MIN up to MAX), as [`parse`] reads each
+/// duration; zero, or MAX below MIN, is refused with the library's own reason.
+pub fn parse_backoff(text: &str) -> Result<redlatch::BackOff, String> {
+    let made = match text.split_once("..") {
+        Some((min, max)) => redlatch::BackOff::exponential(parse(min)?, parse(max)?, 2),
+        None => redlatch::BackOff::constant(parse(text)?),
+    };
+    made.map_err(|e| format!("back-off {text:?}: {e}"))
+}
+
 /// Formats a duration compactly for humans: `850ms`, `12.3s`, `4m05s`, `2h10m`.
 pub fn human(d: Duration) -> String {
     let ms = d.as_millis();
@@ -73,6 +84,23 @@ pub fn human(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_backoff_is_constant_or_a_range() {
+        let flat = parse_backoff("5ms").unwrap();
+        assert_eq!(
+            (flat.initial_delay(), flat.max_delay()),
+            (Duration::from_millis(5), Duration::from_millis(5))
+        );
+        let exp = parse_backoff("2ms..50ms").unwrap();
+        assert_eq!(
+            (exp.initial_delay(), exp.max_delay(), exp.multiplier()),
+            (Duration::from_millis(2), Duration::from_millis(50), 2)
+        );
+        for bad in ["0ms", "50ms..2ms", "5", "..5ms", "1ms..", ""] {
+            assert!(parse_backoff(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn accepts_the_documented_forms() {

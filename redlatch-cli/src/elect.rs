@@ -100,6 +100,7 @@ fn as_run_args(args: ElectArgs) -> RunArgs {
             fenced: true,
             ..KindArgs::default()
         },
+        backoff: None,
         kill_grace: args.kill_grace,
         watchdog: args.watchdog,
         revoke_signal: args.revoke_signal,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use redlatch::{Acquire, Client, Hold, Lock, PermitExpirableSemaphore};
+use redlatch::{Acquire, BackOff, Client, Hold, Lock, PermitExpirableSemaphore};
 
 /// What `run` asks for: a lock (plain, fair, fenced, read or write), the values of a
 /// faster multi-lock (`--values`) or a permit of an expirable semaphore (`--permits N`).
@@ -25,8 +25,14 @@ pub struct Wanted {
 }
 
 impl Wanted {
-    /// The lock or semaphore `run`'s flags name.
-    pub fn new(client: &Client, name: &str, kind: &KindArgs) -> redlatch::Result<Wanted> {
+    /// The lock or semaphore `run`'s flags name; a spin or simple lock's waits are spaced by `backoff` (the default:
+    /// [`BackOff::default`]).
+    pub fn with_backoff(
+        client: &Client,
+        name: &str,
+        kind: &KindArgs,
+        backoff: Option<BackOff>,
+    ) -> redlatch::Result<Wanted> {
         if let Some(n) = kind.permits {
             let sem = client.permit_expirable_semaphore(name);
             return Ok(Wanted {
@@ -55,8 +61,8 @@ impl Wanted {
             k if k.fenced => client.fenced_lock(name),
             k if k.non_reentrant => client.non_reentrant_lock(name),
             k if k.non_reentrant_fair => client.non_reentrant_fair_lock(name),
-            k if k.spin => client.spin_lock(name),
-            k if k.simple => client.simple_lock(name),
+            k if k.spin => client.spin_lock_with(name, backoff.unwrap_or_default()),
+            k if k.simple => client.simple_lock_with(name, backoff.unwrap_or_default()),
             _ => client.lock(name),
         };
         Ok(Wanted {
@@ -128,8 +134,9 @@ pub struct KindArgs {
     pub spin: bool,
 
     /// Simple lock: the `SET NX PX` string key of Redis's Redlock page, not reentrant,
-    /// waited for by polling, for NAMEs that Go, Node or Python services take with
-    /// redsync, node-redlock or redis-py's `Lock` (their value is a random token).
+    /// for NAMEs that Go, Node or Python services take with redsync, node-redlock or
+    /// redis-py's `Lock` (their value is a random token). Waited for by polling
+    /// (--backoff), woken at once by a redlatch holder's release.
     #[arg(long)]
     pub simple: bool,
 

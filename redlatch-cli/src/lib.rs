@@ -8,3 +8,4 @@
 pub mod conn;
 pub mod duration;
 pub mod exit;
+pub mod foreign;

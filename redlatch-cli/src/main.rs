@@ -11,6 +11,7 @@ mod completions;
 mod deadlocks;
 mod elect;
 mod held;
+mod job;
 mod latch;
 mod leader;
 mod list;
@@ -27,7 +28,7 @@ mod verbose;
 use std::ffi::OsString;
 
 // Shared with the benchmark harness (lib.rs); `crate::conn` etc. resolve through these.
-use redlatch_cli::{conn, duration, exit};
+use redlatch_cli::{conn, duration, exit, foreign};
 use std::process::ExitCode;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -42,6 +43,8 @@ Examples:
   redlatch run --permits 4 gpu -- ./train.sh      (at most 4 at once across machines)
   redlatch elect scheduler --value $(hostname) -- ./scheduler   (one leader at a time)
   redlatch leader scheduler --watch
+  redlatch job billing --at-most 10m --at-least 1m --once-per 1h -- ./bill.sh   (cron, one node)
+  redlatch jobs --json                            (scheduled jobs: running, last run, missed)
   redlatch status nightly-backup --json
   redlatch list 'orders:*' --json                 (every lock under a pattern, who holds it)
   redlatch deadlocks --json                       (exit 1: a cycle of waiting tasks)
@@ -99,6 +102,18 @@ enum Command {
     /// exits with CMD's status. Signals, a lost leadership and exit codes as `run`.
     #[command(override_usage = "redlatch elect NAME [--value V] [OPTIONS] -- CMD [ARGS]...")]
     Elect(elect::ElectArgs),
+    /// Run a scheduled job on one node of a fleet per tick (cron lines, systemd timers).
+    ///
+    /// Takes the job's lock (ShedLock's key PREFIX:ENV:NAME, so Java services using
+    /// @SchedulerLock on NAME exclude it) for --at-most, runs CMD, and gives the lock
+    /// back when CMD ends (kept until --at-least has passed). With --once-per a tick
+    /// done already (by any node) is not run again. A run skipped because another node
+    /// runs the job, or not needed, exits 0 (-E N to change; -v says why).
+    #[command(override_usage = "redlatch job NAME --at-most DUR [OPTIONS] -- CMD [ARGS]...")]
+    Job(job::JobArgs),
+    /// List scheduled jobs: who runs each now, its last run (start, outcome, how long),
+    /// missed ticks.
+    Jobs(job::JobsArgs),
     /// Print an election's leader (term and value); --watch prints every change.
     Leader(leader::LeaderArgs),
     /// Show holders, hold counts, TTL, fair queue and fencing counter on every master.
@@ -160,6 +175,8 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Elect(args) => elect::run(args).await,
             Command::Leader(args) => leader::run(args).await,
+            Command::Job(args) => job::run(args).await,
+            Command::Jobs(args) => job::jobs(args).await,
             Command::Status(args) => status::run(args).await,
             Command::List(args) => list::run(args).await,
             Command::Top(args) => top::run(args).await,
@@ -197,7 +214,9 @@ fn parse_failure(e: &clap::Error, argv: &[OsString]) -> ExitCode {
 /// `redlatch run NAME cmd` (no `--`): clap sees an unexpected positional argument or
 /// a missing CMD.
 fn missing_separator(e: &clap::Error, argv: &[OsString]) -> bool {
-    let is_run = argv.get(1).is_some_and(|a| a == "run" || a == "elect");
+    let is_run = argv
+        .get(1)
+        .is_some_and(|a| a == "run" || a == "elect" || a == "job");
     if !is_run || argv.iter().any(|a| a == "--") {
         return false;
     }

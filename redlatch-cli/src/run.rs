@@ -67,6 +67,13 @@ pub struct RunArgs {
     #[command(flatten)]
     pub kind: KindArgs,
 
+    /// With --simple or --spin: how a waiter spaces its tries, `DUR` (constant) or
+    /// `MIN..MAX` (exponential: x2 with jitter, from MIN up to MAX). Default 1ms..128ms.
+    /// A --simple waiter is woken at once by a redlatch holder's release; the back-off
+    /// is how soon it sees a redis-py, redsync, node-redlock or ShedLock holder's.
+    #[arg(long, value_name = "DUR|MIN..MAX", value_parser = duration::parse_backoff)]
+    pub backoff: Option<redlatch::BackOff>,
+
     /// After a lost lock, time between SIGTERM and SIGKILL to CMD. While renewals fail
     /// (the lock at risk), SIGTERM comes this long before the validity ends.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration::parse)]
@@ -134,6 +141,11 @@ pub async fn run(args: RunArgs) -> ExitCode {
 async fn execute(args: RunArgs) -> Result<u8, Failure> {
     let argv = args.argv();
     child::check_runnable(&argv[0])?;
+    if args.backoff.is_some() && !(args.kind.spin || args.kind.simple) {
+        return Err(Failure::usage(
+            "--backoff spaces the tries of a --simple or --spin waiter; other kinds are woken by their release",
+        ));
+    }
     let mut signals = Signals::install()?;
     let config = conn::with_watchdog(args.redis.config()?, args.watchdog);
     // A wait that ends without the lock ends within --wait plus the library's wait
@@ -167,7 +179,7 @@ async fn hold_and_run(
     left: Option<Duration>,
     signals: &mut Signals,
 ) -> (Result<u8, Failure>, bool) {
-    let wanted = match Wanted::new(client, &args.name, &args.kind) {
+    let wanted = match Wanted::with_backoff(client, &args.name, &args.kind, args.backoff) {
         Ok(wanted) => wanted,
         Err(e) => {
             return (

@@ -348,10 +348,20 @@ fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
 }
 
 /// `app myapp on host h, pid 42, acquired 3s ago (client connected 1m ago)`, or what a
-/// holder without a record is.
+/// holder without a record is: a foreign client named by its token's format
+/// (foreign.rs), else a Redisson holder or a client that is gone.
 fn who(info: &redlatch::HolderInfo, now: i64) -> String {
     let (Some(app), Some(host), Some(pid)) = (&info.app, &info.host, info.pid) else {
-        return "no record (a Redisson holder, or a client that is gone)".into();
+        if let (Some(host), Some(at), true) =
+            (&info.host, info.acquired, info.id.starts_with("ADDED:"))
+        {
+            return format!(
+                "a scheduled job's run (ShedLock's value) on host {host}, started {}",
+                ago(now - at)
+            );
+        }
+        return crate::foreign::describe(&info.id)
+            .unwrap_or_else(|| "no record (a Redisson holder, or a client that is gone)".into());
     };
     let acquired = info
         .acquired

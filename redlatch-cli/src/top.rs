@@ -313,13 +313,15 @@ impl View {
 }
 
 /// One name's row: its first holder's app and host (the holder id where its client left
-/// no record), how long it holds, the lease left, waiters and hand-overs per second.
+/// no record, `job` for a scheduled job's), how long it holds, the lease left, waiters and hand-overs per second.
 fn row(l: &LockListing, rate: f64, age: i64) -> Row<'static> {
     let first = l.holders.first();
     let first = first.map(|h| &h.holder);
-    let app = first.map_or("-".to_string(), |h| match &h.app {
-        Some(app) => app.clone(),
-        None => h.id.clone(),
+    // A scheduled job's holder (ShedLock's value) names no app: shown as a job.
+    let app = first.map_or("-".to_string(), |h| match (&h.app, l.kind) {
+        (Some(app), _) => app.clone(),
+        (None, redlatch::ListedKind::Job) => "job".into(),
+        (None, _) => h.id.clone(),
     });
     let host = first.map_or("-".to_string(), |h| {
         h.host.clone().unwrap_or_else(|| "?".into())

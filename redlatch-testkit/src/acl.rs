@@ -75,7 +75,7 @@ pub fn user(server: &RedisServer, without: &[&str]) -> String {
 }
 
 /// A user `locker` with `password` who may run only `PING` (as an operator might start
-/// from): refused the preload of the scripts at connect. Its URL.
+/// from): refused its first script call. Its URL.
 pub fn ping_only(server: &RedisServer, password: &str) -> String {
     server.cmd::<String>(&[
         "ACL",

@@ -66,7 +66,7 @@ pub fn available() -> bool {
         if std::env::var("REDLATCH_REQUIRE_JAVA").is_ok_and(|v| v == "1") {
             panic!("REDLATCH_REQUIRE_JAVA=1 but java or mvn is not on the PATH");
         }
-        eprintln!("SKIPPED: the Redisson JVM interop needs java and mvn on the PATH");
+        eprintln!("SKIPPED: the JVM interop (Redisson, ShedLock) needs java and mvn on the PATH");
     }
     ok
 }
@@ -93,14 +93,28 @@ fn newest(dir: &Path) -> SystemTime {
 /// `-cp` for `version`, building the driver first unless its jar is up to date. One build
 /// at a time across test binaries (an flock on target/interop-redisson/build.lock).
 pub fn classpath(version: &str) -> String {
+    maven_classpath(
+        "redisson",
+        "redisson.version",
+        version,
+        "redisson-driver-1.0.jar",
+    )
+}
+
+/// `-cp` for the Maven project `interop/<project>` built with `-D<property>=<version>`
+/// into `target/interop-<project>/<version>/` (its jar `jar`), building it first unless
+/// the jar is newer than its sources. One build at a time per project across test
+/// binaries (an flock on its build.lock).
+pub fn maven_classpath(project: &str, property: &str, version: &str, jar: &str) -> String {
     static BUILT: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
     let built = BUILT.get_or_init(Default::default);
     let mut built = built.lock().unwrap();
-    if let Some(cp) = built.get(version) {
+    let id = format!("{project}/{version}");
+    if let Some(cp) = built.get(&id) {
         return cp.clone();
     }
-    let project = repo().join("interop/redisson");
-    let out = target_dir().join("interop-redisson");
+    let sources_dir = repo().join("interop").join(project);
+    let out = target_dir().join(format!("interop-{project}"));
     std::fs::create_dir_all(&out).unwrap();
     let lock_file = std::fs::File::create(out.join("build.lock")).unwrap();
     {
@@ -112,38 +126,38 @@ pub fn classpath(version: &str) -> String {
         );
     }
     let dir = out.join(version);
-    let jar = dir.join("redisson-driver-1.0.jar");
+    let jar = dir.join(jar);
     let cp_file = dir.join("classpath.txt");
     // Written after each successful build: Maven leaves an unchanged jar and classpath
     // file untouched, so their own times say nothing.
     let stamp = dir.join("built.stamp");
-    let sources = newest(&project.join("src")).max(newest_file(&project.join("pom.xml")));
+    let sources = newest(&sources_dir.join("src")).max(newest_file(&sources_dir.join("pom.xml")));
     let fresh = jar.exists() && cp_file.exists() && newest_file(&stamp) >= sources;
     if !fresh {
         let started = std::time::Instant::now();
         let out_put = Command::new("mvn")
-            .current_dir(&project)
+            .current_dir(&sources_dir)
             .args(["-q", "-B", "package"])
-            .arg(format!("-Dredisson.version={version}"))
+            .arg(format!("-D{property}={version}"))
             .arg(format!("-Dinterop.build.dir={}", out.display()))
             .output()
             .expect("cannot run mvn");
         assert!(
             out_put.status.success(),
-            "mvn package of interop/redisson for Redisson {version} failed:\n{}{}",
+            "mvn package of interop/{project} for {version} failed:\n{}{}",
             String::from_utf8_lossy(&out_put.stdout),
             String::from_utf8_lossy(&out_put.stderr)
         );
         std::fs::write(&stamp, version).unwrap();
         eprintln!(
-            "built the Redisson {version} driver in {:?}",
+            "built the {project} {version} driver in {:?}",
             started.elapsed()
         );
     }
     drop(lock_file);
     let deps = std::fs::read_to_string(&cp_file).unwrap();
     let cp = format!("{}:{}", jar.display(), deps.trim());
-    built.insert(version.to_string(), cp.clone());
+    built.insert(id, cp.clone());
     cp
 }
 
@@ -428,6 +442,31 @@ impl Jvm {
     /// Sends `cmd` on `thread` and waits for the reply.
     pub async fn call(&self, thread: &str, cmd: &str) -> Reply {
         self.send(thread, cmd).reply().await
+    }
+
+    /// Whether Java thread `thread` sleeps on Redisson's latch (a `Semaphore` in its
+    /// lock entry), asked on the driver's process-wide thread.
+    pub async fn parked(&self, thread: &str) -> bool {
+        self.call("-", &format!("parked {thread}")).await.bool()
+    }
+
+    /// Waits until Java thread `thread` sleeps on Redisson's latch; panics after `within`.
+    ///
+    /// A test that releases to wake a Java waiter must wait for this, not only for a
+    /// subscription: Redisson's answer to a read-unlock message (`LockPubSub`, message 1,
+    /// which every write unlock sends, Redisson's and ours) is
+    /// `latch.release(latch.getQueueLength())`, so a message that lands after the
+    /// waiter's retry failed but before its thread is queued on the latch releases no
+    /// permit, and the waiter sleeps out the lease its retry saw (30 s).
+    pub async fn until_parked(&self, thread: &str, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while !self.parked(thread).await {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "Java thread {thread} never slept on Redisson's latch within {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     /// `CLIENT_ID:THREAD_ID`: the field Java thread `thread` holds a lock hash with.

@@ -72,6 +72,10 @@ pub async fn wake_both_ways_within<S, F>(
     let g = client.read_write_lock("rw").write().lock().await.unwrap();
     let call = java.send("r", "lock read rw");
     subscribed("redisson_rwlock:{rw}").await;
+    // A subscriber of the channel may be our own reader's, still subscribed; and even
+    // Java's own subscription is not enough: Redisson drops a read-unlock message that
+    // comes before its waiter sleeps on the latch (see `Jvm::until_parked`).
+    java.until_parked("r", within).await;
     g.unlock().await.unwrap();
     answered(
         within,

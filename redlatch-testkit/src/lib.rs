@@ -3,6 +3,8 @@
 //! (`use redlatch_testkit as common;`). Compiled once, not once per test binary.
 //!
 //! * [`RedisServer`]: a private `redis-server` on a free 127.0.0.1 port, killed on drop.
+//! * [`conn`]: the tests' own connections, with [`conn::IO_TIMEOUT`] to connect and per
+//!   reply, never a client library's default.
 //! * [`acl`]: the minimal ACL of docs/errors.md, and a user with it.
 //! * [`tls::TestCerts`]: a test CA and certificates for TLS servers and clients.
 //! * [`cluster::RedisCluster`]: a Redis Cluster of such servers (primaries, replicas), with
@@ -10,6 +12,8 @@
 //!   read its topology.
 //! * [`sentinel::SentinelSet`]: a primary, a replica and three sentinels monitoring them.
 //! * [`redisson::JavaFairLock`]: Redisson's fair lock as a Java client drives it.
+//! * [`foreign::Peer`]: the real redis-py `Lock`, go-redsync and node-redlock, installed
+//!   from their registries into target/peers/ and run beside redlatch on one name.
 //! * [`jvm::Jvm`]: the real Redisson client in a JVM (interop/redisson/), commanded over
 //!   stdin/stdout; [`jvm::record`] writes the compatibility matrix's result lines.
 //! * [`jvm_family::wake_both_ways`]: the family's wake-ups both ways with Redisson, on any
@@ -18,6 +22,9 @@
 //!   `redlatch run`) on one name, every section checked by one [`mixed::Checker`].
 //! * [`peer::RedlockPeer`]: a Redlock reference client's lock (redis-py's `Lock`,
 //!   redsync: `SET NX PX`, compare-and-delete) held by another process, over raw RESP.
+//! * [`postgres::PgServer`]: a private PostgreSQL server on a free port (the fencing tests).
+//! * [`proxy::DelayProxy`]: a loopback TCP proxy that holds what clients send until released.
+//! * [`clock::FakeClock`]: a wall clock a test moves for one server (a preload shim).
 //! * [`inside::Inside`]: counts the critical sections inside one lock at once.
 //! * [`unreachable::Route`]: a relay in front of a server that a test cuts as a lost
 //!   route would (open connections carry nothing, new ones hang in `connect()`).
@@ -27,17 +34,23 @@
 //!   another of its binary's tests in a child process (`--exact NAME`).
 
 pub mod acl;
+pub mod clock;
 pub mod cluster;
+pub mod conn;
 pub mod fair;
+pub mod foreign;
 pub mod inside;
 pub mod jvm;
 pub mod jvm_family;
 pub mod mixed;
 pub mod peer;
+pub mod postgres;
+pub mod proxy;
 pub mod redisson;
 pub mod redlock;
 pub mod sentinel;
 mod server;
+pub mod shedlock;
 pub mod tls;
 pub mod unreachable;
 

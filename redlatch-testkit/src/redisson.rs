@@ -76,7 +76,10 @@ impl JavaFairLock {
         lease: Duration,
     ) -> Self {
         let client = redis::Client::open(server.url()).unwrap();
-        let conn = client.get_multiplexed_async_connection().await.unwrap();
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&crate::conn::async_config())
+            .await
+            .unwrap();
         JavaFairLock {
             client,
             conn,

@@ -31,6 +31,21 @@ pub fn config(servers: &[RedisServer]) -> Config {
     Config::redlock(servers.iter().map(|s| s.url())).master_timeout(Duration::from_millis(250))
 }
 
+/// Cuts `server` off the lock scripts: it refuses every write at once, as a replica of
+/// a master that does not exist (READONLY, an outage the client retries; its data and
+/// run_id stay). (A paused master is no good here: the calls queued on its socket would
+/// all run when it resumes, bringing its counter up to date or granting a late lock; a
+/// partition loses them. An ACL refusal is no good either: it is a permanent error,
+/// not an outage.) [`reconnect`] undoes it.
+pub fn cut_off(server: &RedisServer) {
+    let _: String = server.cmd(&["REPLICAOF", "127.0.0.1", "1"]);
+}
+
+/// Undoes [`cut_off`]: the server is a master again, with its data.
+pub fn reconnect(server: &RedisServer) {
+    let _: String = server.cmd(&["REPLICAOF", "NO", "ONE"]);
+}
+
 /// Writes a lock as another holder would: `HSET name holder 1` + `PEXPIRE name lease`.
 pub fn prelock(server: &RedisServer, name: &str, holder: &str, lease: Duration) {
     let _: i64 = server.cmd(&["HSET", name, holder, "1"]);

@@ -14,7 +14,6 @@ const FRESH_PORT_ATTEMPTS: usize = 5;
 /// On restart the port must stay the same, so a taken port is retried after a short sleep.
 const SAME_PORT_ATTEMPTS: usize = 20;
 const SAME_PORT_BACKOFF: Duration = Duration::from_millis(250);
-const CMD_TIMEOUT: Duration = Duration::from_secs(10);
 
 static DIR_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
@@ -35,6 +34,8 @@ pub struct RedisServer {
     child: Mutex<Option<Child>>,
     pid: u32,
     paused: AtomicBool,
+    /// Extra environment of the process (a clock shim's, for a server with its own clock).
+    env: Vec<(String, String)>,
 }
 
 impl RedisServer {
@@ -61,7 +62,23 @@ impl RedisServer {
             "--tls-ca-cert-file", &*ca.to_string_lossy(),
             "--tls-auth-clients", if auth_clients { "yes" } else { "no" },
         ].iter().map(|s| s.to_string()).collect();
-        Self::start_inner(move |_port, _dir| args.clone(), true, 0)
+        Self::start_inner(move |_port, _dir| args.clone(), true, 0, Vec::new())
+    }
+
+    /// [`RedisServer::start_with`] with extra environment variables for the process
+    /// (kept for restarts): e.g. [`crate::clock::FakeClock::env`], for a
+    /// server whose clock a test moves.
+    pub fn start_with_env(env: &[(&str, &str)], extra: &[&str]) -> RedisServer {
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Self::start_inner(
+            |_port, _dir| extra.iter().map(|s| s.to_string()).collect(),
+            false,
+            0,
+            env,
+        )
     }
 
     /// Same as [`RedisServer::start_with`], with the extra args computed for each start
@@ -71,7 +88,7 @@ impl RedisServer {
     /// harness's args (`--port`, `--dir`, ...), the others after them, so they win.
     /// A restart reuses the args of the attempt that succeeded.
     pub fn start_in(extra: impl FnMut(u16, &Path) -> Vec<String>) -> RedisServer {
-        Self::start_inner(extra, false, 0)
+        Self::start_inner(extra, false, 0, Vec::new())
     }
 
     /// [`RedisServer::start_in`] on a port `port + offset` is also free for (a Redis < 7
@@ -80,7 +97,7 @@ impl RedisServer {
         offset: u16,
         extra: impl FnMut(u16, &Path) -> Vec<String>,
     ) -> RedisServer {
-        Self::start_inner(extra, false, offset)
+        Self::start_inner(extra, false, offset, Vec::new())
     }
 
     /// `offset`: 0, or that of a second port the server needs free ([`Self::start_in_with_free`]).
@@ -88,6 +105,7 @@ impl RedisServer {
         mut extra: impl FnMut(u16, &Path) -> Vec<String>,
         tls: bool,
         offset: u16,
+        env: Vec<(String, String)>,
     ) -> RedisServer {
         let dir = std::env::temp_dir().join(format!(
             "redlatch-test-{}-{}",
@@ -105,6 +123,7 @@ impl RedisServer {
             child: Mutex::new(None),
             pid: 0,
             paused: AtomicBool::new(false),
+            env,
         };
         for attempt in 1..=FRESH_PORT_ATTEMPTS {
             server.port = match offset {
@@ -162,11 +181,16 @@ impl RedisServer {
         &self.dir
     }
 
-    /// A fresh synchronous connection (5 s connect timeout, no read timeout).
+    /// A fresh synchronous connection ([`IO_TIMEOUT`](crate::conn::IO_TIMEOUT) to
+    /// connect, read and write; a test that waits longer for a message sets its own).
     pub fn conn(&self) -> redis::Connection {
-        redis::Client::open(self.url())
-            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
-            .unwrap_or_else(|e| panic!("cannot connect to test redis at {}: {e}", self.addr()))
+        crate::conn::sync_conn(self.url())
+    }
+
+    /// A fresh multiplexed async connection with [`IO_TIMEOUT`](crate::conn::IO_TIMEOUT)
+    /// to connect and per reply (not redis-rs's 500 ms default).
+    pub async fn async_conn(&self) -> redis::aio::MultiplexedConnection {
+        crate::conn::async_conn(self.url()).await
     }
 
     /// The keys matching `pattern` (`KEYS`: a test server is small) but the records and
@@ -183,15 +207,13 @@ impl RedisServer {
         self.lock_keys("*").len() as i64
     }
 
-    /// Run one command on a fresh connection (10 s timeouts) and return the typed reply.
+    /// Run one command on a fresh [`conn`](Self::conn) and return the typed reply.
     pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
         assert!(
             !args.is_empty(),
             "RedisServer::cmd needs at least the command name"
         );
         let mut conn = self.conn();
-        let _ = conn.set_read_timeout(Some(CMD_TIMEOUT));
-        let _ = conn.set_write_timeout(Some(CMD_TIMEOUT));
         redis::cmd(args[0])
             .arg(&args[1..])
             .query::<T>(&mut conn)
@@ -203,7 +225,6 @@ impl RedisServer {
     /// returns at once, proving nothing); panics unless `replicas` acknowledged.
     pub fn set_replicated(&self, key: &str, value: &str, replicas: i64) {
         let mut conn = self.conn();
-        let _ = conn.set_read_timeout(Some(CMD_TIMEOUT));
         let (_, acked): ((), i64) = redis::pipe()
             .cmd("SET")
             .arg(key)
@@ -389,6 +410,7 @@ impl RedisServer {
             .args(base)
             .args(tls)
             .args(extra)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(stdio.try_clone().expect("dup redis.stdio"))
             .stderr(stdio)

@@ -206,11 +206,14 @@ impl Client {
     /// - **Not reentrant.** The value is one holder's token: a second acquisition by
     ///   the holder fails with [`Error::Reentry`](crate::Error::Reentry) (the
     ///   reference clients would wait for themselves until the lease ran out).
-    /// - **Waiters poll.** Nothing is published on this wire, so waiters retry after
-    ///   the spin lock's exponential back-off ([`BackOff`]; the reference clients'
-    ///   retry delay), and a release is seen up to one back-off later: the wire's
-    ///   limit. [`spin_lock_with`](Client::spin_lock_with)'s back-off is set the same
-    ///   way through [`simple_lock_with`](Client::simple_lock_with).
+    /// - **Waiters poll, and a redlatch release wakes them.** The reference clients
+    ///   publish nothing, so waiters retry after the spin lock's exponential back-off
+    ///   ([`BackOff`]; set it through [`simple_lock_with`](Client::simple_lock_with),
+    ///   near the peers' own retry delay) and see a foreign release up to one back-off
+    ///   later. A redlatch release (or force-unlock) also publishes on a channel
+    ///   beside the key that only redlatch listens on, when a waiter listens, so
+    ///   redlatch waiters take a lock another redlatch holder gave back at once
+    ///   (docs/wire.md).
     ///
     /// The rest is every lock's: the watchdog renews a hold kept without a lease, an
     /// explicit lease is the `PX`, under Redlock each attempt is a Redlock attempt over

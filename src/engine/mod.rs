@@ -28,8 +28,8 @@
 //! * [`observe`]: reading a deployment for operators: the locks under a pattern, who
 //!   holds them and who waits (`Client::list`).
 //! * [`facade`]: what the API layer calls. `facade/mod.rs` lists every method of
-//!   [`Engine`] the API calls and the file that holds it; `catalogue` lists every
-//!   script, preloaded on each connection.
+//!   [`Engine`] the API calls and the file that holds it; `catalogue` (tests) lists
+//!   every script.
 //!
 //! The API layer uses only the façade: [`Engine`]'s methods (listed in [`facade`])
 //! and [`Held`]'s,

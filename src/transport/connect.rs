@@ -22,7 +22,7 @@ use super::sentinel::{Sentinel, SentinelSetup};
 use super::standalone::{LinkSettings, Standalone};
 #[cfg(feature = "tls")]
 use super::tls::{self, is_tls, TlsOptions};
-use super::{Dialect, Lane, Request, Script, Transport};
+use super::{Dialect, Lane, Request, Transport};
 use crate::error::{Error, MasterError, Result};
 
 /// How the servers of a deployment relate.
@@ -65,14 +65,13 @@ pub(crate) struct Connected {
     pub(crate) cluster: bool,
 }
 
-/// Opens the deployment `d`, whose servers preload `scripts`.
-pub(crate) async fn connect(d: Deployment, scripts: Vec<&'static Script>) -> Result<Connected> {
+/// Opens the deployment `d`.
+pub(crate) async fn connect(d: Deployment) -> Result<Connected> {
     let clients = clients(&d)?;
     let link = LinkSettings {
         pool_size: d.pool_size,
         timeout: d.timeout,
         connect_timeout: d.connect_timeout,
-        scripts,
         sync: d.sync,
     };
     let connected = match &d.shape {
@@ -131,7 +130,7 @@ fn clients(d: &Deployment) -> Result<Vec<redis::Client>> {
 }
 
 /// Independent masters, or a cluster through its seeds: every server is PINGed; a
-/// lone master that answered is asked whether it is a cluster node.
+/// lone master is asked in the same round trip whether it is a cluster node.
 async fn masters(
     shape: &Shape,
     clients: Vec<redis::Client>,
@@ -140,17 +139,24 @@ async fn masters(
     let links = (clients.into_iter())
         .map(|client| link.open(client, Dialect::Classic))
         .collect::<Result<Vec<_>>>()?;
-    let ping = redis::cmd("PING");
-    let pings = join_all(
-        links
-            .iter()
-            .map(|link| link.send(Lane::Side, link.connect_timeout(), Request::Cmd(&ping))),
-    )
-    .await;
-    // Only a seed that answered is asked whether it is a cluster node.
-    let single =
-        *shape == Shape::Masters && links.len() == 1 && pings.first().is_some_and(Result::is_ok);
-    if *shape == Shape::Cluster || (single && is_cluster_node(&links[0]).await) {
+    // On the lock lane: the connection every lock call takes is opened here, not by
+    // the first call.
+    let (pings, single_cluster) = match (shape, &links[..]) {
+        (Shape::Masters, [lone]) => {
+            let (ping, cluster) = probe_lone(lone).await;
+            (vec![ping], cluster)
+        }
+        _ => {
+            let ping = redis::cmd("PING");
+            let pings =
+                join_all(links.iter().map(|link| {
+                    link.send(Lane::Lock, link.connect_timeout(), Request::Cmd(&ping))
+                }))
+                .await;
+            (pings, false)
+        }
+    };
+    if *shape == Shape::Cluster || single_cluster {
         let cluster = cluster(links, pings, link).await?;
         return Ok(Connected {
             links: vec![Arc::new(cluster)],
@@ -271,16 +277,32 @@ async fn cluster(
     Err(last.unwrap_or_else(|| Error::config("no cluster seed given")))
 }
 
-/// True if `link` is a node of a Redis Cluster (`cluster_enabled:1`). A server that
-/// does not answer, or may not run INFO, is taken as not one.
-async fn is_cluster_node(link: &dyn Transport) -> bool {
-    let mut info = redis::cmd("INFO");
-    info.arg("cluster");
-    let reply = link
-        .send(Lane::Side, link.connect_timeout(), Request::Cmd(&info))
-        .await;
-    let text: Option<String> = reply.ok().and_then(|v| redis::from_redis_value(v).ok());
-    text.is_some_and(|t| t.lines().any(|l| l.trim() == "cluster_enabled:1"))
+/// PINGs a lone master and asks, in the same round trip, whether it is a node of a
+/// Redis Cluster (`cluster_enabled:1`): the PING's answer, and whether it is one. A
+/// server that does not answer, or may not run INFO, is taken as not one.
+async fn probe_lone(link: &Standalone) -> (Result<Value>, bool) {
+    let mut pipe = redis::pipe();
+    pipe.cmd("PING").cmd("INFO").arg("cluster").ignore_errors();
+    let timeout = link.connect_timeout();
+    let replies = link.send(Lane::Lock, timeout, Request::Pipe(&pipe)).await;
+    match replies {
+        Ok(Value::Array(replies)) if !matches!(replies.first(), Some(Value::ServerError(_))) => {
+            let text: Option<String> =
+                (replies.get(1).cloned()).and_then(|v| redis::from_redis_value(v).ok());
+            let cluster = text.is_some_and(|t| t.lines().any(|l| l.trim() == "cluster_enabled:1"));
+            (Ok(Value::Okay), cluster)
+        }
+        // The PING refused (NOAUTH, NOPERM): asked alone, for its error as the
+        // transport types it.
+        Ok(_) => {
+            let ping = redis::cmd("PING");
+            (
+                link.send(Lane::Lock, timeout, Request::Cmd(&ping)).await,
+                false,
+            )
+        }
+        Err(e) => (Err(e), false),
+    }
 }
 
 /// Refuses two masters that are one server (issue 11.8): `localhost:P` and

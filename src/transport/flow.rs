@@ -159,8 +159,16 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_full_connection_probes_once_and_its_answer_lets_the_next_request_in() {
         let server = redlatch_testkit::RedisServer::start();
+        // As the library's own connections: no response timeout (redis-rs's 500 ms
+        // default would fail the probe to the paused server under a loaded machine).
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(redlatch_testkit::conn::IO_TIMEOUT))
+            .set_response_timeout(None);
         let client = redis::Client::open(server.url()).unwrap();
-        let conn = client.get_multiplexed_async_connection().await.unwrap();
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .unwrap();
         let flow = Arc::new(Flow::default());
         for _ in 0..MAX_UNANSWERED {
             flow.try_admit().unwrap();

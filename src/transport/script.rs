@@ -1,10 +1,18 @@
-//! Scripts by SHA: [`Script`] (a Lua source and its SHA1) and [`Invocation`] (one call
-//! with its keys and arguments), run with EVALSHA. A server that does not know the
-//! script (`SCRIPT FLUSH`) answers NOSCRIPT; NOSCRIPT means the script did not run, so
-//! the call is sent again, as EVAL with the source, which runs it whatever the cache
-//! holds (or, if the ACL forbids EVAL, after a SCRIPT LOAD, for as long as the server
-//! keeps flushing; the transport's timeout bounds that loop). Transports load every script on a new
-//! connection before using it ([`load_all`]), so NOSCRIPT only follows a SCRIPT FLUSH.
+//! Scripts by SHA: [`Script`] (a Lua source; its SHA1s computed on first use) and
+//! [`Invocation`] (one call with its keys and arguments), run with EVALSHA. Nothing is
+//! loaded in advance: a server's [`Cached`] says which scripts it is known to hold, and
+//! a script's first call on a server goes as one pipeline, `SCRIPT LOAD` and
+//! `EVALSHA`, written together, so a fresh or restarted server never answers it
+//! NOSCRIPT and no reload is sent after requests written meanwhile (issue 11.7). Only a
+//! flush (`SCRIPT FLUSH`, or a promoted replica without the script) between a known
+//! script's writing and its running meets NOSCRIPT; NOSCRIPT means the script did not
+//! run, so the call is sent again, as EVAL with the source, which runs it whatever the
+//! cache holds (or, if the ACL forbids EVAL, after a SCRIPT LOAD, for as long as the
+//! server keeps flushing; the transport's timeout bounds that loop), and the server's
+//! [`Cached`] forgets everything.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, ToRedisArgs, Value};
@@ -71,14 +79,23 @@ impl Text {
 }
 
 /// A Lua script and its SHA1, in both [`Dialect`]s: its source after the dialect's
-/// prelude.
+/// prelude. Each text and its SHA1 are made on first use (a process computes the SHA1s
+/// of the scripts it calls, not of all of them).
 pub(crate) struct Script {
-    classic: Text,
-    sharded: Text,
+    /// Its number in this process, by which a server's [`Cached`] knows it.
+    id: usize,
+    source: &'static str,
+    /// The sharded dialect's flag line (or nothing).
+    flags: &'static str,
+    classic: OnceLock<Text>,
+    sharded: OnceLock<Text>,
     /// The commands the script names in `redis.call` / `redis.pcall`, lowercase: what
     /// a refusal inside it may be about (an ACL `NOPERM` from a script does not say).
-    calls: Vec<String>,
+    calls: OnceLock<Vec<String>>,
 }
+
+/// The next [`Script::id`].
+static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
 
 /// The commands `source` calls by name (`redis.call('hexists', ...)`), in order, once.
 fn calls_in(source: &str) -> Vec<String> {
@@ -127,18 +144,24 @@ impl Script {
         Self::with_flags(source, CROSS_SLOT_WRITE_FLAGS)
     }
 
-    fn with_flags(source: &'static str, flags: &str) -> Self {
+    fn with_flags(source: &'static str, flags: &'static str) -> Self {
         Script {
-            classic: Text::new(format!("{CLASSIC}{source}")),
-            sharded: Text::new(format!("{flags}{SHARDED}{source}")),
-            calls: calls_in(source),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            source,
+            flags,
+            classic: OnceLock::new(),
+            sharded: OnceLock::new(),
+            calls: OnceLock::new(),
         }
     }
 
     fn text(&self, dialect: Dialect) -> &Text {
         match dialect {
-            Dialect::Classic => &self.classic,
-            Dialect::Sharded => &self.sharded,
+            Dialect::Classic => {
+                (self.classic).get_or_init(|| Text::new(format!("{CLASSIC}{}", self.source)))
+            }
+            Dialect::Sharded => (self.sharded)
+                .get_or_init(|| Text::new(format!("{}{SHARDED}{}", self.flags, self.source))),
         }
     }
 
@@ -154,38 +177,47 @@ impl Script {
     }
 }
 
-/// Loads `scripts` (their `dialect` text) on `conn`, after a PING, in one round trip (a
-/// pipeline of SCRIPT LOAD). A refusal is the first script's error, with its code and message
-/// (`NOAUTH`, `NOPERM ... 'script|load'`), not one line per script.
-pub(crate) async fn load_all<C: ConnectionLike + Send>(
-    conn: &mut C,
-    scripts: &[&'static Script],
-    dialect: Dialect,
-) -> RedisResult<()> {
-    if scripts.is_empty() {
-        return Ok(());
+/// How many scripts a [`Cached`] can know (more are called as if known: EVALSHA, and
+/// a reload on NOSCRIPT).
+pub(crate) const KNOWN: usize = 4 * 64;
+
+/// The scripts one server is known to hold: those whose `SCRIPT LOAD` it answered
+/// since it was last forgotten. A transport forgets when its connections break (the
+/// server may have restarted) and on any NOSCRIPT (a flush, a promoted replica):
+/// every script's next call loads it again, in the same round trip.
+#[derive(Default)]
+pub(crate) struct Cached {
+    known: [AtomicU64; KNOWN / 64],
+    /// Bumped by each [`forget`](Self::forget): a load answered after a forget it was
+    /// sent before is not taken as known (the server it reached may be gone).
+    epoch: AtomicU64,
+    forgetting: parking_lot::Mutex<()>,
+}
+
+impl Cached {
+    fn has(&self, id: usize) -> bool {
+        id >= KNOWN || self.known[id / 64].load(Ordering::Acquire) & (1 << (id % 64)) != 0
     }
-    // A connection that has not authenticated is refused before the scripts are sent:
-    // Redis closes such a connection on a request argument over 16 KiB (batch.lua with
-    // what is prepended to it is one), and its caller would see a broken pipe instead
-    // of NOAUTH. Any other refusal of the PING (an ACL without it, a server that renamed
-    // it) leaves the answer to the scripts' own replies, as before it was sent.
-    if let Err(e) = redis::cmd("PING").query_async::<()>(conn).await {
-        if e.code() == Some("NOAUTH") || e.is_io_error() {
-            return Err(e);
+
+    fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Script `id` was loaded by a request sent in `epoch`.
+    fn loaded(&self, id: usize, epoch: u64) {
+        let _one = self.forgetting.lock();
+        if id < KNOWN && self.epoch() == epoch {
+            self.known[id / 64].fetch_or(1 << (id % 64), Ordering::Release);
         }
     }
-    let mut pipe = redis::pipe();
-    for s in scripts {
-        pipe.cmd("SCRIPT").arg("LOAD").arg(&*s.text(dialect).source);
-    }
-    let replies: Vec<Value> = pipe.ignore_errors().query_async(conn).await?;
-    match replies.into_iter().find_map(|r| match r {
-        Value::ServerError(e) => Some(e),
-        _ => None,
-    }) {
-        Some(e) => Err(e.into()),
-        None => Ok(()),
+
+    /// Forgets every script: the server may no longer hold them.
+    pub(crate) fn forget(&self) {
+        let _one = self.forgetting.lock();
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        for word in &self.known {
+            word.store(0, Ordering::Release);
+        }
     }
 }
 
@@ -232,7 +264,9 @@ impl Invocation {
 
     /// The commands the script calls by name (see `Script::calls`).
     pub(crate) fn calls(&self) -> &[String] {
-        &self.script.calls
+        self.script
+            .calls
+            .get_or_init(|| calls_in(self.script.source))
     }
 
     /// The first key, by which a clustered transport routes the call.
@@ -260,32 +294,44 @@ impl Invocation {
         cmd
     }
 
-    /// Runs the call on `conn`: EVALSHA; on NOSCRIPT (the script did not run), EVAL
-    /// with the source, which cannot meet NOSCRIPT however often the server flushes.
-    /// A user whose ACL forbids EVAL gets SCRIPT LOAD and EVALSHA again instead, for as
-    /// long as the server keeps flushing (at most [`MAX_RELOADS`] times).
+    /// `SCRIPT LOAD` of the script, for a pipeline that calls it next.
+    fn load(&self, dialect: Dialect) -> redis::Cmd {
+        let mut load = redis::cmd("SCRIPT");
+        load.arg("LOAD").arg(&*self.script.text(dialect).source);
+        load
+    }
+
+    /// Runs the call on `conn`: EVALSHA, preceded in the same round trip by the
+    /// script's `SCRIPT LOAD` unless the server is known to hold it (`cached`). On
+    /// NOSCRIPT (the script did not run) `cached` forgets and the call is sent again, as
+    /// EVAL with the source, which cannot meet NOSCRIPT however often the server
+    /// flushes. A user whose ACL forbids EVAL gets SCRIPT LOAD and EVALSHA again
+    /// instead, for as long as the server keeps flushing (at most [`MAX_RELOADS`]
+    /// times).
     pub(crate) async fn run<C: ConnectionLike + Send>(
         &self,
         conn: &mut C,
         dialect: Dialect,
+        cached: &Cached,
     ) -> RedisResult<Value> {
-        let evalsha = self.evalsha(dialect);
-        let first = evalsha.query_async::<Value>(conn).await;
+        let first = match cached.has(self.script.id) {
+            // The hot path: one command, no pipeline.
+            true => self.evalsha(dialect).query_async::<Value>(conn).await,
+            false => (self.run_with(conn, dialect, cached, None).await)
+                .map(|mut replies| replies.swap_remove(0)),
+        };
         match first {
-            Err(e) if is_noscript(&e) => {}
+            Err(e) if is_noscript(&e) => cached.forget(),
             other => return other,
         }
         match self.eval(dialect).query_async::<Value>(conn).await {
             Err(e) if e.code() == Some("NOPERM") => {}
             other => return other,
         }
+        let evalsha = self.evalsha(dialect);
         let mut reloads = 0;
         loop {
-            redis::cmd("SCRIPT")
-                .arg("LOAD")
-                .arg(&*self.script.text(dialect).source)
-                .query_async::<()>(conn)
-                .await?;
+            self.load(dialect).query_async::<()>(conn).await?;
             reloads += 1;
             match evalsha.query_async::<Value>(conn).await {
                 Err(e) if is_noscript(&e) && reloads < MAX_RELOADS => {}
@@ -293,6 +339,52 @@ impl Invocation {
             }
         }
     }
+
+    /// The call as EVALSHA (after its `SCRIPT LOAD` unless `cached` knows the script),
+    /// then `then`, in one round trip; the replies of the call and of `then`. The
+    /// script's refusal (NOSCRIPT included) is the error; `then`'s is its reply, a
+    /// [`Value::ServerError`].
+    async fn run_with<C: ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        dialect: Dialect,
+        cached: &Cached,
+        then: Option<&redis::Cmd>,
+    ) -> RedisResult<Vec<Value>> {
+        let (id, epoch) = (self.script.id, cached.epoch());
+        let known = cached.has(id);
+        let mut pipe = redis::pipe();
+        if !known {
+            pipe.add_command(self.load(dialect));
+        }
+        pipe.add_command(self.evalsha(dialect));
+        if let Some(then) = then {
+            pipe.add_command(then.clone());
+        }
+        let mut replies: Vec<Value> = pipe.ignore_errors().query_async(conn).await?;
+        if !known {
+            if replies.is_empty() {
+                return Err(unexpected());
+            }
+            if !matches!(replies.remove(0), Value::ServerError(_)) {
+                cached.loaded(id, epoch);
+            }
+        }
+        match replies.first() {
+            None => Err(unexpected()),
+            Some(Value::ServerError(e)) => Err(e.clone().into()),
+            Some(_) => Ok(replies),
+        }
+    }
+}
+
+/// A pipeline answered with fewer replies than it has commands.
+fn unexpected() -> redis::RedisError {
+    (
+        redis::ErrorKind::UnexpectedReturnType,
+        "a pipeline answered fewer replies than it has commands",
+    )
+        .into()
 }
 
 #[cfg(test)]
@@ -317,30 +409,27 @@ impl Invocation {
         conn: &mut C,
         dialect: Dialect,
         then: &redis::Cmd,
+        cached: &Cached,
     ) -> RedisResult<(Value, Value)> {
-        let both = |first: redis::Cmd| {
-            let mut pipe = redis::pipe();
-            pipe.add_command(first)
-                .add_command(then.clone())
-                .ignore_errors();
-            pipe
+        let replies = match self.run_with(conn, dialect, cached, Some(then)).await {
+            Err(e) if is_noscript(&e) => {
+                cached.forget();
+                let mut pipe = redis::pipe();
+                pipe.add_command(self.eval(dialect))
+                    .add_command(then.clone())
+                    .ignore_errors();
+                let replies: Vec<Value> = pipe.query_async(conn).await?;
+                if let Some(Value::ServerError(e)) = replies.first() {
+                    return Err(e.clone().into());
+                }
+                replies
+            }
+            other => other?,
         };
-        let mut replies: Vec<Value> = both(self.evalsha(dialect)).query_async(conn).await?;
-        if replies
-            .first()
-            .is_some_and(|r| matches!(r, Value::ServerError(e) if e.code() == "NOSCRIPT"))
-        {
-            replies = both(self.eval(dialect)).query_async(conn).await?;
-        }
         let mut replies = replies.into_iter();
         match (replies.next(), replies.next()) {
-            (Some(Value::ServerError(e)), Some(_)) => Err(e.into()),
             (Some(reply), Some(then)) => Ok((reply, then)),
-            _ => Err((
-                redis::ErrorKind::UnexpectedReturnType,
-                "a pipeline of two commands answered otherwise",
-            )
-                .into()),
+            _ => Err(unexpected()),
         }
     }
 }
@@ -379,7 +468,14 @@ mod tests {
             .collect();
         assert_eq!(
             parts[..6],
-            ["EVALSHA", &*S.classic.hash, "2", "k1", "k2", "5"]
+            [
+                "EVALSHA",
+                &*S.text(Dialect::Classic).hash,
+                "2",
+                "k1",
+                "k2",
+                "5"
+            ]
         );
         assert_eq!(parts[6], "x");
         assert_eq!(inv.first_key(), Some(&b"k1"[..]));
@@ -389,12 +485,30 @@ mod tests {
     fn each_dialect_puts_its_prelude_and_flags_before_the_source() {
         let source = include_str!("../../lua/renew.lua");
         let plain = Script::new(source);
-        assert_eq!(plain.classic.source, format!("{CLASSIC}{source}"));
-        assert_eq!(plain.sharded.source, format!("{SHARDED}{source}"));
-        assert_ne!(plain.classic.hash, plain.sharded.hash);
+        assert_eq!(
+            plain.text(Dialect::Classic).source,
+            format!("{CLASSIC}{source}")
+        );
+        assert_eq!(
+            plain.text(Dialect::Sharded).source,
+            format!("{SHARDED}{source}")
+        );
+        assert_ne!(
+            plain.text(Dialect::Classic).hash,
+            plain.text(Dialect::Sharded).hash
+        );
         let cross = Script::cross_slot(source);
-        assert_eq!(cross.classic.source, plain.classic.source);
-        assert!(cross.sharded.source.starts_with(CROSS_SLOT_FLAGS));
-        assert!(cross.sharded.source.ends_with(&plain.sharded.source));
+        assert_eq!(
+            cross.text(Dialect::Classic).source,
+            plain.text(Dialect::Classic).source
+        );
+        assert!(cross
+            .text(Dialect::Sharded)
+            .source
+            .starts_with(CROSS_SLOT_FLAGS));
+        assert!(cross
+            .text(Dialect::Sharded)
+            .source
+            .ends_with(&plain.text(Dialect::Sharded).source));
     }
 }

@@ -22,9 +22,12 @@
 //!    a grant behind). "Written" means in redis-rs's queue of the connection, which
 //!    keeps its order only while it is not full: the connection's [`Flow`] admits a
 //!    request only while it has room (flow.rs).
-//! 6. Every new connection loads all scripts before its first request, so a call never
-//!    meets NOSCRIPT after a restart or on a fresh server; its reload would be sent
-//!    after requests written meanwhile, reordering them (issue 11.7).
+//! 6. A script's first call on this server (since its connections were last discarded,
+//!    or since a NOSCRIPT) is written as one pipeline, `SCRIPT LOAD` then `EVALSHA`
+//!    ([`Cached`]), and later calls as EVALSHA alone: a call never meets NOSCRIPT on a
+//!    fresh or restarted server, whose reload would be written after requests written
+//!    meanwhile, reordering them (issue 11.7). Nothing is loaded before it is needed: a
+//!    process that takes one simple lock sends two small scripts, not the catalogue.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,9 +41,9 @@ use redis::{AsyncConnectionConfig, Value};
 
 use super::flow::{Flow, QUEUE};
 use super::replicas::{Replicas, SyncReplicas};
-use super::script::load_all;
+use super::script::Cached;
 use super::subscriber::Classic;
-use super::{BoxFuture, Dialect, Invocation, Lane, Request, Script, Subscriber, Transport};
+use super::{BoxFuture, Dialect, Invocation, Lane, Request, Subscriber, Transport};
 use crate::error::{Error, Result};
 use crate::telemetry;
 
@@ -61,8 +64,8 @@ pub(crate) struct Standalone {
     next: AtomicUsize,
     timeout: Duration,
     connect_timeout: Duration,
-    /// Loaded on every new connection (invariant 6).
-    scripts: Vec<&'static Script>,
+    /// The scripts this server is known to hold (invariant 6).
+    cached: Cached,
     /// The scripts' variant this server runs (a cluster node with sharded pub/sub runs
     /// the sharded one).
     dialect: Dialect,
@@ -85,7 +88,6 @@ impl Standalone {
         pool_size: usize,
         timeout: Duration,
         connect_timeout: Duration,
-        scripts: Vec<&'static Script>,
     ) -> Result<Self> {
         let info = client.get_connection_info().clone();
         let addr = info.addr().to_string();
@@ -111,7 +113,7 @@ impl Standalone {
             next: AtomicUsize::new(0),
             timeout,
             connect_timeout,
-            scripts,
+            cached: Cached::default(),
             dialect: Dialect::Classic,
             replicas: Replicas::new(SyncReplicas::Off, Duration::ZERO),
             order: tokio::sync::Mutex::new(()),
@@ -206,11 +208,6 @@ impl Standalone {
             other => Error::config_from(format!("master {}: pool", self.addr), other),
         })?;
         let mut conn = (*pooled).clone();
-        // Invariant 6. A connection that cannot load them is not kept.
-        if let Err(e) = load_all(&mut conn, &self.scripts, self.dialect).await {
-            drop(Pooled::take(pooled));
-            return Err(preload_refused(self.err(e)));
-        }
         if self.replicas.needs_count() {
             if let Err(e) = self.count_replicas(&mut conn).await {
                 drop(Pooled::take(pooled));
@@ -226,6 +223,8 @@ impl Standalone {
     /// Requests in flight keep their clones and finish.
     fn discard_all(&self) {
         *self.reset_at.lock() = Some(std::time::Instant::now());
+        // The server may have restarted without the scripts (invariant 6).
+        self.cached.forget();
         for slot in self.slots.iter() {
             if let Some((pooled, _)) = slot.conn.lock().take() {
                 drop(Pooled::take(pooled));
@@ -250,7 +249,7 @@ impl Standalone {
         request: Request<'_>,
     ) -> redis::RedisResult<Value> {
         match request {
-            Request::Eval(inv) => inv.run(conn, self.dialect).await,
+            Request::Eval(inv) => inv.run(conn, self.dialect, &self.cached).await,
             Request::Synced(inv) => self.call_synced(conn, inv).await,
             Request::Cmd(cmd) => cmd.query_async(conn).await,
             Request::Pipe(pipe) => pipe.query_async(conn).await,
@@ -266,7 +265,7 @@ impl Standalone {
         let (mut wanted, wait) = self.sync_wait();
         let (reply, acked) = match &wait {
             Some(wait) => {
-                let (reply, acked) = inv.run_then(conn, self.dialect, wait).await?;
+                let (reply, acked) = inv.run_then(conn, self.dialect, wait, &self.cached).await?;
                 if let Value::ServerError(e) = &acked {
                     // The write ran, the wait was refused (a `WAITAOF` after the
                     // append-only file was switched off): nothing acknowledged, so
@@ -275,7 +274,7 @@ impl Standalone {
                 }
                 (reply, self.replicas.acked(&acked))
             }
-            None => (inv.run(conn, self.dialect).await?, 0),
+            None => (inv.run(conn, self.dialect, &self.cached).await?, 0),
         };
         // Replicas that did not acknowledge may have stopped being eligible since the
         // count (restarted, resyncing): judged again on a fresh count (replicas.rs
@@ -462,26 +461,19 @@ impl Transport for Standalone {
 }
 
 /// How every server of one deployment is reached (a cluster's nodes, Sentinel's
-/// successive primaries, each Redlock master): pool, timeouts, scripts, replica sync.
+/// successive primaries, each Redlock master): pool, timeouts, replica sync.
 #[derive(Clone)]
 pub(crate) struct LinkSettings {
     pub(crate) pool_size: usize,
     pub(crate) timeout: Duration,
     pub(crate) connect_timeout: Duration,
-    pub(crate) scripts: Vec<&'static Script>,
     pub(crate) sync: (SyncReplicas, Duration),
 }
 
 impl LinkSettings {
     /// A transport to the server of `client`, running the scripts' `dialect`.
     pub(crate) fn open(&self, client: redis::Client, dialect: Dialect) -> Result<Standalone> {
-        let link = Standalone::new(
-            client,
-            self.pool_size,
-            self.timeout,
-            self.connect_timeout,
-            self.scripts.clone(),
-        )?;
+        let link = Standalone::new(client, self.pool_size, self.timeout, self.connect_timeout)?;
         Ok(link
             .with_dialect(dialect)
             .with_sync(self.sync.0, self.sync.1))
@@ -523,23 +515,6 @@ pub(crate) fn settings_at(
     })
 }
 
-/// A refused script preload (invariant 6) names `script|load`, also where the server
-/// does not (a bare `NOPERM`; Redis 6.2 says "the 'script' command or its
-/// subcommand").
-fn preload_refused(e: Error) -> Error {
-    match e {
-        Error::PermissionDenied { addr, detail } if !detail.contains("script|load") => {
-            let what = "'script|load' (every new connection loads the scripts)";
-            let detail = match detail.trim() {
-                "" => format!("the user may not run {what}"),
-                said => format!("{said}: refused {what}"),
-            };
-            Error::PermissionDenied { addr, detail }
-        }
-        other => other,
-    }
-}
-
 /// The answer of a [`Request::Synced`] (replicas.rs invariant 2).
 pub(crate) fn synced_reply(reply: Value, acked: usize, wanted: usize, node: &str) -> Value {
     Value::Array(vec![
@@ -548,32 +523,4 @@ pub(crate) fn synced_reply(reply: Value, acked: usize, wanted: usize, node: &str
         Value::Int(wanted as i64),
         Value::BulkString(node.as_bytes().to_vec()),
     ])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_refused_preload_names_script_load_on_every_version() {
-        let refused = |detail: &str| Error::PermissionDenied {
-            addr: "a:1".into(),
-            detail: detail.into(),
-        };
-        // Redis 7 names it: kept as it is.
-        let seven = "this user has no permissions to run the 'script|load' command";
-        let e = preload_refused(refused(seven));
-        assert!(matches!(&e, Error::PermissionDenied { detail, .. } if detail == seven));
-        // Redis 6.2 names the command only; a bare NOPERM nothing.
-        for said in [
-            "this user has no permissions to run the 'script' command or its subcommand",
-            "",
-        ] {
-            let text = preload_refused(refused(said)).to_string();
-            assert!(text.contains("'script|load'"), "{text}");
-            assert!(!text.contains(": :"), "{text}");
-        }
-        let other = preload_refused(Error::config("x"));
-        assert!(matches!(other, Error::Config { .. }));
-    }
 }

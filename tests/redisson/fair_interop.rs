@@ -315,10 +315,10 @@ async fn helper_process_queued_redlatch_waiter() {
     let client = Client::connect(config).await.unwrap();
     let (lock, holder) = owned(&client.fair_lock(name));
     let _waiting = tokio::spawn(async move { lock.lock().await.map(drop) });
-    let conns = urls
+    let mut conns: Vec<redis::Connection> = urls
         .iter()
-        .map(|u| redis::Client::open(u.as_str()).unwrap());
-    let mut conns: Vec<redis::Connection> = conns.map(|c| c.get_connection().unwrap()).collect();
+        .map(|u| common::conn::sync_conn(u.as_str()))
+        .collect();
     for _ in 0..500 {
         let everywhere = conns.iter_mut().all(|c| {
             let q: Vec<String> = redis::cmd("LRANGE")

@@ -16,4 +16,6 @@ mod redisson_jvm_group;
 mod redisson_jvm_mixed;
 mod redisson_jvm_nonreentrant_spin;
 mod redisson_jvm_pubsub_modes;
+mod redisson_jvm_read_wake;
 mod redisson_jvm_sentinel;
+mod shedlock_jvm;

@@ -234,10 +234,7 @@ async fn the_family_wakes_across_the_two_on_a_cluster_4_7() {
         let key = "redisson_lock_queue:{fair}".to_string();
         let node = cluster.node(cluster.primary_for_key(&key)).url();
         Arc::new(move || {
-            let mut conn = redis::Client::open(node.as_str())
-                .unwrap()
-                .get_connection()
-                .unwrap();
+            let mut conn = common::conn::sync_conn(node.as_str());
             redis::cmd("LRANGE")
                 .arg(&key)
                 .arg(0)

@@ -82,6 +82,7 @@ async fn java_asleep(s: &Setup, thread: &str, cmd: &str, name: &str) -> jvm::Cal
     let mut call = s.java.send(thread, cmd);
     until_subscribers(&s.server, name, 1).await;
     until_retried(&s.server, before).await;
+    s.java.until_parked(thread, Duration::from_secs(10)).await;
     assert!(
         call.answered_within(Duration::from_millis(200))
             .await

@@ -42,10 +42,7 @@ async fn mixed_on_standalone(kind: Kind, version: &str) {
         let url = server.url();
         let key = format!("redisson_lock_queue:{{{name}}}");
         Arc::new(move || {
-            let mut conn = redis::Client::open(url.as_str())
-                .unwrap()
-                .get_connection()
-                .unwrap();
+            let mut conn = common::conn::sync_conn(url.as_str());
             redis::cmd("LRANGE")
                 .arg(&key)
                 .arg(0)

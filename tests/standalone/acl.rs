@@ -209,21 +209,26 @@ fn the_documented_minimal_acl_is_the_tested_one() {
     );
 }
 
-/// A user who may not load the scripts (only `+ping`, as an operator might start from)
-/// is refused at connect, and the refusal names what was refused: `script|load`, the
-/// preload of every new connection, not a bare "permission denied:".
+/// A user who may not run the scripts (only `+ping`, as an operator might start from)
+/// connects (nothing is loaded in advance) and is refused at the first lock, and the
+/// refusal names what was refused: `evalsha` (the first call of a script loads it and
+/// runs it in one round trip), not a bare "permission denied:".
 #[tokio::test]
-async fn a_refusal_at_connect_names_the_refused_command() {
+async fn a_refusal_at_the_first_lock_names_the_refused_command() {
     let server = RedisServer::start();
     let url = common::acl::ping_only(&server, "pw-not-shown");
-    let err = refused_at_once(async { Client::connect(Config::single(url)).await.map(drop) }).await;
+    let client = Client::connect(Config::single(url)).await.unwrap();
+    let lock = client.simple_lock("acl:first");
+    let err = refused_at_once(async { lock.lock().await.map(drop) }).await;
     assert!(matches!(err, Error::PermissionDenied { .. }), "{err:?}");
     let text = err.to_string();
-    assert!(text.contains("'script|load'"), "{text}");
+    assert!(text.contains("'evalsha'"), "{text}");
     assert!(text.contains(&server.addr()), "{text}");
     assert!(!text.contains("pw-not-shown"), "{text}");
     assert!(
         !text.contains('\n') && text.len() < 300,
         "one short line: {text}"
     );
+    let keys: Vec<String> = server.cmd(&["KEYS", "*"]);
+    assert!(keys.iter().all(|k| k.starts_with("redlatch_")), "{keys:?}");
 }

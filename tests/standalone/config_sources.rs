@@ -39,10 +39,7 @@ fn info(server: &RedisServer, user: &str, password: &str) -> redis::ConnectionIn
 async fn lock_in_db3(server: &RedisServer, config: Config, name: &str) {
     let client = Client::connect(config).await.unwrap();
     let guard = client.lock(name).lock().await.unwrap();
-    let mut admin = redis::Client::open(info(server, "app", "p@ss:w/rd"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut admin = common::conn::sync_conn(info(server, "app", "p@ss:w/rd"));
     let ty: String = redis::cmd("TYPE").arg(name).query(&mut admin).unwrap();
     assert_eq!(ty, "hash", "{name} is in database 3");
     let _: () = redis::cmd("SELECT").arg(0).query(&mut admin).unwrap();

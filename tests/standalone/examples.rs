@@ -366,6 +366,13 @@ fn latch() {
     run_single("latch", &["coordinator: all 3 workers ready = true"]);
 }
 
+/// Three nodes firing one cron schedule: each tick run by exactly one of them.
+#[test]
+fn scheduled_job() {
+    let out = run_single("scheduled_job", &["each run once = true"]);
+    assert!(out.matches(": ran the tick").count() >= 3, "{out}");
+}
+
 #[test]
 fn blocking() {
     let out = run_single(

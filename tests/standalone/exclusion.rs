@@ -22,12 +22,17 @@ async fn two_clients_with_eight_tasks_each_never_overlap() {
             let (lock, inside) = (client.lock("counter-lock"), inside.clone());
             let counter = counter.clone();
             tasks.push(tokio::spawn(async move {
-                let mut conn = counter.get_multiplexed_async_connection().await.unwrap();
+                let mut conn = counter
+                    .get_multiplexed_async_connection_with_config(&common::conn::async_config())
+                    .await
+                    .unwrap();
                 for _ in 0..ROUNDS {
                     let g = lock.lock().await.unwrap();
                     // Both clients live in this process: an in-process flag catches overlap.
                     assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
-                    let n: i64 = conn.get("counter").await.unwrap_or(0);
+                    // An error fails here, by name: read as 0 it would show as a lost update.
+                    let n: Option<i64> = conn.get("counter").await.unwrap();
+                    let n = n.unwrap_or(0);
                     tokio::task::yield_now().await;
                     let _: () = conn.set("counter", n + 1).await.unwrap();
                     inside.store(false, Ordering::SeqCst);

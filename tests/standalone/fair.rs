@@ -268,11 +268,7 @@ async fn helper_process_queued_waiter() {
     let client = Client::connect(config).await.unwrap();
     let (lock, holder) = owned(&client.fair_lock(KILLED_NAME));
     let _waiting = tokio::spawn(async move { lock.lock().await.map(drop) });
-    let mut conn = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = common::conn::async_conn(url.as_str()).await;
     for _ in 0..500 {
         let q: Vec<String> = redis::cmd("LRANGE")
             .arg(queue_key(KILLED_NAME))

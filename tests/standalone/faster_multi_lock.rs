@@ -618,11 +618,7 @@ async fn child_process_contender() {
     };
     let set: Vec<String> = set.split(',').map(str::to_string).collect();
     let c = Client::connect(Config::single(url.clone())).await.unwrap();
-    let mut con = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut con = common::conn::async_conn(url.as_str()).await;
     let lock = c.faster_multi_lock("procs", &set).unwrap();
     for _ in 0..15 {
         let g = lock.lock().await.unwrap();
@@ -663,11 +659,7 @@ async fn overlapping_sets_from_several_processes_never_share_a_value() {
         let url = server.url();
         tasks.push(tokio::spawn(async move {
             let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
-            let mut con = redis::Client::open(url)
-                .unwrap()
-                .get_multiplexed_async_connection()
-                .await
-                .unwrap();
+            let mut con = common::conn::async_conn(url.as_str()).await;
             let lock = c.faster_multi_lock("procs", &set).unwrap();
             for _ in 0..15 {
                 let g = lock.lock().await.unwrap();

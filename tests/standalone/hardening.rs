@@ -55,7 +55,8 @@ async fn a_fair_name_sharing_another_fair_names_queue_is_refused() {
 }
 
 /// 11.10: SCRIPT FLUSH run in a loop (so it often lands between our SCRIPT LOAD and
-/// the EVALSHA that follows): every lock and unlock still succeeds.
+/// the EVALSHA that follows, or after a script became known to the client): every
+/// lock and unlock still succeeds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_flush_in_a_loop_never_fails_a_call() {
     let server = RedisServer::start();
@@ -77,6 +78,7 @@ async fn script_flush_in_a_loop_never_fails_a_call() {
         client.lock("flush:plain"),
         client.fair_lock("flush:fair"),
         client.fenced_lock("flush:fenced"),
+        client.simple_lock("flush:simple"),
     ];
     for i in 0..300 {
         let lock = &kinds[i % kinds.len()];
@@ -131,8 +133,7 @@ async fn a_lock_lost_during_a_pause_is_not_kept_alive_by_late_renewals() {
 }
 
 /// 11.7: storms of cancelled `lock()` calls on three fresh masters (so the first calls
-/// of each connection would meet NOSCRIPT, and the lock connection is opened under
-/// load): once `close()` returns, no master holds anything of the client.
+/// of each script load it, in the same round trip): once `close()` returns, no master holds anything of the client.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_redlock_storms_leave_nothing_after_close() {
     const STORMS: usize = 6;

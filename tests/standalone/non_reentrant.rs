@@ -195,7 +195,10 @@ async fn contend(url: &str, kind: Kind) {
         let lock = lock_of(&client, kind, "contended");
         let redis = redis.clone();
         tasks.push(tokio::spawn(async move {
-            let mut conn = redis.get_multiplexed_async_connection().await.unwrap();
+            let mut conn = redis
+                .get_multiplexed_async_connection_with_config(&common::conn::async_config())
+                .await
+                .unwrap();
             for _ in 0..ROUNDS {
                 counted_section(&lock, &mut conn, "contended").await;
             }

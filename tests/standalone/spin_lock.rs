@@ -165,7 +165,10 @@ async fn contend(url: &str) {
         let lock = client.spin_lock("contended");
         let redis = redis.clone();
         tasks.push(tokio::spawn(async move {
-            let mut conn = redis.get_multiplexed_async_connection().await.unwrap();
+            let mut conn = redis
+                .get_multiplexed_async_connection_with_config(&common::conn::async_config())
+                .await
+                .unwrap();
             for _ in 0..ROUNDS {
                 let guard = lock.lock().await.unwrap();
                 let inside: i64 = redis::cmd("INCR")

@@ -383,11 +383,7 @@ async fn no_double_grant_under_a_bounded_storm_of_waits_and_cancellations() {
             let lock = client.lock("storm");
             let (inside, done, url) = (inside.clone(), done.clone(), server.url());
             tasks.push(tokio::spawn(async move {
-                let mut conn = redis::Client::open(url)
-                    .unwrap()
-                    .get_multiplexed_async_connection()
-                    .await
-                    .unwrap();
+                let mut conn = common::conn::async_conn(url.as_str()).await;
                 for i in 0..25u64 {
                     let seed = (c * 2 + t) as u64 * 1000 + i;
                     if seed.is_multiple_of(4) {

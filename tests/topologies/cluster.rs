@@ -28,7 +28,7 @@ async fn ssubscribe(
     tokio::sync::mpsc::UnboundedReceiver<redis::PushInfo>,
 ) {
     let (tx, pushes) = tokio::sync::mpsc::unbounded_channel();
-    let config = redis::AsyncConnectionConfig::new().set_push_sender(tx);
+    let config = common::conn::async_config().set_push_sender(tx);
     let mut conn = redis::Client::open(format!("{}?protocol=resp3", node.url()))
         .unwrap()
         .get_multiplexed_async_connection_with_config(&config)

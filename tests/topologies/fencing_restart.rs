@@ -7,7 +7,7 @@ use redlatch_testkit as common;
 
 use std::time::Duration;
 
-use common::redlock::{config, holders, reconnected};
+use common::redlock::{config, cut_off, holders, reconnect, reconnected};
 use common::{eventually_async, start_many, RedisServer};
 use redis::Script;
 use redlatch::{Client, Error, Lock};
@@ -86,19 +86,6 @@ fn run_id(server: &RedisServer) -> String {
 /// True when `server` is current for `name`: its epoch is its own run_id.
 fn is_current(server: &RedisServer, name: &str) -> bool {
     epoch(server, name) == Some(run_id(server))
-}
-
-/// Cuts `server` off the lock scripts: it refuses every write at once, as a replica of
-/// a master that does not exist (READONLY, an outage the client retries; its data and
-/// run_id stay). (A paused master is no good here: the calls queued on its socket would
-/// all run when it resumes, bringing its counter up to date; a partition loses them.
-/// An ACL refusal is no good either: it is a permanent error, not an outage.)
-fn cut_off(server: &RedisServer) {
-    let _: String = server.cmd(&["REPLICAOF", "127.0.0.1", "1"]);
-}
-
-fn reconnect(server: &RedisServer) {
-    let _: String = server.cmd(&["REPLICAOF", "NO", "ONE"]);
 }
 
 /// Lets the calls to a paused master that the client still queues drain after it

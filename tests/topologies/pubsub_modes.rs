@@ -38,7 +38,7 @@ fn classic_listener(url: &str, channel: &str) -> mpsc::Receiver<(String, Instant
     let (ready_tx, ready_rx) = mpsc::channel();
     let (url, channel) = (url.to_string(), channel.to_string());
     std::thread::spawn(move || {
-        let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let mut conn = common::conn::sync_conn(url.as_str());
         let mut pubsub = conn.as_pubsub();
         pubsub.subscribe(&channel).unwrap();
         pubsub

@@ -225,8 +225,7 @@ async fn mutual_exclusion_holds_while_minorities_of_masters_crash_and_restart_la
     for _ in 0..3 {
         let client = connect(cfg.clone()).await;
         for _ in 0..4 {
-            let conn = redis::Client::open(counter.url()).unwrap();
-            let mut conn = conn.get_multiplexed_async_connection().await.unwrap();
+            let mut conn = counter.async_conn().await;
             let (lock, done, errors, crashes) = (
                 client.lock("exclusive"),
                 done.clone(),

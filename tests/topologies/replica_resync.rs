@@ -124,10 +124,7 @@ async fn lock_through_a_resync(
 ) {
     let receiving = eventually(PHASE, || phase(primary, port) == Phase::Transfer);
     assert!(receiving, "the replica never started its full sync");
-    let mut replica = redis::Client::open(format!("redis://127.0.0.1:{port}"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut replica = common::conn::sync_conn(format!("redis://127.0.0.1:{port}"));
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("key-load-delay")

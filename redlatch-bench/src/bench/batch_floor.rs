@@ -12,7 +12,7 @@ use redis::Script;
 use serde_json::json;
 
 use super::peer::{finish, process_cpu};
-use super::server::counters;
+use super::server::{counters, Probe};
 use super::stats::Samples;
 use super::{Ctx, Report, BATCH_LUA};
 
@@ -31,11 +31,8 @@ pub async fn w2(ctx: &Ctx) -> Result<Report, String> {
 pub async fn w2_for(ctx: &Ctx, duration: std::time::Duration) -> Result<Report, String> {
     ctx.require_masters("the batch floor")?;
     let url = &ctx.urls[0];
-    let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
-    let conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| format!("{url}: {e}"))?;
+    let probe = Probe::open(url.as_str()).await;
+    let conn = probe.map_err(|e| format!("{url}: {e}"))?.conn();
     let script = Script::new(BATCH_LUA);
     let mut probes = ctx.probes().await.map_err(|e| e.to_string())?;
     probes.truncate(1);

@@ -136,7 +136,7 @@ pub async fn run_with(
 }
 
 /// Script calls so far (EVALSHA and EVAL) on the servers that run lock scripts.
-async fn script_calls(probes: &mut [Probe]) -> u64 {
+pub(super) async fn script_calls(probes: &mut [Probe]) -> u64 {
     server::counters(probes)
         .await
         .iter()

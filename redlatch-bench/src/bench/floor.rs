@@ -12,6 +12,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::aio::MultiplexedConnection;
 use redis::Script;
 
+use super::server::Probe;
 use super::stats::Tally;
 use super::{Ctx, Report};
 
@@ -45,13 +46,8 @@ impl W1Run {
     pub async fn warm(ctx: &Ctx, urls: &[String]) -> Result<Self, String> {
         let mut conns: Vec<MultiplexedConnection> = Vec::new();
         for url in urls {
-            let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
-            conns.push(
-                client
-                    .get_multiplexed_async_connection()
-                    .await
-                    .map_err(|e| format!("{url}: {e}"))?,
-            );
+            let probe = Probe::open(url.as_str()).await;
+            conns.push(probe.map_err(|e| format!("{url}: {e}"))?.conn());
         }
         let name = ctx.key("floor");
         let run = W1Run {

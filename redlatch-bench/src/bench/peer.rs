@@ -55,11 +55,8 @@ async fn pair(
 async fn connect(ctx: &Ctx) -> Result<MultiplexedConnection, String> {
     ctx.require_masters("the rslock reference")?;
     let url = &ctx.urls[0];
-    let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
-    client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| format!("{url}: {e}"))
+    let probe = Probe::open(url.as_str()).await;
+    Ok(probe.map_err(|e| format!("{url}: {e}"))?.conn())
 }
 
 /// W1 the rslock way: one task, 3,000 pairs.

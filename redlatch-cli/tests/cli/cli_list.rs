@@ -167,13 +167,7 @@ fn list_flags_a_master_it_cannot_read_and_lists_the_others() {
 /// quits with status 0.
 #[test]
 fn top_shows_a_lock_held_elsewhere_and_q_quits() {
-    let size = nix::pty::Winsize {
-        ws_row: 24,
-        ws_col: 80,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    top_in_a_pty(Some(size));
+    top_fits_80x24(Some(EIGHTY_BY_24));
 }
 
 /// `top` in a pseudo-terminal that reports no size (0x0, as `openpty` makes it and as
@@ -181,28 +175,56 @@ fn top_shows_a_lock_held_elsewhere_and_q_quits() {
 /// Before, it drew nothing and exited quietly.
 #[test]
 fn top_draws_80x24_on_a_terminal_without_a_size() {
-    top_in_a_pty(None);
+    top_fits_80x24(None);
 }
 
-/// Runs `top` on a pseudo-terminal of `size` (`None`: no size) and checks what it draws
-/// fits 80x24 with the footer on row 24, that the lock's waiter (another process) has
-/// a row of its own under it with its pid (issue 49), and that `q` quits.
-fn top_in_a_pty(size: Option<nix::pty::Winsize>) {
+const EIGHTY_BY_24: nix::pty::Winsize = nix::pty::Winsize {
+    ws_row: 24,
+    ws_col: 80,
+    ws_xpixel: 0,
+    ws_ypixel: 0,
+};
+
+/// Runs `top` on a pseudo-terminal of `size` (`None`: no size) while another process
+/// holds a lock, and checks what it draws fits 80x24 with the footer on row 24, and
+/// that `q` quits and gives the terminal back.
+fn top_fits_80x24(size: Option<nix::pty::Winsize>) {
     let server = RedisServer::start();
     let dir = TempDir::new();
     let _h = holder(&server, &dir, "tp:held", &[], "held");
-    let waiter_args = run_args("tp:held", &[&server], &["--wait", "60s"], "true");
-    let _w = Bg::start(&waiter_args, &dir, "waiter");
-    let waiter_pid = || {
-        let doc = list_json(&[&server], "tp:held", 0);
-        lock(&doc, "tp:held")["waiting"][0]["pid"].as_u64()
-    };
-    assert!(eventually(Duration::from_secs(20), || waiter_pid().is_some()));
-    let pid = waiter_pid().unwrap();
+    let text = top_in_pty(size, &server, "tp:*", "tp:held");
+    // It fits 80x24: no cursor move (ESC [ row ; col H) outside the screen.
+    for (row, col) in cursor_moves(&text) {
+        assert!(
+            (1..=24).contains(&row) && (1..=80).contains(&col),
+            "moved to {row};{col}"
+        );
+    }
+    assert!(
+        cursor_moves(&text).iter().any(|&(row, _)| row == 24),
+        "the footer is on row 24"
+    );
+    // It gave the terminal back: the alternate screen was left.
+    assert!(text.contains("\x1b[?1049l"), "{text:?}");
+}
+
+/// `redlatch top PATTERN` on `server` in a pseudo-terminal of 80x24 until it shows
+/// `needle` (and its footer), then `q`: what the terminal got; it must quit with 0.
+pub(crate) fn top_until(server: &RedisServer, pattern: &str, needle: &str) -> String {
+    top_in_pty(Some(EIGHTY_BY_24), server, pattern, needle)
+}
+
+/// [`top_until`] on a pseudo-terminal of `size` (`None`: one that reports no size).
+fn top_in_pty(
+    size: Option<nix::pty::Winsize>,
+    server: &RedisServer,
+    pattern: &str,
+    needle: &str,
+) -> String {
     let pty = nix::pty::openpty(size.as_ref(), None).expect("a pseudo-terminal");
     let slave = std::fs::File::from(pty.slave);
-    let mut args: Vec<String> = ["top", "tp:*"].map(String::from).into();
-    args.extend(redis_args(&[&server]));
+    let mut args: Vec<String> = vec!["top".into(), pattern.into()];
+    args.extend(redis_args(&[server]));
     let mut child = Command::new(bin())
         .args(&args)
         .env_remove("REDLATCH_REDIS")
@@ -223,22 +245,13 @@ fn top_in_a_pty(size: Option<nix::pty::Winsize>) {
         }
     });
     let text = || String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
-    let shown = eventually(Duration::from_secs(20), || text().contains("tp:held"));
+    let shown = eventually(Duration::from_secs(20), || text().contains(needle));
     if !shown {
         let _ = child.kill();
-        panic!("top never showed tp:held: {:?}", text());
+        panic!("top never showed {needle}: {:?}", text());
     }
     // The footer's sort keys (the terminal gets its words one by one).
     assert!(text().contains("hand-overs/s"), "no footer: {:?}", text());
-    // The waiter's row, under the lock's: `└ wait <pid>` (each word its own write).
-    let row = ["└", "wait", &pid.to_string()].map(String::from);
-    assert!(
-        eventually(Duration::from_secs(10), || row
-            .iter()
-            .all(|w| text().contains(w))),
-        "no row for the waiter {pid}: {:?}",
-        text()
-    );
     master.write_all(b"q").unwrap();
     let asked = Instant::now();
     let status = loop {
@@ -252,20 +265,7 @@ fn top_in_a_pty(size: Option<nix::pty::Winsize>) {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(0), "{:?}", text());
-    // It fits 80x24: no cursor move (ESC [ row ; col H) outside the screen.
-    let text = text();
-    for (row, col) in cursor_moves(&text) {
-        assert!(
-            (1..=24).contains(&row) && (1..=80).contains(&col),
-            "moved to {row};{col}"
-        );
-    }
-    assert!(
-        cursor_moves(&text).iter().any(|&(row, _)| row == 24),
-        "the footer is on row 24"
-    );
-    // It gave the terminal back: the alternate screen was left.
-    assert!(text.contains("\x1b[?1049l"), "{text:?}");
+    text()
 }
 
 /// On a 3+3 cluster, holders in three processes, one name on each primary, and a waiter
@@ -464,4 +464,28 @@ fn status_names_each_waiter_with_host_pid_app_and_wait() {
             "{name}: {table}"
         );
     }
+}
+
+/// `top` draws each waiter of a lock on a row of its own under the lock's (issue 49):
+/// `└ wait <pid>`, its app, host and how long it has waited; the waiter is another
+/// `redlatch run` process, its pid read from `list --json`.
+#[test]
+fn top_shows_each_waiter_on_a_row_of_its_own() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    let _h = holder(&server, &dir, "tw:held", &[], "held");
+    let waiter_args = run_args("tw:held", &[&server], &["--wait", "60s"], "true");
+    let _w = Bg::start(&waiter_args, &dir, "waiter");
+    let waiter_pid = || {
+        let doc = list_json(&[&server], "tw:held", 0);
+        lock(&doc, "tw:held")["waiting"][0]["pid"].as_u64()
+    };
+    assert!(eventually(Duration::from_secs(20), || waiter_pid().is_some()));
+    let pid = waiter_pid().unwrap().to_string();
+    // Each word is its own write: the pid, then the row's other words.
+    let text = top_in_pty(Some(EIGHTY_BY_24), &server, "tw:*", &pid);
+    assert!(
+        text.contains('└') && text.contains("wait"),
+        "no waiter row: {text:?}"
+    );
 }

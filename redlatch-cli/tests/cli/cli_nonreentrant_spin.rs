@@ -151,3 +151,97 @@ fn the_kind_flags_exclude_each_other() {
         assert!(stderr.contains("cannot be used with"), "{pair:?}: {stderr}");
     }
 }
+
+/// Issue 46.7: `--backoff` spaces a `--simple` (or `--spin`) waiter's tries; a bad value
+/// or another kind is a usage error (64); and a `--simple` waiter whose back-off is far
+/// longer than the test is woken by a redlatch holder's release at once.
+#[test]
+fn backoff_is_checked_and_a_simple_waiter_is_woken_by_a_redlatch_release() {
+    let server = RedisServer::start();
+    for (opts, says) in [
+        (&["--simple", "--backoff", "0ms"][..], "positive"),
+        (&["--simple", "--backoff", "50ms..2ms"][..], "max"),
+        (&["--fair", "--backoff", "5ms"][..], "--backoff"),
+        (&["--backoff", "5ms"][..], "--backoff"),
+    ] {
+        let out = output(&run_args("bo", &[&server], opts, "true"), 64);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{opts:?}: {stderr}");
+    }
+    let dir = TempDir::new();
+    let script = format!("touch \"$D/started\"; {}", until_file("stop", 60));
+    let holder = Bg::start(
+        &run_args("woken", &[&server], &["--simple"], &script),
+        &dir,
+        "holder",
+    );
+    assert!(eventually(Duration::from_secs(20), || dir
+        .file("started")
+        .exists()));
+    let waiter = Bg::start(
+        &run_args(
+            "woken",
+            &[&server],
+            &["--simple", "--backoff", "60s", "--wait", "50s"],
+            "touch \"$D/in\"",
+        ),
+        &dir,
+        "waiter",
+    );
+    let channel = "redisson_lock__channel:{woken}:redlatch-simple";
+    assert!(eventually(Duration::from_secs(20), || common::numsub(
+        &server, channel
+    ) == 1));
+    // Its try after subscribing has landed (no script call for 500 ms).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(common::settled_calls(&server, &["evalsha", "eval"]));
+    let released = std::time::Instant::now();
+    std::fs::write(dir.file("stop"), "").unwrap();
+    assert_eq!(holder.wait(Duration::from_secs(30)).code(), Some(0));
+    assert_eq!(waiter.wait(Duration::from_secs(30)).code(), Some(0));
+    assert!(dir.file("in").exists());
+    // Its next poll was 60 s away (and its wait 50 s): woken by the release.
+    assert!(
+        released.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        released.elapsed()
+    );
+    assert_eq!(server.cmd::<i64>(&["EXISTS", "woken"]), 0);
+}
+
+/// Issue 46.8: `status` names a holder that is not redlatch's by its value's format:
+/// ShedLock's `ADDED:<instant>@<host>` (and `:<uuid>` in its safe-update mode), go-redsync's
+/// 16 bytes in base64, redis-py's UUID v1 in hex, node-redlock's 16 bytes in hex; a
+/// redlatch or Redisson holder id without a record keeps the old words.
+#[test]
+fn status_names_a_foreign_holder_by_its_value() {
+    let server = RedisServer::start();
+    for (value, says) in [
+        (
+            "ADDED:2026-12-02T01:22:33.456Z@build-7",
+            "a ShedLock holder on host build-7, locked at 2026-12-02T01:22:33.456Z",
+        ),
+        (
+            "ADDED:2026-12-02T01:22:33.456Z@build-7:5b3f1c2e-8a1d-4a6e-9f0b-2c4d6e8f0a1b",
+            "a ShedLock holder on host build-7",
+        ),
+        ("q7Jd0v3FkQ9m1nT2rX8yLg==", "a go-redsync holder"),
+        ("6e9a3a5ab05f11efb8a10242ac120002", "a redis-py Lock holder"),
+        ("3f2a9c71d04e8b5f6a1c2e3d4b5a6978", "a node-redlock holder"),
+        (
+            "5b3f1c2e-8a1d-4a6e-9f0b-2c4d6e8f0a1b:1",
+            "no record (a Redisson holder, or a client that is gone)",
+        ),
+    ] {
+        let _: () = server.cmd(&["SET", "foreign", value, "PX", "60000"]);
+        let mut argv = vec!["status".to_string(), "foreign".to_string()];
+        argv.extend(["--redis".to_string(), server.url()]);
+        let out = output(&argv, 0);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(says), "{value}: {stdout}");
+        assert!(stdout.contains(value), "{value}: {stdout}");
+    }
+}

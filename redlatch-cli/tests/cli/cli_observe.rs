@@ -300,16 +300,26 @@ fn tasks_of_one_client_waiting_independently_are_no_cycle() {
         let a = hold_then_wait(&x, "ind:1", "ind:2", &barrier);
         let wy = hold_then_wait(&y, "ind:2", "ind:3", &barrier);
         barrier.wait().await;
-        (x.id().to_string(), (x, y, vec![a, b, wy]))
+        let ids = (x.id().to_string(), y.id().to_string());
+        (ids, (x, y, vec![a, b, wy]))
     });
-    // Both waits are in the ledgers before asking.
-    let ledger = format!("redlatch_ledger:{{{x_uuid}}}");
-    assert!(eventually(Duration::from_secs(15), || {
-        let fields: Vec<String> = server.cmd(&["HKEYS", &ledger]);
-        fields
-            .iter()
-            .any(|f| f.starts_with("w|") && f.ends_with("|ind:2"))
-    }));
+    // Both waits are in their clients' ledgers before asking (each client flushes its
+    // own, at most once a second: on a loaded machine Y's came after X's, and the
+    // answer counted one client).
+    let (x_uuid, y_uuid) = x_uuid;
+    for (uuid, name) in [(x_uuid, "ind:2"), (y_uuid, "ind:3")] {
+        let ledger = format!("redlatch_ledger:{{{uuid}}}");
+        let suffix = format!("|{name}");
+        assert!(
+            eventually(Duration::from_secs(15), || {
+                let fields: Vec<String> = server.cmd(&["HKEYS", &ledger]);
+                fields
+                    .iter()
+                    .any(|f| f.starts_with("w|") && f.ends_with(&suffix))
+            }),
+            "the wait on {name} never reached {ledger}"
+        );
+    }
     let doc = json(&with(args(&["deadlocks", "--json"]), redis), 0);
     assert!(doc["cycles"].as_array().unwrap().is_empty(), "{doc}");
     assert!(doc["clients"].as_u64().unwrap() >= 2, "{doc}");

@@ -65,10 +65,7 @@ fn no_command_prints_the_password_whatever_fails() {
         "right password",
     );
     // A key that is not a lock.
-    let mut admin = redis::Client::open(format!("redis://:{PASSWORD}@127.0.0.1:{port}"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut admin = common::conn::sync_conn(format!("redis://:{PASSWORD}@127.0.0.1:{port}"));
     redis::cmd("SET")
         .arg("secret:lock")
         .arg("x")

@@ -14,6 +14,7 @@ mod cli_cluster_faults;
 mod cli_conventions;
 mod cli_elect;
 mod cli_family;
+mod cli_job;
 mod cli_latch;
 mod cli_list;
 mod cli_nonreentrant_spin;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{
-    CountDownLatch, FasterMultiLock, Lock, MultiLock, PermitExpirableSemaphore, ReadWriteLock,
+    CountDownLatch, FasterMultiLock, Job, Lock, MultiLock, PermitExpirableSemaphore, ReadWriteLock,
     Runtime, Semaphore,
 };
 use crate::api::config::Config;
@@ -59,7 +59,6 @@ impl Client {
     /// Inside an async runtime it fails at once with [`Error::Runtime`](crate::Error::Runtime)
     /// (see [the module docs](crate::blocking#inside-an-async-runtime)).
     pub fn connect(config: Config) -> Result<Client> {
-        super::outside_runtime()?;
         let rt = Runtime::start()?;
         let inner = rt.call(crate::Client::connect(config))?;
         Ok(Client { inner, rt })
@@ -133,6 +132,11 @@ impl Client {
         CountDownLatch::new(self.inner.count_down_latch(name), self.rt.clone())
     }
 
+    /// A scheduled job; as [`crate::Client::job`] (example on [`Job`]).
+    pub fn job(&self, name: impl Into<String>) -> Job {
+        Job::new(self.inner.job(name), self.rt.clone())
+    }
+
     /// The async client underneath (see the [`Client`] example).
     pub fn as_async(&self) -> &crate::Client {
         &self.inner
@@ -165,7 +169,7 @@ impl Client {
     /// closes in the background, on the client's own runtime.
     pub fn close(self, timeout: Duration) {
         let Client { inner, rt } = self;
-        if super::outside_runtime().is_ok() {
+        if rt.may_block().is_ok() {
             rt.get().block_on(inner.close(timeout));
         } else {
             let keep = rt.clone();

@@ -115,8 +115,7 @@ impl PermitExpirableSemaphore {
     /// Blocking [`crate::PermitExpirableSemaphore::release_many`] (its example and errors are there).
     #[must_use = "false means nothing was given back: some permit was not held"]
     pub fn release_many<S: AsRef<str>>(&self, ids: &[S]) -> Result<bool> {
-        let ids: Vec<&str> = ids.iter().map(AsRef::as_ref).collect();
-        self.rt.call(self.inner.release_many(&ids))
+        self.rt.call(self.inner.release_many(ids))
     }
 
     /// Blocking [`crate::PermitExpirableSemaphore::update_lease_time`] (its example and errors are there).

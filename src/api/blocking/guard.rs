@@ -113,7 +113,7 @@ impl<G: Hold + 'static> Guard<G> {
     pub fn unlock(mut self) -> Result<()> {
         // Refused inside a runtime before the hold is taken out: the guard's drop then
         // releases it in the background.
-        super::outside_runtime()?;
+        self.rt.may_block()?;
         let inner = self
             .inner
             .take()

@@ -14,15 +14,12 @@
 //! async namesakes' examples.
 //!
 //! # Inside an async runtime
-//! A blocking call made in a runtime's `block_on` (the body of `#[tokio::main]` or
-//! `#[tokio::test]`) would make tokio panic with a message naming neither redlatch nor
-//! the fix, so it fails at once with [`Error::Runtime`], whose
-//! message names the remedy: use the async API there, or move the blocking code into
-//! `tokio::task::spawn_blocking`. Inside `spawn_blocking` every call works, with the
-//! thread's identity. Inside an async task (where tokio offers no way to tell it from
-//! `spawn_blocking`'s thread) the call runs on a helper thread acting as the caller's
-//! and blocks that task's worker until it is done: it works, but starves the runtime;
-//! use the async API there. [`Client::close`] in `block_on` closes in the background.
+//! A blocking call made on a thread that drives a tokio runtime's tasks would block one
+//! of the runtime's threads (and tokio would panic with a message naming neither
+//! redlatch nor the fix), so it fails at once with [`Error::Runtime`],
+//! whose message names the remedy: use the async API there, or move the blocking code
+//! into `tokio::task::spawn_blocking` (where, as in `block_in_place`, blocking calls
+//! work). [`Client::close`] there closes in the background.
 //! Dropping a guard inside a runtime does not fail either: the release then happens in
 //! the background, as with the async [`LockGuard`](crate::LockGuard). The same holds
 //! for every guard here ([`MultiGuard`], [`SemaphorePermit`], [`Permit`]).
@@ -46,9 +43,11 @@ use crate::error::{Error, Result};
 use crate::Hold;
 
 mod client;
+mod context;
 mod expirable_semaphore;
 mod group;
 mod guard;
+mod job;
 mod latch;
 mod lock;
 mod multi;
@@ -59,6 +58,7 @@ pub use client::Client;
 pub use expirable_semaphore::PermitExpirableSemaphore;
 pub use group::FasterMultiLock;
 pub use guard::{Guard, LockGuard, MultiGuard, Permit, SemaphorePermit};
+pub use job::Job;
 pub use latch::CountDownLatch;
 pub use lock::Lock;
 pub use multi::MultiLock;
@@ -90,40 +90,32 @@ impl Runtime {
         self.0.as_ref().expect("runtime lives until dropped")
     }
 
-    /// Runs an async call for this thread (a per-thread lock's holder) to its end: on
-    /// this thread outside any runtime; on a helper thread acting as this one inside a
-    /// runtime's task (`spawn_blocking`'s, where blocking is fine, or an async task's,
-    /// whose worker it then blocks); an [`inside_runtime`] error in a runtime's
-    /// `block_on` (`#[tokio::main]`), where blocking would panic.
-    fn call<T: Send>(&self, f: impl Future<Output = Result<T>> + Send) -> Result<T> {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return self.get().block_on(f);
+    /// Runs an async call on this thread (a per-thread lock's holder) to its end; an
+    /// [`inside_runtime`] error inside an async runtime, where blocking would panic.
+    fn call<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
+        self.may_block()?;
+        self.get().block_on(f)
+    }
+
+    /// Ok where this thread may block on the runtime (outside any runtime, on a
+    /// `spawn_blocking` thread, in `block_in_place`); else the [`inside_runtime`] error.
+    fn may_block(&self) -> Result<()> {
+        if context::may_block(self.get()) {
+            Ok(())
+        } else {
+            Err(inside_runtime())
         }
-        if tokio::task::try_id().is_none() {
-            return Err(inside_runtime());
-        }
-        let n = crate::engine::facade::thread_number();
-        let rt = self.get();
-        std::thread::scope(|s| {
-            let helper = s.spawn(|| crate::engine::facade::as_thread(n, || rt.block_on(f)));
-            helper
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p))
-        })
     }
 
     /// [`call`](Self::call) for a call that returns a hold, in a blocking [`Guard`].
-    fn hold<G: Hold + Send>(
-        self: &Arc<Self>,
-        f: impl Future<Output = Result<G>> + Send,
-    ) -> Result<Guard<G>> {
+    fn hold<G: Hold>(self: &Arc<Self>, f: impl Future<Output = Result<G>>) -> Result<Guard<G>> {
         Ok(Guard::new(self.call(f)?, self))
     }
 
     /// [`hold`](Self::hold) for a call with a bounded wait (`None`: still busy).
-    fn try_hold<G: Hold + Send>(
+    fn try_hold<G: Hold>(
         self: &Arc<Self>,
-        f: impl Future<Output = Result<Option<G>>> + Send,
+        f: impl Future<Output = Result<Option<G>>>,
     ) -> Result<Option<Guard<G>>> {
         Ok(self.call(f)?.map(|g| Guard::new(g, self)))
     }
@@ -131,20 +123,11 @@ impl Runtime {
     /// Runs a guard's release from its `drop`: to its end, or in the background on our
     /// runtime when inside another (where blocking would panic).
     fn finish<F: Future<Output = ()> + Send + 'static>(&self, release: F) {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.get().spawn(release);
-        } else {
+        if context::may_block(self.get()) {
             self.get().block_on(release);
+        } else {
+            self.get().spawn(release);
         }
-    }
-}
-
-/// Ok unless called in a runtime's `block_on` (outside any task: `#[tokio::main]`,
-/// `#[tokio::test]`), where blocking panics; then the [`inside_runtime`] error.
-fn outside_runtime() -> Result<()> {
-    match (tokio::runtime::Handle::try_current(), tokio::task::try_id()) {
-        (Ok(_), None) => Err(inside_runtime()),
-        _ => Ok(()),
     }
 }
 

@@ -1,12 +1,21 @@
-//! The spin lock's wait (Redisson `RedissonSpinLock`): no subscription, no gate, no
+//! The spin lock's wait (Redisson `RedissonSpinLock`) and the simple lock's: no gate, no
 //! queue. Each turn is one single try (`try_lock(ZERO)` through the waiter, so a
 //! try cancelled mid-flight is undone as any attempt is: attempt.rs), then a sleep
 //! from the lock's [`BackOff`] sequence, bounded by the caller's deadline.
 //!
 //! Invariants:
-//! 1. A spinning waiter never subscribes: between its tries it sends nothing and
-//!    listens to nothing; it sleeps the next delay of its own sequence (a fresh one per
-//!    call, as Redisson creates a policy per acquisition).
+//! 1. A spin lock's waiter ([`Wait::Spin`]) never subscribes: between its tries it
+//!    sends nothing and listens to nothing; it sleeps the next delay of its own sequence
+//!    (a fresh one per call, as Redisson creates a policy per acquisition).
+//!
+//!    1a. A simple lock's waiter ([`Wait::SpinWoken`]) subscribes to its kind's wake
+//!    channel after its first refused try, waits until a majority confirmed it (within
+//!    the connect timeout and its deadline), and tries again at once: a release after
+//!    that try publishes to a subscribed channel and cannot be missed. Each sleep then
+//!    ends early on a message (a redlatch release, ours or another client's) or a
+//!    reconnect of the pub/sub connection. A subscription refused (an ACL without the
+//!    channel) or unconfirmed leaves it polling, as the spin lock does: the back-off
+//!    still finds the lock free.
 //! 2. With a deadline the last try is made at the deadline at the latest: a sleep is
 //!    cut to the time left, and an attempt follows it.
 //! 3. Cancel safety: dropping the future at any await leaves nothing behind: it is
@@ -26,9 +35,11 @@ use crate::engine::acquire::attempt::Grant;
 use crate::engine::acquire::waiter::{self, deadline_after};
 use crate::engine::kinds::backoff::BackOff;
 use crate::engine::kinds::call::Call;
+use crate::engine::kinds::Wait;
 use crate::engine::masters::clock;
 use crate::engine::Engine;
 use crate::error::Result;
+use crate::transport::pubsub::Subscription;
 
 /// Acquires `call` by trying and sleeping; `Ok(None)` when the wait ran out.
 pub(crate) async fn acquire(
@@ -39,7 +50,12 @@ pub(crate) async fn acquire(
     let deadline = call.wait.and_then(deadline_after);
     let mut delays = backoff.delays();
     let mut unavailable_since: Option<Instant> = None;
+    let woken = call.kind.protocol().policy().wait == Wait::SpinWoken;
+    let mut listening: Option<Subscription> = None;
     loop {
+        if let Some(sub) = listening.as_mut() {
+            sub.mark_seen();
+        }
         let once = Call {
             name: call.name.clone(),
             holder: call.holder.clone(),
@@ -82,6 +98,11 @@ pub(crate) async fn acquire(
         if out_of_time || deadline.is_some_and(|d| Instant::now() >= d) {
             return outage.map_or(Ok(None), Err);
         }
+        // Invariant 1a: subscribed, then a try at once.
+        if woken && listening.is_none() && outage.is_none() {
+            listening = Some(listen(engine, call, deadline).await);
+            continue;
+        }
         // Invariants 1, 2.
         let pause = delays.next().unwrap_or(backoff.max_delay());
         // A back-off the user set may be `Duration::MAX`: saturated, never an overflow.
@@ -91,6 +112,31 @@ pub(crate) async fn acquire(
         let outage_end =
             unavailable_since.and_then(|t| t.checked_add(engine.settings.unavailable_after));
         let wake = deadline.or(outage_end).map_or(wake, |d| wake.min(d));
-        tokio::time::sleep_until(wake).await;
+        match listening.as_mut() {
+            // Invariant 1a: a message (or a reconnect) ends the sleep.
+            Some(sub) => {
+                let _ = sub
+                    .wait(wake.saturating_duration_since(Instant::now()))
+                    .await;
+            }
+            None => tokio::time::sleep_until(wake).await,
+        }
     }
+}
+
+/// Subscribes to `call`'s wake channel and waits for a majority to confirm it, at most
+/// the connect timeout and until `deadline` (invariant 1a). A refusal is logged once;
+/// the wait goes on polling.
+async fn listen(engine: &Arc<Engine>, call: &Call, deadline: Option<Instant>) -> Subscription {
+    let mut sub = engine.pubsub.subscribe(call.kind.channel(&call.name));
+    let until = Instant::now() + engine.settings.connect_timeout;
+    let until = deadline.map_or(until, |d| d.min(until));
+    if let Err((addr, detail)) = sub
+        .ready(until.saturating_duration_since(Instant::now()))
+        .await
+    {
+        tracing::debug!(target: "redlatch", lock = %call.name, master = %addr, %detail,
+            "the wake channel is refused: waiting by polling alone");
+    }
+    sub
 }

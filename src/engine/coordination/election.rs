@@ -51,6 +51,7 @@ static RESIGN: LazyLock<Script> = lua!("election_resign.lua");
 static READ: LazyLock<Script> = lua!("election_read.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 3] {
     [&PROCLAIM, &RESIGN, &READ]
 }

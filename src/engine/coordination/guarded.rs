@@ -34,6 +34,7 @@ static WRITE: LazyLock<Script> = lua!("guarded_check.lua", "guarded_write.lua");
 
 /// This file's fixed script, for the catalogue (facade/catalogue.rs); a user's guarded script
 /// is loaded on its first call.
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
     [&WRITE]
 }

@@ -46,6 +46,7 @@ use crate::transport::{Lane, Script};
 static REQUEST: LazyLock<Script> = lua!("revoke_request.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
     [&REQUEST]
 }

@@ -1,13 +1,12 @@
-//! The script catalogue: [`all`], every script of every lock kind, which the transport
-//! loads on each new connection. Each kind declares its scripts beside its typed calls
+//! The script catalogue: [`all`], every script of every lock kind (tests only: nothing
+//! is loaded in advance; a script's first call on a server loads it, transport/script.rs).
+//! Each kind declares its scripts beside its typed calls
 //! (masters/plain_ops.rs, kinds/renew.rs, kinds/, kinds/rw_layout.rs, election.rs, guarded.rs, revoke.rs); this file only lists them,
 //! and no engine file imports it (it would close a circle through the kinds).
 
 use crate::transport::Script;
 
-/// Every script, for the transport to load on each new connection before its first
-/// call (transport/script.rs): a call never meets NOSCRIPT on a fresh connection, so
-/// its reload cannot reorder it behind later calls (issue 11.7).
+/// Every script.
 pub(crate) fn all() -> Vec<&'static Script> {
     use crate::engine::{kinds, kinds::renew, masters::plain_ops};
     let mut all: Vec<&'static Script> = vec![
@@ -31,6 +30,24 @@ pub(crate) fn all() -> Vec<&'static Script> {
     all.extend(crate::engine::coordination::election::scripts().map(|s| &**s));
     all.extend(crate::engine::coordination::guarded::scripts().map(|s| &**s));
     all.extend(crate::engine::coordination::revoke::scripts().map(|s| &**s));
+    all.extend(crate::engine::coordination::job::scripts().map(|s| &**s));
     all.extend(crate::engine::observe::waiters::scripts().map(|s| &**s));
     all
+}
+
+#[cfg(test)]
+mod tests {
+    /// A server's `Cached` knows at most `KNOWN` scripts; a script numbered past it
+    /// would be sent as if known (EVALSHA alone) and meet NOSCRIPT on every fresh
+    /// server, whose reload can reorder it (transport/standalone.rs invariant 6).
+    #[test]
+    fn every_script_fits_a_servers_cache_with_room_for_the_tests() {
+        let all = super::all();
+        assert!(all.len() > 40, "{}", all.len());
+        assert!(
+            2 * all.len() < crate::transport::script::KNOWN,
+            "{}",
+            all.len()
+        );
+    }
 }

@@ -16,6 +16,9 @@
 //! | `permits_check`, `take_permits`, `return_permit`, `return_permits`, `permits_state`, `permits_set`, `permits_set_total`, `set_permit_lease`, `permit_lease` | `facade/expirable_semaphore.rs` |
 //! | `election_check`, `election_campaign`, `election_step_down`, `election_proclaim`, `election_resign`, `election_leader`, `election_watch` | `coordination/election.rs` |
 //! | `request_release` | `coordination/revoke.rs` |
+//! | `job_check`, `job_identity`, `job_begin`, `job_finish`, `job_extend` | `coordination/job.rs` |
+//! | `job_state` | `coordination/job_state.rs` |
+//! | `job_scan` | `observe/jobs.rs` |
 //! | `list` | `observe/list.rs` |
 //! | `waiting` | `observe/list.rs` |
 //! | `deadlocks` | `observe/deadlock.rs` |
@@ -33,6 +36,7 @@
 //! A new façade method goes into the file of its area and into this table
 //! (scripts/check-layers.py checks that every one is listed).
 
+#[cfg(test)]
 pub(crate) mod catalogue;
 pub(crate) mod counters;
 pub(crate) mod expirable_semaphore;
@@ -71,10 +75,18 @@ pub(crate) use crate::engine::coordination::election::{
     lock_name as election_lock_name, Current, Event, Watch,
 };
 pub(crate) use crate::engine::coordination::guarded::{wrapped, Wrapped};
+pub(crate) use crate::engine::coordination::job::{
+    record_key as job_record_key, Began, Begin, Finish, JobCall,
+};
+pub(crate) use crate::engine::coordination::job_state::JobState;
+pub(crate) use crate::engine::coordination::shedlock::{
+    key as job_key, parse as parse_job_value, value as job_value, DEFAULT_ENV as JOB_ENV,
+    DEFAULT_PREFIX as JOB_PREFIX,
+};
 pub(crate) use crate::engine::facade::counters::Set;
 pub(crate) use crate::engine::facade::queries::Inspected;
 pub(crate) use crate::engine::holding::held::Held;
-pub(crate) use crate::engine::holding::holder_id::{as_thread, fresh_number, thread_number, Scope};
+pub(crate) use crate::engine::holding::holder_id::{fresh_number, Scope};
 pub(crate) use crate::engine::kinds::call::{Holding, LockSpec};
 pub(crate) use crate::engine::kinds::group::{
     composite as group_name, field as group_field, Status as GroupStatus,
@@ -90,8 +102,7 @@ impl Engine {
     /// Connects to `deployment` (transport/connect.rs: PING, topology discovery,
     /// duplicate masters, WAITAOF) and starts an engine over it.
     pub(crate) async fn connect(deployment: Deployment, settings: Settings) -> Result<Arc<Engine>> {
-        let connected =
-            connect::connect(deployment, crate::engine::facade::catalogue::all()).await?;
+        let connected = connect::connect(deployment).await?;
         let settings = Settings {
             cluster: connected.cluster,
             ..settings

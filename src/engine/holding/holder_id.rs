@@ -30,23 +30,6 @@ static NEXT_THREAD_NO: AtomicU64 = AtomicU64::new(1 << 48);
 
 thread_local! {
     static THREAD_NO: u64 = NEXT_THREAD_NO.fetch_add(1, Ordering::Relaxed);
-    /// The number of the thread this one runs a blocking call for ([`as_thread`]).
-    static RUNS_FOR: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
-}
-
-/// The calling thread's number (invariant 4), for a helper thread to act as it.
-pub(crate) fn thread_number() -> u64 {
-    RUNS_FOR
-        .with(|r| r.get())
-        .unwrap_or_else(|| THREAD_NO.with(|n| *n))
-}
-
-/// Runs `f` on this thread as thread `n` (a blocking call run on a helper thread for a
-/// thread that may not block on a runtime itself keeps that thread's holder id).
-pub(crate) fn as_thread<T>(n: u64, f: impl FnOnce() -> T) -> T {
-    RUNS_FOR.with(|r| r.set(Some(n)));
-    let _reset = scopeguard::guard((), |()| RUNS_FOR.with(|r| r.set(None)));
-    f()
 }
 
 tokio::task_local! {
@@ -85,7 +68,7 @@ pub(crate) fn for_call(prefix: &str, name: &str) -> Arc<str> {
 
 /// The calling thread's holder id (the blocking API, invariant 4).
 pub(crate) fn thread(prefix: &str) -> Arc<str> {
-    with_number(prefix, thread_number())
+    THREAD_NO.with(|n| with_number(prefix, *n))
 }
 
 /// The holder the enclosing scopes give `name`, if any (invariant 2).

@@ -51,6 +51,7 @@ static XSEM_SET: LazyLock<Script> = lua!(
 pub(crate) const HOLD_KIND: Kind = Kind::Plain;
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 7] {
     [
         &XSEM_ACQUIRE,

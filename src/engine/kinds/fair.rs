@@ -32,6 +32,7 @@ static FAIR_FORCE: LazyLock<Script> = lua!(
 pub(crate) static DROP: LazyLock<Script> = lua!("fair_evict.lua", "drop.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 5] {
     [
         &FAIR_ACQUIRE,

@@ -20,6 +20,7 @@ static FENCED_ACQUIRE: LazyLock<Script> = lua!("fenced_acquire.lua");
 static FENCED_SYNC: LazyLock<Script> = lua!("fenced_sync.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
     [&FENCED_ACQUIRE, &FENCED_SYNC]
 }

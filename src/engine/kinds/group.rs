@@ -37,6 +37,7 @@ static FORCE: LazyLock<Script> = lua!("group_common.lua", "group_force.lua");
 static STATUS: LazyLock<Script> = lua!("group_common.lua", "group_status.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 6] {
     [&ACQUIRE, &RELEASE, &RENEW, &DROP, &FORCE, &STATUS]
 }

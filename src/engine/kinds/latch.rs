@@ -18,6 +18,7 @@ pub(crate) static LATCH_SET: LazyLock<Script> = lua!("latch_set.lua");
 pub(crate) static LATCH_COUNT_DOWN: LazyLock<Script> = lua!("latch_count_down.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
     [&LATCH_SET, &LATCH_COUNT_DOWN]
 }

@@ -27,7 +27,7 @@
 //! Adding a kind: its Lua in `lua/`, one file here implementing [`Protocol`] (its
 //! scripts declared beside their calls and listed in facade/catalogue.rs), its `Kind` variant
 //! and its arm in [`Kind::protocol`], and its getter in api/handles.rs (with its
-//! per-thread twin in api/blocking/client.rs) (ARCHITECTURE.md, "How a kind is added").
+//! per-thread twin in api/blocking/client.rs) (docs/kinds.md, "How a kind is added").
 
 pub(crate) mod backoff;
 pub(crate) mod call;
@@ -283,6 +283,9 @@ pub(crate) enum Wait {
     Subscribe,
     /// Single tries spaced by a back-off, no pub/sub (engine/acquire/spin_wait.rs).
     Spin,
+    /// Single tries spaced by a back-off, a sleep cut short by a message on the wake
+    /// channel (the simple lock: its redlatch releases publish, foreign ones do not).
+    SpinWoken,
 }
 
 /// How one kind's waiters behave, in one value (a `const` per kind): how they wait,
@@ -352,7 +355,7 @@ impl WaitPolicy {
 
     /// Its waiters do not subscribe: they retry after a back-off (engine/acquire/spin_wait.rs).
     pub(crate) fn spins(&self) -> bool {
-        self.wait == Wait::Spin
+        matches!(self.wait, Wait::Spin | Wait::SpinWoken)
     }
 }
 

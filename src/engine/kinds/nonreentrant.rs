@@ -54,6 +54,7 @@ pub(crate) static NON_REENTRANT_FAIR: NonReentrant<Fair> = NonReentrant {
 const REACQUIRE: i64 = 4;
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
     [&NR_ACQUIRE, &NR_FAIR_ACQUIRE]
 }

@@ -23,6 +23,7 @@ pub(crate) static UNWAIT: LazyLock<Script> = lua!("pass_on.lua", "unwait.lua");
 pub(crate) static FORCE: LazyLock<Script> = lua!("tell_holders.lua", "force_release.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
     [&UNWAIT, &FORCE]
 }

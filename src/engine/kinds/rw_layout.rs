@@ -38,6 +38,7 @@ const UNLOCK: &str = "0";
 const READ_UNLOCK: &str = "1";
 
 /// The read-write lock's scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn all() -> [&'static LazyLock<Script>; 8] {
     [
         &READ_ACQUIRE,

@@ -19,6 +19,7 @@ pub(crate) static SEM_SET: LazyLock<Script> = lua!("sem_set.lua");
 pub(crate) static SEM_DRAIN: LazyLock<Script> = lua!("sem_drain.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 4] {
     [&SEM_ACQUIRE, &SEM_RELEASE, &SEM_SET, &SEM_DRAIN]
 }

@@ -7,8 +7,13 @@
 //! compare-and-pexpires (`lua/simple_renew.lua`). Redlock over several masters is the
 //! engine's fan-out and majority, as for every kind.
 //!
-//! The wire has no channel: the reference clients poll after a retry delay, so this
-//! kind's waiters spin with a back-off as the spin lock's do (engine/spin.rs). It is not
+//! The reference clients' wire has no channel: they poll after a retry delay. This
+//! kind's waiters poll too, with a back-off the user sets (`Client::simple_lock_with`,
+//! engine/acquire/spin_wait.rs), and listen on a channel beside the key
+//! ([`keys::simple_channel`]): a redlatch release (and force-unlock) publishes `"0"`
+//! there when anyone listens, so a redlatch waiter takes a lock a redlatch holder gave
+//! back at once, and a foreign holder's release is seen at the next poll. Foreign
+//! clients listen on no such channel. It is not
 //! reentrant: the value is one holder's token, and a second acquisition by the holder
 //! is refused with [`Error::Reentry`] (the reference clients would wait for themselves
 //! until the lease ran out).
@@ -23,6 +28,7 @@ use crate::engine::kinds::{Ask, PairRenewal, Probe, Protocol, Renewal, Sending, 
 use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{int, protocol, read_acquire, Acquire, Release};
 use crate::error::{Error, Result};
+use crate::keys;
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Script};
 
@@ -32,6 +38,7 @@ static RENEW: LazyLock<Script> = lua!("simple_renew.lua");
 static FORCE: LazyLock<Script> = lua!("simple_force_release.lua");
 
 /// These scripts, for the catalogue (catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 4] {
     [&ACQUIRE, &RELEASE, &RENEW, &FORCE]
 }
@@ -89,6 +96,11 @@ impl Protocol for Simple {
         Sending::Script(inv, read)
     }
 
+    /// Its waiters' wake channel, published on by its releases.
+    fn channel(&self, name: &str) -> String {
+        keys::simple_channel(name)
+    }
+
     /// Compare-and-delete: a hold count is always 1, so it frees the lock.
     fn release(&self, name: &Arc<str>, _lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
         Sending::Script(drop_lost(name, holder), read_release)
@@ -98,13 +110,13 @@ impl Protocol for Simple {
         drop_lost(name, holder)
     }
 
-    /// Spins (no channel on this wire); a majority suffices; a release wakes nobody,
-    /// here or elsewhere; not reentrant.
+    /// Polls with a back-off, woken early by a redlatch release (here at once, elsewhere
+    /// by its message); a majority suffices; not reentrant.
     fn policy(&self) -> WaitPolicy {
         WaitPolicy {
-            wait: Wait::Spin,
+            wait: Wait::SpinWoken,
             majority_suffices: true,
-            wakes_locally: false,
+            wakes_locally: true,
             reentrant: false,
             ..WaitPolicy::CONSERVATIVE
         }
@@ -129,7 +141,7 @@ impl Protocol for Simple {
 
     fn force_release(&self, name: &str) -> Invocation {
         let mut inv = FORCE.call();
-        inv.key(name);
+        inv.key(name).arg(keys::simple_channel(name));
         inv
     }
 }
@@ -137,7 +149,7 @@ impl Protocol for Simple {
 /// The compare-and-delete of `holder`'s token (a release, or a lost hold dropped).
 fn drop_lost(name: &str, holder: &str) -> Invocation {
     let mut inv = RELEASE.call();
-    inv.key(name).arg(holder);
+    inv.key(name).arg(holder).arg(keys::simple_channel(name));
     inv
 }
 

@@ -16,6 +16,7 @@ use crate::transport::{Invocation, Script};
 static SPIN_RELEASE: LazyLock<Script> = lua!("spin_release.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
     [&SPIN_RELEASE]
 }

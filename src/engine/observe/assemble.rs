@@ -111,8 +111,16 @@ pub(super) fn waiter(
     }
 }
 
-/// A client's record on a holder.
+/// A client's record on a holder; a job's holder (ShedLock's value) names its host
+/// and start.
 fn resolve(h: &mut ListedHolder, records: &HashMap<String, Record>) {
+    if let Some(job) = crate::engine::coordination::shedlock::parse(&h.holder.id) {
+        h.holder.host = Some(job.host);
+        h.holder.acquired = (job.since.duration_since(std::time::UNIX_EPOCH))
+            .ok()
+            .map(|d| d.as_millis() as i64);
+        return;
+    }
     let Some(r) = parse_holder(&h.holder.id).and_then(|(uuid, _)| records.get(uuid)) else {
         return;
     };

@@ -4,6 +4,7 @@
 //! what its inspection read (kinds/inspect.rs): its type and its layout.
 
 use super::listing::ListedKind;
+use crate::engine::coordination::shedlock::parse;
 use crate::engine::kinds::inspect::State;
 
 /// Prefixes of keys that belong to another name's layout, or are no lock at all
@@ -49,7 +50,7 @@ pub(super) fn candidate(key: &str, pattern: &str) -> Option<Candidate> {
 
 /// The name a derived key's suffix was made of (keys.rs `derived`): `{x}` is `x` when
 /// `x` has no brace, else the suffix itself.
-fn underived(suffix: &str) -> &str {
+pub(crate) fn underived(suffix: &str) -> &str {
     match suffix.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
         Some(inner) if !inner.contains(['{', '}']) => inner,
         _ => suffix,
@@ -70,7 +71,9 @@ pub(super) fn kind(st: &State, election: bool) -> Option<ListedKind> {
         "hash" if st.fencing_counter.is_some() => Some(ListedKind::Fenced),
         "hash" => Some(ListedKind::Lock),
         "string" if !st.permits.is_empty() => Some(ListedKind::ExpirableSemaphore),
-        // kinds/simple.rs reads a string with a lease and a token as its holder.
+        // kinds/simple.rs reads a string with a lease and a token as its holder; a
+        // ShedLock value is a scheduled job's (coordination/shedlock.rs).
+        "string" if st.holders.iter().any(|(h, _)| parse(h).is_some()) => Some(ListedKind::Job),
         "string" if !st.holders.is_empty() => Some(ListedKind::Simple),
         "string" if st.counter.is_some() => Some(ListedKind::Counter),
         _ => None,
@@ -83,7 +86,7 @@ pub(super) const GROUP_EXPIRY: &str = ":expire_time";
 
 /// Whether `text` matches the glob `pattern` as Redis's `SCAN MATCH` does: `*`, `?`,
 /// `[abc]`, `[^a-z]`, and `\` quoting the next character.
-pub(super) fn glob(pattern: &[u8], text: &[u8]) -> bool {
+pub(crate) fn glob(pattern: &[u8], text: &[u8]) -> bool {
     let (mut p, mut t) = (0, 0);
     // Where the last `*` was, and the text position it now stands for up to.
     let mut star: Option<(usize, usize)> = None;

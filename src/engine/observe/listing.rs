@@ -69,6 +69,10 @@ pub enum ListedKind {
     /// A simple lock (`SET NX PX`, the Redlock reference clients' wire): a string
     /// holding its holder's token, with a lease.
     Simple,
+    /// A scheduled job's lock (ShedLock's wire, [`Client::job`](crate::Client::job)):
+    /// a string holding `ADDED:<instant>@<host>:<uuid>`, with a lease; its holder's
+    /// host and start are read from the value.
+    Job,
 }
 
 impl ListedKind {
@@ -87,6 +91,7 @@ impl ListedKind {
             ListedKind::ExpirableSemaphore => "expirable_semaphore",
             ListedKind::Election => "election",
             ListedKind::Simple => "simple",
+            ListedKind::Job => "job",
         }
     }
 }

@@ -39,6 +39,7 @@ pub(crate) mod assemble;
 pub(crate) mod classify;
 mod deadlock;
 pub(crate) mod graph;
+mod jobs;
 mod ledger;
 pub(crate) mod list;
 pub(crate) mod listing;

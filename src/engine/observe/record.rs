@@ -34,26 +34,12 @@ pub(crate) struct Mine {
 impl Mine {
     pub(crate) fn new(app: Arc<str>) -> Mine {
         Mine {
-            host: host_name(),
+            host: crate::engine::coordination::shedlock::host_name(),
             pid: std::process::id(),
             app,
             since_ms: now_ms(),
         }
     }
-}
-
-/// The machine's name: the kernel's, else `$HOSTNAME` / `$COMPUTERNAME`, else
-/// `unknown`.
-fn host_name() -> String {
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"));
-    let name = kernel
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok());
-    name.unwrap_or_else(|| "unknown".into())
 }
 
 /// A holder id resolved: its client's record (if any) and when the hold was taken (if
@@ -166,6 +152,15 @@ pub(crate) async fn resolve_one(m: &Master, name: &str, holder: &str) -> Who {
         id: holder.to_string(),
         ..Default::default()
     };
+    // A scheduled job's run (ShedLock's value) names its host and start itself.
+    if let Some(job) = crate::engine::coordination::shedlock::parse(holder) {
+        let at = job.since.duration_since(std::time::UNIX_EPOCH);
+        return Who {
+            host: Some(job.host),
+            acquired: at.ok().map(|d| d.as_millis() as i64),
+            ..who
+        };
+    }
     let Some((uuid, n)) = split_holder(holder) else {
         return who;
     };

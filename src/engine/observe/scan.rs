@@ -18,7 +18,7 @@ const COUNT: usize = 1000;
 
 /// The keys matching each of `patterns` on every master's primaries, and the primaries
 /// not read to the end (an error, or the deadline).
-pub(super) async fn keys(
+pub(crate) async fn keys(
     masters: &[std::sync::Arc<Master>],
     patterns: &[&str],
     deadline: Instant,

@@ -18,6 +18,7 @@ use crate::transport::{Lane, Request, Script};
 static WAITERS: LazyLock<Script> = lua!("observe_waiters.lua");
 
 /// These scripts, for the catalogue (catalogue.rs).
+#[cfg(test)]
 pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
     [&WAITERS]
 }
@@ -33,8 +34,8 @@ fn channels(kind: ListedKind, name: &str, key: &str) -> Vec<String> {
         ListedKind::ReadWrite => vec![keys::rw_channel(name)],
         ListedKind::Counter => vec![keys::sem_channel(name), keys::latch_channel(name)],
         ListedKind::ExpirableSemaphore => vec![keys::sem_channel(name)],
-        // Fair waiters listen each on their own channel; simple waiters spin, on none.
-        ListedKind::Fair | ListedKind::Simple => vec![],
+        // Fair waiters listen each on their own channel; simple and job waiters poll, on none.
+        ListedKind::Fair | ListedKind::Simple | ListedKind::Job => vec![],
     }
 }
 

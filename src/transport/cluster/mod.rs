@@ -1,6 +1,6 @@
 //! The Redis Cluster transport: each request goes to the primary serving its first
 //! key's hash slot, through that primary's own [`Standalone`] transport (lanes,
-//! ordering, script preloading and timeouts as on a single server).
+//! ordering, script loading and timeouts as on a single server).
 //!
 //! Invariants:
 //! 1. The slot map is read with `CLUSTER SLOTS` at connect, after every `MOVED`, and

@@ -67,6 +67,12 @@ import org.redisson.config.SentinelServersConfig;
  *   <li>{@code xsem NAME trysetpermits N | acquire [LEASE_MS] | tryacquire WAIT_MS [LEASE_MS]
  *       | release ID | tryrelease ID | available}.</li>
  *   <li>{@code latch NAME trysetcount N | countdown | await MS | count}.</li>
+ *   <li>{@code parked THREAD} (run it on another thread, e.g. {@code -}): {@code true} when
+ *       worker THREAD is blocked on a {@code java.util.concurrent.Semaphore}, which is where
+ *       Redisson's blocking lock calls sleep until a release message (RedissonLockEntry's
+ *       latch). A test that needs a Java waiter asleep before it releases waits for this:
+ *       Redisson wakes readers with {@code release(getQueueLength())}, so a read-unlock
+ *       message that arrives before the thread is queued on that semaphore wakes nobody.</li>
  *   <li>{@code shutdown} (process-wide): shuts the client down and exits 0.</li>
  * </ul>
  */
@@ -154,6 +160,8 @@ public final class Driver {
                 return null;
             case "holder":
                 return "val " + client.getId() + ":" + Thread.currentThread().getId();
+            case "parked":
+                return bool(parked("driver-" + cmd[1]));
             case "multi":
                 return multi(id, cmd);
             case "group":
@@ -167,6 +175,29 @@ public final class Driver {
             default:
                 return lock(id, cmd);
         }
+    }
+
+    /**
+     * Whether the thread named {@code name} is blocked on a {@link java.util.concurrent.Semaphore}
+     * (queued on it, so a release counts it). One {@link java.lang.management.ThreadInfo}
+     * snapshot gives the state and the object blocked on together.
+     */
+    private static boolean parked(String name) {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (!t.getName().equals(name)) {
+                continue;
+            }
+            java.lang.management.ThreadInfo info = mx.getThreadInfo(t.getId());
+            if (info == null) {
+                return false;
+            }
+            Thread.State state = info.getThreadState();
+            String on = String.valueOf(info.getLockName());
+            return (state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING)
+                    && on.startsWith("java.util.concurrent.Semaphore$");
+        }
+        return false;
     }
 
     private static String connect(String[] cmd) throws Exception {
