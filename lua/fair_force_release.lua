@@ -3,7 +3,7 @@
 --
 -- KEYS[1..5] lock, queue, deadlines, channel prefix, liveness (see fair_evict.lua)
 -- ARGV[1]  unlock message, "0"
--- ARGV[2]  optional: the revoke channel prefix, as in force_release.lua (each holder's
+-- ARGV[2]  optional: the notice channel prefix, as in force_release.lua (each holder's
 --          client is told, and renews at once to find its hold gone)
 --
 -- Returns 1 if a lock was deleted, 0 if there was none; the queue is kept. A key of

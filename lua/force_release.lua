@@ -5,9 +5,9 @@
 -- KEYS[2]  optional: the waiter registry "redlatch_lock_waiters:{name}" (pass_on.lua)
 -- ARGV[1]  unlock channel "redisson_lock__channel:{name}" (not a key: see release.lua)
 -- ARGV[2]  unlock message, "0"
--- ARGV[3]  optional: the revoke channel prefix "redlatch_revoke__channel:{name}"; each
---          holder's client listening there (revoke.rs) is told, and renews at once to
---          find its hold gone, instead of at its next renewal round
+-- ARGV[3]  optional: the notice channel prefix "redlatch_client__channel"; each
+--          holder's client is told on "<prefix>:{<client id>}" (revoke.rs) and renews
+--          at once to find its hold gone, instead of at its next renewal round
 --
 -- Returns 1 if a lock was deleted (and the message published), 0 if there was none.
 -- A key of another type is left alone and fails with WRONGTYPE.

@@ -204,6 +204,17 @@ pub(crate) const SIMPLE_WAKE: &str = ":redlatch-simple";
 /// marker (lua/dialect_sharded.lua).
 pub(crate) const MARKER: &str = ":redlatch-waiters";
 
+/// The prefix of every client's notice channel ([`notice_channel`]).
+pub(crate) const NOTICE_PREFIX: &str = "redlatch_client__channel";
+
+/// The channel client `id` listens on for notices about its own holds, one per client
+/// (engine/coordination/revoke.rs): `redlatch_client__channel:{<id>}`. The scripts
+/// publish there classic (`PUBLISH`), which a Redis Cluster's bus takes to every node,
+/// so it reaches the client wherever its subscription is, whatever node the lock is on.
+pub(crate) fn notice_channel(id: &str) -> String {
+    format!("{NOTICE_PREFIX}:{{{id}}}")
+}
+
 /// Whether only redlatch publishes on `channel`: a marker, a simple lock's wake
 /// channel, or a channel that ends in a client id (a plain lock's hand-over channel, a
 /// revocation's). Redisson's releases may publish on every other channel a waiter

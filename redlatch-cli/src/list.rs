@@ -26,8 +26,10 @@ With --json, one JSON document on stdout (the library's Listing as serde seriali
                                 \"expires_at\": ms | null } ],  // a permit's expiry
                  \"ttl_ms\": 29500 | null,
                  \"waiters\": 2,                        // at least this many wait
-                 \"queue\": [ { \"id\": \"uuid:n\", \"deadline_ms\": ms | null,
-                              \"waiting_since\": ms | null, \"host\": .., \"app\": .. } ],
+                 \"waiting\": [ { \"id\": \"uuid:n\", \"deadline_ms\": ms | null,
+                                \"waiting_since\": ms | null, \"host\": .., \"pid\": ..,
+                                \"app\": .. } ],     // each redlatch waiter, named
+                 \"queue\": [ ... ],                    // a fair lock's queue, as waiting
                  \"count\": 3 | null,                   // permits left, or a latch's count
                  \"mode\": \"read\" | \"write\" | null, \"fencing_counter\": 7 | null,
                  \"masters\": 1 } ],                    // masters it was found on
@@ -118,14 +120,13 @@ pub fn table(listing: &Listing, now: i64) -> String {
         for more in holders {
             out.push_str(&format!("{:<28} {:<12} {more:<40}\n", "", ""));
         }
-        for (i, w) in l.queue.iter().enumerate() {
-            let since = w.waiting_since.map_or("?".into(), |s| ago(now - s));
+        for (i, w) in l.waiting.iter().enumerate() {
             out.push_str(&format!(
-                "{:<28} {:<12}   {}. {} waiting {since}\n",
+                "{:<28} {:<12}   {}. {}\n",
                 "",
                 "",
                 i + 1,
-                w.id
+                waiting(w, now)
             ));
         }
     }
@@ -147,6 +148,20 @@ pub fn who(h: &HolderInfo, now: i64) -> String {
             app.as_deref().unwrap_or("?")
         ),
         _ => format!("{} (no record){held}", h.id),
+    }
+}
+
+/// A waiter in one line: where it runs (or its id, without a record), and for how
+/// long it has waited.
+pub fn waiting(w: &redlatch::QueuedWaiter, now: i64) -> String {
+    let since = w.waiting_since.map_or("?".into(), |s| ago(now - s));
+    match (&w.host, w.pid, &w.app) {
+        (Some(host), pid, app) => format!(
+            "{host} {} {} waiting {since}",
+            pid.map_or("?".into(), |p| p.to_string()),
+            app.as_deref().unwrap_or("?")
+        ),
+        _ => format!("{} (no record) waiting {since}", w.id),
     }
 }
 

@@ -56,9 +56,9 @@ pub async fn ask(lock: &redlatch::Lock) -> Result<u8, Failure> {
     ));
     if asked.listeners == 0 {
         out(
-            "no holder listens for release requests (Redisson holders, and redlatch holders \
-             that do not ask for them, never hear them); the request stands while the lock's \
-             lease runs\n",
+            "no holder's client heard the request (Redisson holders never do; a redlatch \
+             client always listens unless its ACL refuses its notice channel); the request \
+             stands while the lock's lease runs\n",
         );
         return Ok(1);
     }

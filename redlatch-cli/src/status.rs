@@ -37,6 +37,9 @@ serde serializes it, plus deadline_in_ms in the queue):
                    \"permits\": [ { \"holder\": \"permit id\", \"deadline_ms\": ... } ],
                    \"writers_waiting\": [ { \"holder\": \"uuid:n:write\", \"deadline_ms\": ... } ],
                    \"waiters\": 2,   // clients subscribed to its channel (at least)
+                   \"waiting\": [ { \"id\": \"uuid:n\", \"deadline_ms\": ms | null,
+                                  \"waiting_since\": ms | null, \"host\": .., \"pid\": ..,
+                                  \"app\": .. } ],  // each redlatch waiter, named
                    \"replicas\": { \"connected\": 2, \"eligible\": 1,  // of the primary serving NAME
                                   \"waited\": 1 | null } | null } ],  // null: --sync-replicas off
     \"election\": null | { \"term\": 7, \"value\": \"V\", \"holder\": \"uuid:n\",
@@ -303,6 +306,15 @@ fn master_lines(m: &MasterStatus, now: i64, fair: bool) -> String {
     for (i, (holder, deadline)) in m.queue.iter().enumerate() {
         let when = deadline.map_or("no deadline".to_string(), |d| relative(d - now));
         out.push_str(&format!("        {}. {holder}  deadline {when}\n", i + 1));
+        if let Some(w) = m.waiting.iter().find(|w| &w.id == holder) {
+            out.push_str(&format!("           {}\n", crate::list::waiting(w, now)));
+        }
+    }
+    if m.queue.is_empty() {
+        for (i, w) in m.waiting.iter().enumerate() {
+            let line = crate::list::waiting(w, now);
+            out.push_str(&format!("        {}. {}  {line}\n", i + 1, w.id));
+        }
     }
     if !m.permits.is_empty() {
         out.push_str(&format!("      permits taken: {}\n", m.permits.len()));

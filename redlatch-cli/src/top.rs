@@ -1,6 +1,7 @@
 //! `redlatch top [PATTERN]`: a live view of the listing (`redlatch list`), refreshed
 //! every second: held locks, who holds them (app, host), for how long, lease left,
-//! waiters and hand-overs per second (holder changes between snapshots); sort keys in
+//! waiters (each redlatch waiter on a row of its own: pid, app, host, how long it has
+//! waited) and hand-overs per second (holder changes between snapshots); sort keys in
 //! the footer, `q` quits.
 
 use std::collections::{HashMap, VecDeque};
@@ -288,7 +289,10 @@ impl View {
         );
         f.render_widget(Paragraph::new(Line::from(title)), head);
         let table = Table::new(
-            rows.iter().map(|(l, rate, age)| row(l, *rate, *age)),
+            rows.iter().flat_map(|(l, rate, age)| {
+                let waiters = l.waiting.iter().map(move |w| waiter_row(w, now));
+                std::iter::once(row(l, *rate, *age)).chain(waiters)
+            }),
             [
                 Constraint::Length(22),
                 Constraint::Length(10),
@@ -336,6 +340,22 @@ fn row(l: &LockListing, rate: f64, age: i64) -> Row<'static> {
         l.ttl.map_or("-".into(), human),
         l.waiters.to_string(),
         format!("{rate:.1}"),
+    ])
+}
+
+/// A waiter's row, under its lock's: `└ wait <pid>`, its app and host, how long it
+/// has waited (the id where its client left no record).
+fn waiter_row(w: &redlatch::QueuedWaiter, now: i64) -> Row<'static> {
+    let who = w.pid.map_or_else(|| w.id.clone(), |p| p.to_string());
+    let waited = w.waiting_since.map_or("?".to_string(), |s| ago(now - s));
+    Row::new([
+        format!(" └ wait {who}"),
+        w.app.clone().unwrap_or_else(|| "?".into()),
+        w.host.clone().unwrap_or_else(|| "?".into()),
+        waited,
+        String::new(),
+        String::new(),
+        String::new(),
     ])
 }
 

@@ -11,9 +11,9 @@ use crate::stdout::out;
 
 const WHY_FORCE: &str = "refusing to unlock without --force (or --ask to ask the holder \
 to release it): this deletes the lock \
-whoever holds it; a `redlatch run` holding it is told and stops CMD, other holders keep \
-running until their watchdog notices (up to a third of its watchdog timeout) or, with a \
-fixed lease, not at all. To release your own lock, let `redlatch run` end";
+whoever holds it; a redlatch holder (a `redlatch run`, which stops CMD, or a library \
+guard) is told at once, a Redisson holder keeps running until its watchdog notices, and \
+a holder with a fixed lease until the lease ends. To release your own lock, let `redlatch run` end";
 
 #[derive(Args, Debug)]
 #[command(after_help = "Prints the lock's state before, then what was removed. \

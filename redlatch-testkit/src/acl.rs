@@ -47,7 +47,7 @@ pub const MINIMAL: &[&str] = &[
 
 /// The minimal ACL's channels: the unlock channels, and the revoke channels a holder
 /// listening for release requests subscribes to (`redlatch run` does by default).
-pub const CHANNELS: &[&str] = &["&redisson_lock__channel*", "&redlatch_revoke__channel*"];
+pub const CHANNELS: &[&str] = &["&redisson_lock__channel*", "&redlatch_client__channel*"];
 
 /// The password of [`user`].
 pub const PASSWORD: &str = "s3cret";

@@ -130,7 +130,9 @@ impl Client {
         self.engine.held_count()
     }
 
-    /// Pub/sub channels this client is currently subscribed to for its waiters.
+    /// Pub/sub channels this client is currently subscribed to for its waiters. Not
+    /// counted: the one channel every client listens on for its life, for notices
+    /// about its own holds (a force-unlock, a release request; docs/operations.md).
     ///
     /// # Examples
     /// See the example on [`Client::spin_lock`], which subscribes to nothing; a lock's waiter subscribes to its channel.

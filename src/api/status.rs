@@ -68,6 +68,12 @@ pub struct MasterStatus {
     /// waiters' channel (a client with several waiting tasks counts once; a spin lock's
     /// waiters do not subscribe). A fair lock's waiters are in `queue`.
     pub waiters: u64,
+    /// Each redlatch waiter, named (host, pid, app, since when it waits), resolved as
+    /// holders are: this master's fair queue in order; for the other kinds the waits
+    /// the clients' ledgers record (flushed at most once a second; the same on every
+    /// entry). A waiter of another library (a Redisson thread) is only counted in
+    /// [`waiters`](Self::waiters) (or listed by id in [`queue`](Self::queue)).
+    pub waiting: Vec<crate::QueuedWaiter>,
     /// The replicas of the primary serving the lock as replica sync sees them
     /// (connected, eligible, waited for by the last synced write); `None` with
     /// [`SyncReplicas::Off`](crate::SyncReplicas::Off). Known after this client's first
@@ -119,6 +125,13 @@ impl Lock {
         for (m, who) in out.iter_mut().zip(resolved) {
             m.holder_info = who.into_iter().map(Into::into).collect();
         }
+        let queues: Vec<Vec<(String, Option<i64>)>> = out.iter().map(|m| m.queue.clone()).collect();
+        let waiting = engine
+            .waiting(self.name(), &queues, crate::LIST_TIMEOUT)
+            .await;
+        for (m, w) in out.iter_mut().zip(waiting) {
+            m.waiting = w;
+        }
         Ok(out)
     }
 }
@@ -151,6 +164,7 @@ impl From<Inspected> for MasterStatus {
             permits: st.permits,
             writers_waiting: st.writers_waiting,
             waiters,
+            waiting: Vec::new(),
             replicas,
         }
     }

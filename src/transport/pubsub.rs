@@ -194,13 +194,14 @@ impl PubSub {
             .is_some_and(|c| c.confirmed.borrow().count_ones() >= self.quorum as u32)
     }
 
-    /// Channels currently wanted by waiters of this client.
+    /// Channels currently wanted by waiters of this client (the client's own notice
+    /// channel, subscribed for its life, is not a waiter's).
     pub(crate) fn channel_count(&self) -> usize {
         self.shared
             .channels
             .lock()
-            .values()
-            .filter(|c| c.refs > 0)
+            .iter()
+            .filter(|(name, c)| c.refs > 0 && !name.starts_with(crate::keys::NOTICE_PREFIX))
             .count()
     }
 }

@@ -180,3 +180,47 @@ async fn no_deadlock_without_a_cycle_of_tasks_or_with_detection_off() {
         .unwrap();
     assert!(got.is_ok(), "{got:?}");
 }
+
+/// `Lock::status()` names each redlatch waiter (issue 49): a plain lock's from its
+/// client's ledger, a fair lock's queue resolved, with host, pid, app and since when it
+/// waits, as holders are; the count stays beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_names_each_waiter_of_a_plain_and_a_fair_lock() {
+    let server = RedisServer::start();
+    let config = || Config::single(server.url()).app("status-waiter");
+    let holder = Client::connect(config()).await.unwrap();
+    let waiter = Client::connect(config()).await.unwrap();
+    for fair in [false, true] {
+        let pick = |c: &Client| match fair {
+            true => c.fair_lock("sw:fair"),
+            false => c.lock("sw:plain"),
+        };
+        let held = pick(&holder).lock().await.unwrap();
+        let lock = pick(&waiter);
+        let waiting = tokio::spawn(async move { lock.lock().await.map(drop) });
+        // The ledger (since when it waits) is flushed within a second of the wait.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let w = loop {
+            let s = pick(&holder).status().await.unwrap();
+            let dated = s[0].waiting.iter().all(|w| w.waiting_since.is_some());
+            if s[0].waiting.len() == 1 && dated {
+                break s[0].waiting[0].clone();
+            }
+            assert!(Instant::now() < deadline, "fair {fair}: never named: {s:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(
+            w.id.starts_with(&waiter.id().to_string()),
+            "fair {fair}: {w:?}"
+        );
+        assert_eq!(w.pid, Some(std::process::id()), "fair {fair}: {w:?}");
+        assert_eq!(
+            w.app.as_deref(),
+            Some("status-waiter"),
+            "fair {fair}: {w:?}"
+        );
+        assert!(w.host.is_some(), "fair {fair}: {w:?}");
+        held.unlock().await.unwrap();
+        waiting.await.unwrap().unwrap();
+    }
+}

@@ -19,6 +19,7 @@ mod faster_multi_lock_cluster;
 mod fence_clock;
 mod fence_failover;
 mod fencing_restart;
+mod force_notice;
 mod guarded;
 mod guarded_revoke_sentinel;
 mod harness_cluster;

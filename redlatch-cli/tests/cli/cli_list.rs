@@ -335,3 +335,157 @@ fn cursor_moves(text: &str) -> Vec<(u32, u32)> {
         })
         .collect()
 }
+
+/// Every redlatch waiter is named (issue 49): a plain lock's waiter, found in its
+/// client's ledger, is listed under `waiting` beside the count with its host, pid, app
+/// and since when it waits, as a holder is; a fair lock's queue the same way. The table
+/// shows each on a line of its own. Before, only the count (`"waiters": 1`) and bare
+/// queue ids were shown.
+#[test]
+fn list_names_each_waiter_with_host_pid_app_and_wait() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    for (name, opts) in [("wn:plain", &[][..]), ("wn:fair", &["--fair"][..])] {
+        let tag = name.replace(':', "-");
+        let _h = holder(&server, &dir, name, opts, &format!("{tag}-h"));
+        let mut wopts = vec!["--wait", "60s"];
+        wopts.extend(opts);
+        let _w = Bg::start(
+            &run_args(name, &[&server], &wopts, "true"),
+            &dir,
+            &format!("{tag}-w"),
+        );
+        // The waiter's ledger (since when it waits) is flushed within a second of its
+        // wait's start; a fair queue shows its entry at once.
+        let named = || {
+            let doc = list_json(&[&server], name, 0);
+            let l = lock(&doc, name).clone();
+            let waiting = l["waiting"].as_array().unwrap();
+            let dated = waiting.iter().all(|w| w["waiting_since"].is_i64());
+            (!waiting.is_empty() && dated).then_some(l)
+        };
+        assert!(
+            eventually(Duration::from_secs(20), || named().is_some()),
+            "{name}: no waiter named"
+        );
+        let l = named().unwrap();
+        assert_eq!(l["waiters"], 1, "{name}: {l:#}");
+        let waiting = l["waiting"].as_array().unwrap();
+        assert_eq!(waiting.len(), 1, "{name}: {l:#}");
+        let (w, h) = (&waiting[0], &l["holders"][0]);
+        assert!(
+            w["host"].as_str().is_some_and(|s| !s.is_empty()),
+            "{name}: {l:#}"
+        );
+        let (wpid, hpid) = (w["pid"].as_u64(), h["pid"].as_u64());
+        assert!(
+            wpid.is_some() && wpid != hpid,
+            "{name}: the waiter's own process: {l:#}"
+        );
+        assert!(w["app"].as_str().is_some(), "{name}: {l:#}");
+        let now = cli_util_now_ms();
+        assert!(
+            w["waiting_since"]
+                .as_i64()
+                .is_some_and(|s| s <= now && s > now - 60_000),
+            "{name}: {l:#}"
+        );
+        assert_ne!(w["id"], h["id"], "{name}: {l:#}");
+        // The table: the waiter on its own line, named like the holder.
+        let mut args: Vec<String> = ["list", name].map(String::from).into();
+        args.extend(redis_args(&[&server]));
+        let table = String::from_utf8(output(&args, 0).stdout).unwrap();
+        let line = format!("{} {} ", w["host"].as_str().unwrap(), wpid.unwrap());
+        assert!(
+            table
+                .lines()
+                .any(|l| l.contains("1. ") && l.contains(&line) && l.contains("waiting")),
+            "{name}: {table}"
+        );
+    }
+}
+
+/// Now, in ms since the epoch.
+fn cli_util_now_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| d.as_millis() as i64)
+}
+
+/// `redlatch status NAME` names each waiter too (issue 49): `waiting` in every master's
+/// entry of the JSON (host, pid, app, since when), and a line per waiter in the table,
+/// for a plain lock (from the waiter's ledger) and a fair one (its queue resolved).
+/// Before: `waiters: 1 (clients subscribed to its channel, at least)` and bare ids.
+#[test]
+fn status_names_each_waiter_with_host_pid_app_and_wait() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    for (name, opts) in [("sn:plain", &[][..]), ("sn:fair", &["--fair"][..])] {
+        let tag = name.replace(':', "-");
+        let _h = holder(&server, &dir, name, opts, &format!("{tag}-h"));
+        let mut wopts = vec!["--wait", "60s"];
+        wopts.extend(opts);
+        let _w = Bg::start(
+            &run_args(name, &[&server], &wopts, "true"),
+            &dir,
+            &format!("{tag}-w"),
+        );
+        let mut args: Vec<String> = ["status", name, "--json"].map(String::from).into();
+        args.extend(redis_args(&[&server]));
+        let named = || {
+            let doc: Value = serde_json::from_slice(&output(&args, 0).stdout).unwrap();
+            let m = doc["masters"][0].clone();
+            let waiting = m["waiting"].as_array().cloned().unwrap_or_default();
+            let dated = waiting.iter().all(|w| w["waiting_since"].is_i64());
+            (waiting.len() == 1 && dated).then_some(m)
+        };
+        assert!(
+            eventually(Duration::from_secs(20), || named().is_some()),
+            "{name}: no waiter named"
+        );
+        let m = named().unwrap();
+        let w = &m["waiting"][0];
+        let pid = w["pid"].as_u64().expect("the waiter's pid");
+        assert!(
+            w["host"].as_str().is_some_and(|h| !h.is_empty()),
+            "{name}: {m:#}"
+        );
+        assert!(w["app"].as_str().is_some(), "{name}: {m:#}");
+        assert_ne!(
+            Some(pid),
+            m["holder_info"][0]["pid"].as_u64(),
+            "{name}: {m:#}"
+        );
+        let table_args: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
+        let table = String::from_utf8(output(&table_args, 0).stdout).unwrap();
+        assert!(
+            table
+                .lines()
+                .any(|l| l.contains(&format!(" {pid} ")) && l.contains("waiting")),
+            "{name}: {table}"
+        );
+    }
+}
+
+/// `top` draws each waiter of a lock on a row of its own under the lock's (issue 49):
+/// `└ wait <pid>`, its app, host and how long it has waited; the waiter is another
+/// `redlatch run` process, its pid read from `list --json`.
+#[test]
+fn top_shows_each_waiter_on_a_row_of_its_own() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    let _h = holder(&server, &dir, "tw:held", &[], "held");
+    let waiter_args = run_args("tw:held", &[&server], &["--wait", "60s"], "true");
+    let _w = Bg::start(&waiter_args, &dir, "waiter");
+    let waiter_pid = || {
+        let doc = list_json(&[&server], "tw:held", 0);
+        lock(&doc, "tw:held")["waiting"][0]["pid"].as_u64()
+    };
+    assert!(eventually(Duration::from_secs(20), || waiter_pid().is_some()));
+    let pid = waiter_pid().unwrap().to_string();
+    // Each word is its own write: the pid, then the row's other words.
+    let text = top_in_pty(Some(EIGHTY_BY_24), &server, "tw:*", &pid);
+    assert!(
+        text.contains('└') && text.contains("wait"),
+        "no waiter row: {text:?}"
+    );
+}

@@ -1,7 +1,8 @@
 //! `redlatch unlock --ask NAME` and `redlatch run --revoke-signal` (issue 27.3): the
 //! request reaches the running holder, which forwards it to CMD as the chosen signal;
-//! CMD finishes, the lock is released; `none` ignores requests; a free lock or a holder
-//! that does not listen gives exit 1.
+//! CMD finishes, the lock is released; `none` ignores requests; a library holder that
+//! never asked for requests is reached too (issue 49); a free lock or a holder that
+//! does not listen (a Redisson one) gives exit 1.
 
 use crate::cli_util;
 use redlatch_testkit as common;
@@ -38,7 +39,8 @@ fn listening(server: &RedisServer, dir: &TempDir, name: &str) -> String {
     .is_empty()));
     let holder = read(&dir.file("holder")).trim().to_string();
     let client = holder.split(':').next().unwrap().to_string();
-    let channel = format!("redlatch_revoke__channel:{{{name}}}:{client}");
+    let _ = name;
+    let channel = format!("redlatch_client__channel:{{{client}}}");
     assert!(
         eventually(Duration::from_secs(20), || numsub(server, &channel) == 1),
         "redlatch run does not listen on {channel}"
@@ -90,7 +92,8 @@ fn the_signal_is_the_users_choice_and_none_ignores_requests() {
     assert_eq!(ended.code(), Some(0), "{}", ended.stderr);
     assert_eq!(read(&dir.file("got")).trim(), "USR1");
 
-    // `none`: nobody listens, the request is left standing, CMD runs on.
+    // `none`: the runner's client hears the request (every client listens for its
+    // holds), but nothing is forwarded: the request stands, CMD runs on.
     let dir = TempDir::new();
     let bg = Bg::start(
         &run_args("deaf", &server, &["--revoke-signal", "none"], &idle("TERM")),
@@ -101,8 +104,8 @@ fn the_signal_is_the_users_choice_and_none_ignores_requests() {
         &dir.file("holder")
     )
     .is_empty()));
-    let out = output(&ask_args("deaf", &server), 1);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("0 listening"));
+    let out = output(&ask_args("deaf", &server), 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 listening"));
     std::thread::sleep(Duration::from_millis(300));
     assert!(read(&dir.file("got")).is_empty(), "CMD was signalled");
     std::fs::write(dir.file("stop"), "").unwrap();
@@ -115,4 +118,46 @@ fn the_signal_is_the_users_choice_and_none_ignores_requests() {
     let mut both = ask_args("free", &server);
     both.push("--force".into());
     output(&both, 64);
+}
+
+/// A library holder whose code never called `revoke_requested()` is reached too: its
+/// client listens on its one notice channel from connect on (issue 49). `--ask` says
+/// one listening client was told and exits 0; the guard's token, asked for afterwards,
+/// has fired; the lock is still held (a request releases nothing by itself).
+#[test]
+fn unlock_ask_reaches_a_library_holder_that_never_asked_for_requests() {
+    let server = RedisServer::start();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = redlatch::Config::single(server.url());
+    let (client, guard) = rt.block_on(async {
+        let client = redlatch::Client::connect(config).await.unwrap();
+        let guard = client.lock("lib").lock().await.unwrap();
+        (client, guard)
+    });
+    let channel = format!("redlatch_client__channel:{{{}}}", client.id());
+    assert!(eventually(Duration::from_secs(20), || numsub(
+        &server, &channel
+    ) == 1));
+    let out = output(&ask_args("lib", &server), 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(guard.holder()) && text.contains("1 listening"),
+        "{text}"
+    );
+    let fired = rt.block_on(async {
+        let token = guard.revoke_requested();
+        tokio::time::timeout(Duration::from_secs(10), token.cancelled())
+            .await
+            .is_ok()
+    });
+    assert!(fired, "the request did not reach the holder");
+    assert!(exists(&server, "lib"), "a request released the lock");
+    rt.block_on(async {
+        guard.unlock().await.unwrap();
+        client.close(Duration::from_secs(1)).await;
+    });
 }

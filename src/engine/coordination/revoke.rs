@@ -1,33 +1,39 @@
 //! Cooperative revocation (docs/election.md, "Cooperative revocation"): asking a lock's
-//! holders to release it (lua/revoke_request.lua), and a holder's watch for such a
-//! request.
+//! holders to release it (lua/revoke_request.lua); and every client's one subscription
+//! for notices about its own holds: a request to release one, or a force-unlock that
+//! deleted one (lua/tell_holders.lua).
 //!
 //! Invariants:
-//! 1. A request is a marker in Redis (`redlatch_revoke:{name}`, holder -> 1, expiring
-//!    with the lock's lease) written before the wake-up is published, so a message only
-//!    makes the holder look: a watch that subscribed late, or woke for another reason (a
-//!    reconnect wakes every subscription, pubsub.rs invariant 3), decides by the marker.
-//! 2. A watch marks the wake counter seen before every look, so a request published
-//!    after a look wakes it again (pubsub.rs invariant 2).
-//! 3. A watch ends when its hold is gone (the hold's risk sender dropped: released and
-//!    its last guard dropped), lost, or the request is seen; its subscription goes with
-//!    it. It never keeps the hold alive.
-//! 4. A force-unlock tells the holders' clients on the same channel
-//!    (lua/force_release.lua) without a marker: a message that finds no request renews
-//!    the hold at once (the watchdog's urgent task), which finds it gone and declares it
-//!    lost, instead of at the next renewal round up to a third of the watchdog timeout
-//!    later. A reconnect's wake is not a message (pubsub.rs invariant 3) and renews
-//!    nothing: during a failover that renewal could fail and put a sound hold at risk.
-//!    A force-unlock published while the connection was down is noticed at the next
-//!    round.
+//! 1. A client subscribes its notice channel (`redlatch_client__channel:{<id>}`,
+//!    keys::notice_channel) once, when it connects, for all its holds: never one
+//!    subscription per lock or guard. The scripts publish there classic, which a
+//!    Cluster's bus takes to every node, so a notice reaches the client whatever node
+//!    the lock and the subscription are on.
+//! 2. A request is a marker in Redis (`redlatch_revoke:{name}`, holder -> 1, expiring
+//!    with the lock's lease) written before the notice is published: the notice records
+//!    it on the hold at once (its revoke token fires, now or when a guard asks for it);
+//!    a wake that may have missed messages (a reconnect, pubsub.rs invariant 3) makes
+//!    the client read the markers of its holds, and so does a guard's first
+//!    `revoke_requested()` (a request older than the hold's record of them).
+//! 3. A request never releases anything by itself: the holder's code decides. Its
+//!    default effect, with nobody watching the token, is a WARN log line naming the
+//!    lock and the holder.
+//! 4. A force-unlock's notice names the lock without a marker: the client renews its
+//!    holds of that name at once (the watchdog's urgent task), which finds them gone
+//!    and declares them lost, instead of at the next renewal round up to a third of the
+//!    watchdog timeout later. A reconnect's wake renews nothing: during a failover that
+//!    renewal could fail and put a sound hold at risk. A force-unlock published while
+//!    the connection was down is noticed at the next round.
+//! 5. The hook that reads notices runs on the pub/sub actor's task: it only flags holds
+//!    and queues renewals, it never waits.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::holding::held::Held;
+use crate::engine::holding::table::Hold;
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::{answers, fan_out};
 use crate::engine::masters::replies::typed;
@@ -50,20 +56,12 @@ pub(crate) fn marker_key(name: &str) -> String {
     keys::derived("redlatch_revoke", name)
 }
 
-/// The revoke channel of client `id` for lock `name`.
-pub(crate) fn channel(name: &str, client: &str) -> String {
-    format!(
-        "{}:{client}",
-        keys::derived("redlatch_revoke__channel", name)
-    )
-}
-
 /// What a request reached on one master: (listeners, holders asked).
 async fn request(m: &Master, name: &str, lease: Duration) -> Result<(u64, Vec<String>)> {
     let mut inv = REQUEST.call();
     inv.key(name)
         .key(marker_key(name))
-        .arg(keys::derived("redlatch_revoke__channel", name))
+        .arg(keys::NOTICE_PREFIX)
         .arg(lease.as_millis() as u64);
     let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
     m.decode::<(u64, Vec<String>)>(v)
@@ -76,51 +74,110 @@ async fn requested(m: &Master, name: &str, holder: &str) -> Result<bool> {
     m.query::<bool>(&cmd).await
 }
 
-/// Watches for a request to release `name` held by `holder` (invariants 1-3); cancels
-/// `fired` when one is seen. `risk` is the hold's risk receiver (closed when the hold
-/// is gone), `lost` its lost token.
-async fn watch(
-    engine: std::sync::Arc<Engine>,
-    (name, holder): (String, String),
-    hold: std::sync::Weak<crate::engine::holding::table::Hold>,
-    mut risk: watch::Receiver<Option<std::time::Instant>>,
-    lost: CancellationToken,
-    fired: CancellationToken,
-) {
-    let client = engine.id.to_string();
-    let mut sub = engine.pubsub.subscribe(channel(&name, &client));
-    let gone = async { while risk.changed().await.is_ok() {} };
-    tokio::pin!(gone);
-    let timeout = engine.settings.connect_timeout;
+/// The pub/sub hook's part (invariants 2, 4, 5): a notice for this client (`"!revoke|<holder>|<name>"`
+/// or `"!deleted|<client>|<name>"`) is acted on; whether `payload` was one.
+pub(crate) fn notice(engine: &Engine, payload: &[u8]) -> bool {
+    let Some(text) = payload
+        .strip_prefix(b"!")
+        .and_then(|p| std::str::from_utf8(p).ok())
+    else {
+        return false;
+    };
+    let mut parts = text.splitn(3, '|');
+    let (Some(what), Some(who), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+        return true;
+    };
+    if !who.starts_with(&*engine.holder_prefix) && who != engine.holder_prefix.trim_end_matches(':')
+    {
+        return true;
+    }
+    match what {
+        "revoke" => {
+            if let Some(hold) = engine.holds.get(name, who) {
+                if hold.ask_release() {
+                    tracing::warn!(lock = %name, holder = %who,
+                        "release requested (redlatch unlock --ask); the hold is kept: \
+                         LockGuard::revoke_requested() tells the code that holds it");
+                }
+            }
+        }
+        "deleted" => {
+            for hold in engine.holds.all().iter().filter(|h| &*h.name == name) {
+                tracing::debug!(lock = %name, holder = %hold.holder, "force-unlocked: renewing now");
+                engine.urgent.now(hold);
+            }
+        }
+        _ => {}
+    }
+    true
+}
+
+/// Keeps this client's one notice subscription (invariant 1) until shutdown; after a
+/// wake that may have missed messages, reads the markers of every hold (invariant 2).
+pub(crate) async fn listen(engine: std::sync::Weak<Engine>, shutdown: CancellationToken) {
+    let Some(strong) = engine.upgrade() else {
+        return;
+    };
+    let mut sub = strong
+        .pubsub
+        .subscribe(keys::notice_channel(&strong.id.to_string()));
+    let (timeout, idle) = (
+        strong.settings.connect_timeout,
+        strong.settings.watchdog_timeout,
+    );
+    drop(strong);
     tokio::select! {
         r = sub.ready(timeout) => if let Err((addr, why)) = r {
-            tracing::warn!(lock = %name, master = %addr, why, "cannot listen for release requests");
-            return;
+            // Still subscribed: the hub retries; notices then arrive once it succeeds.
+            tracing::warn!(master = %addr, why, "cannot listen for notices about this client's locks yet");
         },
-        _ = &mut gone => return,
-        _ = lost.cancelled() => return,
+        _ = shutdown.cancelled() => return,
     }
-    let mut woken = false;
     loop {
         sub.mark_seen();
         let heard = sub.heard();
-        let looks = fan_out(&engine.masters, |m| requested(m, &name, &holder)).await;
-        if looks.iter().any(|r| matches!(r, Ok(true))) {
-            tracing::info!(lock = %name, %holder, "release requested");
-            fired.cancel();
-            return;
-        }
-        if let Some(Err(e)) = looks.iter().find(|r| r.is_err()) {
-            tracing::debug!(lock = %name, error = %e, "reading release requests failed");
-        }
-        // Invariant 4: a message without a request, perhaps a force-unlock: renew now.
-        if let (true, Some(hold)) = (woken, hold.upgrade()) {
-            engine.urgent.now(&hold);
-        }
         tokio::select! {
-            w = sub.wait(engine.settings.watchdog_timeout) => woken = w && sub.heard() != heard,
-            _ = &mut gone => return,
-            _ = lost.cancelled() => return,
+            woken = sub.wait(idle) => if woken && sub.heard() == heard {
+                let Some(engine) = engine.upgrade() else { return };
+                look_for_requests(&engine, engine.holds.all()).await;
+            },
+            _ = shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Reads the markers of `holds` not asked yet, and records the requests found.
+async fn look_for_requests(engine: &Engine, holds: Vec<std::sync::Arc<Hold>>) {
+    for hold in holds
+        .into_iter()
+        .filter(|h| !h.release_asked() && !h.permit)
+    {
+        let (name, holder) = (&hold.name, &hold.holder);
+        let looks = fan_out(&engine.masters, |m| requested(m, name, holder)).await;
+        if looks.iter().any(|r| matches!(r, Ok(true))) && hold.ask_release() {
+            tracing::warn!(lock = %name, %holder,
+                "release requested (redlatch unlock --ask); the hold is kept: \
+                 LockGuard::revoke_requested() tells the code that holds it");
+        }
+    }
+}
+
+/// Subscribers of `channel` on the node that serves its slot (a Cluster's): the
+/// pipeline's first command names the channel as a key, which routes it there.
+async fn listeners_of(m: &Master, channel: &str) -> u64 {
+    let mut pipe = redis::pipe();
+    pipe.cmd("EXISTS").arg(channel).ignore();
+    pipe.cmd("PUBSUB").arg("NUMSUB").arg(channel);
+    let sent = m.link().send(
+        Lane::Side,
+        m.timeout(),
+        crate::transport::Request::Pipe(&pipe),
+    );
+    match sent.await.and_then(|v| m.decode::<((String, u64),)>(v)) {
+        Ok(((_, n),)) => n,
+        Err(e) => {
+            tracing::debug!(%channel, error = %e, "counting a notice channel's listeners failed");
+            0
         }
     }
 }
@@ -146,27 +203,37 @@ impl Engine {
     pub(crate) async fn request_release(&self, name: &str) -> Result<(u64, Vec<String>)> {
         let lease = self.settings.watchdog_timeout;
         let replies = fan_out(&self.masters, |m| request(m, name, lease)).await;
-        Ok(merge(answers(&self.masters, replies, self.quorum)?))
+        let (listeners, holders) = merge(answers(&self.masters, replies, self.quorum)?);
+        if !self.is_cluster() {
+            return Ok((listeners, holders));
+        }
+        // On a Cluster the script's PUBLISH counts the lock's node only, while each
+        // client listens on the node of its own channel's slot (invariant 1): count
+        // there.
+        let mut clients: Vec<&str> = holders.iter().filter_map(|h| h.split(':').next()).collect();
+        clients.dedup();
+        let mut listening = 0;
+        for client in clients {
+            listening += listeners_of(&self.masters[0], &keys::notice_channel(client)).await;
+        }
+        Ok((listening, holders))
     }
 }
 
 impl Held {
-    /// A token that fires when someone requests this hold's release; the watch runs
-    /// in the background until then, or until the hold is gone or lost (invariant 3).
-    /// Outside a tokio runtime it never fires.
+    /// A token that fires when someone requests this hold's release (invariant 2): the
+    /// client's notice subscription records it; the first call also reads the marker
+    /// once, in the background, for a request recorded before.
     pub(crate) fn watch_revocation(&self) -> CancellationToken {
-        let fired = CancellationToken::new();
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return fired;
+        let Some(hold) = self.hold_weak().upgrade() else {
+            return CancellationToken::new();
         };
-        runtime.spawn(watch(
-            self.engine().clone(),
-            (self.name().to_string(), self.holder().to_string()),
-            self.hold_weak(),
-            self.at_risk(),
-            self.lost(),
-            fired.clone(),
-        ));
-        fired
+        let token = hold.revoke_token();
+        if let (false, Ok(runtime)) = (token.is_cancelled(), tokio::runtime::Handle::try_current())
+        {
+            let engine = self.engine().clone();
+            runtime.spawn(async move { look_for_requests(&engine, vec![hold]).await });
+        }
+        token
     }
 }

@@ -20,6 +20,7 @@
 //! | `job_state` | `coordination/job_state.rs` |
 //! | `job_scan` | `observe/jobs.rs` |
 //! | `list` | `observe/list.rs` |
+//! | `waiting` | `observe/list.rs` |
 //! | `deadlocks` | `observe/deadlock.rs` |
 //! | `resolve` | `observe/record.rs` |
 //!
@@ -123,9 +124,12 @@ impl Engine {
         let engine = Arc::new_cyclic(|engine: &std::sync::Weak<Engine>| {
             // Hand-overs from other clients' releases arrive as messages (tickets.rs).
             let engine = engine.clone();
+            // So do the notices about this client's own holds (coordination/revoke.rs).
             let on_payload = Box::new(move |payload: &[u8]| {
                 if let Some(engine) = engine.upgrade() {
-                    waiter::received(&engine, payload);
+                    if !crate::engine::coordination::revoke::notice(&engine, payload) {
+                        waiter::received(&engine, payload);
+                    }
                 }
             });
             let timeout = settings.connect_timeout;
@@ -160,6 +164,12 @@ impl Engine {
             observe,
             shutdown.clone(),
         ));
+        // The fake server of the core's unit tests (engine/fake) models the waiters'
+        // channels only: its engines do without the notice channel.
+        if !cfg!(test) {
+            let listen = crate::engine::coordination::revoke::listen;
+            tokio::spawn(listen(Arc::downgrade(&engine), shutdown.clone()));
+        }
         tokio::spawn(watchdog::run(Arc::downgrade(&engine), shutdown, period));
         engine
     }

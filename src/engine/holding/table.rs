@@ -45,6 +45,10 @@ pub(crate) struct Hold {
     /// A permanent error (NOPERM) that refused its last renewal, if any since the last
     /// renewal that counted: the reason if it runs out.
     refused: parking_lot::Mutex<Option<Error>>,
+    /// A request to release it reached this client (coordination/revoke.rs): set once,
+    /// before the token (made only when asked for) is cancelled.
+    revoke_asked: std::sync::atomic::AtomicBool,
+    revoke: OnceLock<tokio_util::sync::CancellationToken>,
     /// When the holder first took the lock (re-entries do not move it).
     pub(crate) since: Instant,
     /// The task (or thread) whose call took it first (holding/holder_id.rs invariant 5).
@@ -144,6 +148,32 @@ impl Hold {
             .flatten()
     }
 
+    /// Records a request to release this hold: its revoke token fires, now or when it
+    /// is made. Whether it was the first request seen.
+    pub(crate) fn ask_release(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        let first = !self.revoke_asked.swap(true, SeqCst);
+        if let Some(token) = self.revoke.get() {
+            token.cancel();
+        }
+        first
+    }
+
+    /// The token that fires when a release is requested ([`ask_release`](Self::ask_release)).
+    pub(crate) fn revoke_token(&self) -> tokio_util::sync::CancellationToken {
+        use std::sync::atomic::Ordering::SeqCst;
+        let token = self.revoke.get_or_init(Default::default).clone();
+        if self.revoke_asked.load(SeqCst) {
+            token.cancel();
+        }
+        token
+    }
+
+    /// Whether a release was requested.
+    pub(crate) fn release_asked(&self) -> bool {
+        self.revoke_asked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// A new hold, count 1: `(watchdog, acquired at, lease)`.
     fn first(
         name: &Arc<str>,
@@ -161,6 +191,8 @@ impl Hold {
             reason: OnceLock::new(),
             risk: OnceLock::new(),
             refused: parking_lot::Mutex::new(None),
+            revoke_asked: Default::default(),
+            revoke: OnceLock::new(),
             since: at,
             context: holder_id::context(),
             state: parking_lot::Mutex::new(State {

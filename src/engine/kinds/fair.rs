@@ -188,8 +188,7 @@ fn read_hand_over(addr: &str, offered: &[(&str, u64)], v: Value) -> Result<HandO
 /// The force-release of a fair lock: deletes it whoever holds it and wakes the head.
 pub(crate) fn force_release(name: &str) -> Invocation {
     let mut inv = call(&FAIR_FORCE, name);
-    inv.arg("0")
-        .arg(keys::derived("redlatch_revoke__channel", name));
+    inv.arg("0").arg(keys::NOTICE_PREFIX);
     inv
 }
 

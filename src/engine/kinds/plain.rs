@@ -137,7 +137,7 @@ pub(crate) fn force_release(name: &str) -> Invocation {
         .key(keys::waiters(name))
         .arg(keys::channel(name))
         .arg("0")
-        .arg(keys::derived("redlatch_revoke__channel", name));
+        .arg(keys::NOTICE_PREFIX);
     inv
 }
 

@@ -62,19 +62,19 @@ impl Found {
         let queue = longest_queue(&self.states);
         let queue: Vec<QueuedWaiter> = (queue.iter())
             .map(|(id, deadline)| {
-                let record = parse_holder(id).and_then(|(uuid, _)| records.get(uuid));
-                QueuedWaiter {
-                    id: id.clone(),
-                    deadline_ms: *deadline,
-                    waiting_since: ledgers.waiting_since(id, &self.name),
-                    host: record.and_then(|r| r.host.clone()),
-                    app: record.and_then(|r| r.app.clone()),
-                }
+                let since = ledgers.waiting_since(id, &self.name);
+                waiter(id, *deadline, since, records)
             })
             .collect();
-        let waiters = match self.kind {
-            ListedKind::Fair => queue.len() as u64,
-            _ => self.listeners.max(ledgers.waiting_for(&self.name)),
+        let (waiters, waiting) = match self.kind {
+            ListedKind::Fair => (queue.len() as u64, queue.clone()),
+            _ => {
+                let named = ledgers.waiters_of(&self.name);
+                let waiting = (named.iter())
+                    .map(|(id, since)| waiter(id, None, Some(*since), records))
+                    .collect();
+                (self.listeners.max(ledgers.waiting_for(&self.name)), waiting)
+            }
         };
         LockListing {
             name: self.name.clone(),
@@ -83,12 +83,31 @@ impl Found {
             holders,
             ttl: self.states.iter().filter_map(|s| s.ttl).max(),
             waiters,
+            waiting,
             queue,
             count: self.states.iter().find_map(|s| s.counter),
             mode: self.states.iter().find_map(|s| s.mode.clone()),
             fencing_counter: self.states.iter().filter_map(|s| s.fencing_counter).max(),
             masters: self.states.len(),
         }
+    }
+}
+
+/// A waiter, resolved against its client's record as a holder is.
+pub(super) fn waiter(
+    id: &str,
+    deadline_ms: Option<i64>,
+    waiting_since: Option<i64>,
+    records: &HashMap<String, Record>,
+) -> QueuedWaiter {
+    let record = parse_holder(id).and_then(|(uuid, _)| records.get(uuid));
+    QueuedWaiter {
+        id: id.to_string(),
+        deadline_ms,
+        waiting_since,
+        host: record.and_then(|r| r.host.clone()),
+        pid: record.and_then(|r| r.pid),
+        app: record.and_then(|r| r.app.clone()),
     }
 }
 

@@ -11,8 +11,8 @@ use tokio::time::Instant;
 
 use super::assemble::Found;
 use super::classify::Candidate;
-use super::listing::{Listing, Unread};
-use super::{classify, records, scan, waiters};
+use super::listing::{Listing, QueuedWaiter, Unread};
+use super::{assemble, classify, records, scan, waiters};
 use crate::engine::kinds::{self, inspect};
 use crate::engine::masters::master::Master;
 use crate::engine::Engine;
@@ -62,9 +62,11 @@ impl Engine {
             });
         }
         let ledgers = records::ledgers(&self.masters, &ledger_keys, deadline).await;
-        let uuids: HashSet<String> = (found.iter().flat_map(Found::ids))
+        let mut uuids: HashSet<String> = (found.iter().flat_map(Found::ids))
             .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
             .collect();
+        // The waiters the ledgers name are resolved as holders are.
+        uuids.extend(ledgers.waiting_clients().map(str::to_string));
         let records = records::records(&self.masters, uuids.into_iter(), deadline).await;
         let mut locks: Vec<_> = found
             .iter()
@@ -76,6 +78,45 @@ impl Engine {
             incomplete: !unread.is_empty(),
             unread,
         })
+    }
+}
+
+impl Engine {
+    /// The redlatch waiters of lock `name`, named, for each master's entry of a status:
+    /// where `queues[i]` (master i's fair queue) is not empty, that queue in order;
+    /// else the waits the clients' ledgers record (the same on every entry). Each is
+    /// resolved against its client's record as a holder is; read within `within`.
+    pub(crate) async fn waiting(
+        &self,
+        name: &str,
+        queues: &[Vec<(String, Option<i64>)>],
+        within: Duration,
+    ) -> Vec<Vec<QueuedWaiter>> {
+        let deadline = Instant::now() + within;
+        let pattern = format!("{}*", records::LEDGER);
+        let (keys, _) = scan::keys(&self.masters, &[pattern.as_str()], deadline).await;
+        let keys: Vec<String> = keys.into_iter().collect();
+        let ledgers = records::ledgers(&self.masters, &keys, deadline).await;
+        let named = ledgers.waiters_of(name);
+        let queued = queues.iter().flatten().map(|(id, _)| id.as_str());
+        let uuids: HashSet<String> = (named.iter().map(|(id, _)| id.as_str()).chain(queued))
+            .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
+            .collect();
+        let records = records::records(&self.masters, uuids.into_iter(), deadline).await;
+        let by_ledger: Vec<QueuedWaiter> = (named.iter())
+            .map(|(id, since)| assemble::waiter(id, None, Some(*since), &records))
+            .collect();
+        (queues.iter())
+            .map(|queue| match queue.is_empty() {
+                true => by_ledger.clone(),
+                false => (queue.iter())
+                    .map(|(id, deadline)| {
+                        let since = ledgers.waiting_since(id, name);
+                        assemble::waiter(id, *deadline, since, &records)
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 }
 

@@ -100,8 +100,8 @@ impl ListedKind {
 /// masters.
 ///
 /// With the `serde` feature it implements `Serialize` as `{"name", "kind", "key",
-/// "holders": [ListedHolder], "ttl_ms", "waiters", "queue": [QueuedWaiter], "count",
-/// "mode", "fencing_counter", "masters"}`.
+/// "holders": [ListedHolder], "ttl_ms", "waiters", "waiting": [QueuedWaiter], "queue":
+/// [QueuedWaiter], "count", "mode", "fencing_counter", "masters"}`.
 ///
 /// # Examples
 /// See the example on [`Client::list`](crate::Client::list).
@@ -130,6 +130,11 @@ pub struct LockListing {
     /// subscribed to its channel (a client with several waiting tasks counts once), or
     /// the waits its clients' ledgers record, whichever is more.
     pub waiters: u64,
+    /// Each redlatch waiter, named (host, pid, app, since when it waits): a fair
+    /// lock's queue in order; for the other kinds the waits its clients' ledgers
+    /// record (flushed at most once a second), longest first. A waiter of another
+    /// library (a Redisson thread) is counted in [`waiters`](Self::waiters) only.
+    pub waiting: Vec<QueuedWaiter>,
     /// A fair lock's queue, in order.
     pub queue: Vec<QueuedWaiter>,
     /// A counter's value (a semaphore's permits left, a latch's count), or an expirable
@@ -202,10 +207,11 @@ pub struct ListedHolder {
     pub expires_at: Option<i64>,
 }
 
-/// One waiter of a fair lock's queue.
+/// One waiter: of a fair lock's queue, or (without a deadline) a waiting call its
+/// client's ledger records.
 ///
 /// With the `serde` feature it implements `Serialize` as `{"id", "deadline_ms",
-/// "waiting_since", "host", "app"}`.
+/// "waiting_since", "host", "pid", "app"}`.
 ///
 /// # Examples
 /// See the example on [`Client::list`](crate::Client::list).
@@ -221,6 +227,8 @@ pub struct QueuedWaiter {
     pub waiting_since: Option<i64>,
     /// Its client's host, if its client left a record.
     pub host: Option<String>,
+    /// Its client's process id, if its client left a record.
+    pub pid: Option<u32>,
     /// Its client's app name, if its client left a record.
     pub app: Option<String>,
 }

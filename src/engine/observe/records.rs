@@ -92,6 +92,42 @@ impl Ledgers {
         groups.values().map(|calls| (*calls).max(1)).sum()
     }
 
+    /// The waiting calls of `name` the ledgers record, as holder ids with the time
+    /// each began, longest waiting first: a number that holds nothing is a call of its
+    /// own; of a group begun in the same millisecond whose numbers all hold something
+    /// (a task waiting under an owner's number), one ([`waiting_for`](Self::waiting_for)'s count).
+    pub(super) fn waiters_of(&self, name: &str) -> Vec<(String, i64)> {
+        let holds: std::collections::HashSet<(&str, &str)> = (self.holds.keys())
+            .map(|(uuid, n, _)| (uuid.as_str(), n.as_str()))
+            .collect();
+        let mut waits: Vec<(&str, &str, i64)> = (self.waits.iter())
+            .filter(|((_, _, l), _)| l == name)
+            .map(|((uuid, n, _), since)| (uuid.as_str(), n.as_str(), *since))
+            .collect();
+        waits.sort();
+        let mut out: Vec<(String, i64)> = Vec::new();
+        let mut groups: Vec<(&str, i64, bool)> = Vec::new();
+        for (uuid, n, since) in &waits {
+            if !holds.contains(&(*uuid, *n)) {
+                out.push((format!("{uuid}:{n}"), *since));
+                groups.push((uuid, *since, true));
+            }
+        }
+        for (uuid, n, since) in &waits {
+            if !groups.iter().any(|(u, s, _)| u == uuid && s == since) {
+                out.push((format!("{uuid}:{n}"), *since));
+                groups.push((uuid, *since, true));
+            }
+        }
+        out.sort_by_key(|(id, since)| (*since, id.clone()));
+        out
+    }
+
+    /// The client uuids of every recorded wait.
+    pub(super) fn waiting_clients(&self) -> impl Iterator<Item = &str> {
+        self.waits.keys().map(|(uuid, _, _)| uuid.as_str())
+    }
+
     /// When holder `id` took `name`, if its ledger says (a faster multi-lock's hold is
     /// recorded under `<group>#<values>`).
     pub(super) fn held_since(&self, id: &str, name: &str) -> Option<i64> {
