@@ -471,7 +471,8 @@ impl Lock {
 
     /// Deletes the lock whoever holds it and wakes its waiters (the head waiter for a
     /// fair lock). Returns true if a lock was deleted. This client's guards of the lock
-    /// report it [lost](LockGuard::lost); other clients notice at their next renewal.
+    /// report it [lost](LockGuard::lost) (not one a waiter of it is granted once it is
+    /// free); other clients notice at their next renewal.
     ///
     /// # Errors
     /// [`Error::WrongType`] if the key is not a lock; [`Error::NoQuorum`] or the

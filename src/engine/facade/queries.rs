@@ -1,6 +1,7 @@
 //! The read side of the façade, and `force_unlock`: what a lock's state is on the
 //! masters, judged by the majority rules (quorum.rs), and per master for operators.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::Value;
@@ -14,6 +15,7 @@ use crate::engine::masters::replies::{no_expiry, typed};
 use crate::engine::observe;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::lost::LostReason;
 use crate::transport::replicas::ReplicaSync;
 
 /// One master's answer to an inspection ([`Engine::inspect`]).
@@ -84,10 +86,18 @@ impl Engine {
     }
 
     /// Deletes `spec` whoever holds it and wakes its waiters; true if a lock was
-    /// deleted. This client's holds of it are declared lost.
+    /// deleted. This client's holds of it taken before the deletion was sent are
+    /// declared lost; one taken while it was in flight is renewed at once by the
+    /// watchdog, which finds out whether it was deleted.
     pub(crate) async fn force_unlock(&self, spec: &LockSpec) -> Result<bool> {
         self.check_name(&spec.name, spec.kind)?;
         let (name, kind) = (&*spec.name, spec.kind);
+        // Read before sending: the deletion wakes the waiters, this client's too, and
+        // one may be granted the free lock before the replies are read here. That hold
+        // is sound; declaring it lost (as every hold of the name found after the
+        // replies was) made its unlock fail with NotHeld and left its key in Redis,
+        // unwatched, until its lease ran out.
+        let before = self.holds.named(name);
         let results = fan_out(&self.masters, |m| kinds::force_release(m, kind, name)).await;
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
@@ -95,7 +105,14 @@ impl Engine {
         let deleted = answers(&self.masters, results, self.quorum)?.contains(&true);
         // A read-write lock in the other mode was left alone: its holds are not lost.
         if deleted || !kind.protocol().force_may_spare() {
-            self.holds.lose_name(name);
+            for hold in &before {
+                self.holds.lose(hold, LostReason::ForceUnlocked);
+            }
+            for hold in self.holds.named(name) {
+                if !before.iter().any(|b| Arc::ptr_eq(b, &hold)) {
+                    self.urgent.now(&hold);
+                }
+            }
         }
         self.pubsub.notify_local(&kind.channel(name));
         Ok(deleted)

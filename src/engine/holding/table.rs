@@ -378,12 +378,9 @@ impl HoldTable {
         }
     }
 
-    /// Declares every hold on `name` lost (after a force-unlock).
-    pub(crate) fn lose_name(&self, name: &str) {
-        for hold in self.map.lock().remove(name).unwrap_or_default() {
-            telemetry::held(-1);
-            self.cancel(&hold, LostReason::ForceUnlocked);
-        }
+    /// The holds on `name` now (what a force-unlock about to be sent deletes).
+    pub(crate) fn named(&self, name: &str) -> Vec<Arc<Hold>> {
+        self.map.lock().get(name).cloned().unwrap_or_default()
     }
 
     /// Declares every hold lost (the client shut down: nobody renews any more).
