@@ -98,6 +98,14 @@ impl Engine {
         // replies was) made its unlock fail with NotHeld and left its key in Redis,
         // unwatched, until its lease ran out.
         let before = self.holds.named(name);
+        let forcing = |on: bool| {
+            for hold in &before {
+                hold.forcing.store(on, std::sync::atomic::Ordering::Release);
+            }
+        };
+        forcing(true);
+        // Cleared on every way out: a hold the force did not delete stays as it was.
+        let _cleared = scopeguard::guard((), |()| forcing(false));
         let results = fan_out(&self.masters, |m| kinds::force_release(m, kind, name)).await;
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));

@@ -49,6 +49,9 @@ pub(crate) struct Hold {
     /// before the token (made only when asked for) is cancelled.
     revoke_asked: std::sync::atomic::AtomicBool,
     revoke: OnceLock<tokio_util::sync::CancellationToken>,
+    /// This client is force-unlocking its name (facade/queries.rs): a renewal that
+    /// finds it gone meanwhile (its notice can outrun the force's own reply) says so.
+    pub(crate) forcing: std::sync::atomic::AtomicBool,
     /// When the holder first took the lock (re-entries do not move it).
     pub(crate) since: Instant,
     /// The task (or thread) whose call took it first (holding/holder_id.rs invariant 5).
@@ -192,6 +195,7 @@ impl Hold {
             risk: OnceLock::new(),
             refused: parking_lot::Mutex::new(None),
             revoke_asked: Default::default(),
+            forcing: Default::default(),
             revoke: OnceLock::new(),
             since: at,
             context: holder_id::context(),
@@ -352,6 +356,11 @@ impl HoldTable {
         let mut map = self.map.lock();
         let live = (map.get(&hold.name)).is_some_and(|hs| hs.iter().any(|h| Arc::ptr_eq(h, hold)));
         if live {
+            let forced = hold.forcing.load(std::sync::atomic::Ordering::Acquire);
+            let reason = match reason {
+                LostReason::ExpiredOrDeleted if forced => LostReason::ForceUnlocked,
+                other => other,
+            };
             self.cancel(hold, reason);
             Self::remove(&mut map, hold);
         }
