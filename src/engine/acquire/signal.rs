@@ -6,7 +6,8 @@
 //! Invariants:
 //! 1. The channel is subscribed, confirmed by a majority, and the wake counter marked
 //!    seen before every attempt after the first, so a message between a refused attempt
-//!    and the wait is never missed.
+//!    and the wait is never missed. The attempt right after the subscription is made
+//!    at once, without waiting: a message sent before the confirmation is not heard.
 //! 2. An idle waiter sends nothing: it sleeps until a message, the hint of the last
 //!    attempt (an expiring permit), the deadline, or the watchdog timeout (a safety net
 //!    for a lost message; a reconnect wakes every waiter anyway, pubsub.rs invariant 3).
@@ -70,6 +71,9 @@ where
         let sub = match sub.as_mut() {
             Some(sub) => sub,
             None => {
+                // Invariant 1: subscribe, then attempt again at once. A message sent
+                // before the confirmation may have been missed (the SUBSCRIBE rode a
+                // connection that was up already, so no reconnect wakes us either).
                 telemetry::contended(kind);
                 let new = sub.insert(engine.pubsub.subscribe(channel.clone()));
                 let bound = deadline.map_or(engine.settings.connect_timeout, |d| {
@@ -82,7 +86,7 @@ where
                 {
                     return Err(Error::PermissionDenied { addr, detail });
                 }
-                new
+                continue;
             }
         };
         let mut max = hint.unwrap_or(engine.settings.watchdog_timeout);

@@ -132,6 +132,48 @@ async fn a_release_racing_the_waiters_subscribe_still_wakes_it() {
     assert_eq!(server.counter("s"), Some(0));
 }
 
+/// As above, on a client whose subscriber connection is up already (every real client
+/// has one: its notice channel): the new channel's SUBSCRIBE rides that connection, so
+/// no reconnect wakes the waiter, and only its attempt after the confirmation can see
+/// the release. Before that attempt was made, the waiter slept the idle bound (30 s);
+/// CI hung on it (standalone::semaphore_methods::dropped_guards_never_let_more_than_the_permits_in).
+#[tokio::test(start_paused = true)]
+async fn a_release_racing_the_subscribe_on_a_live_connection_still_wakes_it() {
+    let server = Server::new();
+    let (a, b) = (client(&server), client(&server));
+    set(&a, "s", 0).await;
+    set(&a, "other", 0).await;
+    // b's connection comes up for another channel first.
+    let other = waiter(&b, "other", 1);
+    until(|| server.numsub(&crate::keys::sem_channel("other")) == 1).await;
+    settle(Duration::from_millis(50)).await;
+    let tries = || {
+        server
+            .log()
+            .iter()
+            .filter(|s| **s == "sem_acquire.lua")
+            .count()
+    };
+    let before = tries();
+    server.slow_subscribe(true);
+    let waiting = waiter(&b, "s", 1);
+    // Refused once; its SUBSCRIBE is not confirmed yet, so nobody hears the release.
+    until(|| tries() > before).await;
+    let started = Instant::now();
+    release(&a, "s", 1).await;
+    settle(Duration::from_millis(50)).await;
+    server.slow_subscribe(false);
+    assert!(waiting.await.expect("no panic"));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "woken by its attempt after subscribing, not the idle bound: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.counter("s"), Some(0));
+    release(&a, "other", 1).await;
+    assert!(other.await.expect("no panic"));
+}
+
 #[tokio::test(start_paused = true)]
 async fn one_permit_released_to_two_waiters_goes_to_one_of_them() {
     let server = Server::new();
