@@ -12,7 +12,15 @@
    `super::super::x`. A re-export in engine/mod.rs (`pub use kind::Kind`) counts as
    the module it comes from; `mod` declarations are not edges. Test-only modules
    (fake/, tests/) are left out of the cycle check.
-3. Size: no file over 450 lines of code (blank lines, comments and `#[cfg(test)]`
+3. State (issue 48): each part of the engine keeps its state in a type of its own
+   folder (PARTS below), whose fields are private (Rust then keeps them to the folder),
+   and `Engine`'s own fields are read only in engine/mod.rs and engine/facade/: any
+   other file reaches them through the accessors of engine/mod.rs. A read is
+   `self.f` inside an `impl Engine` block, or `x.f` where `x` is bound to an
+   `Engine` (`engine`, `inner`, a parameter or binding typed `&Engine`,
+   `&Arc<Engine>`, `Arc<Engine>`, `Weak<Engine>`, or `….engine()`), `f` one of
+   `Engine`'s fields and not followed by `(`.
+4. Size: no file over 450 lines of code (blank lines, comments and `#[cfg(test)]`
    modules at the end of a file not counted), no function over 80 lines.
 
 Prints what breaks a rule and exits 1; prints a summary and exits 0 otherwise.
@@ -374,8 +382,83 @@ def facade_index_errors():
     return errs
 
 
+# part folder -> the type in its mod.rs that holds the part's state.
+PARTS = {"masters": "Masters", "holding": "Holdings", "acquire": "Contenders",
+         "observe": "Observe"}
+# Where Engine's own fields may be read (relative to engine/).
+ENGINE_OWN = ("mod.rs", "facade" + os.sep)
+
+
+def struct_fields(code, name):
+    """The fields of `struct name { ... }` in `code`: [(field, visibility or "")]."""
+    m = re.search(r"\bstruct\s+" + name + r"\b[^{;]*\{", code)
+    if not m:
+        return None
+    depth, j = 1, m.end()
+    while depth and j < len(code):
+        depth += code[j] == "{"
+        depth -= code[j] == "}"
+        j += 1
+    body, out, depth, cur = code[m.end():j - 1], [], 0, ""
+    for ch in body + ",":
+        if ch == "," and depth == 0:
+            f = re.match(r"\s*(?:#\[[^\]]*\]\s*)*(pub(?:\([^)]*\))?\s+)?(\w+)\s*:", cur)
+            if f:
+                out.append((f.group(2), (f.group(1) or "").strip()))
+            cur = ""
+            continue
+        depth += ch in "<({["
+        depth -= ch in ">)}]"
+        cur += ch
+    return out
+
+
+ENGINE_BOUND = re.compile(r"\b(\w+)\s*:\s*&?\s*(?:(?:std::sync::)?(?:Arc|Weak)<\s*)?"
+                          r"(?:(?:crate|super|engine)::)*Engine\b")
+
+
+def state_errors(engine=ENGINE):
+    """Rule 3: part types keep their fields private; Engine's fields are read only in
+    engine/mod.rs and facade/."""
+    errs = []
+    rel = lambda p: os.path.relpath(p, os.path.join(engine, ".."))
+    for folder, ty in sorted(PARTS.items()):
+        path = os.path.join(engine, folder, "mod.rs")
+        fields = struct_fields(strip(open(path).read()), ty) if os.path.exists(path) else None
+        if fields is None:
+            errs.append(f"{rel(path)}: the {folder} part's state type {ty} is not defined here")
+            continue
+        for f, vis in fields:
+            if vis:
+                errs.append(f"{rel(path)}: {ty}::{f} is `{vis}`: a part's state is private "
+                            f"to its folder (give {ty} a method instead)")
+    own = struct_fields(strip(open(os.path.join(engine, "mod.rs")).read()), "Engine") or []
+    names = "|".join(f for f, _ in own)
+    if not names:
+        return errs + [f"{rel(os.path.join(engine, 'mod.rs'))}: struct Engine not found"]
+    for path in rust_files(engine):
+        where = os.path.relpath(path, engine)
+        if where in ENGINE_OWN[:1] or where.startswith(ENGINE_OWN[1]):
+            continue
+        code = strip(open(path).read())
+        bound = {"engine", "inner"} | set(ENGINE_BOUND.findall(code))
+        bound |= set(re.findall(r"let\s+(?:Some\()?(\w+)\)?\s*=\s*\w+\.upgrade\(\)", code))
+        recv = r"(?:\b(?:" + "|".join(sorted(bound)) + r")|\.engine\(\))"
+        reads = [(m.start(), m.group(1)) for m in
+                 re.finditer(recv + r"\.(" + names + r")\b(?!\s*[(:])", code)]
+        for block in re.finditer(r"^impl(?:<[^>]*>)?\s+(?:[\w:]+::)?Engine\s*\{.*?^\}", code,
+                                 re.S | re.M):
+            reads += [(block.start() + m.start(), m.group(1)) for m in
+                      re.finditer(r"\bself\.(" + names + r")\b(?!\s*[(:])", block.group(0))]
+        for at, field in sorted(set(reads)):
+            no = code.count("\n", 0, at) + 1
+            errs.append(f"{rel(path)}:{no}: reads Engine's field `{field}` outside "
+                        f"engine/mod.rs and facade/ (use its accessor)")
+    return errs
+
+
 def main():
-    errs = layer_errors() + facade_index_errors()
+    errs = layer_errors() + facade_index_errors() + state_errors()
     modules = 0
     for root_file, crate in CRATES:
         for scope, graph in sorted(module_graphs(root_file).items()):

@@ -36,7 +36,10 @@
 //! [`Kind`], [`Settings`], and the types [`facade`] re-exports (the call description,
 //! the handle of an acquisition, what the API needs of the transport). It never names
 //! an inner module (scripts/check-layers.py checks it, and that no engine modules
-//! import each other in a circle). `Engine`'s fields are private to this module.
+//! import each other in a circle). `Engine`'s fields are read only in this file and in
+//! [`facade`]; each part keeps its own state in a type of its folder (`masters::Masters`,
+//! `holding::Holdings`, `acquire::Contenders`, `observe::Observe`) whose fields are
+//! private to it (scripts/check-layers.py checks both).
 //!
 //! [`Held`]: holding::held::Held
 
@@ -67,14 +70,9 @@ use crate::transport::pubsub::PubSub;
 /// an uncontended pair).
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-use acquire::gate::Gates;
-use acquire::tickets::Tickets;
-use holding::offers::Offers;
-use holding::table::{Hold, HoldTable};
-use holding::urgent::Urgent;
+use holding::table::Hold;
 pub use kinds::backoff::{BackOff, Delays};
 pub use kinds::kind::Kind;
-use masters::master::Master;
 
 /// The slack of a bounded wait (`try_lock(w)`, `w` > 0, and every wait given a
 /// limit): a request still in flight at the deadline is abandoned this long after it
@@ -115,28 +113,25 @@ pub(crate) struct Settings {
     pub(crate) deadlock_detection: bool,
 }
 
-/// The state one client's locks share: the masters, the pub/sub hub, the hold table,
-/// the local gates and offers, and the background clean-ups.
+/// The state one client's locks share. Each part of the engine keeps its own state in
+/// a type of its folder ([`Masters`](masters::Masters), [`Holdings`](holding::Holdings),
+/// [`Contenders`](acquire::Contenders), [`Observe`](observe::Observe)); what is left
+/// here is the client's identity, its settings, the pub/sub hub and the background
+/// tasks' lifetime. These fields are read only in this file and in facade/; every other
+/// file asks the accessors below (scripts/check-layers.py checks it).
 pub(crate) struct Engine {
     id: Uuid,
     /// `"{id}:"`, shared by every holder id of this client.
     holder_prefix: String,
-    masters: Vec<Arc<Master>>,
-    quorum: usize,
+    masters: masters::Masters,
     settings: Settings,
     pubsub: PubSub,
-    holds: HoldTable,
-    gates: Gates,
-    /// Waits registered for a cross-process hand-over (tickets.rs).
-    tickets: Tickets,
-    /// Hand-over offers of waiting tasks: plain locks, then fair locks (offers.rs).
-    offers: [Offers; 2],
+    holdings: holding::Holdings,
+    contenders: acquire::Contenders,
     /// Background clean-ups (releases on drop, undoing cancelled attempts, leaving fair
     /// queues, the answers of masters slower than the majority), so a shutdown can
     /// wait for them.
     cleanups: TaskTracker,
-    /// Holds acquired too late for the next renewal round (urgent.rs).
-    urgent: Arc<Urgent>,
     /// The client record, the ledger and deadlock detection (engine/observe/).
     observe: Arc<observe::Observe>,
     shutdown: CancellationToken,
@@ -145,10 +140,59 @@ pub(crate) struct Engine {
     closing: std::sync::OnceLock<std::time::Instant>,
 }
 
+/// The accessors the parts use (private: the API layer calls the façade's methods).
 impl Engine {
+    /// The masters and their majority (masters/).
+    fn masters(&self) -> &masters::Masters {
+        &self.masters
+    }
+
+    /// The hold table, the urgent renewals and the hand-over offers (holding/).
+    fn holdings(&self) -> &holding::Holdings {
+        &self.holdings
+    }
+
+    /// The local line of contenders and the hand-over tickets (acquire/).
+    fn contenders(&self) -> &acquire::Contenders {
+        &self.contenders
+    }
+
+    /// The client record, the ledger and deadlock detection (observe/).
+    fn observe(&self) -> &Arc<observe::Observe> {
+        &self.observe
+    }
+
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn pubsub(&self) -> &PubSub {
+        &self.pubsub
+    }
+
+    /// `"{id}:"`, the start of every holder id of this client.
+    fn holder_prefix(&self) -> &str {
+        &self.holder_prefix
+    }
+
+    /// The background clean-ups `close()` waits for.
+    fn cleanups(&self) -> &TaskTracker {
+        &self.cleanups
+    }
+
+    /// Cancelled when the client shuts down.
+    fn stopping(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// When `close()` began, if it did.
+    fn closing(&self) -> Option<&std::time::Instant> {
+        self.closing.get()
+    }
+
     /// The hand-over offers of plain (`fair` false) or fair locks.
-    fn offers(&self, fair: bool) -> &Offers {
-        &self.offers[usize::from(fair)]
+    fn offers(&self, fair: bool) -> &holding::offers::Offers {
+        self.holdings.offers(fair)
     }
 
     /// Hands a hold just acquired (or re-entered) to the watchdog's urgent renewal
@@ -156,21 +200,16 @@ impl Engine {
     /// could miss its validity (urgent.rs); nothing otherwise.
     fn watch_new(&self, hold: &Arc<Hold>) {
         let validity = self.validity_of(self.settings.watchdog_timeout);
-        self.urgent
-            .offer(hold, validity, self.settings.watchdog_timeout / 3);
+        (self.holdings.urgent()).offer(hold, validity, self.settings.watchdog_timeout / 3);
     }
 
-    /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).
     /// The longest one request may take when its master answers (the slowest master's
     /// [`Master::bound`](masters::master::Master::bound)).
     fn request_bound(&self) -> Duration {
-        self.masters
-            .iter()
-            .map(|m| m.bound())
-            .max()
-            .unwrap_or_default()
+        self.masters.request_bound()
     }
 
+    /// Redlock validity of a lease: lease − (lease × drift_factor + 2 ms).
     fn validity_of(&self, lease: Duration) -> Duration {
         let drift = lease.mul_f64(self.settings.drift_factor) + Duration::from_millis(2);
         lease.saturating_sub(drift)
@@ -187,7 +226,7 @@ impl Engine {
         self.shutdown.cancel();
         let _ = tokio::time::timeout_at(deadline, self.remove_record()).await;
         // Nobody renews from now on: live guards report it before close() returns.
-        self.holds.lose_all();
+        self.holdings.table().lose_all();
     }
 
     /// Stops the background tasks at once (the last handle went).

@@ -94,15 +94,15 @@ pub(crate) async fn attempt(
     let reentrant = req.reentrant.load(std::sync::atomic::Ordering::Relaxed);
     let undo = arm_undo(inner, req, kind, !reentrant);
     let (name, holder) = (&req.name, &req.holder);
-    let quorum = inner.quorum;
+    let quorum = inner.masters().quorum();
     // A plain lock is ours once a majority granted it; the other masters' answers
     // land in the background. Fair and fenced attempts need every answer (queues to
     // leave, the largest token), and so does a re-entry: should it fail after all (no
     // validity left), it is undone only where granted, which must be known.
     let plain = kind.protocol().policy().majority_suffices && !reentrant;
     let results = fan_out_until(
-        &inner.masters,
-        &inner.cleanups,
+        inner.masters().all(),
+        inner.cleanups(),
         |m| {
             let (name, holder, ask) = (name.clone(), holder.clone(), req.ask);
             let waiting = req.waiting.clone();
@@ -127,7 +127,7 @@ pub(crate) async fn attempt(
     let mut unconfirmed = None;
     if grants.len() >= quorum && permanent.is_none() {
         let token = match grants.iter().filter_map(|g| g.token).max() {
-            Some(t) if inner.masters.len() > 1 => {
+            Some(t) if inner.masters().len() > 1 => {
                 // Boxed, as the undo below: rare paths kept out of the attempt's
                 // future, which every caller moves (fenced locks under Redlock only).
                 let vouched = Box::pin(vouch(inner, (name, holder), t, &grants, &results, end));
@@ -193,7 +193,7 @@ async fn undo_refused(
     }
     let settling = inner.offers(fair_offers(kind)).settling(name, holder);
     let (engine, name, holder) = (inner.clone(), name.clone(), holder.clone());
-    inner.cleanups.spawn(async move {
+    inner.cleanups().spawn(async move {
         let _settling = settling;
         let only = only.as_deref();
         let _ = release_on(&engine, &name, &holder, lease_ms, kind, only, false).await;
@@ -208,9 +208,14 @@ fn refused(
     pttls: &[i64],
     results: Vec<Option<Result<Acquire>>>,
 ) -> Outcome {
-    if granted + pttls.len() < inner.quorum {
-        let addrs = addrs(&inner.masters);
-        return Outcome::Unavailable(no_quorum(granted, inner.quorum, &addrs, results));
+    if granted + pttls.len() < inner.masters().quorum() {
+        let addrs = addrs(inner.masters().all());
+        return Outcome::Unavailable(no_quorum(
+            granted,
+            inner.masters().quorum(),
+            &addrs,
+            results,
+        ));
     }
     Outcome::Busy {
         retry_in: retry_hint(inner, pttls),
@@ -271,7 +276,7 @@ fn tally(inner: &Engine, name: &str, results: &[Option<Result<Acquire>>]) -> Tal
             // Held with no expiry: not a lock (wire::no_expiry), never free; retrying
             // would wait forever.
             Some(Ok(Acquire::Busy { pttl_ms: -1 })) => {
-                let addr = inner.masters[i].link().serving(name.as_bytes());
+                let addr = inner.masters().all()[i].link().serving(name.as_bytes());
                 permanent = Some(crate::engine::masters::replies::no_expiry(name, addr));
             }
             Some(Ok(Acquire::Busy { pttl_ms })) => pttls.push(*pttl_ms),
@@ -302,8 +307,8 @@ fn tally(inner: &Engine, name: &str, results: &[Option<Result<Acquire>>]) -> Tal
 /// fallback there left a waiter idle for a whole watchdog timeout after the lease
 /// ran out, when its retry came in the lease's last millisecond (a fast machine).
 fn retry_hint(inner: &Engine, pttls: &[i64]) -> Duration {
-    let fallback = inner.settings.watchdog_timeout;
-    let stale = inner.settings.fair_stale_timeout / 3;
+    let fallback = inner.settings().watchdog_timeout;
+    let stale = inner.settings().fair_stale_timeout / 3;
     pttls
         .iter()
         .map(|&ms| match ms {
@@ -383,21 +388,31 @@ async fn vouch<T>(
     results: &[Option<Result<T>>],
     end: Option<TokioInstant>,
 ) -> Result<Option<Option<u64>>> {
-    confirm(grants, &addrs(&inner.masters), results, inner.quorum)?;
+    confirm(
+        grants,
+        &addrs(inner.masters().all()),
+        results,
+        inner.masters().quorum(),
+    )?;
     Ok(until(end, write_back(inner, name, holder, token))
         .await
         .and_then(Result::ok))
 }
 
 async fn write_back(inner: &Engine, name: &str, holder: &str, token: u64) -> Result<Option<u64>> {
-    let results = fan_out(&inner.masters, |m| {
+    let results = fan_out(inner.masters().all(), |m| {
         kinds::fenced::sync(m, name, holder, token)
     })
     .await;
     let ok = results.iter().filter(|r| r.is_ok()).count();
-    if ok < inner.quorum {
+    if ok < inner.masters().quorum() {
         let results = results.into_iter().map(Some);
-        return Err(no_quorum(ok, inner.quorum, &addrs(&inner.masters), results));
+        return Err(no_quorum(
+            ok,
+            inner.masters().quorum(),
+            &addrs(inner.masters().all()),
+            results,
+        ));
     }
     Ok(Some(token))
 }

@@ -10,3 +10,27 @@ pub(crate) mod signal;
 pub(crate) mod spin_wait;
 pub(crate) mod tickets;
 pub(crate) mod waiter;
+
+use gate::Gates;
+use tickets::Tickets;
+
+/// This client's contenders for locks: the local line per name (gate.rs) and the
+/// waits registered for a cross-process hand-over (tickets.rs). The acquire part's
+/// own state.
+#[derive(Default)]
+pub(crate) struct Contenders {
+    gates: Gates,
+    tickets: Tickets,
+}
+
+impl Contenders {
+    /// The local line of contenders, per name.
+    pub(crate) fn gates(&self) -> &Gates {
+        &self.gates
+    }
+
+    /// The waits registered for a hand-over from another client.
+    pub(crate) fn tickets(&self) -> &Tickets {
+        &self.tickets
+    }
+}

@@ -75,21 +75,22 @@ where
                 // before the confirmation may have been missed (the SUBSCRIBE rode a
                 // connection that was up already, so no reconnect wakes us either).
                 telemetry::contended(kind);
-                let new = sub.insert(engine.pubsub.subscribe(channel.clone()));
-                let bound = deadline.map_or(engine.settings.connect_timeout, |d| {
+                let new = sub.insert(engine.pubsub().subscribe(channel.clone()));
+                let bound = deadline.map_or(engine.settings().connect_timeout, |d| {
                     d.saturating_duration_since(now)
                 });
                 // In an outage the confirmation waits no longer than the next try.
                 let bound = hint.map_or(bound, |h| h.min(bound));
-                if let Err((addr, detail)) =
-                    new.ready(bound.min(engine.settings.connect_timeout)).await
+                if let Err((addr, detail)) = new
+                    .ready(bound.min(engine.settings().connect_timeout))
+                    .await
                 {
                     return Err(Error::PermissionDenied { addr, detail });
                 }
                 continue;
             }
         };
-        let mut max = hint.unwrap_or(engine.settings.watchdog_timeout);
+        let mut max = hint.unwrap_or(engine.settings().watchdog_timeout);
         if let Some(d) = deadline.or(outage.end(engine)) {
             max = max.min(d.saturating_duration_since(Instant::now()));
         }
@@ -124,11 +125,11 @@ impl Outage {
             Err(e) if e.is_unavailable() && !e.is_permanent() => {
                 let since = *self.since.get_or_insert_with(Instant::now);
                 let waited = since.elapsed();
-                if deadline.is_none() && waited >= engine.settings.unavailable_after {
+                if deadline.is_none() && waited >= engine.settings().unavailable_after {
                     return Err(e);
                 }
                 self.last = Some(e);
-                let pause = attempt::jitter(engine.settings.retry_jitter);
+                let pause = attempt::jitter(engine.settings().retry_jitter);
                 Ok(Attempt::Retry(Some(pause.max(Duration::from_millis(10)))))
             }
             Err(e) => Err(e),
@@ -138,7 +139,7 @@ impl Outage {
     /// When an unbounded wait in this outage gives up.
     fn end(&self, engine: &Engine) -> Option<Instant> {
         self.since
-            .and_then(|t| t.checked_add(engine.settings.unavailable_after))
+            .and_then(|t| t.checked_add(engine.settings().unavailable_after))
     }
 
     /// The wait ran out: in an outage its error, else not acquired.
@@ -159,7 +160,7 @@ where
     UF: Future<Output = ()> + Send + 'static,
 {
     let (tx, rx) = oneshot::channel();
-    engine.cleanups.spawn(async move {
+    engine.cleanups().spawn(async move {
         let result = call.await;
         let taken = result.as_ref().ok().cloned();
         // The caller confirms in the same poll that takes the result: a result sent

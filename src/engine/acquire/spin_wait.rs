@@ -85,7 +85,7 @@ pub(crate) async fn acquire(
                 let since = *unavailable_since.get_or_insert(now);
                 let given_up = match deadline {
                     Some(_) => out_of_time,
-                    None => since.elapsed() >= engine.settings.unavailable_after,
+                    None => since.elapsed() >= engine.settings().unavailable_after,
                 };
                 if given_up {
                     return Err(e);
@@ -109,7 +109,7 @@ pub(crate) async fn acquire(
         // In an outage an unbounded wait tries once more at its unavailable timeout,
         // not after it (waiter/mod.rs invariant 11).
         let outage_end =
-            unavailable_since.and_then(|t| t.checked_add(engine.settings.unavailable_after));
+            unavailable_since.and_then(|t| t.checked_add(engine.settings().unavailable_after));
         let wake = deadline.or(outage_end).map_or(wake, |d| wake.min(d));
         match listening.as_mut() {
             // Invariant 1: a message (or a reconnect) ends the sleep.
@@ -127,8 +127,8 @@ pub(crate) async fn acquire(
 /// the connect timeout and until `deadline` (invariant 1). A refusal is logged once;
 /// the wait goes on polling.
 async fn listen(engine: &Arc<Engine>, call: &Call, deadline: Option<Instant>) -> Subscription {
-    let mut sub = engine.pubsub.subscribe(call.kind.channel(&call.name));
-    let until = Instant::now() + engine.settings.connect_timeout;
+    let mut sub = engine.pubsub().subscribe(call.kind.channel(&call.name));
+    let until = Instant::now() + engine.settings().connect_timeout;
     let until = deadline.map_or(until, |d| d.min(until));
     if let Err((addr, detail)) = sub
         .ready(until.saturating_duration_since(Instant::now()))

@@ -276,14 +276,14 @@ impl Engine {
     /// deployment (a server, Sentinel or Redis Cluster), not Redlock masters.
     pub(crate) fn election_check(&self, name: &str) -> Result<()> {
         keys::validate(name)?;
-        if self.settings.cluster {
+        if self.settings().cluster {
             keys::validate_cluster(name)?;
         }
-        if self.masters.len() > 1 {
+        if self.masters().len() > 1 {
             return Err(Error::Unsupported {
                 what: format!(
                     "leader election {name:?} over {} Redlock masters",
-                    self.masters.len()
+                    self.masters().len()
                 ),
                 reason: "the leader record and its change log would be kept on independent \
                          masters with no order between them, so observers could see changes \
@@ -304,7 +304,7 @@ impl Engine {
         value: &str,
         event: Event,
     ) -> Result<bool> {
-        proclaim(&self.masters[0], name, holder, term, value, event).await
+        proclaim(self.masters().first(), name, holder, term, value, event).await
     }
 
     /// Clears the record of `holder`'s `term` of the election `name` and logs the
@@ -315,7 +315,7 @@ impl Engine {
         holder: &str,
         term: u64,
     ) -> Result<bool> {
-        resign(&self.masters[0], name, holder, term).await
+        resign(self.masters().first(), name, holder, term).await
     }
 
     /// Campaigns for the election `name` (invariant 4) with `lock`, the election's
@@ -383,7 +383,7 @@ impl Engine {
 
     /// The leader of the election `name`, while its holder holds the lock (invariant 2).
     pub(crate) async fn election_leader(&self, name: &str) -> Result<Option<Current>> {
-        Ok(read(&self.masters[0], name, None).await?.leader)
+        Ok(read(self.masters().first(), name, None).await?.leader)
     }
 
     /// Starts watching the election `name` for changes (invariant 3): the watch, and
@@ -407,18 +407,18 @@ impl Watch {
     /// Subscribes to the election's channel, has it confirmed, then reads where the log
     /// stands: the observer sees the changes after that. Returns the leader then.
     async fn start(engine: &Engine, name: &str) -> Result<(Watch, Option<Current>)> {
-        let mut sub = engine.pubsub.subscribe(channel(name));
-        if let Err((addr, detail)) = sub.ready(engine.settings.connect_timeout).await {
+        let mut sub = engine.pubsub().subscribe(channel(name));
+        if let Err((addr, detail)) = sub.ready(engine.settings().connect_timeout).await {
             return Err(Error::PermissionDenied { addr, detail });
         }
         sub.mark_seen();
-        let snap = read(&engine.masters[0], name, None).await?;
+        let snap = read(engine.masters().first(), name, None).await?;
         let watch = Watch {
             name: name.to_string(),
             sub,
             last: snap.last,
             pending: VecDeque::new(),
-            idle: engine.settings.watchdog_timeout,
+            idle: engine.settings().watchdog_timeout,
         };
         Ok((watch, snap.leader))
     }
@@ -433,7 +433,7 @@ impl Watch {
             }
             // Mark before reading: a change logged after this read wakes us.
             self.sub.mark_seen();
-            let snap = read(&engine.masters[0], &self.name, Some(&self.last)).await?;
+            let snap = read(engine.masters().first(), &self.name, Some(&self.last)).await?;
             if let Some(e) = snap.entries.last() {
                 self.last = e.id.clone();
             }

@@ -122,13 +122,13 @@ impl Held {
     /// Decodes the reply of a guarded write; a mismatch is a protocol error naming
     /// the master.
     pub(crate) fn decode<T: FromRedisValue>(&self, v: Value) -> Result<T> {
-        self.engine().masters[0].decode(v)
+        self.engine().masters().first().decode(v)
     }
 }
 
 /// The only master, where `held`'s guarded writes go (invariant 4).
 fn only_master(held: &Held) -> Result<&Master> {
-    match held.engine().masters.as_slice() {
+    match held.engine().masters().all() {
         [only] => Ok(only),
         masters => Err(Error::Unsupported {
             what: format!(

@@ -204,8 +204,8 @@ impl Engine {
     /// timeout, and `within`) for a majority to confirm it (invariant 4). A refusal
     /// (ACL) is logged: the wait goes on polling.
     pub(crate) async fn job_listen(&self, key: &str, within: Duration) -> JobWake {
-        let mut sub = self.pubsub.subscribe(keys::simple_channel(key));
-        let within = within.min(self.settings.connect_timeout);
+        let mut sub = self.pubsub().subscribe(keys::simple_channel(key));
+        let within = within.min(self.settings().connect_timeout);
         if let Err((addr, detail)) = sub.ready(within).await {
             tracing::debug!(target: "redlatch", job = %key, master = %addr, %detail,
                 "the wake channel is refused: waiting by polling alone");
@@ -218,7 +218,7 @@ impl Engine {
     pub(crate) fn job_check(&self, key: &str) -> Result<()> {
         keys::validate(key)?;
         keys::validate(&record_key(key))?;
-        if self.settings.cluster {
+        if self.settings().cluster {
             keys::validate_cluster(key)?;
             if key.contains('}') && !key.contains('{') {
                 return Err(Error::InvalidName(format!(
@@ -233,7 +233,7 @@ impl Engine {
     /// This process's host name and the client's app name, as a job records them.
     pub(crate) fn job_identity(&self) -> (&'static str, Arc<str>) {
         static HOST: LazyLock<String> = LazyLock::new(super::shedlock::host_name);
-        (&HOST, self.settings.app.clone())
+        (&HOST, self.settings().app.clone())
     }
 
     /// Begins a run (invariants 1 and 2).
@@ -241,7 +241,7 @@ impl Engine {
         let (host, app) = self.job_identity();
         let inv = begin_call(call, b, host, &app);
         let started = tokio::time::Instant::now();
-        let results = fan_out(&self.masters, |m| {
+        let results = fan_out(self.masters().all(), |m| {
             let inv = &inv;
             async move {
                 let (v, _) = m.eval_acquire(inv).await.map_err(|e| typed(&call.key, e))?;
@@ -276,7 +276,7 @@ impl Engine {
         };
         let mut held = None;
         let mut done = None;
-        for (m, r) in self.masters.iter().zip(results) {
+        for (m, r) in self.masters().iter().zip(results) {
             match r {
                 Ok(Answer::WrongType(which)) => {
                     let name = if *which == 2 { &call.record } else { &call.key };
@@ -308,7 +308,7 @@ impl Engine {
         if let Some(tick) = done {
             return Ok(Began::Done { tick });
         }
-        if granted >= self.quorum && !validity.is_zero() {
+        if granted >= self.masters().quorum() && !validity.is_zero() {
             return Ok(best);
         }
         if let Some(held) = held {
@@ -320,8 +320,8 @@ impl Engine {
         });
         Err(no_quorum(
             granted,
-            self.quorum,
-            &addrs(&self.masters),
+            self.masters().quorum(),
+            &addrs(self.masters().all()),
             results,
         ))
     }
@@ -339,7 +339,7 @@ impl Engine {
             record_ttl_ms: 1,
         };
         let inv = finish_call(call, &undo, host, &app);
-        let masters = which.iter().map(|&i| &self.masters[i]);
+        let masters = which.iter().map(|&i| &self.masters().all()[i]);
         let undos = masters.map(|m| flag(m, &call.key, &inv));
         for r in futures_util::future::join_all(undos).await {
             if let Err(e) = r {
@@ -353,7 +353,7 @@ impl Engine {
     pub(crate) async fn job_finish(&self, call: &JobCall, f: &Finish) -> Result<bool> {
         let (host, app) = self.job_identity();
         let inv = finish_call(call, f, host, &app);
-        let results = fan_out(&self.masters, |m| flag(m, &call.key, &inv)).await;
+        let results = fan_out(self.masters().all(), |m| flag(m, &call.key, &inv)).await;
         self.judge_flags(results)
     }
 
@@ -364,23 +364,23 @@ impl Engine {
         inv.key(&call.key)
             .arg(&call.value)
             .arg(lease.as_millis().max(1) as u64);
-        let results = fan_out(&self.masters, |m| flag(m, &call.key, &inv)).await;
+        let results = fan_out(self.masters().all(), |m| flag(m, &call.key, &inv)).await;
         self.judge_flags(results)
     }
 
     /// True when a majority answered true; an error when fewer than a majority answered.
     fn judge_flags(&self, results: Vec<Result<bool>>) -> Result<bool> {
         let answered = results.iter().filter(|r| r.is_ok()).count();
-        if answered < self.quorum {
+        if answered < self.masters().quorum() {
             let results = results.into_iter().map(Some);
             return Err(no_quorum(
                 answered,
-                self.quorum,
-                &addrs(&self.masters),
+                self.masters().quorum(),
+                &addrs(self.masters().all()),
                 results,
             ));
         }
         let yes = results.iter().filter(|r| matches!(r, Ok(true))).count();
-        Ok(yes >= self.quorum)
+        Ok(yes >= self.masters().quorum())
     }
 }

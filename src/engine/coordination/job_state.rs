@@ -81,8 +81,8 @@ impl Engine {
     /// The job `key`'s state (record `record`): a majority must answer; the record
     /// with the most runs and the first value found count.
     pub(crate) async fn job_state(&self, key: &str, record: &str) -> Result<JobState> {
-        let results = fan_out(&self.masters, |m| read(m, key, record)).await;
-        let states = answers(&self.masters, results, self.quorum)?;
+        let results = fan_out(self.masters().all(), |m| read(m, key, record)).await;
+        let states = answers(self.masters().all(), results, self.masters().quorum())?;
         let value = states.iter().find(|s| s.value.is_some()).cloned();
         let mut best = (states.into_iter())
             .max_by_key(|s| s.num("runs").unwrap_or(0))

@@ -87,13 +87,14 @@ pub(crate) fn notice(engine: &Engine, payload: &[u8]) -> bool {
     let (Some(what), Some(who), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
         return true;
     };
-    if !who.starts_with(&*engine.holder_prefix) && who != engine.holder_prefix.trim_end_matches(':')
+    if !who.starts_with(engine.holder_prefix())
+        && who != engine.holder_prefix().trim_end_matches(':')
     {
         return true;
     }
     match what {
         "revoke" => {
-            if let Some(hold) = engine.holds.get(name, who) {
+            if let Some(hold) = engine.holdings().table().get(name, who) {
                 if hold.ask_release() {
                     tracing::warn!(lock = %name, holder = %who,
                         "release requested (redlatch unlock --ask); the hold is kept: \
@@ -102,9 +103,15 @@ pub(crate) fn notice(engine: &Engine, payload: &[u8]) -> bool {
             }
         }
         "deleted" => {
-            for hold in engine.holds.all().iter().filter(|h| &*h.name == name) {
+            for hold in engine
+                .holdings()
+                .table()
+                .all()
+                .iter()
+                .filter(|h| &*h.name == name)
+            {
                 tracing::debug!(lock = %name, holder = %hold.holder, "force-unlocked: renewing now");
-                engine.urgent.now(hold);
+                engine.holdings().urgent().now(hold);
             }
         }
         _ => {}
@@ -120,10 +127,10 @@ pub(crate) async fn listen(engine: std::sync::Weak<Engine>, shutdown: Cancellati
     };
     let mut sub = strong
         .pubsub
-        .subscribe(keys::notice_channel(&strong.id.to_string()));
+        .subscribe(keys::notice_channel(&strong.id().to_string()));
     let (timeout, idle) = (
-        strong.settings.connect_timeout,
-        strong.settings.watchdog_timeout,
+        strong.settings().connect_timeout,
+        strong.settings().watchdog_timeout,
     );
     drop(strong);
     tokio::select! {
@@ -139,7 +146,7 @@ pub(crate) async fn listen(engine: std::sync::Weak<Engine>, shutdown: Cancellati
         tokio::select! {
             woken = sub.wait(idle) => if woken && sub.heard() == heard {
                 let Some(engine) = engine.upgrade() else { return };
-                look_for_requests(&engine, engine.holds.all()).await;
+                look_for_requests(&engine, engine.holdings().table().all()).await;
             },
             _ = shutdown.cancelled() => return,
         }
@@ -153,7 +160,7 @@ async fn look_for_requests(engine: &Engine, holds: Vec<std::sync::Arc<Hold>>) {
         .filter(|h| !h.release_asked() && !h.permit)
     {
         let (name, holder) = (&hold.name, &hold.holder);
-        let looks = fan_out(&engine.masters, |m| requested(m, name, holder)).await;
+        let looks = fan_out(engine.masters().all(), |m| requested(m, name, holder)).await;
         if looks.iter().any(|r| matches!(r, Ok(true))) && hold.ask_release() {
             tracing::warn!(lock = %name, %holder,
                 "release requested (redlatch unlock --ask); the hold is kept: \
@@ -201,9 +208,13 @@ impl Engine {
     /// Asks the holders of `name` to release it (invariant 1: the marker, then the
     /// message), on a majority: how many watches listened, and the holders asked.
     pub(crate) async fn request_release(&self, name: &str) -> Result<(u64, Vec<String>)> {
-        let lease = self.settings.watchdog_timeout;
-        let replies = fan_out(&self.masters, |m| request(m, name, lease)).await;
-        let (listeners, holders) = merge(answers(&self.masters, replies, self.quorum)?);
+        let lease = self.settings().watchdog_timeout;
+        let replies = fan_out(self.masters().all(), |m| request(m, name, lease)).await;
+        let (listeners, holders) = merge(answers(
+            self.masters().all(),
+            replies,
+            self.masters().quorum(),
+        )?);
         if !self.is_cluster() {
             return Ok((listeners, holders));
         }
@@ -214,7 +225,7 @@ impl Engine {
         clients.dedup();
         let mut listening = 0;
         for client in clients {
-            listening += listeners_of(&self.masters[0], &keys::notice_channel(client)).await;
+            listening += listeners_of(self.masters().first(), &keys::notice_channel(client)).await;
         }
         Ok((listening, holders))
     }

@@ -41,7 +41,7 @@ impl Engine {
     ) -> Result<Option<Vec<Held>>> {
         let master = self.single_master(name, WHAT)?;
         let watchdog = lease.is_none();
-        let lease = lease.unwrap_or(self.settings.watchdog_timeout);
+        let lease = lease.unwrap_or(self.settings().watchdog_timeout);
         let lease_ms = lease.as_millis() as u64;
         let ids: Arc<[Arc<str>]> = (0..n)
             .map(|_| Uuid::new_v4().simple().to_string().into())
@@ -103,7 +103,10 @@ impl Engine {
         started: Instant,
         lease: Duration,
     ) -> Held {
-        let hold = self.holds.permit(name, id, watchdog, started, lease);
+        let hold = self
+            .holdings()
+            .table()
+            .permit(name, id, watchdog, started, lease);
         self.watch_new(&hold);
         Held::new(self.clone(), hold, lease, watchdog, (None, Duration::ZERO))
     }

@@ -49,13 +49,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
-use crate::engine::acquire::gate::Gates;
 use crate::engine::acquire::self_wait::Watched;
-use crate::engine::acquire::tickets::Tickets;
-use crate::engine::holding::table::HoldTable;
+use crate::engine::acquire::Contenders;
+use crate::engine::holding::Holdings;
 use crate::engine::kinds::call::Call;
 use crate::engine::kinds::kind::Kind;
 use crate::engine::masters::master::Master;
+use crate::engine::masters::Masters;
 use crate::engine::observe::{run_flusher, Observe};
 use crate::engine::{
     acquire::attempt, acquire::spin_wait, acquire::waiter, holding::holder_id, holding::watchdog,
@@ -116,7 +116,6 @@ impl Engine {
     /// pub/sub tasks; they stop when [`shut_down`](Self::shut_down) is called or the
     /// engine is dropped.
     pub(super) fn start(links: Vec<Arc<dyn Transport>>, settings: Settings) -> Arc<Engine> {
-        let quorum = links.len() / 2 + 1;
         let shutdown = CancellationToken::new();
         let period = settings.watchdog_timeout / 3;
         let id = Uuid::new_v4();
@@ -133,32 +132,29 @@ impl Engine {
                 }
             });
             let timeout = settings.connect_timeout;
-            let holds = HoldTable::new(settings.metrics_names.clone());
+            let masters = Masters::new(&links);
+            let quorum = masters.quorum();
             Engine {
                 id,
                 holder_prefix: holder_id::prefix(&id),
-                masters: links.iter().cloned().map(Master::new).collect(),
-                quorum,
+                masters,
                 pubsub: PubSub::start(links, quorum, timeout, &shutdown, on_payload),
+                holdings: Holdings::new(settings.metrics_names.clone()),
+                contenders: Contenders::default(),
                 settings,
-                holds,
-                gates: Gates::default(),
-                tickets: Tickets::default(),
-                offers: Default::default(),
                 cleanups: TaskTracker::new(),
-                urgent: Arc::default(),
                 observe: Arc::new(Observe::new(settings_app, detection)),
                 shutdown: shutdown.clone(),
                 closing: Default::default(),
             }
         });
-        let urgent = engine.urgent.clone();
+        let urgent = engine.holdings().urgent().clone();
         tokio::spawn(watchdog::run_urgent(
             Arc::downgrade(&engine),
             urgent,
             shutdown.clone(),
         ));
-        let observe = engine.observe.clone();
+        let observe = engine.observe().clone();
         tokio::spawn(run_flusher(
             Arc::downgrade(&engine),
             observe,
@@ -176,7 +172,7 @@ impl Engine {
 
     /// The deployment is a Redis Cluster (configured, or found by asking a lone seed).
     pub(crate) fn is_cluster(&self) -> bool {
-        self.settings.cluster
+        self.settings().cluster
     }
 
     /// This client's UUID.
@@ -186,17 +182,20 @@ impl Engine {
 
     /// The masters' addresses, in configuration order.
     pub(crate) fn addrs(&self) -> Vec<String> {
-        self.masters.iter().map(|m| m.addr().to_string()).collect()
+        self.masters()
+            .iter()
+            .map(|m| m.addr().to_string())
+            .collect()
     }
 
     /// `name` as the `lock` label of its metrics, if `Config::metrics_names` allows it.
     pub(crate) fn metrics_label<'a>(&self, name: &'a str) -> Option<&'a str> {
-        self.settings.metrics_names.label(name)
+        self.settings().metrics_names.label(name)
     }
 
     /// The address of the only master, if there is one.
     pub(crate) fn server(&self) -> Option<&str> {
-        match self.masters.as_slice() {
+        match self.masters().all() {
             [only] => Some(only.addr()),
             _ => None,
         }
@@ -208,22 +207,22 @@ impl Engine {
     where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
-        self.cleanups.spawn_on(task, runtime);
+        self.cleanups().spawn_on(task, runtime);
     }
 
     /// Masters needed for a majority.
     pub(crate) fn quorum(&self) -> usize {
-        self.quorum
+        self.masters().quorum()
     }
 
     /// Holds in the table (distinct name and holder pairs).
     pub(crate) fn held_count(&self) -> usize {
-        self.holds.len()
+        self.holdings().table().len()
     }
 
     /// Channels subscribed for waiters.
     pub(crate) fn subscriptions(&self) -> usize {
-        self.pubsub.channel_count()
+        self.pubsub().channel_count()
     }
 
     /// One watchdog round now.
@@ -233,7 +232,7 @@ impl Engine {
 
     /// A random back-off up to the retry jitter (after a split vote).
     pub(crate) fn backoff(&self) -> Duration {
-        attempt::jitter(self.settings.retry_jitter)
+        attempt::jitter(self.settings().retry_jitter)
     }
 
     /// Checks `name` for a lock of `kind` on this deployment.
@@ -242,7 +241,7 @@ impl Engine {
         // A faster multi-lock's engine name is composite: its key is the group.
         let name = kind.key(name);
         kind.validate(name)?;
-        if self.settings.cluster {
+        if self.settings().cluster {
             keys::validate_cluster(name)?;
         }
         Ok(())
@@ -261,7 +260,7 @@ impl Engine {
             name: spec.name.clone(),
             holder: self.holder(spec),
             kind: spec.kind,
-            lease: lease.unwrap_or(self.settings.watchdog_timeout),
+            lease: lease.unwrap_or(self.settings().watchdog_timeout),
             watchdog: lease.is_none(),
             wait,
             intent: spec.intent,
@@ -282,7 +281,9 @@ impl Engine {
         // A call of its own while its task holds the lock may wait for itself
         // (self_wait.rs): watched, to say so.
         let watched = match spec.holding {
-            Holding::PerCall => Watched::arm(&self.holds, &spec.name, spec.kind, &call.holder),
+            Holding::PerCall => {
+                Watched::arm(self.holdings().table(), &spec.name, spec.kind, &call.holder)
+            }
             _ => None,
         };
         let grant = match watched {
@@ -292,7 +293,10 @@ impl Engine {
         let Some(grant) = grant else {
             return Ok(None);
         };
-        let hold = self.holds.acquired(&call, grant.fresh, grant.started);
+        let hold = self
+            .holdings()
+            .table()
+            .acquired(&call, grant.fresh, grant.started);
         self.watch_new(&hold);
         let taken = (grant.token, grant.validity);
         Ok(Some(Held::new(
@@ -309,9 +313,9 @@ impl Engine {
     /// fresh one.
     pub(super) fn holder(&self, spec: &LockSpec) -> Arc<str> {
         let holder = match spec.holding {
-            Holding::PerThread => holder_id::thread(&self.holder_prefix),
-            Holding::Owner(n) => holder_id::owner(&self.holder_prefix, n),
-            Holding::PerCall => holder_id::for_call(&self.holder_prefix, &spec.name),
+            Holding::PerThread => holder_id::thread(self.holder_prefix()),
+            Holding::Owner(n) => holder_id::owner(self.holder_prefix(), n),
+            Holding::PerCall => holder_id::for_call(self.holder_prefix(), &spec.name),
         };
         spec.kind.protocol().holder_id(holder)
     }
@@ -323,10 +327,11 @@ impl Engine {
         if spec.holding != Holding::PerCall {
             return Some(self.holder(spec));
         }
-        if let Some(scoped) = holder_id::scoped(&self.holder_prefix, &spec.name) {
+        if let Some(scoped) = holder_id::scoped(self.holder_prefix(), &spec.name) {
             return Some(spec.kind.protocol().holder_id(scoped));
         }
-        let hold = (self.holds).taken_in(&spec.name, spec.kind, holder_id::context())?;
+        let hold =
+            (self.holdings().table()).taken_in(&spec.name, spec.kind, holder_id::context())?;
         Some(hold.holder.clone())
     }
 
@@ -335,8 +340,8 @@ impl Engine {
     fn refuse_upgrade(&self, call: &Call, lower: Kind) -> Result<()> {
         let (name, writer) = (&call.name, &*call.holder);
         let reader = holder_id::base(writer);
-        let reads = (self.holds.get(name, reader)).is_some_and(|h| h.kind == lower);
-        if reads && self.holds.get(name, writer).is_none() {
+        let reads = (self.holdings().table().get(name, reader)).is_some_and(|h| h.kind == lower);
+        if reads && self.holdings().table().get(name, writer).is_none() {
             return Err(Error::Upgrade {
                 name: name.to_string(),
             });
@@ -349,7 +354,11 @@ impl Engine {
     /// by the kind's acquire script (lua/reacquire_guard.lua).
     fn refuse_reentry(&self, call: &Call) -> Result<()> {
         if call.kind.protocol().policy().reentrant
-            || self.holds.get(&call.name, &call.holder).is_none()
+            || self
+                .holdings()
+                .table()
+                .get(&call.name, &call.holder)
+                .is_none()
         {
             return Ok(());
         }
@@ -362,12 +371,12 @@ impl Engine {
     /// not kept by majority. `what` names the counter in the error.
     pub(super) fn single_master(&self, name: &str, what: &str) -> Result<Arc<Master>> {
         keys::validate(name)?;
-        match self.masters.as_slice() {
+        match self.masters().all() {
             [only] => Ok(only.clone()),
             _ => Err(Error::Unsupported {
                 what: format!(
                     "{what} {name:?} over {} Redlock masters",
-                    self.masters.len()
+                    self.masters().len()
                 ),
                 reason: "a counter cannot be kept by majority the way a lock is (a minority \
                          that missed a change would count it again); use one master for it"

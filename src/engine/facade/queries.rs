@@ -39,7 +39,7 @@ impl Engine {
                 .query(spec, redis::cmd("HGETALL").arg(&*spec.name))
                 .await?;
             let held: Vec<bool> = v.iter().map(held).collect();
-            return Ok(majority_true(&held, self.quorum));
+            return Ok(majority_true(&held, self.masters().quorum()));
         }
         self.check_name(&spec.name, spec.kind)?;
         let name = &*spec.name;
@@ -47,15 +47,15 @@ impl Engine {
             Probe::Key(key_type) => key_type,
             _ => "hash",
         };
-        let results = fan_out(&self.masters, |m| lock_exists(m, name, key_type)).await;
+        let results = fan_out(self.masters().all(), |m| lock_exists(m, name, key_type)).await;
         // A key that is not a lock is reported as lock() reports it (attempt.rs).
         if let Some(e) = results.iter().find_map(|r| r.as_ref().err()) {
             if e.is_permanent() {
                 return Err(e.clone());
             }
         }
-        let exists = answers(&self.masters, results, self.quorum)?;
-        Ok(majority_true(&exists, self.quorum))
+        let exists = answers(self.masters().all(), results, self.masters().quorum())?;
+        Ok(majority_true(&exists, self.masters().quorum()))
     }
 
     /// The caller's reentrant hold count (what a majority agrees on at least); 0 if
@@ -65,11 +65,11 @@ impl Engine {
         // Nobody here holds it: still asked (of a holder id no call ever takes), so a
         // key that is not a lock is reported as such.
         let holder = (self.callers_holder(spec))
-            .unwrap_or_else(|| format!("{}0", self.holder_prefix).into());
+            .unwrap_or_else(|| format!("{}0", self.holder_prefix()).into());
         let (cmd, count) = spec.kind.protocol().hold_query(&spec.name, &holder);
         let v = self.query(spec, &cmd).await?;
         let counts = v.iter().map(|x| count(x, &holder)).collect();
-        Ok(majority_floor(counts, self.quorum))
+        Ok(majority_floor(counts, self.masters().quorum()))
     }
 
     /// How long `spec` stays held unless renewed (what a majority agrees on at least);
@@ -81,7 +81,7 @@ impl Engine {
         let v = self
             .query(spec, redis::cmd("PTTL").arg(&*spec.name))
             .await?;
-        let ttl = majority_floor(v.iter().map(as_int).collect(), self.quorum);
+        let ttl = majority_floor(v.iter().map(as_int).collect(), self.masters().quorum());
         Ok(lease_left(ttl))
     }
 
@@ -97,7 +97,7 @@ impl Engine {
         // is sound; declaring it lost (as every hold of the name found after the
         // replies was) made its unlock fail with NotHeld and left its key in Redis,
         // unwatched, until its lease ran out.
-        let before = self.holds.named(name);
+        let before = self.holdings().table().named(name);
         let forcing = |on: bool| {
             for hold in &before {
                 hold.forcing.store(on, std::sync::atomic::Ordering::Release);
@@ -106,23 +106,29 @@ impl Engine {
         forcing(true);
         // Cleared on every way out: a hold the force did not delete stays as it was.
         let _cleared = scopeguard::guard((), |()| forcing(false));
-        let results = fan_out(&self.masters, |m| kinds::force_release(m, kind, name)).await;
+        let results = fan_out(self.masters().all(), |m| {
+            kinds::force_release(m, kind, name)
+        })
+        .await;
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
         }
-        let deleted = answers(&self.masters, results, self.quorum)?.contains(&true);
+        let deleted =
+            answers(self.masters().all(), results, self.masters().quorum())?.contains(&true);
         // A read-write lock in the other mode was left alone: its holds are not lost.
         if deleted || !kind.protocol().force_may_spare() {
             for hold in &before {
-                self.holds.lose(hold, LostReason::ForceUnlocked);
+                self.holdings()
+                    .table()
+                    .lose(hold, LostReason::ForceUnlocked);
             }
-            for hold in self.holds.named(name) {
+            for hold in self.holdings().table().named(name) {
                 if !before.iter().any(|b| Arc::ptr_eq(b, &hold)) {
-                    self.urgent.now(&hold);
+                    self.holdings().urgent().now(&hold);
                 }
             }
         }
-        self.pubsub.notify_local(&kind.channel(name));
+        self.pubsub().notify_local(&kind.channel(name));
         Ok(deleted)
     }
 
@@ -131,7 +137,7 @@ impl Engine {
     /// answered and its replicas. A master that cannot be read answers why.
     pub(crate) async fn inspect(&self, key: &str) -> Vec<Inspected> {
         let pipe = &inspect::pipeline(&kinds::SECTIONS, key);
-        let results = fan_out(&self.masters, |m| async move {
+        let results = fan_out(self.masters().all(), |m| async move {
             let v = m.pipe(pipe).await?;
             let state = inspect::read(&kinds::SECTIONS, &m.decode::<Vec<Value>>(v)?);
             let waiters = match &state {
@@ -141,7 +147,7 @@ impl Engine {
             Ok((state, waiters))
         })
         .await;
-        (self.masters.iter().zip(results))
+        (self.masters().iter().zip(results))
             .map(|(m, reply)| {
                 let (state, waiters) = match reply {
                     Ok((state, waiters)) => (state, waiters),
@@ -161,11 +167,11 @@ impl Engine {
     async fn query(&self, spec: &LockSpec, cmd: &redis::Cmd) -> Result<Vec<Value>> {
         self.check_name(&spec.name, spec.kind)?;
         let name = &*spec.name;
-        let results = fan_out(&self.masters, |m| async move {
+        let results = fan_out(self.masters().all(), |m| async move {
             m.query::<Value>(cmd).await.map_err(|e| typed(name, e))
         })
         .await;
-        answers(&self.masters, results, self.quorum)
+        answers(self.masters().all(), results, self.masters().quorum())
     }
 }
 
@@ -208,26 +214,29 @@ impl Engine {
         self.check_name(&spec.name, spec.kind)?;
         let holder = self.callers_holder(spec);
         let (name, holder) = (&*spec.name, holder.as_deref().unwrap_or(""));
-        let results = fan_out(&self.masters, |m| async move {
+        let results = fan_out(self.masters().all(), |m| async move {
             group::status(m, name, holder).await
         })
         .await;
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
         }
-        let all = answers(&self.masters, results, self.quorum)?;
+        let all = answers(self.masters().all(), results, self.masters().quorum())?;
         let locked: Vec<bool> = all.iter().map(|s| s.locked).collect();
         let held: Vec<bool> = all.iter().map(|s| s.held).collect();
         let left = all
             .iter()
             .map(|s| s.left.map_or(-1, |d| d.as_millis() as i64));
-        let left = majority_floor(left.collect(), self.quorum);
-        let held = majority_true(&held, self.quorum);
+        let left = majority_floor(left.collect(), self.masters().quorum());
+        let held = majority_true(&held, self.masters().quorum());
         Ok(group::Status {
-            locked: majority_true(&locked, self.quorum),
+            locked: majority_true(&locked, self.masters().quorum()),
             held,
             count: if held {
-                majority_floor(all.iter().map(|s| s.count).collect(), self.quorum)
+                majority_floor(
+                    all.iter().map(|s| s.count).collect(),
+                    self.masters().quorum(),
+                )
             } else {
                 0
             },

@@ -96,7 +96,7 @@ impl Held {
 
     /// The number of masters the hold is on.
     pub(crate) fn masters(&self) -> usize {
-        self.engine.masters.len()
+        self.engine.masters().len()
     }
 
     /// Cancelled when the hold is known to be lost.
@@ -125,7 +125,7 @@ impl Held {
     pub(crate) fn scope_entry(&self) -> ScopeEntry {
         let holder = holder_id::base(&self.hold.holder);
         (
-            self.engine.holder_prefix.as_str().into(),
+            self.engine.holder_prefix().into(),
             self.hold.name.clone(),
             holder.into(),
         )
@@ -135,7 +135,7 @@ impl Held {
     pub(crate) async fn release(mut self) -> Result<()> {
         self.armed = false;
         let (engine, hold) = (&self.engine, &self.hold);
-        match engine.holds.released(hold, self.watchdog) {
+        match engine.holdings().table().released(hold, self.watchdog) {
             Some(left) => give_back(engine, hold, self.lease_ms, left).await,
             None if hold.permit => Err(not_held(hold)),
             None => {
@@ -154,7 +154,9 @@ async fn give_back(engine: &Arc<Engine>, hold: &Hold, lease_ms: u64, left: u32) 
     if !hold.permit {
         return release::release(engine, hold, lease_ms, left == 0).await;
     }
-    match expirable_semaphore::return_permit(&engine.masters[0], &hold.name, &hold.holder).await? {
+    match expirable_semaphore::return_permit(engine.masters().first(), &hold.name, &hold.holder)
+        .await?
+    {
         true => Ok(()),
         false => Err(not_held(hold)),
     }
@@ -172,7 +174,12 @@ impl Drop for Held {
         if !self.armed {
             return;
         }
-        let Some(left) = self.engine.holds.released(&self.hold, self.watchdog) else {
+        let Some(left) = self
+            .engine
+            .holdings()
+            .table()
+            .released(&self.hold, self.watchdog)
+        else {
             return;
         };
         let (engine, hold, lease_ms) = (self.engine.clone(), self.hold.clone(), self.lease_ms);
@@ -187,6 +194,6 @@ impl Drop for Held {
                 Err(e) => tracing::warn!(lock = %hold.name, error = %e, "release on drop failed"),
             }
         };
-        self.engine.cleanups.spawn_on(release, &runtime);
+        self.engine.cleanups().spawn_on(release, &runtime);
     }
 }

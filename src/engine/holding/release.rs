@@ -37,7 +37,7 @@ pub(crate) async fn release(
     let book = kind.protocol().policy().offers;
     let fair = book == Some(Book::Fair);
     // Kinds whose waiters post no offers (read and write locks) are never handed over.
-    if last && engine.masters.len() == 1 && book.is_some() {
+    if last && engine.masters().len() == 1 && book.is_some() {
         let offers = engine
             .offers(fair)
             .take(&hold.name, if fair { MAX_FAIR_OFFERS } else { 1 });
@@ -64,7 +64,7 @@ pub(crate) async fn release(
     // Safe to repeat: a release that did land finds the hold gone and changes nothing,
     // and the holder cannot take the lock again meanwhile (it is waiting for this call).
     // The timeout may be `Duration::MAX`: saturated, never an overflow.
-    let give_up = crate::engine::masters::clock::later(engine.settings.release_after).into_std();
+    let give_up = crate::engine::masters::clock::later(engine.settings().release_after).into_std();
     let decided = |rs: &[Option<Result<Release>>]| {
         let verdict = judge(engine, name, holder, kind, rs, None, false);
         !matches!(&verdict, Err(e) if !e.is_permanent() && !e.is_not_held())
@@ -102,15 +102,16 @@ pub(crate) async fn release_until_answered(
             .collect();
         // Once the client is closing, at most the release timeout more: close(t)
         // returns in that time however long a background undo would have asked.
-        let closing =
-            (engine.closing.get()).and_then(|t| t.checked_add(engine.settings.release_after));
+        let closing = engine
+            .closing()
+            .and_then(|t| t.checked_add(engine.settings().release_after));
         let give_up = closing.map_or(give_up, |c| c.min(give_up));
         if decided(&results) || unanswered.is_empty() || Instant::now() + pause >= give_up {
             return results;
         }
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
-            _ = engine.shutdown.cancelled() => return results,
+            _ = engine.stopping().cancelled() => return results,
         }
         pause = (pause * 2).min(Duration::from_millis(250));
         let only = Some(&unanswered[..]);
@@ -161,12 +162,12 @@ async fn hand_over_in_span(
 ) -> Result<&'static str> {
     let mut taken = Taken { offers, started };
     let from = (&*hold.holder, lease_ms);
-    let master = &engine.masters[0];
+    let master = engine.masters().first();
     let outcome = if fair {
         let offered: Vec<(&str, u64)> = (taken.offers.iter())
             .map(|o| (&*o.holder, o.lease_ms))
             .collect();
-        let wait_ms = engine.settings.fair_wait_time.as_millis() as u64;
+        let wait_ms = engine.settings().fair_wait_time.as_millis() as u64;
         fair::hand_over(master, &hold.name, from, wait_ms, &offered).await?
     } else {
         let offer = &taken.offers[0];
@@ -236,15 +237,18 @@ async fn release_results(
     let subset: Vec<Arc<Master>>;
     let masters = match only {
         Some(only) => {
-            subset = only.iter().map(|&i| engine.masters[i].clone()).collect();
+            subset = only
+                .iter()
+                .map(|&i| engine.masters().all()[i].clone())
+                .collect();
             &subset
         }
-        None => &engine.masters,
+        None => engine.masters().all(),
     };
     let done = |r: &Release| *r != Release::NotHeld;
     fan_out_until(
         masters,
-        &engine.cleanups,
+        engine.cleanups(),
         |m| {
             let (name, holder) = (name.clone(), holder.clone());
             async move {
@@ -254,7 +258,7 @@ async fn release_results(
                 cut(end, m.addr(), sent).await
             }
         },
-        |rs| count(rs, done) >= engine.quorum,
+        |rs| count(rs, done) >= engine.masters().quorum(),
     )
     .await
 }
@@ -271,7 +275,7 @@ fn judge(
     only: Option<&[usize]>,
     wake_local: bool,
 ) -> Result<Release> {
-    let quorum = engine.quorum;
+    let quorum = engine.masters().quorum();
     let (released, still, not_held) = (
         count(results, |r| *r == Release::Released),
         count(results, |r| *r == Release::StillHeld),
@@ -280,9 +284,9 @@ fn judge(
     if released > 0
         && kind.protocol().policy().wakes_locally
         && wake_local
-        && engine.pubsub.has_channels()
+        && engine.pubsub().has_channels()
     {
-        engine.pubsub.notify_local(&kind.channel(name));
+        engine.pubsub().notify_local(&kind.channel(name));
     }
     if released + still >= quorum {
         return Ok(if released >= still {
@@ -291,7 +295,7 @@ fn judge(
             Release::StillHeld
         });
     }
-    if not_held >= quorum || (not_held > 0 && engine.masters.len() - not_held < quorum) {
+    if not_held >= quorum || (not_held > 0 && engine.masters().len() - not_held < quorum) {
         return Err(Error::NotHeld {
             name: name.to_string(),
             holder: holder.to_string(),
@@ -303,8 +307,11 @@ fn judge(
         return Err(e.clone());
     }
     let addrs: Vec<&str> = match only {
-        Some(only) => only.iter().map(|&i| engine.masters[i].addr()).collect(),
-        None => addrs(&engine.masters),
+        Some(only) => only
+            .iter()
+            .map(|&i| engine.masters().all()[i].addr())
+            .collect(),
+        None => addrs(engine.masters().all()),
     };
     Err(no_quorum(
         released + still,

@@ -95,17 +95,17 @@ impl Engine {
         hold: &Arc<Hold>,
         reason: crate::lost::LostReason,
     ) -> bool {
-        if !self.holds.lose(hold, reason) {
+        if !self.holdings().table().lose(hold, reason) {
             return false;
         }
         if !hold.permit {
-            self.pubsub.notify_local(&hold.kind.channel(&hold.name));
+            self.pubsub().notify_local(&hold.kind.channel(&hold.name));
         }
         let (name, holder) = (hold.name.clone(), hold.holder.clone());
         let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
-        let masters = self.masters.clone();
+        let masters = self.masters().all().to_vec();
         let (kind, permit) = (hold.kind, hold.permit);
-        self.cleanups.spawn(async move {
+        self.cleanups().spawn(async move {
             let _settling = settling;
             let (n, h) = (&*name, &*holder);
             let dropped = quorum::fan_out(&masters, |m| async move {
@@ -155,7 +155,7 @@ pub(crate) async fn run(engine: Weak<Engine>, shutdown: CancellationToken, perio
         };
     }
     if let Some(engine) = engine.upgrade() {
-        engine.holds.lose_all();
+        engine.holdings().table().lose_all();
     }
 }
 
@@ -171,11 +171,11 @@ pub(crate) async fn run(engine: Weak<Engine>, shutdown: CancellationToken, perio
 /// Chunks overlap ([`IN_FLIGHT`] calls per master), so a round costs about the
 /// masters' work rather than one round trip per chunk.
 pub(crate) async fn renew_all(engine: &Arc<Engine>) -> Option<Instant> {
-    let young = engine.settings.watchdog_timeout / 6;
+    let young = engine.settings().watchdog_timeout / 6;
     let started = Instant::now();
-    let holds = due(engine.holds.watched(), started, young);
+    let holds = due(engine.holdings().table().watched(), started, young);
     let span = tracing::debug_span!(target: "redlatch", "renewal_round", holds = holds.len(),
-        masters = engine.masters.len(), "db.system.name" = "redis", renewed = Empty,
+        masters = engine.masters().len(), "db.system.name" = "redis", renewed = Empty,
         outcome = Empty, elapsed_ms = Empty);
     let renewed = AtomicU64::new(0);
     let renewals: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> = Box::pin(
@@ -209,10 +209,10 @@ fn due(mut holds: Vec<Arc<Hold>>, now: Instant, young: Duration) -> Vec<Arc<Hold
 /// Declares lost every watched hold that no majority renewed within its validity;
 /// returns the earliest deadline among the others.
 fn expire(engine: &Engine) -> Option<Instant> {
-    let validity = engine.validity_of(engine.settings.watchdog_timeout);
+    let validity = engine.validity_of(engine.settings().watchdog_timeout);
     let now = Instant::now();
     let mut due: Option<Instant> = None;
-    for hold in engine.holds.watched() {
+    for hold in engine.holdings().table().watched() {
         let deadline = hold.watchdog_state().1 + validity;
         if deadline <= now {
             // Invariant 8: refused by an ACL, or simply not renewed in time.
@@ -274,7 +274,7 @@ fn groups(chunk: &[Arc<Hold>]) -> Groups<'_> {
 async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &AtomicU64) {
     let started = Instant::now();
     let groups = &groups(chunk);
-    let mut answers: FuturesUnordered<_> = (engine.masters.iter().enumerate())
+    let mut answers: FuturesUnordered<_> = (engine.masters().iter().enumerate())
         .map(|(at, m)| async move { (at, renew_on(engine, m, chunk.len(), groups).await) })
         .collect();
     let mut tally = Tally::new(engine, chunk, started);
@@ -290,11 +290,11 @@ async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &Atomi
 
 /// One master's answers for a chunk of `n` holds: held (renewed) or not, per hold.
 async fn renew_on(engine: &Engine, m: &Master, n: usize, groups: &Groups<'_>) -> Vec<Result<bool>> {
-    let lease_ms = engine.settings.watchdog_timeout.as_millis() as u64;
+    let lease_ms = engine.settings().watchdog_timeout.as_millis() as u64;
     // A renewal is not latency-critical (the deadline is the validity, three periods
     // away): give a loaded master a whole period, but no more, so a master that does
     // not answer never holds up the next round (invariant 1).
-    let timeout = engine.settings.watchdog_timeout / 3;
+    let timeout = engine.settings().watchdog_timeout / 3;
     let mut held: Vec<Result<bool>> = vec![Ok(false); n];
     for (how, (idx, pairs)) in groups {
         let r = match how {
@@ -336,9 +336,9 @@ impl<'a> Tally<'a> {
             engine,
             chunk,
             started,
-            n: engine.masters.len(),
-            quorum: engine.quorum,
-            validity: engine.validity_of(engine.settings.watchdog_timeout),
+            n: engine.masters().len(),
+            quorum: engine.masters().quorum(),
+            validity: engine.validity_of(engine.settings().watchdog_timeout),
             renewed: zeros.clone(),
             denied: zeros.clone(),
             failed: zeros,
@@ -355,7 +355,7 @@ impl<'a> Tally<'a> {
                 "renewal refused; the locks will be lost when their validity ends");
         }
         let (n, quorum) = (self.n, self.quorum);
-        let link = self.engine.masters[at].link();
+        let link = self.engine.masters().all()[at].link();
         for (i, hold) in self.chunk.iter().enumerate() {
             match &answer[i] {
                 Ok(true) => {

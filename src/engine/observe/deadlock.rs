@@ -161,7 +161,7 @@ impl Engine {
     async fn scan_ledgers(&self, deadline: Instant) -> (BTreeSet<String>, Vec<String>) {
         let mut uuids = BTreeSet::new();
         let mut unread = Vec::new();
-        for m in &self.masters {
+        for m in self.masters().all() {
             for addr in m.link().primary_addrs() {
                 match scan_node(m, &addr, deadline).await {
                     Ok(keys) => uuids.extend(keys),
@@ -182,7 +182,7 @@ impl Engine {
         pipe.cmd("HGETALL").arg(ledger_key(uuid));
         pipe.cmd("HGETALL").arg(record_key(uuid));
         let pipe = &pipe;
-        let answers = fan_out(&self.masters, |m| async move {
+        let answers = fan_out(self.masters().all(), |m| async move {
             let v = m.link().send(Lane::Side, m.timeout(), Request::Pipe(pipe));
             m.decode::<(HashMap<String, i64>, HashMap<String, String>)>(v.await?)
         })
@@ -210,7 +210,7 @@ impl Engine {
     /// A cycle through `wait`'s task, if its check finds one: what follows the lock it
     /// waits for from holder to ledger to lock, at most [`MAX_TASKS`] tasks.
     async fn cycle_of(&self, wait: &Wait) -> Option<Cycle> {
-        let me = self.id.to_string();
+        let me = self.id().to_string();
         let start: BTreeSet<String> = self
             .task_ids(wait)
             .into_iter()
@@ -263,7 +263,7 @@ impl Engine {
 
     /// The `n`s of `wait`'s task: its call's, and those of the holds its task took.
     fn task_ids(&self, wait: &Wait) -> BTreeSet<u64> {
-        let held = (self.holds.all().into_iter())
+        let held = (self.holdings().table().all().into_iter())
             .filter(|h| !h.permit && h.context == wait.context)
             .filter_map(|h| split_holder(&h.holder).map(|(_, n)| n))
             .take(crate::engine::observe::ledger::TASK_IDS);
@@ -272,7 +272,7 @@ impl Engine {
     }
 
     fn own_who(&self, task: &str) -> Who {
-        let who = &self.observe.who;
+        let who = &self.observe().who;
         Who {
             id: task.to_string(),
             host: Some(who.host.clone()),
@@ -304,7 +304,7 @@ impl Engine {
             };
             let members = cycle.members();
             if seen.as_ref() == Some(&members)
-                && youngest_is_me(&cycle, &wait, &self.id.to_string())
+                && youngest_is_me(&cycle, &wait, &self.id().to_string())
             {
                 return Error::Deadlock {
                     name: wait.name.to_string(),

@@ -22,7 +22,7 @@ impl Engine {
     ) -> (Vec<String>, Vec<Unread>) {
         let deadline = Instant::now() + within;
         let records = format!("{RECORD_PREFIX}:*");
-        let (found, unread) = scan::keys(&self.masters, &[&records, locks], deadline).await;
+        let (found, unread) = scan::keys(self.masters().all(), &[&records, locks], deadline).await;
         let mut keys: Vec<String> = (found.into_iter())
             .map(|k| {
                 let record = k

@@ -65,7 +65,13 @@ fn fields(engine: &Engine) -> HashMap<String, i64> {
     let (now_ms, now) = (now_ms(), Instant::now());
     let mut out = HashMap::new();
     let mut tasks: HashMap<Context, Vec<u64>> = HashMap::new();
-    for hold in engine.holds.all().into_iter().filter(|h| !h.permit) {
+    for hold in engine
+        .holdings()
+        .table()
+        .all()
+        .into_iter()
+        .filter(|h| !h.permit)
+    {
         let Some((_, n)) = split_holder(&hold.holder) else {
             continue;
         };
@@ -79,7 +85,7 @@ fn fields(engine: &Engine) -> HashMap<String, i64> {
     // A call is a waiter once it has waited DETECT_AFTER: an acquisition granted at
     // once (its registration lasts one round trip) is never listed as one.
     let waiting = |w: &Wait| now_ms - w.since_ms >= DETECT_AFTER.as_millis() as i64;
-    for wait in engine.observe.waits().into_iter().filter(waiting) {
+    for wait in engine.observe().waits().into_iter().filter(waiting) {
         let Some((_, own)) = split_holder(&wait.holder) else {
             continue;
         };
@@ -95,8 +101,8 @@ impl Engine {
     /// Writes the difference between what the ledger should hold and what was written
     /// (invariants 1 and 2).
     pub(in crate::engine) async fn flush_ledger(&self) {
-        let mut written = self.observe.written.lock().await;
-        if self.shutdown.is_cancelled() {
+        let mut written = self.observe().written.lock().await;
+        if self.stopping().is_cancelled() {
             return;
         }
         let now = fields(self);
@@ -107,7 +113,7 @@ impl Engine {
         if set.is_empty() && gone.is_empty() {
             return;
         }
-        let key = crate::engine::observe::ledger_key(&self.id.to_string());
+        let key = crate::engine::observe::ledger_key(&self.id().to_string());
         let mut pipe = redis::pipe();
         // In commands of at most CHUNK fields: other clients' commands run between them.
         for part in set.chunks(CHUNK) {
@@ -116,10 +122,10 @@ impl Engine {
         for part in gone.chunks(CHUNK) {
             pipe.cmd("HDEL").arg(&key).arg(part).ignore();
         }
-        let ttl = self.settings.watchdog_timeout.as_millis() as u64;
+        let ttl = self.settings().watchdog_timeout.as_millis() as u64;
         pipe.cmd("PEXPIRE").arg(&key).arg(ttl).ignore();
         let pipe = &pipe;
-        let results = fan_out(&self.masters, |m| async move {
+        let results = fan_out(self.masters().all(), |m| async move {
             m.link()
                 .send(Lane::Side, m.timeout(), Request::Pipe(pipe))
                 .await

@@ -35,7 +35,7 @@ impl Engine {
             "*" => &["*"],
             _ => &[pattern, "redlatch_*"],
         };
-        let (keys, mut unread) = scan::keys(&self.masters, patterns, deadline).await;
+        let (keys, mut unread) = scan::keys(self.masters().all(), patterns, deadline).await;
         let ledger_keys: Vec<String> = (keys.iter())
             .filter(|k| k.starts_with(records::LEDGER))
             .cloned()
@@ -45,7 +45,7 @@ impl Engine {
             .collect();
         let total = candidates.len();
         let mut inspections = stream::iter(candidates)
-            .map(|c| inspect_name(&self.masters, c, deadline))
+            .map(|c| inspect_name(self.masters().all(), c, deadline))
             .buffer_unordered(IN_FLIGHT);
         let (mut found, mut read) = (Vec::new(), 0);
         while let Ok(Some(next)) = tokio::time::timeout_at(deadline, inspections.next()).await {
@@ -61,13 +61,13 @@ impl Engine {
                 ),
             });
         }
-        let ledgers = records::ledgers(&self.masters, &ledger_keys, deadline).await;
+        let ledgers = records::ledgers(self.masters().all(), &ledger_keys, deadline).await;
         let mut uuids: HashSet<String> = (found.iter().flat_map(Found::ids))
             .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
             .collect();
         // The waiters the ledgers name are resolved as holders are.
         uuids.extend(ledgers.waiting_clients().map(str::to_string));
-        let records = records::records(&self.masters, uuids.into_iter(), deadline).await;
+        let records = records::records(self.masters().all(), uuids.into_iter(), deadline).await;
         let mut locks: Vec<_> = found
             .iter()
             .map(|f| f.listing(&records, &ledgers))
@@ -94,15 +94,15 @@ impl Engine {
     ) -> Vec<Vec<QueuedWaiter>> {
         let deadline = Instant::now() + within;
         let pattern = format!("{}*", records::LEDGER);
-        let (keys, _) = scan::keys(&self.masters, &[pattern.as_str()], deadline).await;
+        let (keys, _) = scan::keys(self.masters().all(), &[pattern.as_str()], deadline).await;
         let keys: Vec<String> = keys.into_iter().collect();
-        let ledgers = records::ledgers(&self.masters, &keys, deadline).await;
+        let ledgers = records::ledgers(self.masters().all(), &keys, deadline).await;
         let named = ledgers.waiters_of(name);
         let queued = queues.iter().flatten().map(|(id, _)| id.as_str());
         let uuids: HashSet<String> = (named.iter().map(|(id, _)| id.as_str()).chain(queued))
             .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
             .collect();
-        let records = records::records(&self.masters, uuids.into_iter(), deadline).await;
+        let records = records::records(self.masters().all(), uuids.into_iter(), deadline).await;
         let by_ledger: Vec<QueuedWaiter> = (named.iter())
             .map(|(id, since)| assemble::waiter(id, None, Some(*since), &records))
             .collect();

@@ -114,17 +114,17 @@ pub(crate) fn now_ms() -> i64 {
 /// What a client knows of itself and its waits (one per engine).
 pub(crate) struct Observe {
     /// The record's fields.
-    pub(crate) who: record::Mine,
+    who: record::Mine,
     /// Deadlock detection is on (`Config::deadlock_detection`).
-    pub(crate) detection: bool,
+    detection: bool,
     /// By a number that only grows: a `BTreeMap` inserts at its end and hashes nothing
     /// (every acquisition registers and removes one, on its path).
     waits: parking_lot::Mutex<BTreeMap<u64, Wait>>,
     next_wait: AtomicU64,
     /// What the ledger holds on the masters, as far as this client wrote it.
-    pub(crate) written: tokio::sync::Mutex<HashMap<String, i64>>,
+    written: tokio::sync::Mutex<HashMap<String, i64>>,
     /// Asks the flusher to write now (a wait's entry with detection on, its end).
-    pub(crate) flush_now: tokio::sync::Notify,
+    flush_now: tokio::sync::Notify,
 }
 
 /// One call waiting for a lock.
@@ -206,8 +206,8 @@ impl Engine {
         call: &'a Call,
         acquire: impl Future<Output = Result<T>> + Send + 'a,
     ) -> impl Future<Output = Result<T>> + Send + 'a {
-        let mut waiting = self.observe.wait(&call.holder, &call.name);
-        if !self.observe.detection {
+        let mut waiting = self.observe().wait(&call.holder, &call.name);
+        if !self.observe().detection {
             return Either::Left(acquire.map(move |r| {
                 drop(waiting);
                 r

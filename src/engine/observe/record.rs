@@ -74,14 +74,14 @@ impl Engine {
     /// failures are logged (the next round writes it again). Invariants 1 and 2.
     pub(in crate::engine) async fn write_record(&self) {
         // Never after close() deleted it (remove_record holds the same lock).
-        let written = self.observe.written.lock().await;
-        if self.shutdown.is_cancelled() {
+        let written = self.observe().written.lock().await;
+        if self.stopping().is_cancelled() {
             return;
         }
-        let uuid = self.id.to_string();
+        let uuid = self.id().to_string();
         let (record, ledger) = (record_key(&uuid), ledger_key(&uuid));
-        let ttl = self.settings.watchdog_timeout.as_millis() as u64;
-        let who = &self.observe.who;
+        let ttl = self.settings().watchdog_timeout.as_millis() as u64;
+        let who = &self.observe().who;
         let mut pipe = redis::pipe();
         pipe.cmd("HSET")
             .arg(&record)
@@ -99,13 +99,13 @@ impl Engine {
         pipe.cmd("PEXPIRE").arg(&record).arg(ttl).ignore();
         pipe.cmd("PEXPIRE").arg(&ledger).arg(ttl);
         let pipe = &pipe;
-        let results = fan_out(&self.masters, |m| async move {
+        let results = fan_out(self.masters().all(), |m| async move {
             let v = m.link().send(Lane::Side, m.timeout(), Request::Pipe(pipe));
             m.decode::<Vec<i64>>(v.await?)
         })
         .await;
         let mut lost_ledger = false;
-        for (m, r) in self.masters.iter().zip(results) {
+        for (m, r) in self.masters().iter().zip(results) {
             match r {
                 Ok(set) => lost_ledger |= set.first() == Some(&0),
                 Err(e) => tracing::debug!(target: "redlatch", master = m.addr(), error = %e,
@@ -122,12 +122,12 @@ impl Engine {
     pub(in crate::engine) async fn remove_record(&self) {
         // No flush or record write runs during or after (both check the shutdown
         // under this lock).
-        let _written = self.observe.written.lock().await;
-        let uuid = self.id.to_string();
+        let _written = self.observe().written.lock().await;
+        let uuid = self.id().to_string();
         let mut cmd = redis::cmd("DEL");
         cmd.arg(record_key(&uuid)).arg(ledger_key(&uuid));
         let cmd = &cmd;
-        fan_out(&self.masters, |m| async move {
+        fan_out(self.masters().all(), |m| async move {
             let v = m.link().send(Lane::Side, m.timeout(), Request::Cmd(cmd));
             v.await
         })
@@ -137,7 +137,7 @@ impl Engine {
     /// Resolves the holder ids `holders` of lock `name` as master `index` knows them:
     /// its record and the hold's acquisition time there (invariant 3).
     pub(crate) async fn resolve(&self, index: usize, name: &str, holders: &[String]) -> Vec<Who> {
-        let Some(m) = self.masters.get(index) else {
+        let Some(m) = self.masters().all().get(index) else {
             return Vec::new();
         };
         let calls = holders.iter().map(|h| resolve_one(m, name, h));

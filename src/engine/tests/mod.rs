@@ -59,12 +59,12 @@ pub(super) fn call(name: &str, holder: &Arc<str>, wait: Option<Duration>) -> Cal
 
 /// A fresh holder id of `engine` (as one async call of a task gets).
 pub(super) fn holder(engine: &Engine, n: u64) -> Arc<str> {
-    crate::engine::holding::holder_id::owner(&engine.holder_prefix, n)
+    crate::engine::holding::holder_id::owner(engine.holder_prefix(), n)
 }
 
 /// Records a grant as the API does (the hold the release gives back).
 pub(super) fn hold(engine: &Engine, call: &Call, grant: &Grant) -> Arc<Hold> {
-    (engine.holds).acquired(call, grant.fresh, grant.started)
+    (engine.holdings().table()).acquired(call, grant.fresh, grant.started)
 }
 
 /// Takes `name` for `holder`, waiting as long as it takes.
@@ -79,7 +79,11 @@ pub(super) async fn take(engine: &Arc<Engine>, name: &str, holder: &Arc<str>) ->
 
 /// Gives one hold back as a guard's unlock does.
 pub(super) async fn give_back(engine: &Arc<Engine>, hold: &Arc<Hold>) {
-    let left = engine.holds.released(hold, false).expect("not lost");
+    let left = engine
+        .holdings()
+        .table()
+        .released(hold, false)
+        .expect("not lost");
     release(engine, hold, LEASE.as_millis() as u64, left == 0)
         .await
         .expect("released");
@@ -98,10 +102,22 @@ pub(super) async fn poll_once<F: Future>(fut: &mut Pin<Box<F>>) -> Poll<F::Outpu
 /// Nothing of `engine`'s waits is left locally: no gate, offer, ticket or wanted
 /// channel.
 pub(super) fn nothing_left_locally(engine: &Engine) {
-    assert_eq!(engine.gates.len(), 0, "a gate is left entered");
+    assert_eq!(
+        engine.contenders().gates().len(),
+        0,
+        "a gate is left entered"
+    );
     for fair in [false, true] {
         assert_eq!(engine.offers(fair).len(), 0, "an offer is left posted");
     }
-    assert_eq!(engine.tickets.len(), 0, "a ticket is left issued");
-    assert_eq!(engine.pubsub.channel_count(), 0, "a channel is left wanted");
+    assert_eq!(
+        engine.contenders().tickets().len(),
+        0,
+        "a ticket is left issued"
+    );
+    assert_eq!(
+        engine.pubsub().channel_count(),
+        0,
+        "a channel is left wanted"
+    );
 }

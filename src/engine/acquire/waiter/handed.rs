@@ -36,7 +36,7 @@ impl Waiter<'_> {
         let validity = self.engine.validity_of(self.call.lease);
         // Replicas that must have the grant: only then is a handed lock claimed again
         // (a master without replicas hands over without a round trip).
-        let synced = self.engine.masters[0].link().grants_need_replicas();
+        let synced = self.engine.masters().first().link().grants_need_replicas();
         let since = (ticket.since()).filter(|s| !synced && s.elapsed() <= validity / 3);
         let Some(since) = since else {
             self.trace = Trace::Claiming;
@@ -78,7 +78,7 @@ impl Waiter<'_> {
     /// at the end of the call (invariant 11).
     fn late(&self, asked: Instant) -> Error {
         Error::Timeout {
-            addr: self.engine.masters[0].addr().to_string(),
+            addr: self.engine.masters().first().addr().to_string(),
             after: Duration::from_millis(asked.elapsed().as_millis() as u64),
         }
     }
@@ -101,7 +101,7 @@ impl Waiter<'_> {
                 });
                 let asked = Instant::now();
                 let end = self.answer_by(asked);
-                let until_at = end.unwrap_or_else(|| later(engine.settings.unavailable_after));
+                let until_at = end.unwrap_or_else(|| later(engine.settings().unavailable_after));
                 let held = holds_it(engine, &call.name, &call.holder, until_at);
                 let held = until(end, held).await.ok_or_else(|| self.late(asked))??;
                 scopeguard::ScopeGuard::into_inner(unsettled);
@@ -141,7 +141,7 @@ pub(super) fn settle_in_background(engine: &Arc<Engine>, call: &Call, unsettled:
     let settling = engine.offers(fair).settling(&call.name, &call.holder);
     let (engine, name, holder) = (engine.clone(), call.name.clone(), call.holder.clone());
     let lease_ms = call.lease.as_millis() as u64;
-    let cleanups = engine.cleanups.clone();
+    let cleanups = engine.cleanups().clone();
     cleanups.spawn(async move {
         let _settling = settling;
         // Every taken offer is answered within one script call (Taken, offers.rs).
@@ -149,7 +149,7 @@ pub(super) fn settle_in_background(engine: &Arc<Engine>, call: &Call, unsettled:
             Unsettled::Offer(rx) => rx.await.ok(),
             Unsettled::Unknown => Some(Answer::Unknown(std::time::Instant::now())),
         };
-        let until = later(engine.settings.unavailable_after);
+        let until = later(engine.settings().unavailable_after);
         let held = match answer {
             None => false,
             Some(Answer::Granted(_)) => true,
@@ -178,7 +178,7 @@ async fn holds_it(
     holder: &Arc<str>,
     until: Instant,
 ) -> Result<bool> {
-    let master = &engine.masters[0];
+    let master = engine.masters().first();
     let mut hget = redis::cmd("HGET");
     hget.arg(&**name).arg(&**holder);
     loop {
@@ -187,7 +187,7 @@ async fn holds_it(
             Ok(count) => return Ok(count.is_some_and(|n| n >= 1)),
             Err(e) if Instant::now() >= until => return Err(e),
             Err(_) => {
-                let pause = jitter(engine.settings.retry_jitter).max(Duration::from_millis(10));
+                let pause = jitter(engine.settings().retry_jitter).max(Duration::from_millis(10));
                 tokio::time::sleep(pause.min(until.saturating_duration_since(Instant::now())))
                     .await;
             }
@@ -200,7 +200,7 @@ async fn holds_it(
 /// the stale timeout and the next fair script evicts it; an intent lapses likewise).
 pub(crate) async fn leave_queue(engine: &Engine, name: &str, holder: &str, kind: Kind) {
     let ask = crate::engine::acquire::waiter::ask(engine, false, true);
-    let results = fan_out(&engine.masters, |m| async move {
+    let results = fan_out(engine.masters().all(), |m| async move {
         kinds::leave(m, kind, (name, holder), &ask).await
     })
     .await;
@@ -216,17 +216,17 @@ pub(crate) async fn leave_queue(engine: &Engine, name: &str, holder: &str, kind:
 pub(crate) fn received(engine: &Arc<Engine>, payload: &[u8]) {
     let Some((ticket, name)) = std::str::from_utf8(payload)
         .ok()
-        .filter(|p| p.starts_with(&engine.holder_prefix))
+        .filter(|p| p.starts_with(engine.holder_prefix()))
         .and_then(|p| p.split_once('|'))
     else {
         return;
     };
-    if engine.tickets.deliver(ticket) {
+    if engine.contenders().tickets().deliver(ticket) {
         return;
     }
     let (name, ticket) = (name.to_string(), ticket.to_string());
     let cleanup = engine.clone();
-    engine.cleanups.spawn(async move {
+    engine.cleanups().spawn(async move {
         tracing::debug!(lock = %name, %ticket, "a hand-over for a wait that ended: passed on");
         unwait(&cleanup, &name, &ticket).await;
     });
@@ -237,7 +237,7 @@ pub(crate) fn received(engine: &Arc<Engine>, payload: &[u8]) {
 /// left behind is removed by the first release that finds nobody listening for it,
 /// and a lock handed to it by its lease.
 pub(super) async fn unwait(engine: &Engine, name: &str, ticket: &str) {
-    if let Err(e) = kinds::plain::unwait(&engine.masters[0], name, ticket).await {
+    if let Err(e) = kinds::plain::unwait(engine.masters().first(), name, ticket).await {
         tracing::debug!(lock = name, error = %e, "leaving the waiter registry failed");
     }
 }

@@ -53,15 +53,15 @@ impl Waiter<'_> {
         let engine = self.engine;
         let channel = (self.plan.kind).wake_channel(&self.call.name, &self.call.holder);
         let now = Instant::now();
-        let mut until = (self.deadline).unwrap_or(now + engine.settings.connect_timeout);
+        let mut until = (self.deadline).unwrap_or(now + engine.settings().connect_timeout);
         if self.unavailable_since.is_some() {
-            let pause = jitter(engine.settings.retry_jitter).max(Duration::from_millis(10));
+            let pause = jitter(engine.settings().retry_jitter).max(Duration::from_millis(10));
             until = until.min(now + pause);
         }
         telemetry::contended(self.plan.kind.label());
-        let mut sub = engine.pubsub.subscribe(channel);
+        let mut sub = engine.pubsub().subscribe(channel);
         let mut direct = self.direct_subscriptions();
-        let until = until.min(now + engine.settings.connect_timeout);
+        let until = until.min(now + engine.settings().connect_timeout);
         let left = || until.saturating_duration_since(Instant::now());
         let mut ready = sub.ready(left()).await;
         if let Some((marker, wake)) = direct.as_mut() {
@@ -86,9 +86,9 @@ impl Waiter<'_> {
     /// Invariant 10: the marker and our client's wake channel (a registering waiter).
     fn direct_subscriptions(&self) -> Option<(Subscription, Subscription)> {
         self.req.waiting.as_ref()?;
-        let pubsub = &self.engine.pubsub;
+        let pubsub = self.engine.pubsub();
         // Our tickets start with our client id: the wake channel is the client's.
-        let client = self.engine.id.to_string();
+        let client = self.engine.id().to_string();
         let wake = pubsub.subscribe(keys::waiter_channel(&self.call.name, &client));
         let marker = pubsub.subscribe(keys::marker(&self.call.name));
         Some((marker, wake))
@@ -97,7 +97,7 @@ impl Waiter<'_> {
     /// Invariant 10: when all three channels are confirmed already (an earlier wait's
     /// linger), subscribes before the first attempt, which then needs no second one.
     pub(super) fn subscribe_if_ready(&mut self) {
-        let (name, pubsub) = (&self.call.name, &self.engine.pubsub);
+        let (name, pubsub) = (&self.call.name, self.engine.pubsub());
         if self.req.waiting.is_none() || self.plan.ask.once || !pubsub.has_channels() {
             return;
         }
@@ -127,7 +127,7 @@ impl Waiter<'_> {
     pub(super) async fn wait(&mut self, retry_in: Duration, local: bool) -> Result<State> {
         let mut max = retry_in.min(self.time_left());
         if self.plan.queues {
-            max = max.min(self.engine.settings.fair_stale_timeout / 3);
+            max = max.min(self.engine.settings().fair_stale_timeout / 3);
         }
         let offering = self.plan.can_offer && (self.plan.fair || local);
         if !offering {

@@ -139,9 +139,9 @@ pub(crate) fn ask(engine: &Engine, once: bool, intent: bool) -> Ask {
     Ask {
         once,
         intent,
-        redlock: engine.masters.len() > 1,
-        stale_ms: engine.settings.fair_stale_timeout.as_millis() as u64,
-        wait_ms: engine.settings.fair_wait_time.as_millis() as u64,
+        redlock: engine.masters().len() > 1,
+        stale_ms: engine.settings().fair_stale_timeout.as_millis() as u64,
+        wait_ms: engine.settings().fair_wait_time.as_millis() as u64,
     }
 }
 
@@ -149,7 +149,11 @@ pub(crate) fn ask(engine: &Engine, once: bool, intent: bool) -> Ask {
 pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<Grant>> {
     // A wait too long to represent is no wait limit at all.
     let deadline = call.wait.and_then(deadline_after);
-    let reentrant = engine.holds.get(&call.name, &call.holder).is_some();
+    let reentrant = engine
+        .holdings()
+        .table()
+        .get(&call.name, &call.holder)
+        .is_some();
     let plan = Plan::of(engine, call);
     // An abandoned hand-over to this holder, or the undo of its attempt that ran out
     // of time, is settled first (offers.rs invariant 4), within the call's first
@@ -160,7 +164,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     let floor = first_floor(engine, call.wait);
     let by = match deadline {
         Some(d) => started.checked_add(floor).map(|f| d.max(f)),
-        None => started.checked_add(engine.settings.unavailable_after.max(floor)),
+        None => started.checked_add(engine.settings().unavailable_after.max(floor)),
     };
     if until(by, settled).await.is_none() {
         return Err(timed_out(engine, started));
@@ -169,14 +173,19 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     let _pass = if reentrant || plan.ask.once || !plan.gated {
         None
     } else {
-        match until(deadline, engine.gates.enter(&call.name)).await {
+        match until(deadline, engine.contenders().gates().enter(&call.name)).await {
             Some(pass) => Some(pass),
             None => return Ok(None),
         }
     };
     // Invariant 10: only a gated waiter of a registering kind on one master registers.
-    let ticket = (plan.kind.policy().registers && !plan.ask.redlock && _pass.is_some())
-        .then(|| engine.tickets.issue(&call.holder, call.lease));
+    let ticket =
+        (plan.kind.policy().registers && !plan.ask.redlock && _pass.is_some()).then(|| {
+            engine
+                .contenders()
+                .tickets()
+                .issue(&call.holder, call.lease)
+        });
     let req = Request {
         name: call.name.clone(),
         holder: call.holder.clone(),
@@ -232,12 +241,12 @@ pub(crate) fn timed_out(engine: &Engine, started: Instant) -> Error {
         addr: m.addr().to_string(),
         after: Duration::from_millis(started.elapsed().as_millis() as u64),
     };
-    match &engine.masters[..] {
+    match &engine.masters().all()[..] {
         [one] => timeout(one),
         many => {
             let addrs: Vec<&str> = many.iter().map(|m| m.addr()).collect();
             let results = many.iter().map(|m| Some(Err::<(), _>(timeout(m))));
-            crate::engine::masters::quorum::no_quorum(0, engine.quorum, &addrs, results)
+            crate::engine::masters::quorum::no_quorum(0, engine.masters().quorum(), &addrs, results)
         }
     }
 }
@@ -320,7 +329,7 @@ impl Drop for Waiter<'_> {
                 settle_in_background(engine, call, Unsettled::Offer(rx));
             }
         }
-        let cleanups = engine.cleanups.clone();
+        let cleanups = engine.cleanups().clone();
         let (engine, name) = (engine.clone(), call.name.clone());
         match self.trace {
             Trace::Clean => {}
@@ -382,7 +391,7 @@ impl Waiter<'_> {
         if let Some(grant) = self.handed() {
             return Ok(State::Granted(grant));
         }
-        let reentrant = (self.engine.holds)
+        let reentrant = (self.engine.holdings().table())
             .get(&self.call.name, &self.call.holder)
             .is_some();
         (self.req.reentrant).store(reentrant, std::sync::atomic::Ordering::Relaxed);
@@ -478,7 +487,7 @@ impl Waiter<'_> {
         if !self.plan.kind.policy().local_shortcut || reentrant || woken || claiming {
             return None;
         }
-        (self.engine.holds)
+        (self.engine.holdings().table())
             .held_locally_for(&self.call.name, &self.call.holder)
             .filter(|left| !left.is_zero())
     }
@@ -487,7 +496,7 @@ impl Waiter<'_> {
     /// outlasts the unavailable timeout of an unbounded `lock()` is returned as the
     /// error.
     fn judge(&mut self, outcome: Outcome, started: Instant) -> Result<Result<Grant, Refused>> {
-        let settings = &self.engine.settings;
+        let settings = &self.engine.settings();
         Ok(match outcome {
             Outcome::Granted(g) => {
                 // Invariant 10: the acquire script removed us from the registry.
@@ -574,7 +583,7 @@ impl Waiter<'_> {
         let since = self.unavailable_since.unwrap_or(started);
         match self.deadline {
             Some(d) => since.checked_add(floor).map(|f| d.max(f)),
-            None => since.checked_add(engine.settings.unavailable_after.max(floor)),
+            None => since.checked_add(engine.settings().unavailable_after.max(floor)),
         }
     }
 
