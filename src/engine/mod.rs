@@ -70,7 +70,7 @@ use crate::transport::pubsub::PubSub;
 /// an uncontended pair).
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-use holding::table::Hold;
+use holding::table::HoldEntry;
 pub use kinds::backoff::{BackOff, Delays};
 pub use kinds::kind::Kind;
 
@@ -198,7 +198,7 @@ impl Engine {
     /// Hands a hold just acquired (or re-entered) to the watchdog's urgent renewal
     /// when the watchdog renews it and its reply came so late that the next round
     /// could miss its validity (urgent.rs); nothing otherwise.
-    fn watch_new(&self, hold: &Arc<Hold>) {
+    fn watch_new(&self, hold: &Arc<HoldEntry>) {
         let validity = self.validity_of(self.settings.watchdog_timeout);
         (self.holdings.urgent()).offer(hold, validity, self.settings.watchdog_timeout / 3);
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::time::Instant as TokioInstant;
 
 use crate::engine::holding::release::{release_on, release_until_answered};
-use crate::engine::kinds::{self, fair_offers, Ask};
+use crate::engine::kinds::{self, fair_offers, AcquireParams};
 use crate::engine::masters::clock::{cut, until};
 use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::quorum::{addrs, count, fan_out, fan_out_until, no_quorum};
@@ -53,7 +53,7 @@ pub(crate) enum Outcome {
         split: bool,
     },
     /// No majority answered at all, or (fenced, Redlock) too few masters answered to
-    /// vouch for the token (see [`confirm`]).
+    /// confirm_token for the token (see [`confirm`]).
     Unavailable(Error),
 }
 
@@ -64,7 +64,7 @@ pub(crate) struct Request {
     pub(crate) lease: Duration,
     pub(crate) kind: Kind,
     /// What the acquire asks for beyond name, lease and holder.
-    pub(crate) ask: Ask,
+    pub(crate) params: AcquireParams,
     /// The holder already holds the lock: on failure, release only where granted.
     pub(crate) reentrant: std::sync::atomic::AtomicBool,
     /// A plain waiter that may be handed the lock by another client's release: its
@@ -104,11 +104,11 @@ pub(crate) async fn attempt(
         inner.masters().all(),
         inner.cleanups(),
         |m| {
-            let (name, holder, ask) = (name.clone(), holder.clone(), req.ask);
+            let (name, holder, params) = (name.clone(), holder.clone(), req.params);
             let waiting = req.waiting.clone();
             async move {
                 let call = (&name, lease_ms, &holder);
-                let sent = kinds::acquire(&m, kind.protocol(), call, &ask, waiting);
+                let sent = kinds::acquire(&m, kind.protocol(), call, &params, waiting);
                 // A deadline the request cannot outlast needs no timer (Master::may_outlast).
                 let end = end.filter(|&end| m.may_outlast(end));
                 cut(end, m.addr(), sent).await
@@ -117,22 +117,22 @@ pub(crate) async fn attempt(
         |rs| plain && count(rs, |a| matches!(a, Acquire::Granted { .. })) >= quorum,
     )
     .await;
-    let Tally {
+    let AttemptAnswers {
         grants,
         pttls,
         unsynced,
         permanent,
-    } = tally(inner, name, &results);
-    // Set when a fenced attempt under Redlock cannot vouch for its token: it fails safe.
+    } = sort_answers(inner, name, &results);
+    // Set when a fenced attempt under Redlock cannot confirm its token: it fails safe.
     let mut unconfirmed = None;
     if grants.len() >= quorum && permanent.is_none() {
         let token = match grants.iter().filter_map(|g| g.token).max() {
             Some(t) if inner.masters().len() > 1 => {
                 // Boxed, as the undo below: rare paths kept out of the attempt's
                 // future, which every caller moves (fenced locks under Redlock only).
-                let vouched = Box::pin(vouch(inner, (name, holder), t, &grants, &results, end));
-                let vouched = vouched.await;
-                vouched.map_err(|e| unconfirmed = Some(e)).ok().flatten()
+                let confirming = confirm_token(inner, (name, holder, t), &grants, &results, end);
+                let confirmed = Box::pin(confirming).await;
+                confirmed.map_err(|e| unconfirmed = Some(e)).ok().flatten()
             }
             other => Some(other),
         };
@@ -247,7 +247,7 @@ fn arm_undo<'a>(
 }
 
 /// One attempt's answers, sorted.
-struct Tally {
+struct AttemptAnswers {
     grants: Vec<Granted>,
     pttls: Vec<i64>,
     /// Masters that granted without enough replicas acknowledging it.
@@ -258,7 +258,7 @@ struct Tally {
     permanent: Option<Error>,
 }
 
-fn tally(inner: &Engine, name: &str, results: &[Option<Result<Acquire>>]) -> Tally {
+fn sort_answers(inner: &Engine, name: &str, results: &[Option<Result<Acquire>>]) -> AttemptAnswers {
     let (mut grants, mut pttls, mut permanent) = (Vec::new(), Vec::new(), None);
     let mut unsynced = Vec::new();
     for (i, r) in results.iter().enumerate() {
@@ -290,7 +290,7 @@ fn tally(inner: &Engine, name: &str, results: &[Option<Result<Acquire>>]) -> Tal
             _ => {}
         }
     }
-    Tally {
+    AttemptAnswers {
         grants,
         pttls,
         unsynced,
@@ -377,13 +377,12 @@ fn confirm<T>(
 /// Fencing under Redlock: the token handed out is the maximum seen, first written back
 /// to a majority so no later acquisition can see a smaller one. The masters where
 /// `holder` holds the lock become current.
-/// A fenced grant's token under Redlock: confirmed (a majority of masters vouch for
+/// A fenced grant's token under Redlock: confirmed (a majority of masters confirm_token for
 /// it, or it was granted everywhere) and written back by `end`; `Ok(None)` when the
-/// write-back did not land in time, `Err` when the token cannot be vouched for.
-async fn vouch<T>(
+/// write-back did not land in time, `Err` when the token cannot be confirmed.
+async fn confirm_token<T>(
     inner: &Engine,
-    (name, holder): (&str, &str),
-    token: u64,
+    (name, holder, token): (&str, &str, u64),
     grants: &[Granted],
     results: &[Option<Result<T>>],
     end: Option<TokioInstant>,

@@ -380,7 +380,7 @@ impl Engine {
                 results,
             ));
         }
-        let yes = results.iter().filter(|r| matches!(r, Ok(true))).count();
-        Ok(yes >= self.masters().quorum())
+        let said_true = results.iter().filter(|r| matches!(r, Ok(true))).count();
+        Ok(said_true >= self.masters().quorum())
     }
 }

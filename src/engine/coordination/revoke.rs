@@ -33,7 +33,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::holding::held::Held;
-use crate::engine::holding::table::Hold;
+use crate::engine::holding::table::HoldEntry;
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::{answers, fan_out};
 use crate::engine::masters::replies::typed;
@@ -97,7 +97,7 @@ pub(crate) fn notice(engine: &Engine, payload: &[u8]) -> bool {
             if let Some(hold) = engine.holdings().table().get(name, who) {
                 if hold.ask_release() {
                     tracing::warn!(lock = %name, holder = %who,
-                        "release requested (redlatch unlock --ask); the hold is kept: \
+                        "release requested (redlatch unlock --params); the hold is kept: \
                          LockGuard::revoke_requested() tells the code that holds it");
                 }
             }
@@ -154,7 +154,7 @@ pub(crate) async fn listen(engine: std::sync::Weak<Engine>, shutdown: Cancellati
 }
 
 /// Reads the markers of `holds` not asked yet, and records the requests found.
-async fn look_for_requests(engine: &Engine, holds: Vec<std::sync::Arc<Hold>>) {
+async fn look_for_requests(engine: &Engine, holds: Vec<std::sync::Arc<HoldEntry>>) {
     for hold in holds
         .into_iter()
         .filter(|h| !h.release_asked() && !h.permit)
@@ -163,7 +163,7 @@ async fn look_for_requests(engine: &Engine, holds: Vec<std::sync::Arc<Hold>>) {
         let looks = fan_out(engine.masters().all(), |m| requested(m, name, holder)).await;
         if looks.iter().any(|r| matches!(r, Ok(true))) && hold.ask_release() {
             tracing::warn!(lock = %name, %holder,
-                "release requested (redlatch unlock --ask); the hold is kept: \
+                "release requested (redlatch unlock --params); the hold is kept: \
                  LockGuard::revoke_requested() tells the code that holds it");
         }
     }

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::holding::holder_id::{self, ScopeEntry};
-use crate::engine::holding::table::Hold;
+use crate::engine::holding::table::HoldEntry;
 use crate::engine::kinds::{self, expirable_semaphore};
 use crate::engine::{holding::release, Engine};
 use crate::error::{Error, Result};
@@ -26,7 +26,7 @@ use crate::lost::LostReason;
 /// One hold of a lock or a permit, released on [`release`](Held::release) or drop.
 pub(crate) struct Held {
     engine: Arc<Engine>,
-    hold: Arc<Hold>,
+    hold: Arc<HoldEntry>,
     lease_ms: u64,
     /// Kept by the watchdog (no explicit lease).
     watchdog: bool,
@@ -41,13 +41,13 @@ pub(crate) struct Held {
 
 impl Held {
     /// The hold, not kept alive by the caller (revoke.rs invariant 3).
-    pub(in crate::engine) fn hold_weak(&self) -> std::sync::Weak<Hold> {
+    pub(in crate::engine) fn hold_weak(&self) -> std::sync::Weak<HoldEntry> {
         Arc::downgrade(&self.hold)
     }
 
     pub(in crate::engine) fn new(
         engine: Arc<Engine>,
-        hold: Arc<Hold>,
+        hold: Arc<HoldEntry>,
         lease: Duration,
         watchdog: bool,
         (token, granted): (Option<u64>, Duration),
@@ -150,7 +150,7 @@ impl Held {
 }
 
 /// Gives one hold back in Redis (`left`: the holds of its holder still counted).
-async fn give_back(engine: &Arc<Engine>, hold: &Hold, lease_ms: u64, left: u32) -> Result<()> {
+async fn give_back(engine: &Arc<Engine>, hold: &HoldEntry, lease_ms: u64, left: u32) -> Result<()> {
     if !hold.permit {
         return release::release(engine, hold, lease_ms, left == 0).await;
     }
@@ -162,7 +162,7 @@ async fn give_back(engine: &Arc<Engine>, hold: &Hold, lease_ms: u64, left: u32) 
     }
 }
 
-fn not_held(hold: &Hold) -> Error {
+fn not_held(hold: &HoldEntry) -> Error {
     Error::NotHeld {
         name: hold.name.to_string(),
         holder: hold.holder.to_string(),

@@ -8,8 +8,8 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use crate::engine::holding::offers::{Answer, Offer, Taken};
-use crate::engine::holding::table::Hold;
-use crate::engine::kinds::{self, fair, plain, Book};
+use crate::engine::holding::table::HoldEntry;
+use crate::engine::kinds::{self, fair, plain, OfferPolicy};
 use crate::engine::masters::clock::cut;
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::{addrs, count, fan_out_until, no_quorum};
@@ -29,15 +29,15 @@ const MAX_FAIR_OFFERS: usize = 32;
 /// queue head if it is one of the offered waiters (fair_release.lua).
 pub(crate) async fn release(
     engine: &Arc<Engine>,
-    hold: &Hold,
+    hold: &HoldEntry,
     lease_ms: u64,
     last: bool,
 ) -> Result<()> {
     let kind = hold.kind;
-    let book = kind.protocol().policy().offers;
-    let fair = book == Some(Book::Fair);
+    let offer_policy = kind.protocol().policy().offers;
+    let fair = offer_policy == Some(OfferPolicy::Fair);
     // Kinds whose waiters post no offers (read and write locks) are never handed over.
-    if last && engine.masters().len() == 1 && book.is_some() {
+    if last && engine.masters().len() == 1 && offer_policy.is_some() {
         let offers = engine
             .offers(fair)
             .take(&hold.name, if fair { MAX_FAIR_OFFERS } else { 1 });
@@ -76,7 +76,7 @@ pub(crate) async fn release(
 
 /// Releases on every master, then asks those that failed for a passing reason (a
 /// timeout, a dropped connection) again, with backoff, until `decided` says the answers
-/// suffice, none is left to ask, `give_up` comes or the client shuts down. A master that
+/// suffice, none is left to params, `give_up` comes or the client shuts down. A master that
 /// answers "not held" to a repeated release counts as released: its first release may
 /// have landed unanswered. One answer per master. A request still unanswered at
 /// `give_up` (or one request's bound after the first was sent, if that is later) is
@@ -131,7 +131,7 @@ pub(crate) async fn release_until_answered(
 /// waiter asks Redis whether the script gave it the lock.
 async fn hand_over(
     engine: &Arc<Engine>,
-    hold: &Hold,
+    hold: &HoldEntry,
     lease_ms: u64,
     fair: bool,
     offers: Vec<Offer>,
@@ -154,7 +154,7 @@ async fn hand_over(
 /// `declined` (the waiter gave up; released again) or an error.
 async fn hand_over_in_span(
     engine: &Arc<Engine>,
-    hold: &Hold,
+    hold: &HoldEntry,
     lease_ms: u64,
     fair: bool,
     offers: Vec<Offer>,

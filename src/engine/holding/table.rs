@@ -1,4 +1,4 @@
-//! The client's table of held locks: one [`Hold`] per (lock name, holder), with the
+//! The client's table of held locks: one [`HoldEntry`] per (lock name, holder), with the
 //! local reentrant count. The watchdog renews what is in it; guards count down in it.
 //!
 //! Invariants:
@@ -27,7 +27,7 @@ use crate::lost::LostReason;
 use crate::telemetry;
 
 /// One holder's hold on one lock.
-pub(crate) struct Hold {
+pub(crate) struct HoldEntry {
     pub(crate) name: Arc<str>,
     pub(crate) holder: Arc<str>,
     /// What kind of lock it is (the watchdog renews read holds differently).
@@ -67,7 +67,7 @@ struct State {
     lease: Duration,
 }
 
-impl Hold {
+impl HoldEntry {
     /// Holds that want the watchdog, and when a majority last confirmed the lease.
     pub(crate) fn watchdog_state(&self) -> (u32, Instant) {
         let s = self.state.lock();
@@ -184,8 +184,8 @@ impl Hold {
         kind: Kind,
         permit: bool,
         (watchdog, at, lease): (bool, Instant, Duration),
-    ) -> Arc<Hold> {
-        Arc::new(Hold {
+    ) -> Arc<HoldEntry> {
+        Arc::new(HoldEntry {
             name: name.clone(),
             holder: holder.clone(),
             kind,
@@ -218,7 +218,7 @@ impl Hold {
 /// All holds of a client, by lock name (usually one holder per name).
 #[derive(Default)]
 pub(crate) struct HoldTable {
-    map: parking_lot::Mutex<HashMap<Arc<str>, Vec<Arc<Hold>>>>,
+    map: parking_lot::Mutex<HashMap<Arc<str>, Vec<Arc<HoldEntry>>>>,
     /// The names whose hold time is measured under a `lock` label (telemetry.rs).
     names: telemetry::LockNames,
 }
@@ -233,7 +233,7 @@ impl HoldTable {
     }
 
     /// The live hold of `holder` on `name`, if any.
-    pub(crate) fn get(&self, name: &str, holder: &str) -> Option<Arc<Hold>> {
+    pub(crate) fn get(&self, name: &str, holder: &str) -> Option<Arc<HoldEntry>> {
         let map = self.map.lock();
         map.get(name)?
             .iter()
@@ -243,7 +243,12 @@ impl HoldTable {
 
     /// A hold of `kind` on `name` first taken by a call of `context` (the caller's task
     /// or thread), if any: what "held by the calling task" means (holding/holder_id.rs invariant 5).
-    pub(crate) fn taken_in(&self, name: &str, kind: Kind, context: Context) -> Option<Arc<Hold>> {
+    pub(crate) fn taken_in(
+        &self,
+        name: &str,
+        kind: Kind,
+        context: Context,
+    ) -> Option<Arc<HoldEntry>> {
         let map = self.map.lock();
         map.get(name)?
             .iter()
@@ -252,7 +257,7 @@ impl HoldTable {
     }
 
     /// If a task of this client holds `name`: how long until its lease runs out. Its
-    /// release wakes local waiters directly, so they need not ask Redis meanwhile.
+    /// release wakes local waiters directly, so they need not params Redis meanwhile.
     /// Holds of `except` (the caller's own holder id) do not count: the caller would
     /// re-enter those in Redis, not wait for them.
     pub(crate) fn held_locally_for(&self, name: &str, except: &str) -> Option<Duration> {
@@ -265,7 +270,7 @@ impl HoldTable {
     /// Records `call`, granted at `at`. `fresh`: the lock was created rather than
     /// re-entered; a fresh acquisition while we still had an entry means the old one
     /// silently expired, so the old entry is declared lost (invariant 2).
-    pub(crate) fn acquired(&self, call: &Call, fresh: bool, at: Instant) -> Arc<Hold> {
+    pub(crate) fn acquired(&self, call: &Call, fresh: bool, at: Instant) -> Arc<HoldEntry> {
         let (name, holder, kind) = (&call.name, &call.holder, call.kind);
         let (watchdog, lease) = (call.watchdog, call.lease);
         let mut map = self.map.lock();
@@ -288,7 +293,7 @@ impl HoldTable {
             telemetry::held(-1);
             self.cancel(&old, LostReason::ExpiredOrDeleted);
         }
-        let hold = Hold::first(name, holder, kind, false, (watchdog, at, lease));
+        let hold = HoldEntry::first(name, holder, kind, false, (watchdog, at, lease));
         holds.push(hold.clone());
         telemetry::held(1);
         hold
@@ -303,8 +308,8 @@ impl HoldTable {
         watchdog: bool,
         at: Instant,
         lease: Duration,
-    ) -> Arc<Hold> {
-        let hold = Hold::first(
+    ) -> Arc<HoldEntry> {
+        let hold = HoldEntry::first(
             name,
             id,
             expirable_semaphore::HOLD_KIND,
@@ -319,7 +324,7 @@ impl HoldTable {
 
     /// Counts one hold down; the entry goes when the count reaches 0. Returns the holds
     /// left, or `None` if the hold was already lost (nothing to release in Redis).
-    pub(crate) fn released(&self, hold: &Arc<Hold>, watchdog: bool) -> Option<u32> {
+    pub(crate) fn released(&self, hold: &Arc<HoldEntry>, watchdog: bool) -> Option<u32> {
         // Checked under the map lock: `lose` cancels and removes under it too.
         let mut map = self.map.lock();
         if hold.lost.is_cancelled() {
@@ -339,7 +344,7 @@ impl HoldTable {
         Some(left)
     }
 
-    fn remove(map: &mut HashMap<Arc<str>, Vec<Arc<Hold>>>, hold: &Arc<Hold>) {
+    fn remove(map: &mut HashMap<Arc<str>, Vec<Arc<HoldEntry>>>, hold: &Arc<HoldEntry>) {
         if let Some(holds) = map.get_mut(&hold.name) {
             let before = holds.len();
             holds.retain(|h| !Arc::ptr_eq(h, hold));
@@ -352,7 +357,7 @@ impl HoldTable {
 
     /// Declares a hold lost for `reason`: cancels its token and removes it. False, and
     /// nothing done, when it is no longer in the table (released, or lost already).
-    pub(crate) fn lose(&self, hold: &Arc<Hold>, reason: LostReason) -> bool {
+    pub(crate) fn lose(&self, hold: &Arc<HoldEntry>, reason: LostReason) -> bool {
         let mut map = self.map.lock();
         let live = (map.get(&hold.name)).is_some_and(|hs| hs.iter().any(|h| Arc::ptr_eq(h, hold)));
         if live {
@@ -369,7 +374,7 @@ impl HoldTable {
 
     /// Sets the reason, then cancels the token of a hold (invariant 3; once: a second
     /// loss is not counted again).
-    fn cancel(&self, hold: &Hold, reason: LostReason) {
+    fn cancel(&self, hold: &HoldEntry, reason: LostReason) {
         if !hold.lost.is_cancelled() {
             // Said before the token fires, so the warning precedes what code does on it.
             let held_ms = hold.since.elapsed().as_millis() as u64;
@@ -388,7 +393,7 @@ impl HoldTable {
     }
 
     /// The holds on `name` now (what a force-unlock about to be sent deletes).
-    pub(crate) fn named(&self, name: &str) -> Vec<Arc<Hold>> {
+    pub(crate) fn named(&self, name: &str) -> Vec<Arc<HoldEntry>> {
         self.map.lock().get(name).cloned().unwrap_or_default()
     }
 
@@ -401,7 +406,7 @@ impl HoldTable {
     }
 
     /// The holds the watchdog must renew.
-    pub(crate) fn watched(&self) -> Vec<Arc<Hold>> {
+    pub(crate) fn watched(&self) -> Vec<Arc<HoldEntry>> {
         self.map
             .lock()
             .values()
@@ -412,7 +417,7 @@ impl HoldTable {
     }
 
     /// Every hold (what the ledger lists, engine/observe/ledger.rs).
-    pub(crate) fn all(&self) -> Vec<Arc<Hold>> {
+    pub(crate) fn all(&self) -> Vec<Arc<HoldEntry>> {
         self.map.lock().values().flatten().cloned().collect()
     }
 
@@ -432,7 +437,7 @@ impl HoldTable {
         watchdog: bool,
         at: Instant,
         lease: Duration,
-    ) -> Arc<Hold> {
+    ) -> Arc<HoldEntry> {
         let call = Call {
             name: name.into(),
             holder: holder.clone(),

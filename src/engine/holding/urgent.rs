@@ -4,21 +4,21 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::engine::holding::table::Hold;
+use crate::engine::holding::table::HoldEntry;
 
 /// Holds acquired with less than two periods of validity left: the next round
 /// starts up to a period later and may take another, so they are renewed at once
 /// (invariant 4), batched like a round's chunks. Empty unless masters answer late.
 #[derive(Default)]
 pub(crate) struct Urgent {
-    queue: parking_lot::Mutex<Vec<Arc<Hold>>>,
+    queue: parking_lot::Mutex<Vec<Arc<HoldEntry>>>,
     wake: tokio::sync::Notify,
 }
 
 impl Urgent {
     /// Queues `hold` if it is watched and has less than two `period`s of `validity`
     /// left since a majority last confirmed its lease.
-    pub(crate) fn offer(&self, hold: &Arc<Hold>, validity: Duration, period: Duration) {
+    pub(crate) fn offer(&self, hold: &Arc<HoldEntry>, validity: Duration, period: Duration) {
         let (watched, confirmed) = hold.watchdog_state();
         let left = (confirmed + validity).saturating_duration_since(Instant::now());
         if watched > 0 && left < 2 * period {
@@ -31,7 +31,7 @@ impl Urgent {
 impl Urgent {
     /// Queues `hold` if it is watched, whatever its validity: something says it may be
     /// gone (a force-unlock told its client, revoke.rs), and a renewal finds out.
-    pub(crate) fn now(&self, hold: &Arc<Hold>) {
+    pub(crate) fn now(&self, hold: &Arc<HoldEntry>) {
         if hold.watchdog_state().0 > 0 {
             self.queue.lock().push(hold.clone());
             self.wake.notify_one();
@@ -44,7 +44,7 @@ impl Urgent {
     }
 
     /// The queued holds, taken out of the queue.
-    pub(in crate::engine) fn take(&self) -> Vec<Arc<Hold>> {
+    pub(in crate::engine) fn take(&self) -> Vec<Arc<HoldEntry>> {
         std::mem::take(&mut *self.queue.lock())
     }
 }

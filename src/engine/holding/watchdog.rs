@@ -22,7 +22,7 @@
 //!    (a call renews up to [`CHUNK`] locks of one primary). So the validity of a hold,
 //!    counted from its last renewal that counted, never outlasts its key on a replica
 //!    that a failover could promote.
-//! 7. A hold is at risk (`Hold::at_risk`, the guard's `at_risk()`) as soon as a round's
+//! 7. A hold is at risk (`HoldEntry::at_risk`, the guard's `at_risk()`) as soon as a round's
 //!    renewal failed (error, refusal, timeout, not replicated) on so many masters that
 //!    no majority can renew it in that round; the next renewal that counts clears it.
 //! 8. A loss carries its reason (`LostReason`): gone on the masters (or, if a master
@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use crate::engine::holding::table::Hold;
+use crate::engine::holding::table::HoldEntry;
 use crate::engine::holding::urgent::Urgent;
 use crate::engine::kinds::{expirable_semaphore, Renewal};
 use crate::engine::masters::master::Master;
@@ -92,7 +92,7 @@ impl Engine {
     /// meanwhile (a renewal sent before the release finds it gone) or lost already.
     pub(in crate::engine) fn lose(
         &self,
-        hold: &Arc<Hold>,
+        hold: &Arc<HoldEntry>,
         reason: crate::lost::LostReason,
     ) -> bool {
         if !self.holdings().table().lose(hold, reason) {
@@ -200,7 +200,7 @@ pub(crate) async fn renew_all(engine: &Arc<Engine>) -> Option<Instant> {
 
 /// The holds a round renews, least recently renewed first: those renewed at least
 /// `young` before `now`.
-fn due(mut holds: Vec<Arc<Hold>>, now: Instant, young: Duration) -> Vec<Arc<Hold>> {
+fn due(mut holds: Vec<Arc<HoldEntry>>, now: Instant, young: Duration) -> Vec<Arc<HoldEntry>> {
     holds.retain(|h| now.saturating_duration_since(h.watchdog_state().1) >= young);
     holds.sort_by_cached_key(|h| h.watchdog_state().1);
     holds
@@ -237,7 +237,7 @@ async fn sleep_until(at: Option<Instant>) {
 }
 
 /// Which renewal script `hold` needs: a permit's, else its kind's.
-fn renewal(hold: &Hold) -> Renewal {
+fn renewal(hold: &HoldEntry) -> Renewal {
     match hold.permit {
         true => Renewal::Permit,
         false => hold.kind.protocol().renewal(),
@@ -250,7 +250,7 @@ fn renewal(hold: &Hold) -> Renewal {
 /// own its way ([`Renewal::Pairs`]); every other hold its field.
 type Groups<'a> = Vec<(Renewal, (Vec<usize>, Vec<(&'a str, &'a str)>))>;
 
-fn groups(chunk: &[Arc<Hold>]) -> Groups<'_> {
+fn groups(chunk: &[Arc<HoldEntry>]) -> Groups<'_> {
     let mut groups: Groups<'_> = Vec::new();
     for (i, hold) in chunk.iter().enumerate() {
         let want = renewal(hold);
@@ -271,19 +271,19 @@ fn groups(chunk: &[Arc<Hold>]) -> Groups<'_> {
 /// Renews one chunk on every master and judges the answers as they arrive (a hold
 /// renewed by a majority counts at once, without waiting for the slowest master: the
 /// validity deadline may fire meanwhile).
-async fn renew_chunk(engine: &Engine, chunk: &[Arc<Hold>], renewed_total: &AtomicU64) {
+async fn renew_chunk(engine: &Engine, chunk: &[Arc<HoldEntry>], renewed_total: &AtomicU64) {
     let started = Instant::now();
     let groups = &groups(chunk);
     let mut answers: FuturesUnordered<_> = (engine.masters().iter().enumerate())
         .map(|(at, m)| async move { (at, renew_on(engine, m, chunk.len(), groups).await) })
         .collect();
-    let mut tally = Tally::new(engine, chunk, started);
+    let mut judged = ChunkAnswers::new(engine, chunk, started);
     while let Some((at, answer)) = answers.next().await {
-        tally.count(at, &answer, renewed_total);
+        judged.count(at, &answer, renewed_total);
     }
     for (i, hold) in chunk.iter().enumerate() {
-        if tally.renewed[i] < tally.quorum && tally.n - tally.denied[i] >= tally.quorum {
-            tracing::debug!(lock = %hold.name, renewed = tally.renewed[i], "renewal incomplete; retrying next tick");
+        if judged.renewed[i] < judged.quorum && judged.n - judged.denied[i] >= judged.quorum {
+            tracing::debug!(lock = %hold.name, renewed = judged.renewed[i], "renewal incomplete; retrying next tick");
         }
     }
 }
@@ -314,9 +314,9 @@ async fn renew_on(engine: &Engine, m: &Master, n: usize, groups: &Groups<'_>) ->
 }
 
 /// The answers about one chunk so far, per hold.
-struct Tally<'a> {
+struct ChunkAnswers<'a> {
     engine: &'a Engine,
-    chunk: &'a [Arc<Hold>],
+    chunk: &'a [Arc<HoldEntry>],
     /// When the round's renewals were sent: what a renewal that counts dates from.
     started: Instant,
     n: usize,
@@ -329,10 +329,10 @@ struct Tally<'a> {
     replaced: Vec<bool>,
 }
 
-impl<'a> Tally<'a> {
-    fn new(engine: &'a Engine, chunk: &'a [Arc<Hold>], started: Instant) -> Self {
+impl<'a> ChunkAnswers<'a> {
+    fn new(engine: &'a Engine, chunk: &'a [Arc<HoldEntry>], started: Instant) -> Self {
         let zeros = vec![0; chunk.len()];
-        Tally {
+        ChunkAnswers {
             engine,
             chunk,
             started,

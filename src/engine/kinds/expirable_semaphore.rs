@@ -1,6 +1,6 @@
 //! The expirable permit (Redisson `RPermitExpirableSemaphore`, `lua/expirable_semaphore_*.lua`), on
 //! one master: a permit is taken under its own id for a lease, returned by id, renewed
-//! by the watchdog like a hold (a `Hold` with flag `permit`, per-pair renewal
+//! by the watchdog like a hold (a `HoldEntry` with flag `permit`, per-pair renewal
 //! [`renew_permits`]) and reclaimed by the next script once expired. Waiters listen on
 //! the semaphore's channel (`keys::sem_channel`).
 

@@ -10,7 +10,9 @@ use std::sync::LazyLock;
 use redis::Value;
 
 use crate::engine::kinds::inspect::{scored, scores, text, Section};
-use crate::engine::kinds::{Ask, Book, Gate, Protocol, Queue, Sending, WaitPolicy};
+use crate::engine::kinds::{
+    AcquireParams, Gate, OfferPolicy, Protocol, Queue, ScriptOrBatch, WaitPolicy,
+};
 use crate::engine::masters::master::Master;
 use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{protocol, read_acquire, typed, Acquire, HandOver, Release};
@@ -60,18 +62,18 @@ impl Protocol for Fair {
         name: &Arc<str>,
         lease_ms: u64,
         holder: &Arc<str>,
-        ask: &Ask,
+        params: &AcquireParams,
         _waiting: Option<Waiting>,
-    ) -> Sending<Acquire> {
-        let inv = acquire_call(&FAIR_ACQUIRE, (name, lease_ms, holder), ask);
-        Sending::Script(inv, read_acquire)
+    ) -> ScriptOrBatch<Acquire> {
+        let inv = acquire_call(&FAIR_ACQUIRE, (name, lease_ms, holder), params);
+        ScriptOrBatch::Script(inv, read_acquire)
     }
 
     /// fair_release.lua without offers: an ordinary release.
-    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> ScriptOrBatch<Release> {
         let mut inv = call(&FAIR_RELEASE, name);
         inv.arg("0").arg(lease_ms).arg(&**holder).arg(0);
-        Sending::Script(inv, |addr, _, v| {
+        ScriptOrBatch::Script(inv, |addr, _, v| {
             Ok(match read_hand_over(addr, &[], v)? {
                 HandOver::NotHeld => Release::NotHeld,
                 HandOver::StillHeld => Release::StillHeld,
@@ -86,9 +88,9 @@ impl Protocol for Fair {
 
     /// Removes `holder` from the queue, taking its wait off the deadlines behind it as
     /// Redisson's failed acquire does.
-    fn leave(&self, name: &str, holder: &str, ask: &Ask) -> Option<Invocation> {
+    fn leave(&self, name: &str, holder: &str, params: &AcquireParams) -> Option<Invocation> {
         let mut inv = call(&FAIR_CANCEL, name);
-        inv.arg(holder).arg(ask.wait_ms);
+        inv.arg(holder).arg(params.wait_ms);
         Some(inv)
     }
 
@@ -113,7 +115,7 @@ impl Protocol for Fair {
 const POLICY: WaitPolicy = WaitPolicy {
     gate: Gate::Redlock,
     queue: Queue::Waiting,
-    offers: Some(Book::Fair),
+    offers: Some(OfferPolicy::Fair),
     wakes_locally: false,
     ..WaitPolicy::CONSERVATIVE
 };
@@ -123,14 +125,14 @@ const POLICY: WaitPolicy = WaitPolicy {
 pub(crate) fn acquire_call(
     script: &'static Script,
     (name, lease_ms, holder): (&str, u64, &str),
-    ask: &Ask,
+    params: &AcquireParams,
 ) -> Invocation {
     let mut inv = call(script, name);
     inv.arg(lease_ms)
         .arg(holder)
-        .arg(ask.stale_ms)
-        .arg(if ask.once { "0" } else { "1" })
-        .arg(ask.wait_ms);
+        .arg(params.stale_ms)
+        .arg(if params.once { "0" } else { "1" })
+        .arg(params.wait_ms);
     inv
 }
 

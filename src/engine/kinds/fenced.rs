@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::LazyLock;
 
 use crate::engine::kinds::inspect::{int, Section};
-use crate::engine::kinds::{fair, plain, Ask, Protocol, Sending, WaitPolicy};
+use crate::engine::kinds::{fair, plain, AcquireParams, Protocol, ScriptOrBatch, WaitPolicy};
 use crate::engine::masters::master::Master;
 use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{read_fenced, Acquire, Release};
@@ -38,19 +38,19 @@ impl Protocol for Fenced {
         name: &Arc<str>,
         lease_ms: u64,
         holder: &Arc<str>,
-        ask: &Ask,
+        params: &AcquireParams,
         _waiting: Option<Waiting>,
-    ) -> Sending<Acquire> {
+    ) -> ScriptOrBatch<Acquire> {
         let mut inv = FENCED_ACQUIRE.call();
         inv.key(&**name).key(keys::token(name));
-        if ask.redlock {
+        if params.redlock {
             inv.key(keys::token_epoch(name));
         }
         inv.arg(lease_ms).arg(&**holder);
-        Sending::Script(inv, read_fenced)
+        ScriptOrBatch::Script(inv, read_fenced)
     }
 
-    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> ScriptOrBatch<Release> {
         plain::Plain.release(name, lease_ms, holder)
     }
 

@@ -20,7 +20,7 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use highway::{HighwayHash, HighwayHasher, Key};
 
-use crate::engine::kinds::{read_release, Ask, Protocol, Renewal, Sending};
+use crate::engine::kinds::{read_release, AcquireParams, Protocol, Renewal, ScriptOrBatch};
 use crate::engine::masters::master::Master;
 use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{read_acquire, typed, unreplicated, Acquire, Release};
@@ -126,20 +126,20 @@ impl Protocol for Group {
         name: &Arc<str>,
         lease_ms: u64,
         holder: &Arc<str>,
-        _ask: &Ask,
+        _ask: &AcquireParams,
         _waiting: Option<Waiting>,
-    ) -> Sending<Acquire> {
+    ) -> ScriptOrBatch<Acquire> {
         let (mut inv, _) = call(&ACQUIRE, name, false);
         inv.arg(lease_ms).arg(&**holder);
         add_fields(&mut inv, name);
-        Sending::Script(inv, |addr, name, v| read_acquire(addr, parts(name).0, v))
+        ScriptOrBatch::Script(inv, |addr, name, v| read_acquire(addr, parts(name).0, v))
     }
 
-    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> ScriptOrBatch<Release> {
         let (mut inv, _) = call(&RELEASE, name, true);
         inv.arg(lease_ms).arg(&**holder);
         add_fields(&mut inv, name);
-        Sending::Script(inv, read_release)
+        ScriptOrBatch::Script(inv, read_release)
     }
 
     fn drop_lost(&self, name: &str, holder: &str) -> Invocation {

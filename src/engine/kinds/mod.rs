@@ -6,7 +6,7 @@
 //! and how `is_locked` reads it; and how its waiters behave, in one [`WaitPolicy`]
 //! value. Its part of an operator's inspection is a [`inspect::Section`] beside it.
 //! The engine's generic parts (waiter/, attempt.rs, release.rs, the watchdog,
-//! queries.rs, the façade) ask [`Kind::protocol`], the one place that matches on a
+//! queries.rs, the façade) params [`Kind::protocol`], the one place that matches on a
 //! kind, instead of the kind.
 //!
 //! * [`plain`]: Redisson `RLock`; [`fenced`]: `RFencedLock` (the plain release);
@@ -64,7 +64,7 @@ use crate::transport::{Invocation, Lane, Script};
 
 /// What an acquisition asks for beyond name, lease and holder, fixed for one call.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Ask {
+pub(crate) struct AcquireParams {
     /// `try_lock(ZERO)`: one attempt, never queued.
     pub(crate) once: bool,
     /// A writer records its intent while it waits (writer preference).
@@ -79,7 +79,7 @@ pub(crate) struct Ask {
 }
 
 /// How one operation travels.
-pub(crate) enum Sending<T> {
+pub(crate) enum ScriptOrBatch<T> {
     /// Through the master's group commit (plain acquires and releases, masters/plain_ops.rs).
     Batched(PlainOp),
     /// A script on the lock lane, its reply read by the function (address, lock name,
@@ -89,7 +89,7 @@ pub(crate) enum Sending<T> {
 
 /// Which offers a kind's waiters post for a local releaser (offers.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Book {
+pub(crate) enum OfferPolicy {
     /// One per name: the gate holder's (release.lua hands over).
     Plain,
     /// One per waiting task: the queue head is handed the lock (fair_release.lua).
@@ -121,12 +121,12 @@ pub(crate) trait Protocol: Sync + 'static {
         name: &Arc<str>,
         lease_ms: u64,
         holder: &Arc<str>,
-        ask: &Ask,
+        params: &AcquireParams,
         waiting: Option<Waiting>,
-    ) -> Sending<Acquire>;
+    ) -> ScriptOrBatch<Acquire>;
 
     /// The release of one hold of `holder`.
-    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release>;
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> ScriptOrBatch<Release>;
 
     /// Deletes `name` if `holder` still holds it (a hold declared lost) and wakes the
     /// next waiter; answers 1 if it was deleted.
@@ -134,7 +134,7 @@ pub(crate) trait Protocol: Sync + 'static {
 
     /// What a wait that ends leaves behind on each master (a fair queue entry, a
     /// writer's intent); answers 1 if there was one. `None`: nothing to leave.
-    fn leave(&self, _name: &str, _holder: &str, _ask: &Ask) -> Option<Invocation> {
+    fn leave(&self, _name: &str, _holder: &str, _ask: &AcquireParams) -> Option<Invocation> {
         None
     }
 
@@ -301,7 +301,7 @@ pub(crate) struct WaitPolicy {
     pub(crate) queue: Queue,
     /// Local releasers may hand it to waiting tasks of this client, on one master
     /// (waiter/mod.rs invariant 7): the offers its waiters post.
-    pub(crate) offers: Option<Book>,
+    pub(crate) offers: Option<OfferPolicy>,
     /// Waiters skip Redis while another task of this client holds it (waiter/mod.rs
     /// invariant 6).
     pub(crate) local_shortcut: bool,
@@ -344,12 +344,12 @@ impl WaitPolicy {
         }
     }
 
-    /// Whether a refused attempt of `ask` queues the waiter.
-    pub(crate) fn queues(&self, ask: &Ask) -> bool {
+    /// Whether a refused attempt of `params` queues the waiter.
+    pub(crate) fn queues(&self, params: &AcquireParams) -> bool {
         match self.queue {
             Queue::Never => false,
-            Queue::Waiting => !ask.once,
-            Queue::Intent => ask.intent && !ask.once,
+            Queue::Waiting => !params.once,
+            Queue::Intent => params.intent && !params.once,
         }
     }
 
@@ -392,7 +392,7 @@ impl Kind {
 /// Whether `kind`'s waiters post fair offers (else plain ones, or none): which offers
 /// table holds its hand-overs and their settling (offers.rs).
 pub(crate) fn fair_offers(kind: Kind) -> bool {
-    kind.protocol().policy().offers == Some(Book::Fair)
+    kind.protocol().policy().offers == Some(OfferPolicy::Fair)
 }
 
 /// Acquires on one master, as `kind` does it; a grant the replicas did not
@@ -401,15 +401,15 @@ pub(crate) async fn acquire(
     m: &Master,
     kind: &dyn Protocol,
     (name, lease_ms, holder): (&Arc<str>, u64, &Arc<str>),
-    ask: &Ask,
+    params: &AcquireParams,
     waiting: Option<Waiting>,
 ) -> Result<Acquire> {
-    match kind.acquire(name, lease_ms, holder, ask, waiting) {
-        Sending::Batched(op) => {
+    match kind.acquire(name, lease_ms, holder, params, waiting) {
+        ScriptOrBatch::Batched(op) => {
             let reply = m.plain.submit(op).await?;
             acquire_status(m.addr(), name, reply, (None, false), false)
         }
-        Sending::Script(inv, read) => {
+        ScriptOrBatch::Script(inv, read) => {
             // Boxed: the plain lock's batched path (W1, W2) carries no script's future.
             let sent = Box::pin(m.eval_acquire(&inv));
             let (v, short) = sent.await.map_err(|e| typed(name, e))?;
@@ -430,14 +430,14 @@ pub(crate) async fn release(
     holder: &Arc<str>,
 ) -> Result<Release> {
     match kind.release(name, lease_ms, holder) {
-        Sending::Batched(op) => match m.plain.submit(op).await?.0 {
+        ScriptOrBatch::Batched(op) => match m.plain.submit(op).await?.0 {
             -1 => Ok(Release::NotHeld),
             0 => Ok(Release::StillHeld),
             1 => Ok(Release::Released),
             WRONG_TYPE => Err(wrong_type(m.addr(), name)),
             other => Err(protocol(m.addr(), "release", &Value::Int(other))),
         },
-        Sending::Script(inv, read) => {
+        ScriptOrBatch::Script(inv, read) => {
             let sent = Box::pin(m.eval(Lane::Lock, &inv));
             let v = sent.await.map_err(|e| typed(name, e))?;
             read(m.addr(), name, v)
@@ -446,7 +446,7 @@ pub(crate) async fn release(
 }
 
 /// Runs a script answering 1 or 0 on the lock lane: true for 1.
-pub(crate) async fn yes(m: &Master, name: &str, inv: &Invocation) -> Result<bool> {
+pub(crate) async fn eval_is_one(m: &Master, name: &str, inv: &Invocation) -> Result<bool> {
     let v = m.eval(Lane::Lock, inv).await.map_err(|e| typed(name, e))?;
     Ok(m.decode::<i64>(v)? == 1)
 }
@@ -461,7 +461,7 @@ pub(crate) async fn force_release(m: &Master, kind: Kind, name: &str) -> Result<
 
 /// Drops a lost hold of `holder` on one master; true if there was one.
 pub(crate) async fn drop_lost(m: &Master, kind: Kind, name: &str, holder: &str) -> Result<bool> {
-    yes(m, name, &kind.protocol().drop_lost(name, holder)).await
+    eval_is_one(m, name, &kind.protocol().drop_lost(name, holder)).await
 }
 
 /// Leaves what a wait of `holder` left on one master; true if there was something.
@@ -469,11 +469,11 @@ pub(crate) async fn leave(
     m: &Master,
     kind: Kind,
     (name, holder): (&str, &str),
-    ask: &Ask,
+    params: &AcquireParams,
 ) -> Result<bool> {
-    match kind.protocol().leave(name, holder, ask) {
+    match kind.protocol().leave(name, holder, params) {
         None => Ok(false),
-        Some(inv) => yes(m, name, &inv).await,
+        Some(inv) => eval_is_one(m, name, &inv).await,
     }
 }
 

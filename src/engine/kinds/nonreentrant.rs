@@ -24,7 +24,7 @@ use redis::Value;
 
 use crate::engine::kinds::fair::{self, Fair};
 use crate::engine::kinds::plain::Plain;
-use crate::engine::kinds::{Ask, Book, Protocol, Sending, WaitPolicy};
+use crate::engine::kinds::{AcquireParams, OfferPolicy, Protocol, ScriptOrBatch, WaitPolicy};
 use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{int, read_acquire, Acquire, Release};
 use crate::error::{Error, Result};
@@ -67,7 +67,7 @@ pub(crate) trait Guardable: Protocol {
         &self,
         script: &'static Script,
         call: (&str, u64, &str),
-        ask: &Ask,
+        params: &AcquireParams,
     ) -> Invocation;
 }
 
@@ -111,16 +111,16 @@ impl<P: Guardable> Protocol for NonReentrant<P> {
         name: &Arc<str>,
         lease_ms: u64,
         holder: &Arc<str>,
-        ask: &Ask,
+        params: &AcquireParams,
         _waiting: Option<Waiting>,
-    ) -> Sending<Acquire> {
-        let inv = (self.inner).acquire_over(self.acquire, (name, lease_ms, holder), ask);
-        Sending::Script(inv, read)
+    ) -> ScriptOrBatch<Acquire> {
+        let inv = (self.inner).acquire_over(self.acquire, (name, lease_ms, holder), params);
+        ScriptOrBatch::Script(inv, read)
     }
 
     /// The inner release: a hold count is always 1, so it frees the lock and wakes
     /// the waiters.
-    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> ScriptOrBatch<Release> {
         self.inner.release(name, lease_ms, holder)
     }
 
@@ -128,8 +128,8 @@ impl<P: Guardable> Protocol for NonReentrant<P> {
         self.inner.drop_lost(name, holder)
     }
 
-    fn leave(&self, name: &str, holder: &str, ask: &Ask) -> Option<Invocation> {
-        self.inner.leave(name, holder, ask)
+    fn leave(&self, name: &str, holder: &str, params: &AcquireParams) -> Option<Invocation> {
+        self.inner.leave(name, holder, params)
     }
 
     fn validate(&self, key: &str) -> Result<()> {
@@ -146,7 +146,9 @@ impl<P: Guardable> Protocol for NonReentrant<P> {
             reentrant: false,
             local_shortcut: false,
             registers: false,
-            offers: inner.offers.filter(|book| *book == Book::Fair),
+            offers: inner
+                .offers
+                .filter(|offer_policy| *offer_policy == OfferPolicy::Fair),
             ..inner
         }
     }
@@ -157,7 +159,7 @@ impl Guardable for Plain {
         &self,
         script: &'static Script,
         (name, lease_ms, holder): (&str, u64, &str),
-        _ask: &Ask,
+        _ask: &AcquireParams,
     ) -> Invocation {
         let mut inv = script.call();
         inv.key(name).arg(lease_ms).arg(holder);
@@ -170,9 +172,9 @@ impl Guardable for Fair {
         &self,
         script: &'static Script,
         (name, lease_ms, holder): (&str, u64, &str),
-        ask: &Ask,
+        params: &AcquireParams,
     ) -> Invocation {
-        fair::acquire_call(script, (name, lease_ms, holder), ask)
+        fair::acquire_call(script, (name, lease_ms, holder), params)
     }
 }
 
@@ -181,8 +183,8 @@ mod tests {
     use super::*;
     use crate::engine::kinds::Queue;
 
-    fn ask() -> Ask {
-        Ask {
+    fn params() -> AcquireParams {
+        AcquireParams {
             once: false,
             intent: false,
             redlock: false,
@@ -192,10 +194,10 @@ mod tests {
     }
 
     /// The script, keys and arguments of a described script call.
-    fn parts(sent: Sending<Acquire>) -> (&'static Script, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    fn parts(sent: ScriptOrBatch<Acquire>) -> (&'static Script, Vec<Vec<u8>>, Vec<Vec<u8>>) {
         match sent {
-            Sending::Script(inv, _) => inv.parts(),
-            Sending::Batched(_) => panic!("a guarded acquire is a script"),
+            ScriptOrBatch::Script(inv, _) => inv.parts(),
+            ScriptOrBatch::Batched(_) => panic!("a guarded acquire is a script"),
         }
     }
 
@@ -205,14 +207,14 @@ mod tests {
     fn the_guard_changes_the_script_not_the_call() {
         let call: (&Arc<str>, u64, &Arc<str>) = (&"n".into(), 30_000, &"uuid:1".into());
         let (script, keys, args) =
-            parts(NON_REENTRANT_FAIR.acquire(call.0, call.1, call.2, &ask(), None));
+            parts(NON_REENTRANT_FAIR.acquire(call.0, call.1, call.2, &params(), None));
         let (fair, fair_keys, fair_args) =
-            parts(Fair.acquire(call.0, call.1, call.2, &ask(), None));
+            parts(Fair.acquire(call.0, call.1, call.2, &params(), None));
         assert_eq!((keys, args), (fair_keys, fair_args));
         assert!(!std::ptr::eq(script, fair));
         assert!(std::ptr::eq(script, &*NR_FAIR_ACQUIRE));
         let (script, keys, args) =
-            parts(NON_REENTRANT.acquire(call.0, call.1, call.2, &ask(), None));
+            parts(NON_REENTRANT.acquire(call.0, call.1, call.2, &params(), None));
         assert!(std::ptr::eq(script, &*NR_ACQUIRE));
         assert_eq!(keys, [b"n".to_vec()]);
         assert_eq!(args, [b"30000".to_vec(), b"uuid:1".to_vec()]);
@@ -230,7 +232,7 @@ mod tests {
         assert_eq!(nr.offers, None);
         assert_eq!(nr.majority_suffices, plain.majority_suffices);
         let (fair, nrf) = (Fair.policy(), NON_REENTRANT_FAIR.policy());
-        assert_eq!(nrf.offers, Some(Book::Fair));
+        assert_eq!(nrf.offers, Some(OfferPolicy::Fair));
         assert_eq!((nrf.gate, nrf.queue), (fair.gate, Queue::Waiting));
         assert_eq!(nrf.wakes_locally, fair.wakes_locally);
         assert_eq!(NON_REENTRANT_FAIR.label(), "non_reentrant_fair");

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use redis::Value;
 
 use crate::engine::kinds::inspect::{int, lease_left, text, Section};
-use crate::engine::kinds::{fair, Ask, Book, Protocol, Sending, WaitPolicy};
+use crate::engine::kinds::{fair, AcquireParams, OfferPolicy, Protocol, ScriptOrBatch, WaitPolicy};
 use crate::engine::masters::master::Master;
 use crate::engine::masters::plain_ops::{PlainOp, Waiting, RELEASE};
 use crate::engine::masters::replies::{typed, Acquire, HandOver, Release};
@@ -41,10 +41,10 @@ impl Protocol for Plain {
         name: &Arc<str>,
         lease_ms: u64,
         holder: &Arc<str>,
-        _ask: &Ask,
+        _ask: &AcquireParams,
         waiting: Option<Waiting>,
-    ) -> Sending<Acquire> {
-        Sending::Batched(PlainOp {
+    ) -> ScriptOrBatch<Acquire> {
+        ScriptOrBatch::Batched(PlainOp {
             release: false,
             name: name.clone(),
             holder: holder.clone(),
@@ -53,8 +53,8 @@ impl Protocol for Plain {
         })
     }
 
-    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
-        Sending::Batched(PlainOp {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> ScriptOrBatch<Release> {
+        ScriptOrBatch::Batched(PlainOp {
             release: true,
             name: name.clone(),
             holder: holder.clone(),
@@ -80,7 +80,7 @@ impl Protocol for Plain {
 /// the local-hold shortcut and the waiter registry.
 const POLICY: WaitPolicy = WaitPolicy {
     majority_suffices: true,
-    offers: Some(Book::Plain),
+    offers: Some(OfferPolicy::Plain),
     local_shortcut: true,
     registers: true,
     ..WaitPolicy::CONSERVATIVE

@@ -5,7 +5,7 @@
 
 use crate::engine::kinds::rw_layout;
 use crate::engine::kinds::{
-    read_release, Ask, Gate, Probe, Protocol, Renewal, Sending, WaitPolicy,
+    read_release, AcquireParams, Gate, Probe, Protocol, Renewal, ScriptOrBatch, WaitPolicy,
 };
 use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{read_acquire, Acquire, Release};
@@ -31,15 +31,15 @@ impl Protocol for Read {
         name: &Arc<str>,
         lease_ms: u64,
         holder: &Arc<str>,
-        _ask: &Ask,
+        _ask: &AcquireParams,
         _waiting: Option<Waiting>,
-    ) -> Sending<Acquire> {
+    ) -> ScriptOrBatch<Acquire> {
         let inv = rw_layout::acquire_call(name, lease_ms, holder, false, 0);
-        Sending::Script(inv, read_acquire)
+        ScriptOrBatch::Script(inv, read_acquire)
     }
 
-    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
-        Sending::Script(
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> ScriptOrBatch<Release> {
+        ScriptOrBatch::Script(
             rw_layout::release_call(name, lease_ms, holder),
             read_release,
         )

@@ -24,7 +24,9 @@ use std::sync::LazyLock;
 use redis::Value;
 
 use crate::engine::kinds::inspect::{text, Section};
-use crate::engine::kinds::{Ask, PairRenewal, Probe, Protocol, Renewal, Sending, Wait, WaitPolicy};
+use crate::engine::kinds::{
+    AcquireParams, PairRenewal, Probe, Protocol, Renewal, ScriptOrBatch, Wait, WaitPolicy,
+};
 use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{int, protocol, read_acquire, Acquire, Release};
 use crate::error::{Error, Result};
@@ -88,12 +90,12 @@ impl Protocol for Simple {
         name: &Arc<str>,
         lease_ms: u64,
         holder: &Arc<str>,
-        _ask: &Ask,
+        _ask: &AcquireParams,
         _waiting: Option<Waiting>,
-    ) -> Sending<Acquire> {
+    ) -> ScriptOrBatch<Acquire> {
         let mut inv = ACQUIRE.call();
         inv.key(&**name).arg(lease_ms).arg(&**holder);
-        Sending::Script(inv, read)
+        ScriptOrBatch::Script(inv, read)
     }
 
     /// Its waiters' wake channel, published on by its releases.
@@ -102,8 +104,13 @@ impl Protocol for Simple {
     }
 
     /// Compare-and-delete: a hold count is always 1, so it frees the lock.
-    fn release(&self, name: &Arc<str>, _lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
-        Sending::Script(drop_lost(name, holder), read_release)
+    fn release(
+        &self,
+        name: &Arc<str>,
+        _lease_ms: u64,
+        holder: &Arc<str>,
+    ) -> ScriptOrBatch<Release> {
+        ScriptOrBatch::Script(drop_lost(name, holder), read_release)
     }
 
     fn drop_lost(&self, name: &str, holder: &str) -> Invocation {

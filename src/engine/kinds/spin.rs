@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::sync::LazyLock;
 
-use crate::engine::kinds::{fair, plain, read_release, Ask, Protocol, Sending, Wait, WaitPolicy};
+use crate::engine::kinds::{
+    fair, plain, read_release, AcquireParams, Protocol, ScriptOrBatch, Wait, WaitPolicy,
+};
 use crate::engine::masters::plain_ops::{PlainOp, Waiting};
 use crate::engine::masters::replies::{Acquire, Release};
 use crate::transport::script::lua;
@@ -36,10 +38,10 @@ impl Protocol for Spin {
         name: &Arc<str>,
         lease_ms: u64,
         holder: &Arc<str>,
-        _ask: &Ask,
+        _ask: &AcquireParams,
         _waiting: Option<Waiting>,
-    ) -> Sending<Acquire> {
-        Sending::Batched(PlainOp {
+    ) -> ScriptOrBatch<Acquire> {
+        ScriptOrBatch::Batched(PlainOp {
             release: false,
             name: name.clone(),
             holder: holder.clone(),
@@ -48,10 +50,10 @@ impl Protocol for Spin {
         })
     }
 
-    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> ScriptOrBatch<Release> {
         let mut inv = SPIN_RELEASE.call();
         inv.key(&**name).arg(lease_ms).arg(&**holder);
-        Sending::Script(inv, read_release)
+        ScriptOrBatch::Script(inv, read_release)
     }
 
     /// A lost hold is dropped as any other (drop.lua publishes "0": harmless, nobody

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use crate::engine::kinds::inspect::{scored, scores, text, Section};
 use crate::engine::kinds::rw_layout;
-use crate::engine::kinds::{read_release, Ask, Probe, Protocol, Queue, Sending, WaitPolicy};
+use crate::engine::kinds::{
+    read_release, AcquireParams, Probe, Protocol, Queue, ScriptOrBatch, WaitPolicy,
+};
 use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::masters::replies::{read_acquire, Acquire, Release};
 use crate::engine::Kind;
@@ -32,20 +34,20 @@ impl Protocol for Write {
         name: &Arc<str>,
         lease_ms: u64,
         holder: &Arc<str>,
-        ask: &Ask,
+        params: &AcquireParams,
         _waiting: Option<Waiting>,
-    ) -> Sending<Acquire> {
-        let intent_ms = if self.policy().queues(ask) {
-            ask.stale_ms
+    ) -> ScriptOrBatch<Acquire> {
+        let intent_ms = if self.policy().queues(params) {
+            params.stale_ms
         } else {
             0
         };
         let inv = rw_layout::acquire_call(name, lease_ms, holder, true, intent_ms);
-        Sending::Script(inv, read_acquire)
+        ScriptOrBatch::Script(inv, read_acquire)
     }
 
-    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> Sending<Release> {
-        Sending::Script(
+    fn release(&self, name: &Arc<str>, lease_ms: u64, holder: &Arc<str>) -> ScriptOrBatch<Release> {
+        ScriptOrBatch::Script(
             rw_layout::release_call(name, lease_ms, holder),
             read_release,
         )
@@ -56,7 +58,7 @@ impl Protocol for Write {
     }
 
     /// Removes the writer's intent.
-    fn leave(&self, name: &str, holder: &str, _ask: &Ask) -> Option<Invocation> {
+    fn leave(&self, name: &str, holder: &str, _ask: &AcquireParams) -> Option<Invocation> {
         Some(rw_layout::leave_call(name, holder))
     }
 

@@ -18,7 +18,7 @@ use crate::engine::acquire::attempt::Grant;
 use crate::engine::acquire::waiter::{acquire, Call};
 use crate::engine::fake::Server;
 use crate::engine::holding::release::release;
-use crate::engine::holding::table::Hold;
+use crate::engine::holding::table::HoldEntry;
 use crate::engine::{Engine, Kind, Settings};
 
 pub(super) const LEASE: Duration = Duration::from_secs(30);
@@ -63,12 +63,12 @@ pub(super) fn holder(engine: &Engine, n: u64) -> Arc<str> {
 }
 
 /// Records a grant as the API does (the hold the release gives back).
-pub(super) fn hold(engine: &Engine, call: &Call, grant: &Grant) -> Arc<Hold> {
+pub(super) fn hold(engine: &Engine, call: &Call, grant: &Grant) -> Arc<HoldEntry> {
     (engine.holdings().table()).acquired(call, grant.fresh, grant.started)
 }
 
 /// Takes `name` for `holder`, waiting as long as it takes.
-pub(super) async fn take(engine: &Arc<Engine>, name: &str, holder: &Arc<str>) -> Arc<Hold> {
+pub(super) async fn take(engine: &Arc<Engine>, name: &str, holder: &Arc<str>) -> Arc<HoldEntry> {
     let call = call(name, holder, None);
     let grant = acquire(engine, &call)
         .await
@@ -78,7 +78,7 @@ pub(super) async fn take(engine: &Arc<Engine>, name: &str, holder: &Arc<str>) ->
 }
 
 /// Gives one hold back as a guard's unlock does.
-pub(super) async fn give_back(engine: &Arc<Engine>, hold: &Arc<Hold>) {
+pub(super) async fn give_back(engine: &Arc<Engine>, hold: &Arc<HoldEntry>) {
     let left = engine
         .holdings()
         .table()

@@ -199,9 +199,9 @@ async fn holds_it(
 /// master (best effort: on a master that misses it, a fair entry's liveness lapses after
 /// the stale timeout and the next fair script evicts it; an intent lapses likewise).
 pub(crate) async fn leave_queue(engine: &Engine, name: &str, holder: &str, kind: Kind) {
-    let ask = crate::engine::acquire::waiter::ask(engine, false, true);
+    let params = crate::engine::acquire::waiter::params(engine, false, true);
     let results = fan_out(engine.masters().all(), |m| async move {
-        kinds::leave(m, kind, (name, holder), &ask).await
+        kinds::leave(m, kind, (name, holder), &params).await
     })
     .await;
     for e in results.into_iter().filter_map(Result::err) {

@@ -98,7 +98,7 @@ impl Waiter<'_> {
     /// linger), subscribes before the first attempt, which then needs no second one.
     pub(super) fn subscribe_if_ready(&mut self) {
         let (name, pubsub) = (&self.call.name, self.engine.pubsub());
-        if self.req.waiting.is_none() || self.plan.ask.once || !pubsub.has_channels() {
+        if self.req.waiting.is_none() || self.plan.params.once || !pubsub.has_channels() {
             return;
         }
         let shared = keys::channel(name);

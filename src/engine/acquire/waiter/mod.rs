@@ -32,7 +32,7 @@
 //!    queues of the others (it joined them while trying), in the background as it
 //!    returns; otherwise its entry would block those queues until its deadline.
 //! 6. A subscribed waiter of a non-fair lock that another task of the same client
-//!    holds does not ask Redis: that task's release wakes it directly (a force-unlock
+//!    holds does not params Redis: that task's release wakes it directly (a force-unlock
 //!    arrives as a message), and its lease bounds the wait.
 //! 7. On a single master, such a waiter of a plain lock, and every queued waiter of a
 //!    fair lock, posts an offer (offers.rs): a local releaser may hand it the lock in
@@ -85,7 +85,7 @@ use tokio::time::Instant;
 use crate::engine::acquire::attempt::{attempt, jitter, Grant, Outcome, Request};
 use crate::engine::acquire::tickets::Ticket;
 use crate::engine::holding::offers::Answer;
-use crate::engine::kinds::{Ask, Book, Protocol};
+use crate::engine::kinds::{AcquireParams, OfferPolicy, Protocol};
 use crate::engine::masters::clock::until;
 use crate::engine::masters::plain_ops::Waiting;
 use crate::engine::{Engine, WAIT_SLACK};
@@ -106,7 +106,7 @@ pub(crate) use crate::engine::masters::clock::{deadline_after, later};
 #[derive(Clone, Copy)]
 struct Plan {
     kind: &'static dyn Protocol,
-    ask: Ask,
+    params: AcquireParams,
     /// Its waiters post fair offers (one per task; the queue head is handed the lock).
     fair: bool,
     /// Attempts queue us (a fair waiter, or a writer's intent): refresh while waiting,
@@ -122,21 +122,21 @@ impl Plan {
     fn of(engine: &Engine, call: &Call) -> Plan {
         let kind = call.kind.protocol();
         let policy = kind.policy();
-        let ask = ask(engine, call.wait == Some(Duration::ZERO), call.intent);
+        let params = params(engine, call.wait == Some(Duration::ZERO), call.intent);
         Plan {
             kind,
-            ask,
-            fair: policy.offers == Some(Book::Fair),
-            queues: policy.queues(&ask),
-            can_offer: policy.offers.is_some() && !ask.redlock,
-            gated: policy.gated(ask.redlock),
+            params,
+            fair: policy.offers == Some(OfferPolicy::Fair),
+            queues: policy.queues(&params),
+            can_offer: policy.offers.is_some() && !params.redlock,
+            gated: policy.gated(params.redlock),
         }
     }
 }
 
-/// What an acquisition of this engine asks for (kinds::Ask).
-pub(crate) fn ask(engine: &Engine, once: bool, intent: bool) -> Ask {
-    Ask {
+/// What an acquisition of this engine asks for (kinds::AcquireParams).
+pub(crate) fn params(engine: &Engine, once: bool, intent: bool) -> AcquireParams {
+    AcquireParams {
         once,
         intent,
         redlock: engine.masters().len() > 1,
@@ -170,7 +170,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         return Err(timed_out(engine, started));
     }
     // Local waiters line up in the gate (see gate.rs).
-    let _pass = if reentrant || plan.ask.once || !plan.gated {
+    let _pass = if reentrant || plan.params.once || !plan.gated {
         None
     } else {
         match until(deadline, engine.contenders().gates().enter(&call.name)).await {
@@ -180,7 +180,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
     };
     // Invariant 10: only a gated waiter of a registering kind on one master registers.
     let ticket =
-        (plan.kind.policy().registers && !plan.ask.redlock && _pass.is_some()).then(|| {
+        (plan.kind.policy().registers && !plan.params.redlock && _pass.is_some()).then(|| {
             engine
                 .contenders()
                 .tickets()
@@ -191,7 +191,7 @@ pub(crate) async fn acquire(engine: &Arc<Engine>, call: &Call) -> Result<Option<
         holder: call.holder.clone(),
         lease: call.lease,
         kind: call.kind,
-        ask: plan.ask,
+        params: plan.params,
         reentrant: reentrant.into(),
         waiting: ticket.as_ref().map(|t| Waiting {
             ticket: t.id().clone(),
@@ -254,7 +254,7 @@ pub(crate) fn timed_out(engine: &Engine, started: Instant) -> Error {
 /// Where the wait is. Each turn of [`Waiter::run`] performs one state's transition,
 /// which names the next state.
 enum State {
-    /// Ask Redis (or, invariant 6, take the local-hold shortcut) — [`Waiter::attempt`].
+    /// AcquireParams Redis (or, invariant 6, take the local-hold shortcut) — [`Waiter::attempt`].
     /// `woken`: the last wait ended with a message, not the TTL bound.
     Attempting { woken: bool },
     /// Refused and not listening yet: subscribe, confirmed by a majority, then attempt
@@ -429,21 +429,23 @@ impl Waiter<'_> {
         };
         let now = Instant::now();
         let over = |at: Option<Instant>| at.is_some_and(|at| now >= at);
-        Ok(if self.plan.ask.once || over(self.deadline) || over(end) {
-            State::GivingUp(refused.error)
-        } else if self.listening.is_none() {
-            State::Subscribing
-        } else if let Some(pause) = refused.backoff {
-            State::BackingOff(pause)
-        } else if !self.listening.as_ref().is_some_and(Listening::is_confirmed) {
-            // Subscribed in an outage, unconfirmed: confirmed before the wait.
-            State::Subscribing
-        } else {
-            State::Waiting {
-                retry_in: refused.retry_in,
-                local: local.is_some(),
-            }
-        })
+        Ok(
+            if self.plan.params.once || over(self.deadline) || over(end) {
+                State::GivingUp(refused.error)
+            } else if self.listening.is_none() {
+                State::Subscribing
+            } else if let Some(pause) = refused.backoff {
+                State::BackingOff(pause)
+            } else if !self.listening.as_ref().is_some_and(Listening::is_confirmed) {
+                // Subscribed in an outage, unconfirmed: confirmed before the wait.
+                State::Subscribing
+            } else {
+                State::Waiting {
+                    retry_in: refused.retry_in,
+                    local: local.is_some(),
+                }
+            },
+        )
     }
 
     /// Invariant 11: an attempt in an outage cut at its end (the caller's deadline)
