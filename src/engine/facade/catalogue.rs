@@ -1,21 +1,15 @@
 //! The script catalogue: [`all`], every script of every lock kind (tests only: nothing
 //! is loaded in advance; a script's first call on a server loads it, transport/script.rs).
 //! Each kind declares its scripts beside its typed calls
-//! (masters/plain_ops.rs, kinds/renew.rs, kinds/, kinds/rw_layout.rs, election.rs, guarded.rs, revoke.rs); this file only lists them,
+//! (kinds/plain.rs, kinds/renew.rs, kinds/, kinds/rw_layout.rs, election.rs, guarded.rs, revoke.rs); this file only lists them,
 //! and no engine file imports it (it would close a circle through the kinds).
 
 use crate::transport::Script;
 
 /// Every script.
 pub(crate) fn all() -> Vec<&'static Script> {
-    use crate::engine::{kinds, kinds::renew, masters::plain_ops};
-    let mut all: Vec<&'static Script> = vec![
-        &plain_ops::BATCH,
-        &plain_ops::BATCH_NODE,
-        &plain_ops::ACQUIRE,
-        &plain_ops::RELEASE,
-        &renew::RENEW,
-    ];
+    use crate::engine::{kinds, kinds::renew};
+    let mut all: Vec<&'static Script> = vec![&renew::RENEW];
     all.extend(kinds::plain::scripts().map(|s| &**s));
     all.extend(kinds::fenced::scripts().map(|s| &**s));
     all.extend(kinds::fair::scripts().map(|s| &**s));

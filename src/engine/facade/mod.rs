@@ -132,7 +132,7 @@ impl Engine {
                 }
             });
             let timeout = settings.connect_timeout;
-            let masters = Masters::new(&links);
+            let masters = Masters::new(&links, &crate::engine::kinds::plain::SCRIPTS);
             let quorum = masters.quorum();
             Engine {
                 id,

@@ -6,7 +6,7 @@ use redis::Value;
 
 use crate::engine::fake::{counters, State};
 use crate::engine::kinds::plain as scripts;
-use crate::engine::{kinds::renew, masters::plain_ops};
+use crate::engine::kinds::renew;
 use crate::error::Result;
 use crate::transport::Invocation;
 
@@ -23,19 +23,19 @@ pub(super) fn run(s: &mut State, inv: &Invocation, now_ms: u64) -> Result<Value>
         return reply;
     }
     let int = |i: usize| args[i].parse::<u64>().expect("a number");
-    if is(&plain_ops::ACQUIRE) {
+    if is(&scripts::ACQUIRE) {
         s.log("acquire.lua");
         let waiting = keys.get(1).zip(args.get(2));
         let (status, value) = acquire(s, &keys[0], int(0), &args[1], waiting, now_ms);
         return Ok(Value::BulkString(format!("{status} {value}").into_bytes()));
     }
-    if is(&plain_ops::RELEASE) {
+    if is(&scripts::RELEASE) {
         s.log("release.lua");
         let to = args.get(4).map(|to| (to.as_str(), int(5), args.get(6)));
         let reply = release(s, (&keys[0], &keys[1], &args[0]), int(2), &args[3], to);
         return Ok(reply.map_or(Value::Nil, Value::Int));
     }
-    if is(&plain_ops::BATCH) {
+    if is(&scripts::BATCH) {
         s.log("batch.lua");
         return Ok(batch(s, &keys, &args, now_ms));
     }

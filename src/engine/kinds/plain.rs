@@ -1,5 +1,6 @@
 //! The plain lock (Redisson `RLock`): acquires and releases go through the master's
-//! group commit (masters/plain_ops.rs: `acquire.lua`, `release.lua`, `batch.lua`); a release
+//! group commit (masters/plain_ops.rs sends this kind's `SCRIPTS`: `acquire.lua`,
+//! `release.lua` alone, `batch.lua` / `batch_node.lua` several at once); a release
 //! may hand the lock to a waiting task of this client (`release.lua`'s receiver) or to
 //! another client's registered waiter (`lua/pass_on.lua`); a waiter that stops waiting
 //! leaves the registry (`unwait.lua`).
@@ -12,20 +13,33 @@ use redis::Value;
 use crate::engine::kinds::inspect::{int, lease_left, text, Section};
 use crate::engine::kinds::{fair, AcquireParams, OfferPolicy, Protocol, ScriptOrBatch, WaitPolicy};
 use crate::engine::masters::master::Master;
-use crate::engine::masters::plain_ops::{PlainOp, Waiting, RELEASE};
+use crate::engine::masters::plain_ops::{PlainOp, PlainScripts, Waiting};
 use crate::engine::masters::replies::{typed, Acquire, HandOver, Release};
 use crate::error::Result;
 use crate::keys;
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Lane, Script};
 
+pub(crate) static ACQUIRE: LazyLock<Script> = lua!("acquire.lua");
+pub(crate) static RELEASE: LazyLock<Script> = lua!("pass_on.lua", "release.lua");
+pub(crate) static BATCH: LazyLock<Script> = lua!("pass_on.lua", "acquire_op.lua", "batch.lua");
+pub(crate) static BATCH_NODE: LazyLock<Script> =
+    lua!(cross_slot_writes "pass_on.lua", "acquire_op.lua", "batch_node.lua");
+/// The scripts of the group commit's plain path (masters/plain_ops.rs), given to each
+/// master when the engine starts (facade/mod.rs).
+pub(crate) static SCRIPTS: PlainScripts = PlainScripts {
+    acquire: &ACQUIRE,
+    release: &RELEASE,
+    batch: &BATCH,
+    batch_node: &BATCH_NODE,
+};
 pub(crate) static UNWAIT: LazyLock<Script> = lua!("pass_on.lua", "unwait.lua");
 pub(crate) static FORCE: LazyLock<Script> = lua!("tell_holders.lua", "force_release.lua");
 
 /// These scripts, for the catalogue (facade/catalogue.rs).
 #[cfg(test)]
-pub(crate) fn scripts() -> [&'static LazyLock<Script>; 2] {
-    [&UNWAIT, &FORCE]
+pub(crate) fn scripts() -> [&'static LazyLock<Script>; 6] {
+    [&ACQUIRE, &RELEASE, &BATCH, &BATCH_NODE, &UNWAIT, &FORCE]
 }
 
 /// Redisson `RLock`.

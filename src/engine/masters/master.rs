@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, Value};
 
-use crate::engine::masters::plain_ops::PlainFlight;
+use crate::engine::masters::plain_ops::{PlainFlight, PlainScripts};
 use crate::engine::masters::replies::{judge_synced, send_acquire};
 use crate::error::{Error, Result};
 use crate::transport::batch::Batcher;
@@ -20,9 +20,9 @@ pub(crate) struct Master {
 }
 
 impl Master {
-    pub(crate) fn new(link: Arc<dyn Transport>) -> Arc<Master> {
+    pub(crate) fn new(link: Arc<dyn Transport>, plain: &'static PlainScripts) -> Arc<Master> {
         Arc::new(Master {
-            plain: Arc::new(Batcher::new(PlainFlight(link.clone()))),
+            plain: Arc::new(Batcher::new(PlainFlight(link.clone(), plain))),
             link,
         })
     }

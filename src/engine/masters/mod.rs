@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::transport::Transport;
 use master::Master;
+use plain_ops::PlainScripts;
 
 /// The masters of one client, in configuration order, and the majority they need
 /// (`n / 2 + 1`): the masters part's own state. Every request the engine sends goes
@@ -25,10 +26,13 @@ pub(crate) struct Masters {
 }
 
 impl Masters {
-    /// One [`Master`] per link, each with its group commit.
-    pub(crate) fn new(links: &[Arc<dyn Transport>]) -> Masters {
+    /// One [`Master`] per link, each with its group commit sending the plain lock's
+    /// `scripts` (kinds/plain.rs).
+    pub(crate) fn new(links: &[Arc<dyn Transport>], scripts: &'static PlainScripts) -> Masters {
         Masters {
-            all: links.iter().cloned().map(Master::new).collect(),
+            all: (links.iter().cloned())
+                .map(|l| Master::new(l, scripts))
+                .collect(),
             quorum: links.len() / 2 + 1,
         }
     }

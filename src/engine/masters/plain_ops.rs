@@ -40,14 +40,20 @@ use crate::engine::masters::shards::{by_shard, grouped};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::transport::batch::Flight;
-use crate::transport::script::lua;
 use crate::transport::{BoxFuture, Lane, Request, Script, Transport};
 
-pub(crate) static BATCH: LazyLock<Script> = lua!("pass_on.lua", "acquire_op.lua", "batch.lua");
-pub(crate) static ACQUIRE: LazyLock<Script> = lua!("acquire.lua");
-pub(crate) static RELEASE: LazyLock<Script> = lua!("pass_on.lua", "release.lua");
-pub(crate) static BATCH_NODE: LazyLock<Script> =
-    lua!(cross_slot_writes "pass_on.lua", "acquire_op.lua", "batch_node.lua");
+/// The plain lock's scripts this path sends: they are the kind's, kept beside it
+/// (kinds/plain.rs, `SCRIPTS`), and handed to each master's group commit.
+pub(crate) struct PlainScripts {
+    /// One acquisition alone (`acquire.lua`).
+    pub(crate) acquire: &'static LazyLock<Script>,
+    /// One release alone (`release.lua`).
+    pub(crate) release: &'static LazyLock<Script>,
+    /// Several operations of one slot (`batch.lua`).
+    pub(crate) batch: &'static LazyLock<Script>,
+    /// Several operations of one node's slots (`batch_node.lua`, invariant 1).
+    pub(crate) batch_node: &'static LazyLock<Script>,
+}
 
 /// `batch_node.lua`'s status for an operation the node does not serve now (invariant 2).
 const NOT_HERE: i64 = 4;
@@ -94,36 +100,39 @@ pub(crate) type PlainReply = (i64, i64);
 
 /// How group commit sends plain operations: alone with `acquire.lua` / `release.lua`,
 /// several with `batch.lua`, on the lock lane.
-pub(crate) struct PlainFlight(pub(crate) Arc<dyn Transport>);
+pub(crate) struct PlainFlight(
+    pub(crate) Arc<dyn Transport>,
+    pub(crate) &'static PlainScripts,
+);
 
 impl Flight for PlainFlight {
     type Op = PlainOp;
     type Reply = PlainReply;
 
     fn one<'a>(&'a self, op: &'a PlainOp) -> BoxFuture<'a, Result<PlainReply>> {
-        Box::pin(single(&*self.0, op))
+        Box::pin(single(&*self.0, op, self.1))
     }
 
     fn many<'a>(&'a self, ops: &'a [&'a PlainOp]) -> BoxFuture<'a, Vec<Result<PlainReply>>> {
-        let link = &*self.0;
+        let (link, scripts) = (&*self.0, self.1);
         if link.node_batches() {
             return Box::pin(grouped(
                 link,
                 ops,
                 |op| link.node(op.name.as_bytes()),
-                |link, ops| Box::pin(node_group(link, ops)),
+                |link, ops| Box::pin(node_group(link, ops, scripts)),
             ));
         }
         Box::pin(by_shard(
             &*self.0,
             ops,
             |op| &op.name,
-            |link, ops| {
+            move |link, ops| {
                 Box::pin(async move {
                     // A failed group fails its operations: re-sending them one by one
                     // later could put them behind requests sent meanwhile (an undoing
                     // release would then run before the acquire it undoes).
-                    match batch(link, &ops).await {
+                    match batch(link, &ops, scripts).await {
                         Err(e) => ops.iter().map(|_| Err(e.clone())).collect(),
                         Ok(replies) => replies,
                     }
@@ -159,10 +168,10 @@ impl Flight for PlainFlight {
 
 /// One plain operation with its own script (acquire.lua / release.lua), answered in
 /// `batch.lua`'s terms.
-async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
+async fn single(link: &dyn Transport, op: &PlainOp, scripts: &PlainScripts) -> Result<PlainReply> {
     let name = &*op.name;
     let inv = if op.release {
-        let mut inv = RELEASE.call();
+        let mut inv = scripts.release.call();
         inv.key(name)
             .key_derived(keys::WAITERS, name)
             .arg_derived(keys::CHANNEL, name)
@@ -171,7 +180,7 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
             .arg(&*op.holder);
         inv
     } else {
-        let mut inv = ACQUIRE.call();
+        let mut inv = scripts.acquire.call();
         inv.key(name).arg(op.lease_ms).arg(&*op.holder);
         if let Some(w) = &op.waiting {
             inv.key_derived(keys::WAITERS, name).arg(&*w.ticket);
@@ -215,8 +224,12 @@ async fn single(link: &dyn Transport, op: &PlainOp) -> Result<PlainReply> {
 
 /// Many plain operations in one `batch.lua` call. A grant the replicas did not
 /// acknowledge in time is that operation's [`Error::NotReplicated`].
-async fn batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<PlainReply>>> {
-    let mut inv = BATCH.call();
+async fn batch(
+    link: &dyn Transport,
+    ops: &[&PlainOp],
+    scripts: &PlainScripts,
+) -> Result<Vec<Result<PlainReply>>> {
+    let mut inv = scripts.batch.call();
     let lease = common_lease(ops);
     inv.reserve(key_room(ops, 2), arg_room(ops, 3));
     inv.arg(codes(ops))
@@ -307,13 +320,17 @@ async fn send_batch(
 
 /// One node's operations (invariant 1): one alone, several as `batch_node.lua`, then
 /// what the node did not serve alone (invariant 2).
-async fn node_group(link: &dyn Transport, ops: Vec<&PlainOp>) -> Vec<Result<PlainReply>> {
+async fn node_group(
+    link: &dyn Transport,
+    ops: Vec<&PlainOp>,
+    scripts: &PlainScripts,
+) -> Vec<Result<PlainReply>> {
     if let [op] = ops.as_slice() {
-        return vec![single(link, op).await];
+        return vec![single(link, op, scripts).await];
     }
     // A failed call fails its operations (see `PlainFlight::many`), except a node out of
     // memory, which refused it before it ran (invariant 4).
-    let mut replies = match node_batch(link, &ops).await {
+    let mut replies = match node_batch(link, &ops, scripts).await {
         Err(Error::OutOfMemory { .. }) => vec![Ok((NOT_HERE, 0)); ops.len()],
         Err(e) => return ops.iter().map(|_| Err(e.clone())).collect(),
         Ok(replies) => replies,
@@ -322,7 +339,7 @@ async fn node_group(link: &dyn Transport, ops: Vec<&PlainOp>) -> Vec<Result<Plai
         .filter(|&i| matches!(replies[i], Ok((NOT_HERE, _))))
         .collect();
     // All written in this poll, in the batch's order (see invariant 2).
-    let alone = join_all(away.iter().map(|&i| single(link, ops[i]))).await;
+    let alone = join_all(away.iter().map(|&i| single(link, ops[i], scripts))).await;
     for (i, reply) in away.into_iter().zip(alone) {
         replies[i] = reply;
     }
@@ -332,8 +349,12 @@ async fn node_group(link: &dyn Transport, ops: Vec<&PlainOp>) -> Vec<Result<Plai
 /// Many plain operations of one node's slots in one `batch_node.lua` call; an
 /// operation the node does not serve answers [`NOT_HERE`]. A grant the replicas did
 /// not acknowledge in time is that operation's [`Error::NotReplicated`].
-async fn node_batch(link: &dyn Transport, ops: &[&PlainOp]) -> Result<Vec<Result<PlainReply>>> {
-    let mut inv = BATCH_NODE.call();
+async fn node_batch(
+    link: &dyn Transport,
+    ops: &[&PlainOp],
+    scripts: &PlainScripts,
+) -> Result<Vec<Result<PlainReply>>> {
+    let mut inv = scripts.batch_node.call();
     let lease = common_lease(ops);
     inv.reserve((1, ops[0].name.len()), arg_room(ops, 5));
     inv.key(&*ops[0].name);
