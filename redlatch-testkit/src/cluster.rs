@@ -14,6 +14,13 @@ use std::time::{Duration, Instant};
 
 use super::{info_field, RedisServer};
 
+mod migrate;
+mod settle;
+mod slots;
+
+use settle::parse_nodes;
+pub use slots::{key_in_slot, key_slot};
+
 /// Hash slots of a Redis Cluster.
 pub const SLOTS: u16 = 16384;
 /// `cluster-node-timeout`: a node silent this long is suspected failing (`fail?`); a failover
@@ -326,146 +333,6 @@ impl RedisCluster {
         self.wait_settled("the cluster to settle", |_| Ok(())).0
     }
 
-    /// Manual failover: `CLUSTER FAILOVER` on `replica`, then wait until it is the primary
-    /// and its old primary (if live) its replica, in a settled cluster.
-    pub fn failover(&self, replica: usize) {
-        let view = self.nodes();
-        let old = match entry(&view, replica) {
-            Some(ClusterNode {
-                role: Role::Replica,
-                primary: Some(p),
-                ..
-            }) => *p,
-            _ => panic!("failover: node {replica} is not a replica: {view:#?}"),
-        };
-        let _: () = self.nodes[replica].cmd(&["CLUSTER", "FAILOVER"]);
-        self.wait_settled(
-            &format!("manual failover from node {old} to node {replica}"),
-            |v| {
-                if entry(v, replica).map(|n| n.role) != Some(Role::Primary) {
-                    return Err(format!("node {replica} is not primary yet"));
-                }
-                if self.nodes[old].is_live()
-                    && entry(v, old).and_then(|n| n.primary) != Some(replica)
-                {
-                    return Err(format!("node {old} is not a replica of {replica} yet"));
-                }
-                Ok(())
-            },
-        );
-    }
-
-    /// After a kill -9 (or a long pause) of primary `old_primary`: wait until one of its
-    /// replicas (as of the last settled view) serves all its slots in a settled cluster, and
-    /// return that replica's index.
-    pub fn wait_for_failover(&self, old_primary: usize) -> usize {
-        let before = self.settled_guard().clone();
-        let old_slots = entry(&before, old_primary)
-            .filter(|n| n.role == Role::Primary)
-            .map(|n| n.slots.clone())
-            .unwrap_or_else(|| {
-                panic!("wait_for_failover: node {old_primary} was not a primary: {before:#?}")
-            });
-        let candidates: Vec<usize> = before
-            .iter()
-            .filter(|n| n.primary == Some(old_primary))
-            .map(|n| n.index)
-            .collect();
-        assert!(
-            !candidates.is_empty(),
-            "wait_for_failover: node {old_primary} had no replica: {before:#?}"
-        );
-        let (_, promoted) = self.wait_settled(
-            &format!("failover of primary {old_primary} to one of {candidates:?}"),
-            |v| {
-                let new = candidates
-                    .iter()
-                    .copied()
-                    .find(|&c| entry(v, c).map(|n| n.role) == Some(Role::Primary))
-                    .ok_or("no replica promoted yet")?;
-                let me = entry(v, new).expect("candidate in view");
-                for &(a, b) in &old_slots {
-                    if let Some(s) = (a..=b).find(|&s| !me.owns(s)) {
-                        return Err(format!("promoted node {new} does not serve slot {s}"));
-                    }
-                }
-                Ok(new)
-            },
-        );
-        promoted
-    }
-
-    /// Step 1 of a slot migration: `CLUSTER SETSLOT slot IMPORTING` on `to`, then
-    /// `MIGRATING` on `from`. From here the source answers ASK for keys of the slot it no
-    /// longer has, and the target serves them after ASKING.
-    pub fn begin_migration(&self, slot: u16, from: usize, to: usize) {
-        let s = slot.to_string();
-        let _: () = self.nodes[to].cmd(&["CLUSTER", "SETSLOT", &s, "IMPORTING", &self.ids[from]]);
-        let _: () = self.nodes[from].cmd(&["CLUSTER", "SETSLOT", &s, "MIGRATING", &self.ids[to]]);
-    }
-
-    /// Step 2: MIGRATE every key of `slot` from `from` to `to` (batches of 100, with their
-    /// TTLs); returns how many keys were moved. Keys must be UTF-8. Fails on a key that
-    /// already exists on the target (BUSYKEY), as a real migration would.
-    pub fn move_slot_keys(&self, slot: u16, from: usize, to: usize) -> usize {
-        let (s, port) = (slot.to_string(), self.nodes[to].port().to_string());
-        let deadline = Instant::now() + SETTLE_TIMEOUT;
-        let mut moved = 0;
-        loop {
-            let keys: Vec<String> =
-                self.nodes[from].cmd(&["CLUSTER", "GETKEYSINSLOT", &s, &MIGRATE_BATCH.to_string()]);
-            if keys.is_empty() {
-                return moved;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "slot {slot} still has keys on node {from} after {SETTLE_TIMEOUT:?} of MIGRATE"
-            );
-            let mut args = vec![
-                "MIGRATE",
-                "127.0.0.1",
-                &port,
-                "",
-                "0",
-                MIGRATE_TIMEOUT_MS,
-                "KEYS",
-            ];
-            args.extend(keys.iter().map(String::as_str));
-            let _: redis::Value = self.nodes[from].cmd(&args);
-            moved += keys.len();
-        }
-    }
-
-    /// Step 3: `CLUSTER SETSLOT slot NODE to` on `to`, `from`, then the other live
-    /// primaries, and wait until the settled cluster has `to` serving `slot`.
-    pub fn finish_migration(&self, slot: u16, from: usize, to: usize) {
-        let s = slot.to_string();
-        let mut order = vec![to, from];
-        order.extend(
-            self.primaries()
-                .into_iter()
-                .filter(|&p| p != to && p != from && self.nodes[p].is_live()),
-        );
-        for i in order {
-            let _: () = self.nodes[i].cmd(&["CLUSTER", "SETSLOT", &s, "NODE", &self.ids[to]]);
-        }
-        self.wait_settled(
-            &format!("slot {slot} to move from node {from} to node {to}"),
-            |v| match entry(v, to) {
-                Some(n) if n.owns(slot) => Ok(()),
-                _ => Err(format!("node {to} does not serve slot {slot} yet")),
-            },
-        );
-    }
-
-    /// The three steps in a row; returns the number of keys moved.
-    pub fn migrate_slot(&self, slot: u16, from: usize, to: usize) -> usize {
-        self.begin_migration(slot, from, to);
-        let moved = self.move_slot_keys(slot, from, to);
-        self.finish_migration(slot, from, to);
-        moved
-    }
-
     /// Every node's state, `CLUSTER NODES` view and log tail, for failure messages.
     pub fn diagnostics(&self) -> String {
         let mut out = String::new();
@@ -578,96 +445,6 @@ impl RedisCluster {
             thread::sleep(POLL);
         }
     }
-
-    /// The agreed view if the cluster is settled (see [`RedisCluster::wait_until_settled`]),
-    /// else why not.
-    fn settled_view(&self) -> Result<Vec<ClusterNode>, String> {
-        let live = self.live();
-        if live.is_empty() {
-            return Err("no live node".into());
-        }
-        // What must be the same in every view: role, primary and slots of each live node.
-        let shape = |view: &[ClusterNode]| -> Vec<Option<Shape>> {
-            live.iter()
-                .map(|&j| entry(view, j).map(|n| (n.role, n.primary, n.slots.clone())))
-                .collect()
-        };
-        let mut agreed: Option<(usize, Vec<ClusterNode>)> = None;
-        for &i in &live {
-            let node = &self.nodes[i];
-            let info: String = node
-                .try_cmd(PROBE_TIMEOUT, &["CLUSTER", "INFO"])
-                .map_err(|e| format!("node {i}: CLUSTER INFO: {e}"))?;
-            let state = info_field(&info, "cluster_state");
-            if state != Some("ok") {
-                return Err(format!("node {i}: cluster_state {state:?}"));
-            }
-            let known = info_field(&info, "cluster_known_nodes");
-            if known != Some(&self.nodes.len().to_string()) {
-                return Err(format!("node {i}: cluster_known_nodes {known:?}"));
-            }
-            let view = self.view_of(i)?;
-            for &j in &live {
-                match entry(&view, j) {
-                    None => return Err(format!("node {i} does not list node {j}")),
-                    Some(n) => {
-                        if let Some(f) = n.flags.iter().find(|f| {
-                            matches!(f.as_str(), "fail" | "fail?" | "handshake" | "noaddr")
-                        }) {
-                            return Err(format!("node {i} flags live node {j} {f}"));
-                        }
-                    }
-                }
-            }
-            let me = entry(&view, i).expect("listed above");
-            let repl: String = node
-                .try_cmd(PROBE_TIMEOUT, &["INFO", "replication"])
-                .map_err(|e| format!("node {i}: INFO replication: {e}"))?;
-            match (me.role, me.primary) {
-                (Role::Primary, _) => {
-                    if info_field(&repl, "role") != Some("master") {
-                        return Err(format!("node {i}: a primary in CLUSTER NODES, not in INFO"));
-                    }
-                }
-                (Role::Replica, Some(p)) => {
-                    let port = self.nodes[p].port().to_string();
-                    if info_field(&repl, "master_port") != Some(port.as_str())
-                        || info_field(&repl, "master_link_status") != Some("up")
-                    {
-                        return Err(format!("node {i}: replication link to node {p} not up"));
-                    }
-                }
-                (Role::Replica, None) => {
-                    return Err(format!("node {i}: a replica of an unknown primary"))
-                }
-            }
-            match &agreed {
-                None => agreed = Some((i, view)),
-                Some((first, first_view)) => {
-                    if shape(first_view) != shape(&view) {
-                        return Err(format!(
-                            "nodes {first} and {i} disagree: {:?} vs {:?}",
-                            shape(first_view),
-                            shape(&view)
-                        ));
-                    }
-                }
-            }
-        }
-        let (_, view) = agreed.expect("at least one live node");
-        let mut owners = vec![0u8; usize::from(SLOTS)];
-        for n in view.iter().filter(|n| live.contains(&n.index)) {
-            for &(a, b) in &n.slots {
-                for s in a..=b {
-                    owners[usize::from(s)] += 1;
-                }
-            }
-        }
-        if let Some(s) = owners.iter().position(|&o| o != 1) {
-            return Err(format!("slot {s} has {} live owners", owners[s]));
-        }
-        Ok(view)
-    }
 }
 
 /// The cluster shared by the tests of one test binary: 3 primaries with 1 replica each,
@@ -714,44 +491,6 @@ extern "C" fn kill_static_clusters() {
         unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
         let _ = std::fs::remove_dir_all(dir);
     }
-}
-
-/// The hash slot of `key` as Redis computes it: CRC16 (XMODEM) mod 16384 of the key, or of
-/// the part between the first `{` and the next `}` if that part is not empty.
-pub fn key_slot(key: &[u8]) -> u16 {
-    let hashed = match key.iter().position(|&b| b == b'{') {
-        Some(open) => match key[open + 1..].iter().position(|&b| b == b'}') {
-            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
-            _ => key,
-        },
-        None => key,
-    };
-    crc16(hashed) % SLOTS
-}
-
-/// A key `prefix0`, `prefix1`, ... in `slot`.
-pub fn key_in_slot(slot: u16, prefix: &str) -> String {
-    assert!(slot < SLOTS, "slot {slot} out of range");
-    (0u64..)
-        .map(|n| format!("{prefix}{n}"))
-        .find(|k| key_slot(k.as_bytes()) == slot)
-        .expect("every slot has keys")
-}
-
-/// CRC16-CCITT (XMODEM: polynomial 0x1021, initial value 0), the one Redis Cluster uses.
-fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &byte in data {
-        crc ^= u16::from(byte) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
 }
 
 /// Start `n` cluster-mode nodes in parallel.
@@ -807,58 +546,4 @@ fn start_node() -> RedisServer {
         };
         args(dir, Some(bus))
     })
-}
-
-/// Parse `CLUSTER NODES` into entries sorted by index; ids map to indices through `ids`.
-fn parse_nodes(text: &str, ids: &[String]) -> Result<Vec<ClusterNode>, String> {
-    let index_of = |id: &str| {
-        ids.iter()
-            .position(|known| known == id)
-            .ok_or_else(|| format!("unknown node id {id} in CLUSTER NODES:\n{text}"))
-    };
-    let mut view = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.len() < 8 {
-            return Err(format!("short CLUSTER NODES line: {line}"));
-        }
-        let port = fields[1]
-            .split(['@', ','])
-            .next()
-            .and_then(|hostport| hostport.rsplit(':').next())
-            .and_then(|p| p.parse().ok())
-            .ok_or_else(|| format!("bad address in CLUSTER NODES line: {line}"))?;
-        let flags: Vec<String> = fields[2].split(',').map(String::from).collect();
-        let role = if flags.iter().any(|f| f == "master") {
-            Role::Primary
-        } else if flags.iter().any(|f| f == "slave") {
-            Role::Replica
-        } else {
-            return Err(format!("no role in CLUSTER NODES line: {line}"));
-        };
-        let primary = match fields[3] {
-            "-" => None,
-            id => Some(index_of(id)?),
-        };
-        let mut slots = Vec::new();
-        // `[slot->-id]` / `[slot-<-id]`: migration state, not ownership.
-        for range in fields[8..].iter().filter(|f| !f.starts_with('[')) {
-            let (a, b) = range.split_once('-').unwrap_or((range, range));
-            match (a.parse(), b.parse()) {
-                (Ok(a), Ok(b)) => slots.push((a, b)),
-                _ => return Err(format!("bad slot range {range} in: {line}")),
-            }
-        }
-        view.push(ClusterNode {
-            index: index_of(fields[0])?,
-            id: fields[0].to_string(),
-            port,
-            role,
-            primary,
-            slots,
-            flags,
-        });
-    }
-    view.sort_by_key(|n| n.index);
-    Ok(view)
 }

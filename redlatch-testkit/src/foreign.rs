@@ -118,37 +118,7 @@ impl Peer {
                     .arg(sources.join("redis_py_peer.py"));
                 cmd
             }
-            Peer::Redsync => {
-                let go = dir.join("go");
-                let src = go.join("src");
-                std::fs::create_dir_all(&src).unwrap();
-                let main = std::fs::read(sources.join("redsync/main.go")).unwrap();
-                let bin = go.join("redsync-peer");
-                let stamp = go.join(format!("redsync-{REDSYNC}-{GO_REDIS}.stamp"));
-                let fresh = bin.exists()
-                    && std::fs::read(src.join("main.go")).is_ok_and(|m| m == main)
-                    && stamp.exists();
-                if !fresh {
-                    std::fs::write(src.join("main.go"), &main).unwrap();
-                    let go_cmd = |args: &[&str]| {
-                        let mut c = Command::new("go");
-                        c.current_dir(&src)
-                            .env("GOMODCACHE", go.join("mod"))
-                            .env("GOFLAGS", "-mod=mod")
-                            .args(args);
-                        c
-                    };
-                    if !src.join("go.mod").exists() {
-                        run(&mut go_cmd(&["mod", "init", "redlatch.test/redsync-peer"]));
-                    }
-                    let redsync = format!("github.com/go-redsync/redsync/v4@{REDSYNC}");
-                    let redis = format!("github.com/redis/go-redis/v9@{GO_REDIS}");
-                    run(&mut go_cmd(&["get", &redsync, &redis]));
-                    run(&mut go_cmd(&["build", "-o", bin.to_str().unwrap(), "."]));
-                    std::fs::write(&stamp, "").unwrap();
-                }
-                Command::new(bin)
-            }
+            Peer::Redsync => redsync(&dir, &sources),
             Peer::NodeRedlock => {
                 let node = dir.join("node");
                 std::fs::create_dir_all(&node).unwrap();
@@ -172,6 +142,39 @@ impl Peer {
             }
         }
     }
+}
+
+/// go-redsync's peer, built once per version (and whenever its main.go changes).
+fn redsync(dir: &std::path::Path, sources: &std::path::Path) -> Command {
+    let go = dir.join("go");
+    let src = go.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let main = std::fs::read(sources.join("redsync/main.go")).unwrap();
+    let bin = go.join("redsync-peer");
+    let stamp = go.join(format!("redsync-{REDSYNC}-{GO_REDIS}.stamp"));
+    let fresh = bin.exists()
+        && std::fs::read(src.join("main.go")).is_ok_and(|m| m == main)
+        && stamp.exists();
+    if !fresh {
+        std::fs::write(src.join("main.go"), &main).unwrap();
+        let go_cmd = |args: &[&str]| {
+            let mut c = Command::new("go");
+            c.current_dir(&src)
+                .env("GOMODCACHE", go.join("mod"))
+                .env("GOFLAGS", "-mod=mod")
+                .args(args);
+            c
+        };
+        if !src.join("go.mod").exists() {
+            run(&mut go_cmd(&["mod", "init", "redlatch.test/redsync-peer"]));
+        }
+        let redsync = format!("github.com/go-redsync/redsync/v4@{REDSYNC}");
+        let redis = format!("github.com/redis/go-redis/v9@{GO_REDIS}");
+        run(&mut go_cmd(&["get", &redsync, &redis]));
+        run(&mut go_cmd(&["build", "-o", bin.to_str().unwrap(), "."]));
+        std::fs::write(&stamp, "").unwrap();
+    }
+    Command::new(bin)
 }
 
 /// What a peer's run printed: `(entered, overlaps)`, once it exited 0 (within

@@ -54,7 +54,29 @@ pub async fn wake_both_ways_within<S, F>(
     S: Fn(&'static str) -> F,
     F: Future<Output = ()>,
 {
-    // Read-write lock: Java's write unlock wakes our reader; our writer's wakes Java's reader.
+    rwlock_both_ways(java, client, within, &subscribed).await;
+    record("RReadWriteLock");
+    semaphore_both_ways(java, client, within, &subscribed).await;
+    record("RSemaphore");
+    expirable_semaphore_both_ways(java, client, within, &subscribed).await;
+    record("RPermitExpirableSemaphore");
+    latch_both_ways(java, client, within, &subscribed).await;
+    record("RCountDownLatch");
+
+    // Fenced lock: one token sequence across the two.
+    let t1 = java_token(java).await;
+    let t2 = our_token(client).await;
+    let t3 = java_token(java).await;
+    assert!(t1 < t2 && t2 < t3, "tokens {t1} {t2} {t3}");
+    record("RFencedLock");
+}
+
+/// Read-write lock: Java's write unlock wakes our reader; our writer's wakes Java's reader.
+async fn rwlock_both_ways<S, F>(java: &Jvm, client: &Client, within: Duration, subscribed: &S)
+where
+    S: Fn(&'static str) -> F,
+    F: Future<Output = ()>,
+{
     java.call("w", "lock write rw").await.ok();
     let reader = {
         let r = client.read_write_lock("rw").read();
@@ -85,9 +107,14 @@ pub async fn wake_both_ways_within<S, F>(
     .await
     .ok();
     java.call("r", "unlock read rw").await.ok();
-    record("RReadWriteLock");
+}
 
-    // Semaphore both ways.
+/// Semaphore: Java's release wakes our waiter, and back.
+async fn semaphore_both_ways<S, F>(java: &Jvm, client: &Client, within: Duration, subscribed: &S)
+where
+    S: Fn(&'static str) -> F,
+    F: Future<Output = ()>,
+{
     assert!(java.call("s", "sem sem trysetpermits 1").await.bool());
     java.call("s", "sem sem acquire 1").await.ok();
     let ours = {
@@ -103,9 +130,18 @@ pub async fn wake_both_ways_within<S, F>(
     answered(within, call, "semaphore: our release did not wake Java")
         .await
         .ok();
-    record("RSemaphore");
+}
 
-    // Permit-expirable semaphore: Java's release wakes our waiter, and back.
+/// Permit-expirable semaphore: Java's release wakes our waiter, and back.
+async fn expirable_semaphore_both_ways<S, F>(
+    java: &Jvm,
+    client: &Client,
+    within: Duration,
+    subscribed: &S,
+) where
+    S: Fn(&'static str) -> F,
+    F: Future<Output = ()>,
+{
     assert!(java.call("x", "xsem xs trysetpermits 1").await.bool());
     let permit = java.call("x", "xsem xs acquire").await.val().to_string();
     let ours = {
@@ -136,9 +172,14 @@ pub async fn wake_both_ways_within<S, F>(
     java.call("x", &format!("xsem xs release {permit}"))
         .await
         .ok();
-    record("RPermitExpirableSemaphore");
+}
 
-    // Latch: Java's count-down opens our wait; ours opens Java's.
+/// Count-down latch: Java's count-down opens our wait; ours opens Java's.
+async fn latch_both_ways<S, F>(java: &Jvm, client: &Client, within: Duration, subscribed: &S)
+where
+    S: Fn(&'static str) -> F,
+    F: Future<Output = ()>,
+{
     assert!(java.call("l", "latch gate trysetcount 1").await.bool());
     let ours = {
         let latch = client.count_down_latch("gate");
@@ -168,14 +209,6 @@ pub async fn wake_both_ways_within<S, F>(
         .bool(),
         "latch: our count-down did not open Java's wait"
     );
-    record("RCountDownLatch");
-
-    // Fenced lock: one token sequence across the two.
-    let t1 = java_token(java).await;
-    let t2 = our_token(client).await;
-    let t3 = java_token(java).await;
-    assert!(t1 < t2 && t2 < t3, "tokens {t1} {t2} {t3}");
-    record("RFencedLock");
 }
 
 /// A fencing token taken (and the lock released again) by Java's `RFencedLock`.

@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 
 use redlatch::{Client, Config, SyncReplicas};
 
-use super::jvm::{mono_nanos, Jvm, Outcome};
+use super::jvm::{mono_nanos, Jvm};
+
+mod participants;
 
 /// Which lock the run contends for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,118 +221,11 @@ pub async fn run(
 ) -> Report {
     let started = Instant::now();
     let errors = Arc::new(Mutex::new(0usize));
-    let mut tasks = Vec::new();
-    for t in 0..run.java_threads {
-        let (jvm, checker, errors) = (jvm.clone(), checker.clone(), errors.clone());
-        let (kind, name, rounds, hold) = (run.kind, run.name.clone(), run.rounds, run.hold);
-        tasks.push(tokio::spawn(async move {
-            let thread = format!("J{t}");
-            let holder = jvm.holder(&thread).await;
-            let mut done = 0;
-            while done < rounds {
-                let r = jvm
-                    .call(&thread, &format!("lock {} {name}", kind.java()))
-                    .await;
-                if r.outcome != Outcome::Ok {
-                    *errors.lock().unwrap() += 1;
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-                checker.enter(&thread, &holder);
-                tokio::time::sleep(hold).await;
-                checker.exit(&thread);
-                let r = jvm
-                    .call(&thread, &format!("unlock {} {name}", kind.java()))
-                    .await;
-                if r.outcome != Outcome::Ok {
-                    *errors.lock().unwrap() += 1;
-                }
-                done += 1;
-            }
-        }));
-    }
-    for t in 0..run.redlatch_tasks {
-        let client = clients[t % clients.len()].clone();
-        let (checker, errors) = (checker.clone(), errors.clone());
-        let (kind, name, rounds, hold) = (run.kind, run.name.clone(), run.rounds, run.hold);
-        tasks.push(tokio::spawn(async move {
-            let who = format!("R{t}");
-            let lock = match kind {
-                Kind::Plain => client.lock(&name),
-                Kind::Fair => client.fair_lock(&name),
-            };
-            let mut done = 0;
-            while done < rounds {
-                let guard = match lock.lock().await {
-                    Ok(g) => g,
-                    Err(_) => {
-                        *errors.lock().unwrap() += 1;
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                checker.enter(&who, guard.holder());
-                tokio::time::sleep(hold).await;
-                checker.exit(&who);
-                if guard.unlock().await.is_err() {
-                    *errors.lock().unwrap() += 1;
-                }
-                done += 1;
-            }
-        }));
-    }
-    let mut children = Vec::new();
-    if let Some((test, spec)) = helper {
-        for p in 0..run.processes {
-            let (checker, name) = (checker.clone(), run.name.clone());
-            let mut child = Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", test, "--ignored", "--nocapture"])
-                .env(
-                    "REDLATCH_MIXED_HELPER",
-                    format!(
-                        "{}|{name}|{}|{}|{spec}",
-                        match run.kind {
-                            Kind::Plain => "plain",
-                            Kind::Fair => "fair",
-                        },
-                        run.rounds,
-                        run.hold.as_millis()
-                    ),
-                )
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let stdin = child.stdin.take().unwrap();
-            let stdout = child.stdout.take().unwrap();
-            children.push(child);
-            let who = format!("P{p}");
-            tasks.push(tokio::task::spawn_blocking(move || {
-                drive_child(&who, stdin, BufReader::new(stdout), &checker)
-            }));
-        }
-    }
-    if let Some((binary, conn)) = cli {
-        for c in 0..run.cli {
-            let (checker, errors) = (checker.clone(), errors.clone());
-            let (binary, conn) = (binary.to_path_buf(), conn.to_vec());
-            let (kind, name, rounds, hold) = (run.kind, run.name.clone(), run.rounds, run.hold);
-            tasks.push(tokio::task::spawn_blocking(move || {
-                cli_participant(
-                    &format!("C{c}"),
-                    &binary,
-                    &conn,
-                    kind,
-                    &name,
-                    rounds,
-                    hold,
-                    &checker,
-                    &errors,
-                )
-            }));
-        }
-    }
+    let mut tasks = participants::java(run, jvm, checker, &errors);
+    tasks.extend(participants::redlatch(run, clients, checker, &errors));
+    let (children, driven) = participants::processes(run, helper, checker);
+    tasks.extend(driven);
+    tasks.extend(participants::cli(run, cli, checker, &errors));
     let all = futures_util::future::join_all(tasks);
     let finished = tokio::time::timeout(run.deadline, all).await;
     for mut c in children {
