@@ -53,7 +53,7 @@ pub(crate) enum Outcome {
         split: bool,
     },
     /// No majority answered at all, or (fenced, Redlock) too few masters answered to
-    /// confirm_token for the token (see [`confirm`]).
+    /// confirm the token (see [`confirm`]).
     Unavailable(Error),
 }
 
@@ -377,7 +377,7 @@ fn confirm<T>(
 /// Fencing under Redlock: the token handed out is the maximum seen, first written back
 /// to a majority so no later acquisition can see a smaller one. The masters where
 /// `holder` holds the lock become current.
-/// A fenced grant's token under Redlock: confirmed (a majority of masters confirm_token for
+/// A fenced grant's token under Redlock: confirmed (a majority of masters confirm
 /// it, or it was granted everywhere) and written back by `end`; `Ok(None)` when the
 /// write-back did not land in time, `Err` when the token cannot be confirmed.
 async fn confirm_token<T>(

@@ -94,12 +94,12 @@ pub(crate) fn notice(engine: &Engine, payload: &[u8]) -> bool {
     }
     match what {
         "revoke" => {
-            if let Some(hold) = engine.holdings().table().get(name, who) {
-                if hold.ask_release() {
-                    tracing::warn!(lock = %name, holder = %who,
-                        "release requested (redlatch unlock --params); the hold is kept: \
+            if let Some(hold) = engine.holdings().table().get(name, who)
+                && hold.ask_release()
+            {
+                tracing::warn!(lock = %name, holder = %who,
+                        "release requested (redlatch unlock --ask); the hold is kept: \
                          LockGuard::revoke_requested() tells the code that holds it");
-                }
             }
         }
         "deleted" => {
@@ -163,7 +163,7 @@ async fn look_for_requests(engine: &Engine, holds: Vec<std::sync::Arc<HoldEntry>
         let looks = fan_out(engine.masters().all(), |m| requested(m, name, holder)).await;
         if looks.iter().any(|r| matches!(r, Ok(true))) && hold.ask_release() {
             tracing::warn!(lock = %name, %holder,
-                "release requested (redlatch unlock --params); the hold is kept: \
+                "release requested (redlatch unlock --ask); the hold is kept: \
                  LockGuard::revoke_requested() tells the code that holds it");
         }
     }

@@ -76,7 +76,7 @@ pub(crate) async fn release(
 
 /// Releases on every master, then asks those that failed for a passing reason (a
 /// timeout, a dropped connection) again, with backoff, until `decided` says the answers
-/// suffice, none is left to params, `give_up` comes or the client shuts down. A master that
+/// suffice, none is left to ask, `give_up` comes or the client shuts down. A master that
 /// answers "not held" to a repeated release counts as released: its first release may
 /// have landed unanswered. One answer per master. A request still unanswered at
 /// `give_up` (or one request's bound after the first was sent, if that is later) is

@@ -257,7 +257,7 @@ impl HoldTable {
     }
 
     /// If a task of this client holds `name`: how long until its lease runs out. Its
-    /// release wakes local waiters directly, so they need not params Redis meanwhile.
+    /// release wakes local waiters directly, so they need not ask Redis meanwhile.
     /// Holds of `except` (the caller's own holder id) do not count: the caller would
     /// re-enter those in Redis, not wait for them.
     pub(crate) fn held_locally_for(&self, name: &str, except: &str) -> Option<Duration> {

@@ -6,7 +6,7 @@
 //! and how `is_locked` reads it; and how its waiters behave, in one [`WaitPolicy`]
 //! value. Its part of an operator's inspection is a [`inspect::Section`] beside it.
 //! The engine's generic parts (waiter/, attempt.rs, release.rs, the watchdog,
-//! queries.rs, the façade) params [`Kind::protocol`], the one place that matches on a
+//! queries.rs, the façade) ask [`Kind::protocol`], the one place that matches on a
 //! kind, instead of the kind.
 //!
 //! * [`plain`]: Redisson `RLock`; [`fenced`]: `RFencedLock` (the plain release);

@@ -253,7 +253,7 @@ fn codes(ops: &[&PlainOp]) -> String {
     ops.iter().map(|op| op.code()).collect()
 }
 
-/// The batch scripts' `ARGV[2]`: the lease every operation asks for, when they all params
+/// The batch scripts' `ARGV[2]`: the lease every operation asks for, when they all ask
 /// for one (then no operation carries its own: each argument costs the server its
 /// parsing and a Lua string; see batch.lua).
 fn common_lease(ops: &[&PlainOp]) -> Option<u64> {

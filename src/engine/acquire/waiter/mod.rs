@@ -32,7 +32,7 @@
 //!    queues of the others (it joined them while trying), in the background as it
 //!    returns; otherwise its entry would block those queues until its deadline.
 //! 6. A subscribed waiter of a non-fair lock that another task of the same client
-//!    holds does not params Redis: that task's release wakes it directly (a force-unlock
+//!    holds does not ask Redis: that task's release wakes it directly (a force-unlock
 //!    arrives as a message), and its lease bounds the wait.
 //! 7. On a single master, such a waiter of a plain lock, and every queued waiter of a
 //!    fair lock, posts an offer (offers.rs): a local releaser may hand it the lock in
@@ -254,7 +254,7 @@ pub(crate) fn timed_out(engine: &Engine, started: Instant) -> Error {
 /// Where the wait is. Each turn of [`Waiter::run`] performs one state's transition,
 /// which names the next state.
 enum State {
-    /// AcquireParams Redis (or, invariant 6, take the local-hold shortcut) — [`Waiter::attempt`].
+    /// Ask Redis (or, invariant 6, take the local-hold shortcut) — [`Waiter::attempt`].
     /// `woken`: the last wait ended with a message, not the TTL bound.
     Attempting { woken: bool },
     /// Refused and not listening yet: subscribe, confirmed by a majority, then attempt
@@ -324,10 +324,9 @@ impl Drop for Waiter<'_> {
         if !engine
             .offers(self.plan.fair)
             .withdraw(&call.name, &call.holder)
+            && let Some(rx) = self.offer.take()
         {
-            if let Some(rx) = self.offer.take() {
-                settle_in_background(engine, call, Unsettled::Offer(rx));
-            }
+            settle_in_background(engine, call, Unsettled::Offer(rx));
         }
         let cleanups = engine.cleanups().clone();
         let (engine, name) = (engine.clone(), call.name.clone());
