@@ -241,7 +241,7 @@ pub(crate) fn timed_out(engine: &Engine, started: Instant) -> Error {
         addr: m.addr().to_string(),
         after: Duration::from_millis(started.elapsed().as_millis() as u64),
     };
-    match &engine.masters().all()[..] {
+    match engine.masters().all() {
         [one] => timeout(one),
         many => {
             let addrs: Vec<&str> = many.iter().map(|m| m.addr()).collect();
