@@ -126,12 +126,31 @@ pub(crate) async fn listen(engine: std::sync::Weak<Engine>, shutdown: Cancellati
         strong.settings.watchdog_timeout,
     );
     drop(strong);
-    tokio::select! {
-        r = sub.ready(timeout) => if let Err((addr, why)) = r {
-            // Still subscribed: the hub retries; notices then arrive once it succeeds.
-            tracing::warn!(master = %addr, why, "cannot listen for notices about this client's locks yet");
-        },
-        _ = shutdown.cancelled() => return,
+    // A notice sent before the confirmation is not heard, and a confirmation that rides
+    // a live connection wakes nobody: one that came late is followed by a read of the
+    // markers, as a reconnect is (invariant 2).
+    let mut late = false;
+    while !sub.is_confirmed() {
+        tokio::select! {
+            r = sub.ready(timeout) => if let Err((addr, why)) = r {
+                // Still subscribed: the hub retries; notices then arrive once it succeeds.
+                if !late {
+                    tracing::warn!(master = %addr, why, "cannot listen for notices about this client's locks yet");
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(timeout) => {}
+                    _ = shutdown.cancelled() => return,
+                }
+            },
+            _ = shutdown.cancelled() => return,
+        }
+        late |= !sub.is_confirmed();
+    }
+    if late {
+        let Some(engine) = engine.upgrade() else {
+            return;
+        };
+        look_for_requests(&engine, engine.holds.all()).await;
     }
     loop {
         sub.mark_seen();

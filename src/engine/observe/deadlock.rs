@@ -12,6 +12,12 @@
 //!    flight, or a stale wait entry, lasts less than a check), and only if it is the
 //!    youngest waiter of that cycle (the latest waiting since, ties to the greater task
 //!    id): every other task of the cycle goes on.
+//! 4. A task holds a lock when it holds it on a majority of the masters. Under Redlock
+//!    a waiter's attempt that took a minority of them (a split vote, undone at once)
+//!    holds nothing: counted, it closed a second "cycle" through the waiting task's
+//!    own call (its call waits for the lock it "holds", its task holds the lock the
+//!    other waits for), seen by `redlatch deadlocks` when a holder's grant on one master
+//!    had been taken by the waiter's attempt there first.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -197,13 +203,22 @@ impl Engine {
         out
     }
 
-    /// The tasks holding `lock` on any master that answers (every kind's holders).
+    /// The tasks holding `lock` (every kind's holders) on a majority of the masters
+    /// (invariant 4).
     async fn holder_tasks(&self, lock: &str) -> BTreeSet<String> {
         let answers = self.inspect(lock).await;
-        let holders = answers.into_iter().filter_map(|a| a.state.ok());
-        holders
-            .flat_map(|st| st.holders.into_iter().map(|(h, _)| h))
-            .filter_map(|h| task_of(&h))
+        let mut masters: HashMap<String, usize> = HashMap::new();
+        for st in answers.into_iter().filter_map(|a| a.state.ok()) {
+            let tasks: BTreeSet<String> = (st.holders.into_iter())
+                .filter_map(|(h, _)| task_of(&h))
+                .collect();
+            for task in tasks {
+                *masters.entry(task).or_default() += 1;
+            }
+        }
+        (masters.into_iter())
+            .filter(|(_, on)| *on >= self.quorum)
+            .map(|(task, _)| task)
             .collect()
     }
 
