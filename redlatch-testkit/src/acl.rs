@@ -43,6 +43,10 @@ pub const MINIMAL: &[&str] = &[
     "+zscore",
     // `Lock::status` (operators):
     "+hgetall",
+    // The client record and ledger (bookkeeping: docs/errors.md, "Minimal ACL per
+    // feature"):
+    "+hset",
+    "+hdel",
 ];
 
 /// The minimal ACL's channels: the unlock channels, and the revoke channels a holder
@@ -144,8 +148,6 @@ pub const FEATURES: &[(&str, &[&str])] = &[
             "~redlatch_rwlock_writers:{orders:*",
             "~redisson_rwlock:{orders:*",
             "&redisson_rwlock:{orders:*",
-            "+hset",
-            "+hdel",
             "+hlen",
             "+zremrangebyscore",
         ],
@@ -176,8 +178,6 @@ pub const FEATURES: &[(&str, &[&str])] = &[
             "~redlatch_job:{job-lock:*",
             "~redisson_lock__channel:{job-lock:*",
             "&redisson_lock__channel:{job-lock:*",
-            "+hset",
-            "+hdel",
         ],
     ),
 ];
@@ -185,12 +185,7 @@ pub const FEATURES: &[(&str, &[&str])] = &[
 /// What bookkeeping under the prefix `orders:rl` adds to a feature's rules: its keys
 /// (`orders:rl_client:{id}`, `..._ledger:{id}`, `..._revoke:{name}`) and each
 /// client's notice channel.
-pub const BOOKKEEPING: &[&str] = &[
-    "~orders:rl_*",
-    "&orders:rl_client__channel*",
-    "+hset",
-    "+hdel",
-];
+pub const BOOKKEEPING: &[&str] = &["~orders:rl_*", "&orders:rl_client__channel*"];
 
 /// Creates user `svc` (password [`PASSWORD`]) with exactly `rules` (keys, channels and
 /// commands) and the commands of [`MINIMAL`] plus `extra`; returns its URL.

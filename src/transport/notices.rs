@@ -22,7 +22,8 @@ pub(super) async fn subscribe(
             Ok(()) => out.push(channel),
             Err(e) if e.starts_with(DENIED) => {
                 tracing::warn!(master = addr, %channel, why = &e[DENIED.len()..],
-                    "the ACL refuses this client's notice channel: its holders learn of a \
+                    "cannot listen for notices about this client's locks: the ACL refuses its \
+                     notice channel, so its holders learn of a \
                      force-unlock at their next renewal and hear no release request; allow \
                      the channel (&<prefix>_client__channel*), or set \
                      Config::bookkeeping_prefix to one it allows, or bookkeeping(false) \

@@ -162,8 +162,8 @@ fn refused_or_failed(who: &Mine, addr: &str, record: &str, e: &crate::error::Err
     use std::sync::atomic::Ordering;
     let denied = matches!(e, crate::error::Error::PermissionDenied { .. });
     if denied && !who.refused.swap(true, Ordering::Relaxed) {
-        tracing::warn!(target: "redlatch", master = addr, key = record, error = %e,
-            "the ACL refuses this client's record and ledger: locks work, but operators \
+        tracing::warn!(target: "redlatch", master = addr, key = record,
+            "the ACL refuses writing this client's record and ledger (NOPERM): locks work, but operators \
              see its holders and waiters by bare id and deadlock detection does not see \
              it; allow the key, or set Config::bookkeeping_prefix to keys the ACL allows, \
              or bookkeeping(false) (docs/errors.md)");
