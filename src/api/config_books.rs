@@ -90,14 +90,14 @@ impl Config {
         if let Some(p) = &self.bookkeeping.0 {
             check_prefix(p)
                 .map_err(|why| Error::config(format!("bookkeeping prefix {p:?} {why}")))?;
-        } else if let Ok(v) = std::env::var(ENV_BOOKKEEPING) {
-            if v != "off" {
-                check_prefix(&v).map_err(|why| {
-                    Error::config(format!(
-                        "{ENV_BOOKKEEPING}={v:?}: a prefix or off; it {why}"
-                    ))
-                })?;
-            }
+        } else if let Ok(v) = std::env::var(ENV_BOOKKEEPING)
+            && v != "off"
+        {
+            check_prefix(&v).map_err(|why| {
+                Error::config(format!(
+                    "{ENV_BOOKKEEPING}={v:?}: a prefix or off; it {why}"
+                ))
+            })?;
         }
         if self.deadlock_detection && self.bookkeeping_keys_prefix().is_none() {
             return Err(Error::config(
