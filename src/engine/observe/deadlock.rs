@@ -26,12 +26,11 @@ use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::fan_out;
 use crate::engine::observe::graph::{Graph, Step};
 use crate::engine::observe::ledger::parse_field;
-use crate::engine::observe::{
-    ledger_key, ledger_uuid, record_key, split_holder, task_of, Wait, Waiting,
-};
-use crate::engine::observe::{Who, DETECT_AFTER, DETECT_EVERY, LEDGER_PREFIX};
+use crate::engine::observe::{split_holder, task_of, Wait, Waiting};
+use crate::engine::observe::{Who, DETECT_AFTER, DETECT_EVERY};
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::keys::books::Books;
 use crate::transport::{Lane, Request};
 
 /// Tasks a waiter's check follows at most.
@@ -54,6 +53,11 @@ pub(crate) struct Task {
 pub(crate) struct Cycle {
     pub(crate) tasks: Vec<Task>,
 }
+
+/// What [`Engine::deadlocks`] says with bookkeeping off: no ledger was read.
+pub(crate) const BOOKS_OFF: &str =
+    "no ledgers read: this client's bookkeeping is off (Config::bookkeeping(false), \
+     REDLATCH_BOOKKEEPING=off); give it the deployment's bookkeeping prefix instead";
 
 /// What reading every ledger found.
 #[derive(Clone, Debug, Default)]
@@ -125,6 +129,12 @@ impl Engine {
     /// Reads every ledger of the deployment (`SCAN` on every primary of every master)
     /// within `timeout` and returns the cycles of the wait-for graph (invariants 1, 2).
     pub(crate) async fn deadlocks(&self, timeout: Duration) -> Deadlocks {
+        if !self.settings.books.is_on() {
+            return Deadlocks {
+                unread: vec![BOOKS_OFF.to_string()],
+                ..Default::default()
+            };
+        }
         let deadline = Instant::now() + timeout;
         let (uuids, mut unread) = self.scan_ledgers(deadline).await;
         let mut ledgers = HashMap::new();
@@ -169,7 +179,7 @@ impl Engine {
         let mut unread = Vec::new();
         for m in &self.masters {
             for addr in m.link().primary_addrs() {
-                match scan_node(m, &addr, deadline).await {
+                match scan_node(m, &self.settings.books, &addr, deadline).await {
                     Ok(keys) => uuids.extend(keys),
                     Err(e) => {
                         tracing::debug!(target: "redlatch", node = %addr, error = %e,
@@ -185,8 +195,8 @@ impl Engine {
     /// Client `uuid`'s ledger and record, merged over every master that answers.
     async fn read_ledger(&self, uuid: &str) -> Ledger {
         let mut pipe = redis::pipe();
-        pipe.cmd("HGETALL").arg(ledger_key(uuid));
-        pipe.cmd("HGETALL").arg(record_key(uuid));
+        pipe.cmd("HGETALL").arg(self.settings.books.ledger(uuid));
+        pipe.cmd("HGETALL").arg(self.settings.books.record(uuid));
         let pipe = &pipe;
         let answers = fan_out(&self.masters, |m| async move {
             let v = m.link().send(Lane::Side, m.timeout(), Request::Pipe(pipe));
@@ -366,8 +376,13 @@ fn cycle(steps: Vec<Step>, ledgers: &HashMap<String, Ledger>) -> Cycle {
 
 /// Every ledger key on the node `addr` of master `m`, by `SCAN` (never `KEYS`), until
 /// `deadline`.
-async fn scan_node(m: &Master, addr: &str, deadline: Instant) -> crate::error::Result<Vec<String>> {
-    let pattern = format!("{LEDGER_PREFIX}*");
+async fn scan_node(
+    m: &Master,
+    books: &Books,
+    addr: &str,
+    deadline: Instant,
+) -> crate::error::Result<Vec<String>> {
+    let pattern = books.ledger_pattern();
     let mut cursor = 0u64;
     let mut out = Vec::new();
     loop {
@@ -393,7 +408,7 @@ async fn scan_node(m: &Master, addr: &str, deadline: Instant) -> crate::error::R
         let (next, keys): (u64, Vec<String>) = m.decode(reply.await?)?;
         out.extend(
             keys.iter()
-                .filter_map(|k| ledger_uuid(k))
+                .filter_map(|k| books.ledger_owner(k))
                 .map(str::to_string),
         );
         if next == 0 {
