@@ -58,12 +58,15 @@ const MAX_METADATA: usize = 2048;
 /// neither `Debug` nor any error shows it.
 ///
 /// # Examples
-/// ```no_run
+/// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
 /// # fn main() { doc_redis::run(|url| async move {
+/// # // A private moto server (skipped, said plainly, where moto is not installed).
+/// # let Some(moto) = redlatch_testkit::moto::MotoServer::start_or_skip("s3 doc") else { return Ok(()) };
+/// # let (endpoint, key_id, secret) = (moto.endpoint(), moto.key_id(), moto.secret());
 /// use redlatch::fence::s3::S3Fence;
 /// use redlatch::{Client, Config, Error};
-/// let store = S3Fence::new("http://127.0.0.1:9000", "reports", "us-east-1", "AKID", "SECRET")?;
+/// let store = S3Fence::new(&endpoint, "fence", "us-east-1", key_id, secret)?; // your bucket
 /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let lock = client.fenced_lock("daily-report");
 /// let stale = lock.lock().await?; // a holder that will pause past its lease
@@ -80,10 +83,10 @@ const MAX_METADATA: usize = 2048;
 /// }
 /// let object = store.get("2026/12/02.csv").await?.expect("written");
 /// assert_eq!(object.body, b"day,total\n2026-12-02,42\n");
+/// assert_eq!(object.token.map(|t| t.value()), guard.fencing_token());
+/// guard.unlock().await?;
 /// # Ok(()) }) }
 /// ```
-/// (`no_run`: it needs an S3-compatible server; tests/standalone/fence_s3.rs runs the
-/// same steps against moto's.)
 #[derive(Clone)]
 pub struct S3Fence {
     http: reqwest::Client,
