@@ -98,24 +98,26 @@ impl Config {
     /// single mode given several URLs, or Sentinel's master name missing.
     ///
     /// # Examples
-    /// ```
+    /// ```standalone_crate
     /// use redlatch::{Config, Topology, ENV_MODE, ENV_SENTINEL_MASTER, ENV_VAR};
-    /// std::env::set_var(ENV_VAR, "redis://10.0.0.1:7000,redis://10.0.0.2:7000,redis://10.0.0.3:7000");
+    /// // SAFETY (each `set_var`/`remove_var` below): this example is a process of its
+    /// // own with one thread.
+    /// unsafe { std::env::set_var(ENV_VAR, "redis://10.0.0.1:7000,redis://10.0.0.2:7000,redis://10.0.0.3:7000") };
     /// let config = Config::from_env()?;
     /// assert_eq!(config.quorum(), 2); // a list: Redlock
     ///
-    /// std::env::set_var(ENV_MODE, "cluster");
+    /// unsafe { std::env::set_var(ENV_MODE, "cluster") };
     /// assert_eq!(Config::from_env()?.topology(), &Topology::Cluster); // seeds
     ///
-    /// std::env::set_var(ENV_MODE, "sentinel");
-    /// std::env::set_var(ENV_SENTINEL_MASTER, "mymaster");
+    /// unsafe { std::env::set_var(ENV_MODE, "sentinel") };
+    /// unsafe { std::env::set_var(ENV_SENTINEL_MASTER, "mymaster") };
     /// let config = Config::from_env()?;
     /// assert_eq!(config.topology(), &Topology::Sentinel { master_name: "mymaster".into() });
     ///
-    /// std::env::remove_var(ENV_SENTINEL_MASTER);
+    /// unsafe { std::env::remove_var(ENV_SENTINEL_MASTER) };
     /// assert!(matches!(Config::from_env(), Err(redlatch::Error::Config { .. })));
     /// for var in [ENV_VAR, ENV_MODE] {
-    ///     std::env::remove_var(var);
+    ///     unsafe { std::env::remove_var(var) };
     /// }
     /// assert!(matches!(Config::from_env(), Err(redlatch::Error::Config { .. })));
     /// # Ok::<(), redlatch::Error>(())
@@ -140,20 +142,22 @@ impl Config {
     /// deployment).
     ///
     /// # Examples
-    /// ```
+    /// ```standalone_crate
     /// use redlatch::{Config, Topology, ENV_MODE, ENV_VAR};
+    /// // SAFETY (each `set_var`/`remove_var` below): this example is a process of its
+    /// // own with one thread.
     /// let local = || Config::single("redis://127.0.0.1:6379");
-    /// std::env::remove_var(ENV_VAR);
+    /// unsafe { std::env::remove_var(ENV_VAR) };
     /// assert_eq!(Config::from_env_or(local())?.urls(), ["redis://127.0.0.1:6379"]);
     ///
-    /// std::env::set_var(ENV_VAR, "redis://10.0.0.1:7000");
-    /// std::env::set_var(ENV_MODE, "cluster");
+    /// unsafe { std::env::set_var(ENV_VAR, "redis://10.0.0.1:7000") };
+    /// unsafe { std::env::set_var(ENV_MODE, "cluster") };
     /// assert_eq!(Config::from_env_or(local())?.topology(), &Topology::Cluster);
     ///
-    /// std::env::set_var(ENV_MODE, "clusterr"); // set but invalid: an error
+    /// unsafe { std::env::set_var(ENV_MODE, "clusterr") }; // set but invalid: an error
     /// assert!(matches!(Config::from_env_or(local()), Err(redlatch::Error::Config { .. })));
     ///
-    /// std::env::remove_var(ENV_VAR); // REDLATCH_MODE alone: half a deployment
+    /// unsafe { std::env::remove_var(ENV_VAR) }; // REDLATCH_MODE alone: half a deployment
     /// assert!(matches!(Config::from_env_or(local()), Err(redlatch::Error::Config { .. })));
     /// # Ok::<(), redlatch::Error>(())
     /// ```

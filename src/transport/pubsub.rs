@@ -366,11 +366,11 @@ impl Actor {
             match reconciled {
                 Ok(()) => {
                     backoff = Duration::from_millis(50);
-                    if self.conn.is_some() {
-                        if let Some((span, since, attempts)) = self.reconnect.take() {
-                            span.record("attempts", attempts + 1);
-                            telemetry::finish(&span, since, "reconnected", None);
-                        }
+                    if self.conn.is_some()
+                        && let Some((span, since, attempts)) = self.reconnect.take()
+                    {
+                        span.record("attempts", attempts + 1);
+                        telemetry::finish(&span, since, "reconnected", None);
                     }
                 }
                 Err(e) => {

@@ -208,11 +208,11 @@ impl Standalone {
             other => Error::config_from(format!("master {}: pool", self.addr), other),
         })?;
         let mut conn = (*pooled).clone();
-        if self.replicas.needs_count() {
-            if let Err(e) = self.count_replicas(&mut conn).await {
-                drop(Pooled::take(pooled));
-                return Err(e);
-            }
+        if self.replicas.needs_count()
+            && let Err(e) = self.count_replicas(&mut conn).await
+        {
+            drop(Pooled::take(pooled));
+            return Err(e);
         }
         let flow = Arc::new(Flow::default());
         *slot.conn.lock() = Some((pooled, flow.clone()));
@@ -355,10 +355,10 @@ impl Standalone {
                 // A failed count keeps the old one; the write then fails or succeeds
                 // on its own.
                 let count = self.count_replicas(&mut conn);
-                if tokio::time::timeout_at(write_by, count).await.is_ok() {
-                    if let Some(n) = n {
-                        flow.answered(n);
-                    }
+                if tokio::time::timeout_at(write_by, count).await.is_ok()
+                    && let Some(n) = n
+                {
+                    flow.answered(n);
                 }
             }
             let n = self

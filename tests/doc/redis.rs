@@ -2,7 +2,8 @@
 //     # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doc/redis.rs"));
 //     # fn main() { doc_redis::run(|url| async move {
 //     ... the example, with `url` the server's redis:// URL, also in REDLATCH_REDIS
-//         (so an example can read it as an application would: Config::from_env()) ...
+//         (so an example can read it as an application would: Config::from_env());
+//         one example of the merged doc-test process at a time, see `alone` ...
 //     # Ok(()) }) }
 // (or `doc_redis::run_blocking(|url| { ... })` for the blocking API), so each example runs against a real, private `redis-server` (on a free loopback
 // port, never 6379, stopped when the example ends). Not part of the library.
@@ -71,16 +72,31 @@ mod doc_redis {
         Fut: std::future::Future<Output = redlatch::Result<()>>,
     {
         let redis = start();
-        // Each doc test is a process of its own: the variable is this example's alone.
-        std::env::set_var("REDLATCH_REDIS", &redis.url);
+        let _alone = alone(&redis.url);
         let rt = tokio::runtime::Runtime::new().expect("a runtime");
         rt.block_on(example(redis.url.clone())).expect("the example succeeds");
+    }
+
+    /// Makes `url` this process's REDLATCH_REDIS for as long as the returned lock lives.
+    /// rustdoc merges the doc tests (edition 2024) into one process whose tests run on
+    /// several threads: each example takes an exclusive lock on a file named after the
+    /// process, so no other example of it runs meanwhile, and then sets the variable
+    /// (every copy of this module takes the same file, where a `static` would be one
+    /// copy's own).
+    fn alone(url: &str) -> std::fs::File {
+        let path = std::env::temp_dir().join(format!("redlatch-doc-{}.lock", std::process::id()));
+        let file = std::fs::File::create(path).expect("the doc tests' lock file");
+        file.lock().expect("the doc tests' lock");
+        // SAFETY: no other example of this process runs while the lock is held, and
+        // the test harness's own threads do not read the environment meanwhile.
+        unsafe { std::env::set_var("REDLATCH_REDIS", url) };
+        file
     }
 
     /// Runs a blocking example against a fresh server.
     pub fn run_blocking(example: impl FnOnce(String) -> redlatch::Result<()>) {
         let redis = start();
-        std::env::set_var("REDLATCH_REDIS", &redis.url);
+        let _alone = alone(&redis.url);
         example(redis.url.clone()).expect("the example succeeds");
     }
 }

@@ -489,19 +489,22 @@ async fn a_release_wakes_a_waiting_run_through_the_simple_locks_wake_channel() {
             .unwrap()
             .label()
     });
+    // The holder runs first (spawned tasks start in no set order: a waiter that won the
+    // race would run at once and never listen).
+    let held = common::eventually_async(Duration::from_secs(30), || {
+        server.cmd::<i64>(&["EXISTS", "job-lock:default:wk"]) == 1
+    })
+    .await;
+    assert!(held, "the holder never took the job's lock");
     let waiter = tokio::spawn(async move {
         let job = b.job("wk").at_most(MIN).wait(Duration::from_secs(60));
         job.run(async {}).await.unwrap().label()
     });
     // The waiting run listens (besides our listener) once refused.
-    let mut listening = false;
-    for _ in 0..500 {
-        if common::numsub(&server, channel) == 2 {
-            listening = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let listening = common::eventually_async(Duration::from_secs(30), || {
+        common::numsub(&server, channel) == 2
+    })
+    .await;
     assert!(listening, "the waiting run never subscribed");
     release.send(()).unwrap();
     let msg = listener.get_message().unwrap();

@@ -25,11 +25,11 @@ fn link_targets(markdown: &str) -> Vec<(usize, String)> {
             rest = &after[end..];
         }
         let trimmed = line.trim_start();
-        if trimmed.starts_with('[') {
-            if let Some(close) = trimmed.find("]:") {
-                let url = trimmed[close + 2..].split_whitespace().next().unwrap_or("");
-                found.push((line_no, url.to_string()));
-            }
+        if trimmed.starts_with('[')
+            && let Some(close) = trimmed.find("]:")
+        {
+            let url = trimmed[close + 2..].split_whitespace().next().unwrap_or("");
+            found.push((line_no, url.to_string()));
         }
         for attr in ["href=\"", "src=\""] {
             let mut rest = line;

@@ -93,12 +93,12 @@ pub(crate) fn notice(engine: &Engine, payload: &[u8]) -> bool {
     }
     match what {
         "revoke" => {
-            if let Some(hold) = engine.holds.get(name, who) {
-                if hold.ask_release() {
-                    tracing::warn!(lock = %name, holder = %who,
+            if let Some(hold) = engine.holds.get(name, who)
+                && hold.ask_release()
+            {
+                tracing::warn!(lock = %name, holder = %who,
                         "release requested (redlatch unlock --ask); the hold is kept: \
                          LockGuard::revoke_requested() tells the code that holds it");
-                }
             }
         }
         "deleted" => {

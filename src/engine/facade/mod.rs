@@ -126,10 +126,10 @@ impl Engine {
             let engine = engine.clone();
             // So do the notices about this client's own holds (coordination/revoke.rs).
             let on_payload = Box::new(move |payload: &[u8]| {
-                if let Some(engine) = engine.upgrade() {
-                    if !crate::engine::coordination::revoke::notice(&engine, payload) {
-                        waiter::received(&engine, payload);
-                    }
+                if let Some(engine) = engine.upgrade()
+                    && !crate::engine::coordination::revoke::notice(&engine, payload)
+                {
+                    waiter::received(&engine, payload);
                 }
             });
             let timeout = settings.connect_timeout;

@@ -49,10 +49,10 @@ impl Engine {
         };
         let results = fan_out(&self.masters, |m| lock_exists(m, name, key_type)).await;
         // A key that is not a lock is reported as lock() reports it (attempt.rs).
-        if let Some(e) = results.iter().find_map(|r| r.as_ref().err()) {
-            if e.is_permanent() {
-                return Err(e.clone());
-            }
+        if let Some(e) = results.iter().find_map(|r| r.as_ref().err())
+            && e.is_permanent()
+        {
+            return Err(e.clone());
         }
         let exists = answers(&self.masters, results, self.quorum)?;
         Ok(majority_true(&exists, self.quorum))

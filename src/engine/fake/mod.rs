@@ -313,16 +313,16 @@ impl State {
             let parts: Vec<&str> = ticket.split(':').collect();
             let lease = parts.get(3).and_then(|l| l.parse::<u64>().ok());
             let own = format!("{channel}:{}", parts[0]);
-            if let (4, Some(lease)) = (parts.len(), lease) {
-                if self.numsub(&own) > 0 {
-                    self.hincrby(lock, &format!("{}:{}", parts[0], parts[1]), 1);
-                    self.pexpire(lock, lease);
-                    let until = Instant::now() + Duration::from_millis(lease);
-                    self.handed
-                        .insert(waiters.to_string(), (ticket.clone(), until));
-                    self.publish(&own, &format!("{ticket}|{lock}"));
-                    return 1;
-                }
+            if let (4, Some(lease)) = (parts.len(), lease)
+                && self.numsub(&own) > 0
+            {
+                self.hincrby(lock, &format!("{}:{}", parts[0], parts[1]), 1);
+                self.pexpire(lock, lease);
+                let until = Instant::now() + Duration::from_millis(lease);
+                self.handed
+                    .insert(waiters.to_string(), (ticket.clone(), until));
+                self.publish(&own, &format!("{ticket}|{lock}"));
+                return 1;
             }
             skipped = true;
         }

@@ -81,12 +81,12 @@ pub(crate) struct NonReentrant<P> {
 
 /// An acquire reply, the guard's refusal typed.
 fn read(addr: &str, name: &str, v: Value) -> Result<Acquire> {
-    if let Value::Array(items) = &v {
-        if items.first().and_then(int) == Some(REACQUIRE) {
-            return Err(Error::Reentry {
-                name: name.to_string(),
-            });
-        }
+    if let Value::Array(items) = &v
+        && items.first().and_then(int) == Some(REACQUIRE)
+    {
+        return Err(Error::Reentry {
+            name: name.to_string(),
+        });
     }
     read_acquire(addr, name, v)
 }

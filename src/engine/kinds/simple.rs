@@ -59,12 +59,12 @@ pub(crate) struct Simple;
 
 /// An acquire reply, a second acquisition by the holder typed as [`Error::Reentry`].
 fn read(addr: &str, name: &str, v: Value) -> Result<Acquire> {
-    if let Value::Array(items) = &v {
-        if items.first().and_then(int) == Some(REACQUIRE) {
-            return Err(Error::Reentry {
-                name: name.to_string(),
-            });
-        }
+    if let Value::Array(items) = &v
+        && items.first().and_then(int) == Some(REACQUIRE)
+    {
+        return Err(Error::Reentry {
+            name: name.to_string(),
+        });
     }
     read_acquire(addr, name, v)
 }
@@ -162,10 +162,11 @@ pub(crate) static INSPECT: Section = Section {
     },
     replies: 1,
     read: |v, st| {
-        if st.key_type == "string" && st.ttl.is_some() {
-            if let Some(token) = text(&v[0]).filter(|t| t.parse::<f64>().is_err()) {
-                st.holders = vec![(token, 1)];
-            }
+        if st.key_type == "string"
+            && st.ttl.is_some()
+            && let Some(token) = text(&v[0]).filter(|t| t.parse::<f64>().is_err())
+        {
+            st.holders = vec![(token, 1)];
         }
     },
 };

@@ -315,10 +315,9 @@ impl Drop for Waiter<'_> {
         if !engine
             .offers(self.plan.fair)
             .withdraw(&call.name, &call.holder)
+            && let Some(rx) = self.offer.take()
         {
-            if let Some(rx) = self.offer.take() {
-                settle_in_background(engine, call, Unsettled::Offer(rx));
-            }
+            settle_in_background(engine, call, Unsettled::Offer(rx));
         }
         let cleanups = engine.cleanups.clone();
         let (engine, name) = (engine.clone(), call.name.clone());
