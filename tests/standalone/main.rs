@@ -25,6 +25,7 @@ mod fair_api;
 mod faster_multi_lock;
 mod fence_kleppmann;
 mod fence_postgres;
+mod fence_s3;
 mod fencing;
 mod handover;
 mod hardening;
