@@ -2,4 +2,4 @@
 # run builds with, so that the tests of TLS, metrics and the serde Config run too (the
 # CLI's `tls` feature for its TLS tests).
 # shellcheck disable=SC2034  # used by the scripts that source this file
-features="redlatch/tls,redlatch/metrics,redlatch/serde,redlatch/postgres,redlatch-cli/tls"
+features="redlatch/tls,redlatch/metrics,redlatch/serde,redlatch/postgres,redlatch/s3,redlatch-cli/tls"

@@ -8,7 +8,9 @@
 # runs when `java` and `mvn` are on the PATH and is skipped, said plainly, when not;
 # REDLATCH_REQUIRE_JAVA=1 (set by .ci/run) makes their absence an error. The fencing
 # tests need PostgreSQL (scripts/ensure-postgres.sh installs it) and say
-# SKIPPED without them, unless REDLATCH_REQUIRE_POSTGRES=1 (set by .ci/run).
+# SKIPPED without them, unless REDLATCH_REQUIRE_POSTGRES=1 (set by .ci/run); the S3
+# fence's tests need moto's server (scripts/ensure-moto.sh installs it from PyPI), the
+# same way with REDLATCH_REQUIRE_MOTO=1.
 # Under cargo-nextest when it is installed (its own summary line ends the output). Else,
 # without arguments, the test binaries side by side (scripts/run-tests.py: they wait more
 # than they compute), each logged to target/test-logs/; with arguments, `cargo test ARGS`.
@@ -21,6 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/ensure-redis.sh
 . scripts/ensure-postgres.sh
+. scripts/ensure-moto.sh
 if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
     echo "Redisson JVM interop: ON (java and mvn found; Redisson from Maven Central)"
     if [ "$#" -eq 0 ]; then

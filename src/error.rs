@@ -334,7 +334,7 @@ pub enum Error {
     /// caller's transaction is aborted): `problem` says how.
     #[error("fencing store {store}: {problem}: {detail}")]
     FenceStore {
-        /// The store (`"postgres"`).
+        /// The store (`"postgres"`, `"s3"`).
         store: &'static str,
         /// What went wrong.
         problem: StoreProblem,
@@ -379,6 +379,7 @@ impl Error {
             Error::Timeout { .. } => true,
             Error::NoQuorum { errors, .. } => errors.iter().any(|m| m.error.is_timeout()),
             Error::Redis { source, .. } => source.is_timeout(),
+            Error::FenceStore { problem, .. } => *problem == StoreProblem::TimedOut,
             _ => false,
         }
     }
@@ -434,7 +435,10 @@ impl Error {
             | Error::Fenced { .. }
             | Error::FenceMismatch { .. }
             | Error::BadData { .. } => true,
-            Error::FenceStore { problem, .. } => *problem == StoreProblem::NotMigrated,
+            Error::FenceStore { problem, .. } => matches!(
+                problem,
+                StoreProblem::NotMigrated | StoreProblem::NoBucket | StoreProblem::Unauthorized
+            ),
             // Retrying cannot cure it when no master that failed would do better.
             Error::NoQuorum { errors, .. } => {
                 !errors.is_empty() && errors.iter().all(|m| m.error.is_permanent())
@@ -464,7 +468,10 @@ impl Error {
         match self {
             Error::Timeout { .. } | Error::NoQuorum { .. } | Error::ClusterDown { .. } => true,
             Error::FenceStore { problem, .. } => {
-                matches!(problem, StoreProblem::Unavailable | StoreProblem::ReadOnly)
+                matches!(
+                    problem,
+                    StoreProblem::Unavailable | StoreProblem::ReadOnly | StoreProblem::TimedOut
+                )
             }
             Error::Redis { source, .. } => {
                 source.is_io_error()
@@ -515,6 +522,13 @@ pub enum StoreProblem {
     Unavailable,
     /// Anything else the store refused (a permission, a statement timeout...).
     Refused,
+    /// The object store has no such bucket (`NoSuchBucket`). Permanent.
+    NoBucket,
+    /// The object store refused the credentials (an unknown access key, a signature made
+    /// with another secret) or their access (`AccessDenied`). Permanent.
+    Unauthorized,
+    /// The store did not answer within the fence's time bound.
+    TimedOut,
 }
 
 impl fmt::Display for StoreProblem {
@@ -525,6 +539,9 @@ impl fmt::Display for StoreProblem {
             StoreProblem::Conflict => "conflict with a concurrent transaction (retry it)",
             StoreProblem::Unavailable => "unavailable",
             StoreProblem::Refused => "refused",
+            StoreProblem::NoBucket => "no such bucket",
+            StoreProblem::Unauthorized => "credentials refused or access denied",
+            StoreProblem::TimedOut => "no answer in time",
         })
     }
 }

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use redlatch::fence::{postgres, Token};
 use redlatch_testkit::postgres::PgServer;
 
+mod fence_ab;
+
 const CLIENTS: [usize; 2] = [1, 16];
 
 async fn connect(conn: &str) -> tokio_postgres::Client {
@@ -55,19 +57,9 @@ async fn client(conn: String, id: i32, fenced: bool, secs: Duration, first: u64)
     lat
 }
 
-fn pct(sorted: &[Duration], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len() - 1);
-    sorted[i].as_secs_f64() * 1e6
-}
-
 #[tokio::main]
 async fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("a number"))
-        .collect();
-    let secs = Duration::from_secs(*args.first().unwrap_or(&2));
-    let rounds = *args.get(1).unwrap_or(&3);
+    let (secs, rounds) = fence_ab::args();
     let server = match std::env::var("REDLATCH_PG") {
         Ok(_) => None,
         Err(_) => Some(PgServer::start_or_skip("fence_cost").expect("PostgreSQL installed")),
@@ -83,31 +75,12 @@ async fn main() {
         )
         .await
         .unwrap();
-    println!("clients | guard | transactions/s | p50 µs | p99 µs   ({rounds} rounds of {secs:?} each, alternating)");
-    let mut next_token = 0u64;
-    for n in CLIENTS {
-        let mut all: [(Vec<Duration>, Duration); 2] = Default::default();
-        for _ in 0..rounds {
-            for (v, fenced) in [false, true].into_iter().enumerate() {
-                let tasks: Vec<_> = (1..=n as i32)
-                    .map(|id| tokio::spawn(client(conn.clone(), id, fenced, secs, next_token)))
-                    .collect();
-                next_token += 10_000_000;
-                for t in tasks {
-                    all[v].0.extend(t.await.unwrap());
-                }
-                all[v].1 += secs;
-            }
-        }
-        for (v, (lat, spent)) in all.iter_mut().enumerate() {
-            lat.sort();
-            let tps = lat.len() as f64 / spent.as_secs_f64();
-            println!(
-                "{n:>7} | {:>5} | {tps:>14.0} | {:>6.0} | {:>6.0}",
-                if v == 1 { "on" } else { "off" },
-                pct(lat, 0.50),
-                pct(lat, 0.99)
-            );
-        }
-    }
+    fence_ab::alternate(
+        &CLIENTS,
+        rounds,
+        secs,
+        "transactions",
+        |id, fenced, first| client(conn.clone(), id as i32, fenced, secs, first),
+    )
+    .await;
 }

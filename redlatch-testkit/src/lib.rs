@@ -43,6 +43,7 @@ pub mod inside;
 pub mod jvm;
 pub mod jvm_family;
 pub mod mixed;
+pub mod moto;
 pub mod peer;
 pub mod postgres;
 pub mod proxy;

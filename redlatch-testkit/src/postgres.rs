@@ -381,8 +381,20 @@ pub async fn assert_outcome(
     fresh: u64,
     stale_write: &redlatch::Result<()>,
 ) {
+    judge(ledger.doc().await, DOC, fenced, stale, fresh, stale_write);
+}
+
+/// The end of a case on any store: `doc` is the resource `want`'s body and token
+/// after the writes; the rest as [`assert_outcome`].
+pub fn judge(
+    doc: (String, u64),
+    want: &str,
+    fenced: bool,
+    stale: u64,
+    fresh: u64,
+    stale_write: &redlatch::Result<()>,
+) {
     assert!(stale < fresh, "the tokens: stale {stale}, fresh {fresh}");
-    let doc = ledger.doc().await;
     if fenced {
         match stale_write {
             Err(redlatch::Error::Fenced {
@@ -393,7 +405,7 @@ pub async fn assert_outcome(
             }) => {
                 assert_eq!(
                     (resource.as_str(), *presented, *newest),
-                    (DOC, stale, fresh)
+                    (want, stale, fresh)
                 );
             }
             other => panic!("the stale write was not refused as Fenced: {other:?}"),

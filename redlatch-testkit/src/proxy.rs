@@ -17,6 +17,8 @@ struct Gate {
     waiting: AtomicUsize,
     stop: AtomicBool,
     streams: Mutex<Vec<TcpStream>>,
+    /// A prefix that turns the hold on when a client's chunk starts with it.
+    trigger: Mutex<Option<Vec<u8>>>,
 }
 
 /// A proxy from a free 127.0.0.1 port to `target`. While [`hold`](Self::hold) is on,
@@ -76,6 +78,12 @@ impl DelayProxy {
         *self.gate.held.lock().unwrap() = true;
     }
 
+    /// From the first chunk a client sends that starts with `prefix` (an HTTP method:
+    /// `b"PUT "`), bytes from clients wait in the proxy; what came before flows.
+    pub fn hold_from(&self, prefix: &[u8]) {
+        *self.gate.trigger.lock().unwrap() = Some(prefix.to_vec());
+    }
+
     /// Forwards what waited, in order, and everything after it.
     pub fn release(&self) {
         *self.gate.held.lock().unwrap() = false;
@@ -97,6 +105,12 @@ fn pump(mut from: TcpStream, mut to: TcpStream, gate: Option<Arc<Gate>>) {
             Ok(n) => n,
         };
         if let Some(g) = &gate {
+            let mut trigger = g.trigger.lock().unwrap();
+            if trigger.as_ref().is_some_and(|p| buf[..n].starts_with(p)) {
+                *trigger = None;
+                *g.held.lock().unwrap() = true;
+            }
+            drop(trigger);
             let mut held = g.held.lock().unwrap();
             if *held {
                 g.waiting.fetch_add(1, Ordering::SeqCst);

@@ -9,6 +9,7 @@
 //! reruns this binary as a child names itself with `redlatch_testkit::test_name!`.
 
 mod acl;
+mod acl_books;
 mod at_risk;
 mod blocking;
 mod blocking_family;
@@ -24,6 +25,7 @@ mod fair_api;
 mod faster_multi_lock;
 mod fence_kleppmann;
 mod fence_postgres;
+mod fence_s3;
 mod fencing;
 mod handover;
 mod hardening;

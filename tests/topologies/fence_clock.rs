@@ -1,4 +1,5 @@
-//! Kleppmann's clock case under Redlock, end to end with a real PostgreSQL server: five
+//! Kleppmann's clock case under Redlock, end to end with a real PostgreSQL server (and
+//! the same with an S3 object on a real moto server, the `s3_` tests): five
 //! masters A-E; holder 1 takes A, B and C while D and E do not answer it; C's clock
 //! jumps forward (redlatch_testkit::clock, a preload shim) so its key expires; holder 2 takes C, D and E. Two
 //! holders at once, both within their validity: the lock cannot tell. The fencing
@@ -11,6 +12,7 @@ use redlatch_testkit as common;
 use std::time::Duration;
 
 use common::clock::FakeClock;
+use common::moto::MotoServer;
 use common::postgres::{assert_outcome, write_doc, Ledger};
 use common::redlock::{config, cut_off, holders, reconnect};
 use common::{eventually_async, RedisServer};
@@ -20,8 +22,18 @@ use redlatch::Client;
 const LEASE: Duration = Duration::from_secs(30);
 const WAIT: Duration = Duration::from_secs(10);
 
-async fn clock_jump(fenced: bool, test: &str) {
-    let Some(ledger) = Ledger::start_or_skip(test).await else {
+/// The resource: a PostgreSQL table or an S3 object.
+enum Store {
+    Pg(Ledger),
+    S3(MotoServer),
+}
+
+async fn clock_jump(s3: bool, fenced: bool, test: &str) {
+    let store = match s3 {
+        false => Ledger::start_or_skip(test).await.map(Store::Pg),
+        true => MotoServer::start_or_skip(test).map(Store::S3),
+    };
+    let Some(store) = store else {
         return;
     };
     let Some(clock) = FakeClock::new_or_skip(test) else {
@@ -85,19 +97,41 @@ async fn clock_jump(fenced: bool, test: &str) {
     assert!(g1.validity() > Duration::ZERO && g2.validity() > Duration::ZERO);
 
     let (stale, fresh) = (g1.token().unwrap(), g2.token().unwrap());
-    let mut db = ledger.pg.connect().await;
-    write_doc(&mut db, "fresh", &fresh, fenced).await.unwrap();
-    let said = write_doc(&mut db, "stale", &stale, fenced).await;
-    assert_outcome(&ledger, fenced, stale.value(), fresh.value(), &said).await;
+    match &store {
+        Store::Pg(ledger) => {
+            let mut db = ledger.pg.connect().await;
+            write_doc(&mut db, "fresh", &fresh, fenced).await.unwrap();
+            let said = write_doc(&mut db, "stale", &stale, fenced).await;
+            assert_outcome(ledger, fenced, stale.value(), fresh.value(), &said).await;
+        }
+        Store::S3(moto) => {
+            let fence = moto.fence();
+            common::moto::write_doc(&fence, "fresh", &fresh, fenced)
+                .await
+                .unwrap();
+            let said = common::moto::write_doc(&fence, "stale", &stale, fenced).await;
+            common::moto::assert_outcome(&fence, fenced, stale.value(), fresh.value(), &said).await;
+        }
+    }
     clock.set_offset(0);
 }
 
 #[tokio::test]
 async fn two_holders_after_a_masters_clock_jump_and_the_older_token_is_refused() {
-    clock_jump(true, "fence_clock::fenced").await;
+    clock_jump(false, true, "fence_clock::fenced").await;
 }
 
 #[tokio::test]
 async fn unfenced_two_holders_after_a_clock_jump_and_the_older_holder_overwrites() {
-    clock_jump(false, "fence_clock::unfenced").await;
+    clock_jump(false, false, "fence_clock::unfenced").await;
+}
+
+#[tokio::test]
+async fn s3_two_holders_after_a_masters_clock_jump_and_the_older_tokens_put_is_refused() {
+    clock_jump(true, true, "fence_clock::s3_fenced").await;
+}
+
+#[tokio::test]
+async fn s3_unfenced_two_holders_after_a_clock_jump_and_the_older_holder_overwrites_the_object() {
+    clock_jump(true, false, "fence_clock::s3_unfenced").await;
 }

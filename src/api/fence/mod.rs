@@ -1,5 +1,5 @@
 //! Fencing at the resource ([`Token`], [`HasToken`]; with the `postgres` feature,
-//! [`postgres`]): the store a lock protects refuses a write that carries an older
+//! [`postgres`]; with the `s3` feature, `s3`, a conditional PUT): the store a lock protects refuses a write that carries an older
 //! fencing token than one it has already accepted, which is what a lease alone cannot
 //! promise (a holder paused, partitioned or outlived by its master's clock still
 //! writes after its lease ended). docs/fencing.md tells the whole story.
@@ -15,6 +15,9 @@
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres;
+#[cfg(feature = "s3")]
+#[cfg_attr(docsrs, doc(cfg(feature = "s3")))]
+pub mod s3;
 
 use crate::api::blocking;
 use crate::api::election::Leadership;

@@ -106,8 +106,10 @@ impl Engine {
         forcing(true);
         // Cleared on every way out: a hold the force did not delete stays as it was.
         let _cleared = scopeguard::guard((), |()| forcing(false));
+        let notice = self.settings().books.notice_prefix();
+        let notice = notice.as_deref();
         let results = fan_out(self.masters().all(), |m| {
-            kinds::force_release(m, kind, name)
+            kinds::force_release(m, kind, name, notice)
         })
         .await;
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
