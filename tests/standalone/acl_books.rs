@@ -274,8 +274,7 @@ async fn with_bookkeeping_off_what_needs_it_says_so_and_locking_goes_on() {
             .deadlock_detection(true),
     )
     .await
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(matches!(err, Error::Config { .. }), "{err:?}");
     held.unlock().await.unwrap();
 }
