@@ -5,6 +5,8 @@
 
 use crate::error::{Error, Result};
 
+pub(crate) mod books;
+
 /// The longest lock name accepted, in bytes (64 KiB).
 pub const MAX_NAME_LEN: usize = 64 * 1024;
 
@@ -203,17 +205,6 @@ pub(crate) const SIMPLE_WAKE: &str = ":redlatch-simple";
 /// The suffix of [`marker`]; on a Redis 7 cluster also of each channel's classic
 /// marker (lua/dialect_sharded.lua).
 pub(crate) const MARKER: &str = ":redlatch-waiters";
-
-/// The prefix of every client's notice channel ([`notice_channel`]).
-pub(crate) const NOTICE_PREFIX: &str = "redlatch_client__channel";
-
-/// The channel client `id` listens on for notices about its own holds, one per client
-/// (engine/coordination/revoke.rs): `redlatch_client__channel:{<id>}`. The scripts
-/// publish there classic (`PUBLISH`), which a Redis Cluster's bus takes to every node,
-/// so it reaches the client wherever its subscription is, whatever node the lock is on.
-pub(crate) fn notice_channel(id: &str) -> String {
-    format!("{NOTICE_PREFIX}:{{{id}}}")
-}
 
 /// Whether only redlatch publishes on `channel`: a marker, a simple lock's wake
 /// channel, or a channel that ends in a client id (a plain lock's hand-over channel, a

@@ -17,6 +17,7 @@ mod transport;
 pub use api::blocking;
 pub use api::client::Client;
 pub use api::config::{Config, Topology, DEFAULT_RELEASE_TIMEOUT, ENV_VAR, MAX_LEASE};
+pub use api::config_books::ENV_BOOKKEEPING;
 pub use api::config_check::MIN_LEASE;
 pub use api::config_observe::{ENV_APP, MAX_APP_LEN};
 pub use api::config_sources::{ENV_MODE, ENV_SENTINEL_MASTER};

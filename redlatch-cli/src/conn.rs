@@ -32,6 +32,15 @@ pub fn set_app(name: String) {
     let _ = APP.set(name);
 }
 
+/// The global `--bookkeeping PREFIX|off`, set once by the binary.
+static BOOKKEEPING: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Sets the bookkeeping prefix (or `off`) of every client of this process
+/// (`--bookkeeping`, `$REDLATCH_BOOKKEEPING`).
+pub fn set_bookkeeping(prefix: String) {
+    let _ = BOOKKEEPING.set(prefix);
+}
+
 /// The `--redis` option shared by every subcommand.
 #[derive(Args, Debug, Clone, Default)]
 pub struct RedisArgs {
@@ -104,6 +113,11 @@ impl RedisArgs {
         if let Some(app) = APP.get() {
             config = config.app(app.clone());
         }
+        config = match BOOKKEEPING.get().map(String::as_str) {
+            None => config,
+            Some("off") => config.bookkeeping(false),
+            Some(prefix) => config.bookkeeping_prefix(prefix),
+        };
         self.with_tls(config)
     }
 

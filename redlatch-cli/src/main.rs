@@ -77,6 +77,18 @@ struct Cli {
     #[arg(long, global = true, value_name = "NAME")]
     app: Option<String>,
 
+    /// The prefix of the client records, ledgers, release requests and notice channels
+    /// (default redlatch: redlatch_client:{id}, ...), or `off` to write and read none
+    /// (docs/errors.md, "Minimal ACL per feature"). status, list, top, deadlocks and
+    /// unlock see only the clients that share it.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PREFIX|off",
+        env = "REDLATCH_BOOKKEEPING"
+    )]
+    bookkeeping: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -167,6 +179,9 @@ fn main() -> ExitCode {
         _ => {}
     }
     log::install();
+    if let Some(books) = cli.bookkeeping.clone() {
+        conn::set_bookkeeping(books);
+    }
     if let Some(app) = cli.app.clone() {
         conn::set_app(app);
     }

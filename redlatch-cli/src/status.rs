@@ -361,7 +361,7 @@ fn who(info: &redlatch::HolderInfo, now: i64) -> String {
             );
         }
         return crate::foreign::describe(&info.id)
-            .unwrap_or_else(|| "no record (a Redisson holder, or a client that is gone)".into());
+            .unwrap_or_else(|| "no record (a Redisson holder, a client that is gone, or one under another --bookkeeping)".into());
     };
     let acquired = info
         .acquired

@@ -43,6 +43,10 @@ pub const MINIMAL: &[&str] = &[
     "+zscore",
     // `Lock::status` (operators):
     "+hgetall",
+    // The client record and ledger (bookkeeping: docs/errors.md, "Minimal ACL per
+    // feature"):
+    "+hset",
+    "+hdel",
 ];
 
 /// The minimal ACL's channels: the unlock channels, and the revoke channels a holder
@@ -90,4 +94,117 @@ pub fn ping_only(server: &RedisServer, password: &str) -> String {
         "+ping",
     ]);
     format!("redis://locker:{password}@127.0.0.1:{}", server.port())
+}
+
+/// docs/errors.md, "Minimal ACL per feature": the keys, channels and commands beyond
+/// [`MINIMAL`] each feature needs for lock names under `orders:` (a job's key under
+/// `job-lock:`), with bookkeeping off. The plain, fair and fenced locks share their
+/// clean-up of a lost hold (lua/drop.lua), which reads a fair lock's queue: all three
+/// need its keys. tests/standalone/acl_books.rs runs each under exactly this.
+pub const FEATURES: &[(&str, &[&str])] = &[
+    (
+        "plain lock",
+        &[
+            "~orders:*",
+            "~redlatch_lock_waiters:{orders:*",
+            "~redisson_lock_queue:{orders:*",
+            "~redisson_lock_timeout:{orders:*",
+            "~redlatch_fair_alive:{orders:*",
+            "~redisson_lock__channel:{orders:*",
+            "&redisson_lock__channel:{orders:*",
+        ],
+    ),
+    (
+        "fair lock",
+        &[
+            "~orders:*",
+            "~redlatch_lock_waiters:{orders:*",
+            "~redisson_lock_queue:{orders:*",
+            "~redisson_lock_timeout:{orders:*",
+            "~redlatch_fair_alive:{orders:*",
+            "~redisson_lock__channel:{orders:*",
+            "&redisson_lock__channel:{orders:*",
+        ],
+    ),
+    (
+        "fenced lock",
+        &[
+            "~orders:*",
+            "~redlatch_lock_waiters:{orders:*",
+            "~redisson_lock_queue:{orders:*",
+            "~redisson_lock_timeout:{orders:*",
+            "~redlatch_fair_alive:{orders:*",
+            "~redisson_lock__channel:{orders:*",
+            "&redisson_lock__channel:{orders:*",
+            "~redisson_lock_token:{orders:*",
+            "~redlatch_token_epoch:{orders:*",
+        ],
+    ),
+    (
+        "read-write lock",
+        &[
+            "~orders:*",
+            "~{orders:*",
+            "~redlatch_rwlock_writers:{orders:*",
+            "~redisson_rwlock:{orders:*",
+            "&redisson_rwlock:{orders:*",
+            "+hlen",
+            "+zremrangebyscore",
+        ],
+    ),
+    (
+        "semaphore",
+        &[
+            "~orders:*",
+            "~redisson_sc:{orders:*",
+            "&redisson_sc:{orders:*",
+            "+decrby",
+            "+incrby",
+        ],
+    ),
+    (
+        "count-down latch",
+        &[
+            "~orders:*",
+            "~redisson_countdownlatch__channel__{orders:*",
+            "&redisson_countdownlatch__channel__{orders:*",
+            "+decr",
+        ],
+    ),
+    (
+        "job",
+        &[
+            "~job-lock:*",
+            "~redlatch_job:{job-lock:*",
+            "~redisson_lock__channel:{job-lock:*",
+            "&redisson_lock__channel:{job-lock:*",
+        ],
+    ),
+];
+
+/// What bookkeeping under the prefix `orders:rl` adds to a feature's rules: its keys
+/// (`orders:rl_client:{id}`, `..._ledger:{id}`, `..._revoke:{name}`) and each
+/// client's notice channel.
+pub const BOOKKEEPING: &[&str] = &["~orders:rl_*", "&orders:rl_client__channel*"];
+
+/// Creates user `svc` (password [`PASSWORD`]) with exactly `rules` (keys, channels and
+/// commands) and the commands of [`MINIMAL`] plus `extra`; returns its URL.
+pub fn confined(server: &RedisServer, rules: &[&str], extra: &[&str]) -> String {
+    let mut args = vec![
+        "ACL",
+        "SETUSER",
+        "svc",
+        "reset",
+        "on",
+        ">s3cret",
+        "resetchannels",
+    ];
+    let (commands, keys): (Vec<&str>, Vec<&str>) = rules.iter().partition(|r| r.starts_with('+'));
+    args.extend(keys);
+    args.push("-@all");
+    args.extend(MINIMAL);
+    args.extend(commands);
+    args.extend(extra);
+    server.cmd::<String>(&args);
+    format!("redis://svc:{PASSWORD}@127.0.0.1:{}", server.port())
 }

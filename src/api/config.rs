@@ -64,6 +64,9 @@ pub struct Config {
     /// The app name of the client record (config_observe.rs).
     pub(crate) app: Option<String>,
     pub(crate) deadlock_detection: bool,
+    /// The bookkeeping keys' prefix and whether they are written, each `None` for the
+    /// environment's or the default (config_books.rs).
+    pub(crate) bookkeeping: (Option<String>, Option<bool>),
     #[cfg(feature = "tls")]
     pub(crate) tls: TlsOptions,
     /// The lock names metrics carry a `lock` label for ([`Config::metrics_names`]).
@@ -282,6 +285,7 @@ impl Config {
             master_auth: None,
             app: None,
             deadlock_detection: false,
+            bookkeeping: (None, None),
             #[cfg(feature = "tls")]
             tls: Default::default(),
             metrics_names: Vec::new(),
@@ -546,6 +550,7 @@ impl Config {
             metrics_names: crate::telemetry::LockNames::new(&self.metrics_names),
             app: self.app_name().into(),
             deadlock_detection: self.deadlock_detection,
+            books: self.books(),
         }
     }
 
@@ -594,7 +599,8 @@ impl std::fmt::Debug for Config {
             .field("master_auth", &self.master_auth.as_ref().map(|_| "***"))
             .field("metrics_names", &self.metrics_names)
             .field("app", &self.app)
-            .field("deadlock_detection", &self.deadlock_detection);
+            .field("deadlock_detection", &self.deadlock_detection)
+            .field("bookkeeping", &self.bookkeeping);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
         d.finish()

@@ -65,6 +65,7 @@ impl Config {
             }
         }
         self.check_app()?;
+        self.check_bookkeeping()?;
         let infos = self
             .urls
             .iter()

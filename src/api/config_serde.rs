@@ -54,6 +54,9 @@ struct File {
     /// The app name of the client record.
     app: Option<String>,
     deadlock_detection: Option<bool>,
+    /// The bookkeeping keys' prefix, and whether they are written (config_books.rs).
+    bookkeeping_prefix: Option<String>,
+    bookkeeping: Option<bool>,
     /// Lock names and `prefix*`es whose metrics carry a `lock` label.
     metrics_names: Option<Vec<String>>,
 }
@@ -74,8 +77,10 @@ impl<'de> Deserialize<'de> for Config {
     ///     "mode": "sentinel", "master_name": "mymaster",
     ///     "urls": ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"],
     ///     "watchdog_timeout": "10s", "master_timeout": 500, "sync_replicas": 1,
-    ///     "app": "billing", "deadlock_detection": true, "metrics_names": ["orders:*"]
+    ///     "app": "billing", "deadlock_detection": true, "metrics_names": ["orders:*"],
+    ///     "bookkeeping_prefix": "billing:rl"
     /// }"#).unwrap();
+    /// assert_eq!(config.bookkeeping_keys_prefix().as_deref(), Some("billing:rl"));
     /// assert_eq!(config.metrics_names_list(), ["orders:*"]);
     /// assert_eq!((config.app_name().as_str(), config.detects_deadlocks()), ("billing", true));
     /// assert_eq!(config.topology(), &Topology::Sentinel { master_name: "mymaster".into() });
@@ -132,6 +137,8 @@ impl File {
             release_timeout,
             app,
             deadlock_detection,
+            bookkeeping_prefix,
+            bookkeeping,
             metrics_names
         );
         let (mode, timeout) = c.replica_sync();

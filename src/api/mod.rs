@@ -4,6 +4,7 @@
 pub mod blocking;
 pub(crate) mod client;
 pub(crate) mod config;
+pub(crate) mod config_books;
 pub(crate) mod config_check;
 pub(crate) mod config_observe;
 #[cfg(feature = "serde")]

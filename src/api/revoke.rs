@@ -70,7 +70,8 @@ impl LockGuard {
     /// shared); listening ends when the hold is released or lost. A request made before
     /// the call, while this hold was held, is seen too.
     ///
-    /// Outside a tokio runtime the token never fires.
+    /// Outside a tokio runtime the token never fires, nor with the client's bookkeeping
+    /// off ([`Config::bookkeeping`](crate::Config::bookkeeping)): no request reaches it.
     ///
     /// # Examples
     /// See the example on [`Lock::request_release`](crate::Lock::request_release).

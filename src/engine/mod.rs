@@ -113,6 +113,9 @@ pub(crate) struct Settings {
     pub(crate) app: Arc<str>,
     /// A waiter looks for deadlocks through itself (engine/observe/deadlock.rs).
     pub(crate) deadlock_detection: bool,
+    /// Where the client record, ledger, revoke markers and notice channel go, if
+    /// anywhere (keys/books.rs).
+    pub(crate) books: crate::keys::books::Books,
 }
 
 /// The state one client's locks share: the masters, the pub/sub hub, the hold table,

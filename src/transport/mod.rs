@@ -24,6 +24,7 @@ pub(crate) mod cluster;
 pub(crate) mod coalesce;
 pub(crate) mod connect;
 pub(crate) mod flow;
+pub(crate) mod notices;
 pub(crate) mod packed;
 pub(crate) mod pubsub;
 pub(crate) mod replicas;

@@ -23,6 +23,11 @@
 //!    succeeds there; when so many are denied that no majority can confirm, waiting
 //!    for confirmation ends with that refusal instead of silently falling back to the
 //!    TTL bound.
+//! 7. A client's notice channel (keys/books.rs) is subscribed by a SUBSCRIBE of its
+//!    own: an ACL that refuses it (no `&<prefix>_client__channel*`) refuses only it,
+//!    never the waiters' channels. It is then left out on that connection, with one
+//!    WARN naming the channel and the fix; the client's holders learn of a force-unlock
+//!    at their next renewal instead.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -33,15 +38,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use super::notices::{within, DENIED};
 use super::subscriber::Message;
 use super::{Subscriber, Transport};
 use crate::telemetry;
 
 /// How long an unused channel stays subscribed (invariant 5).
 const LINGER: Duration = Duration::from_millis(100);
-
-/// Prefix of a reconcile error that is a refusal (ACL NOPERM), not an outage.
-const DENIED: &str = "NOPERM ";
 
 /// A channel's wake-ups so far: every one, and those a message (or our own release)
 /// caused (invariants 2 and 3).
@@ -133,6 +136,7 @@ impl PubSub {
                 link,
                 timeout,
                 actual: HashSet::new(),
+                refused: HashSet::new(),
                 conn: None,
                 lingering: Vec::new(),
                 reconnect: None,
@@ -201,7 +205,7 @@ impl PubSub {
             .channels
             .lock()
             .iter()
-            .filter(|(name, c)| c.refs > 0 && !name.starts_with(crate::keys::NOTICE_PREFIX))
+            .filter(|(name, c)| c.refs > 0 && !crate::keys::books::is_notice_channel(name))
             .count()
     }
 }
@@ -300,6 +304,8 @@ struct Actor {
     link: Arc<dyn Transport>,
     timeout: Duration,
     actual: HashSet<String>,
+    /// Notice channels this connection refused (invariant 7).
+    refused: HashSet<String>,
     conn: Option<Box<dyn Subscriber>>,
     /// Idle channels and when they may go (invariant 5).
     lingering: Vec<(tokio::time::Instant, String)>,
@@ -470,6 +476,7 @@ impl Actor {
                 .map_err(|_| "connect timed out".to_string())?
                 .map_err(|e| e.to_string())?;
             self.conn = Some(subscriber);
+            self.refused.clear();
             fresh = true;
             // Everything wanted goes on the new connection.
             subscribe = self.shared.channels.lock().keys().cloned().collect();
@@ -482,8 +489,18 @@ impl Actor {
                 self.actual.remove(name);
             }
         }
+        let refused = &mut self.refused;
+        subscribe.retain(|c| !refused.contains(c));
+        let (notices, mut others): (Vec<String>, Vec<String>) =
+            (subscribe.into_iter()).partition(|c| crate::keys::books::is_notice_channel(c));
+        let listened =
+            super::notices::subscribe(sink, self.link.addr(), self.timeout, notices, refused);
+        let mut subscribe = listened.await?;
+        if !others.is_empty() {
+            within(self.timeout, sink.subscribe(&others)).await?;
+        }
+        subscribe.append(&mut others);
         if !subscribe.is_empty() {
-            within(self.timeout, sink.subscribe(&subscribe)).await?;
             self.actual.extend(subscribe.iter().cloned());
             if fresh {
                 // Invariant 3: a release published before this SUBSCRIBE landed was
@@ -509,19 +526,6 @@ impl Actor {
                 c.confirmed.send_modify(|b| *b |= 1 << self.idx);
             }
         }
-    }
-}
-
-async fn within<F>(timeout: Duration, f: F) -> Result<(), String>
-where
-    F: std::future::Future<Output = redis::RedisResult<()>>,
-{
-    match tokio::time::timeout(timeout, f).await {
-        Ok(Ok(())) => Ok(()),
-        // Tagged: the actor tells waiters that this master refuses them (invariant 6).
-        Ok(Err(e)) if e.code() == Some("NOPERM") => Err(format!("{DENIED}{e}")),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("subscribe timed out".into()),
     }
 }
 

@@ -9,6 +9,7 @@
 //! reruns this binary as a child names itself with `redlatch_testkit::test_name!`.
 
 mod acl;
+mod acl_books;
 mod at_risk;
 mod blocking;
 mod blocking_family;

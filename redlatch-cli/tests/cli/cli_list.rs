@@ -222,6 +222,12 @@ fn top_in_pty(
     needle: &str,
 ) -> String {
     let pty = nix::pty::openpty(size.as_ref(), None).expect("a pseudo-terminal");
+    // Close-on-exec, so that no other test's child holds the terminal open: its end is
+    // what tells us top's last writes are read.
+    for fd in [&pty.master, &pty.slave] {
+        use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).expect("close-on-exec");
+    }
     let slave = std::fs::File::from(pty.slave);
     let mut args: Vec<String> = vec!["top".into(), pattern.into()];
     args.extend(redis_args(&[server]));
@@ -238,11 +244,13 @@ fn top_in_pty(
     let screen = Arc::new(Mutex::new(Vec::<u8>::new()));
     let mut reader = master.try_clone().unwrap();
     let seen = screen.clone();
+    let (drained, all_read) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         while let Ok(n @ 1..) = reader.read(&mut buf) {
             seen.lock().unwrap().extend_from_slice(&buf[..n]);
         }
+        let _ = drained.send(());
     });
     let text = || String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
     let shown = eventually(Duration::from_secs(20), || text().contains(needle));
@@ -264,6 +272,13 @@ fn top_in_pty(
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    // What top wrote last (leaving the alternate screen) may still be unread when it
+    // has exited: read to the end (the terminal's end once every slave side closed).
+    assert!(
+        all_read.recv_timeout(Duration::from_secs(10)).is_ok(),
+        "the terminal was never read to its end: {:?}",
+        text()
+    );
     assert_eq!(status.code(), Some(0), "{:?}", text());
     text()
 }

@@ -233,7 +233,7 @@ fn status_names_a_foreign_holder_by_its_value() {
         ("3f2a9c71d04e8b5f6a1c2e3d4b5a6978", "a node-redlock holder"),
         (
             "5b3f1c2e-8a1d-4a6e-9f0b-2c4d6e8f0a1b:1",
-            "no record (a Redisson holder, or a client that is gone)",
+            "no record (a Redisson holder, a client that is gone, or one under another --bookkeeping)",
         ),
     ] {
         let _: () = server.cmd(&["SET", "foreign", value, "PX", "60000"]);

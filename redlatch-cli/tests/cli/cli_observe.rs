@@ -378,6 +378,51 @@ fn deadlocks_reads_every_primary_of_a_cluster_and_every_redlock_master() {
     let _ = cyc.clients.len();
 }
 
+/// Under Redlock a waiter's attempt may take the lock on a minority of the masters (a
+/// split vote, undone at once; it recurs while the holder's own grant there was beaten
+/// by it). `deadlocks` counts a holder only on a majority: such a grant, made here by
+/// hand on one master (the holder's hold there replaced by the waiting call's), closes
+/// no second cycle through the waiting task's own call. Before, it was counted and
+/// `deadlocks` reported two cycles (as the test above once did under load).
+#[test]
+fn deadlocks_counts_a_redlock_holder_on_a_majority_only() {
+    let servers = start_many(3);
+    let refs: Vec<&RedisServer> = servers.iter().collect();
+    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    let rt = runtime();
+    let cyc = rt.block_on(cycle(
+        |app| Config::redlock(urls.clone()).app(app),
+        "dls:1",
+        "dls:2",
+    ));
+    let redis = redis_args(&refs);
+    check_cycle(&deadlocks_until(&redis, 1), "dls:1", "dls:2");
+    // alpha's call that waits for dls:2: its ledger's wait entry under an id that
+    // holds nothing (the task's hold of dls:1 is listed too).
+    let alpha = cyc.clients[0].id().to_string();
+    let ledger: Vec<String> = servers[0].cmd(&["HKEYS", &format!("redlatch_ledger:{{{alpha}}}")]);
+    let ids = |tag: &str| -> Vec<String> {
+        (ledger.iter())
+            .filter_map(|f| f.strip_prefix(tag)?.split('|').next().map(str::to_string))
+            .collect()
+    };
+    let held = ids("h|");
+    let call = (ids("w|").into_iter())
+        .find(|n| !held.contains(n))
+        .unwrap_or_else(|| panic!("alpha's waiting call in {ledger:?}"));
+    let third = &servers[2];
+    third.cmd::<()>(&["DEL", "dls:2"]);
+    third.cmd::<()>(&["HSET", "dls:2", &format!("{alpha}:{call}"), "1"]);
+    third.cmd::<()>(&["PEXPIRE", "dls:2", "30000"]);
+    let doc = json(&with(args(&["deadlocks", "--json"]), redis), 1);
+    check_cycle(&doc, "dls:1", "dls:2");
+    rt.block_on(async {
+        for w in &cyc.waits {
+            w.abort();
+        }
+    });
+}
+
 /// The app name without `--app`: `$REDLATCH_APP`, else the executable's name; a bad
 /// `--app` is a configuration error naming it (exit 64).
 #[test]

@@ -47,6 +47,12 @@ fn force_unlocked_run(to: Stderr) -> (String, Option<i32>) {
     let reader = match to {
         Stderr::Terminal | Stderr::TerminalNoColor => {
             let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+            // Close-on-exec: no other test's child may keep the terminal open (the
+            // reader ends when every holder of its other end has closed it).
+            for fd in [&pty.master, &pty.slave] {
+                use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+                fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).expect("close-on-exec");
+            }
             cmd.stderr(Stdio::from(pty.slave));
             if to == Stderr::TerminalNoColor {
                 cmd.env("NO_COLOR", "1");

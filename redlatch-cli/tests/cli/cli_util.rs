@@ -34,6 +34,7 @@ pub fn redlatch(args: &[String]) -> assert_cmd::Command {
     cmd.args(args)
         .env_remove("REDLATCH_REDIS")
         .env_remove("REDLATCH_WATCHDOG_TIMEOUT")
+        .env_remove("REDLATCH_BOOKKEEPING")
         .timeout(CMD_TIMEOUT);
     cmd
 }

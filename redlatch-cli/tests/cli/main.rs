@@ -8,6 +8,7 @@
 //! processes they started.
 
 mod cli;
+mod cli_books;
 mod cli_bounds;
 mod cli_cluster;
 mod cli_cluster_faults;

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 /// unsent, while the acquire it undoes was sent (seen under Redlock's 50 ms master
 /// timeout). The caller holds the holder's `Settling` meanwhile.
 async fn undo_cancelled(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     name: &Arc<str>,
     holder: &Arc<str>,
     lease_ms: u64,

@@ -8,6 +8,8 @@
 //!    seen before every attempt after the first, so a message between a refused attempt
 //!    and the wait is never missed. The attempt right after the subscription is made
 //!    at once, without waiting: a message sent before the confirmation is not heard.
+//!    An attempt sent before the confirmation (its wait for it was cut short, in an
+//!    outage) is never followed by a wait: the confirmation, then another attempt.
 //! 2. An idle waiter sends nothing: it sleeps until a message, the hint of the last
 //!    attempt (an expiring permit), the deadline, or the watchdog timeout (a safety net
 //!    for a lost message; a reconnect wakes every waiter anyway, pubsub.rs invariant 3).
@@ -57,9 +59,11 @@ where
     let mut outage = Outage::default();
     let mut sub: Option<Subscription> = None;
     loop {
-        if let Some(sub) = sub.as_mut() {
+        // Whether the attempt is sent confirmed (invariant 1).
+        let confirmed = sub.as_mut().is_some_and(|sub| {
             sub.mark_seen();
-        }
+            sub.is_confirmed()
+        });
         let hint = match outage.judge(engine, deadline, attempt().await)? {
             Attempt::Done(v) => return Ok(Some(v)),
             Attempt::Retry(hint) => hint,
@@ -68,26 +72,28 @@ where
         if deadline.is_some_and(|d| now >= d) {
             return outage.ended();
         }
-        let sub = match sub.as_mut() {
-            Some(sub) => sub,
-            None => {
-                // Invariant 1: subscribe, then attempt again at once. A message sent
-                // before the confirmation may have been missed (the SUBSCRIBE rode a
-                // connection that was up already, so no reconnect wakes us either).
+        if !confirmed {
+            // Invariant 1: subscribe, then attempt again at once. A message sent
+            // before the confirmation may have been missed (the SUBSCRIBE rode a
+            // connection that was up already, so no reconnect wakes us either), also
+            // while an attempt sent unconfirmed was in flight.
+            if sub.is_none() {
                 telemetry::contended(kind);
-                let new = sub.insert(engine.pubsub.subscribe(channel.clone()));
-                let bound = deadline.map_or(engine.settings.connect_timeout, |d| {
-                    d.saturating_duration_since(now)
-                });
-                // In an outage the confirmation waits no longer than the next try.
-                let bound = hint.map_or(bound, |h| h.min(bound));
-                if let Err((addr, detail)) =
-                    new.ready(bound.min(engine.settings.connect_timeout)).await
-                {
-                    return Err(Error::PermissionDenied { addr, detail });
-                }
-                continue;
             }
+            let new = sub.get_or_insert_with(|| engine.pubsub.subscribe(channel.clone()));
+            let bound = deadline.map_or(engine.settings.connect_timeout, |d| {
+                d.saturating_duration_since(now)
+            });
+            // In an outage the confirmation waits no longer than the next try.
+            let bound = hint.map_or(bound, |h| h.min(bound));
+            if let Err((addr, detail)) = new.ready(bound.min(engine.settings.connect_timeout)).await
+            {
+                return Err(Error::PermissionDenied { addr, detail });
+            }
+            continue;
+        }
+        let Some(sub) = sub.as_mut() else {
+            continue; // never: confirmed means subscribed
         };
         let mut max = hint.unwrap_or(engine.settings.watchdog_timeout);
         if let Some(d) = deadline.or(outage.end(engine)) {

@@ -431,14 +431,25 @@ impl Watch {
             if let Some(e) = self.pending.pop_front() {
                 return Ok(e);
             }
-            // Mark before reading: a change logged after this read wakes us.
+            // Mark before reading: a change logged after this read wakes us, once the
+            // subscription is confirmed. Unconfirmed (its wait in `start` ran out), a
+            // change may go unheard until the confirmation, which on a live connection
+            // wakes nobody: confirmed first, then read again.
             self.sub.mark_seen();
+            let confirmed = self.sub.is_confirmed();
             let snap = read(&engine.masters[0], &self.name, Some(&self.last)).await?;
             if let Some(e) = snap.entries.last() {
                 self.last = e.id.clone();
             }
             self.pending.extend(snap.entries);
             if self.pending.is_empty() {
+                if !confirmed {
+                    let within = engine.settings.connect_timeout;
+                    if let Err((addr, detail)) = self.sub.ready(within).await {
+                        return Err(Error::PermissionDenied { addr, detail });
+                    }
+                    continue;
+                }
                 self.sub.wait(self.idle).await;
             }
         }

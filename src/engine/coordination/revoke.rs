@@ -5,7 +5,7 @@
 //!
 //! Invariants:
 //! 1. A client subscribes its notice channel (`redlatch_client__channel:{<id>}`,
-//!    keys::notice_channel) once, when it connects, for all its holds: never one
+//!    keys/books.rs; its prefix is `Config::bookkeeping_prefix`) once, when it connects, for all its holds: never one
 //!    subscription per lock or guard. The scripts publish there classic, which a
 //!    Cluster's bus takes to every node, so a notice reaches the client whatever node
 //!    the lock and the subscription are on.
@@ -26,6 +26,8 @@
 //!    the connection was down is noticed at the next round.
 //! 5. The hook that reads notices runs on the pub/sub actor's task: it only flags holds
 //!    and queues renewals, it never waits.
+//! 6. With bookkeeping off (`Config::bookkeeping(false)`) none of this runs: no
+//!    subscription, no marker read, and a request is refused with `Unsupported`.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -38,8 +40,8 @@ use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::{answers, fan_out};
 use crate::engine::masters::replies::typed;
 use crate::engine::Engine;
-use crate::error::Result;
-use crate::keys;
+use crate::error::{Error, Result};
+use crate::keys::books::Books;
 use crate::transport::script::lua;
 use crate::transport::{Lane, Script};
 
@@ -51,26 +53,26 @@ pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
     [&REQUEST]
 }
 
-/// The marker of requests to release lock `name`.
-pub(crate) fn marker_key(name: &str) -> String {
-    keys::derived("redlatch_revoke", name)
-}
-
 /// What a request reached on one master: (listeners, holders asked).
-async fn request(m: &Master, name: &str, lease: Duration) -> Result<(u64, Vec<String>)> {
+async fn request(
+    m: &Master,
+    books: &Books,
+    name: &str,
+    lease: Duration,
+) -> Result<(u64, Vec<String>)> {
     let mut inv = REQUEST.call();
     inv.key(name)
-        .key(marker_key(name))
-        .arg(keys::NOTICE_PREFIX)
+        .key(books.revoke(name))
+        .arg(books.notice_prefix().unwrap_or_default())
         .arg(lease.as_millis() as u64);
     let v = m.eval(Lane::Lock, &inv).await.map_err(|e| typed(name, e))?;
     m.decode::<(u64, Vec<String>)>(v)
 }
 
 /// Whether a request to release `name` names `holder` on `m`.
-async fn requested(m: &Master, name: &str, holder: &str) -> Result<bool> {
+async fn requested(m: &Master, books: &Books, name: &str, holder: &str) -> Result<bool> {
     let mut cmd = redis::cmd("HEXISTS");
-    cmd.arg(marker_key(name)).arg(holder);
+    cmd.arg(books.revoke(name)).arg(holder);
     m.query::<bool>(&cmd).await
 }
 
@@ -115,23 +117,41 @@ pub(crate) fn notice(engine: &Engine, payload: &[u8]) -> bool {
 /// Keeps this client's one notice subscription (invariant 1) until shutdown; after a
 /// wake that may have missed messages, reads the markers of every hold (invariant 2).
 pub(crate) async fn listen(engine: std::sync::Weak<Engine>, shutdown: CancellationToken) {
-    let Some(strong) = engine.upgrade() else {
+    let Some(strong) = engine.upgrade().filter(|e| e.settings.books.is_on()) else {
         return;
     };
-    let mut sub = strong
-        .pubsub
-        .subscribe(keys::notice_channel(&strong.id.to_string()));
+    let channel = strong.settings.books.notice_channel(&strong.id.to_string());
+    let mut sub = strong.pubsub.subscribe(channel);
     let (timeout, idle) = (
         strong.settings.connect_timeout,
         strong.settings.watchdog_timeout,
     );
     drop(strong);
-    tokio::select! {
-        r = sub.ready(timeout) => if let Err((addr, why)) = r {
-            // Still subscribed: the hub retries; notices then arrive once it succeeds.
-            tracing::warn!(master = %addr, why, "cannot listen for notices about this client's locks yet");
-        },
-        _ = shutdown.cancelled() => return,
+    // A notice sent before the confirmation is not heard, and a confirmation that rides
+    // a live connection wakes nobody: one that came late is followed by a read of the
+    // markers, as a reconnect is (invariant 2).
+    let mut late = false;
+    while !sub.is_confirmed() {
+        tokio::select! {
+            r = sub.ready(timeout) => if let Err((addr, why)) = r {
+                // Still subscribed: the hub retries; notices then arrive once it succeeds.
+                if !late {
+                    tracing::warn!(master = %addr, why, "cannot listen for notices about this client's locks yet");
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(timeout) => {}
+                    _ = shutdown.cancelled() => return,
+                }
+            },
+            _ = shutdown.cancelled() => return,
+        }
+        late |= !sub.is_confirmed();
+    }
+    if late {
+        let Some(engine) = engine.upgrade() else {
+            return;
+        };
+        look_for_requests(&engine, engine.holds.all()).await;
     }
     loop {
         sub.mark_seen();
@@ -148,12 +168,16 @@ pub(crate) async fn listen(engine: std::sync::Weak<Engine>, shutdown: Cancellati
 
 /// Reads the markers of `holds` not asked yet, and records the requests found.
 async fn look_for_requests(engine: &Engine, holds: Vec<std::sync::Arc<Hold>>) {
+    let books = &engine.settings.books;
+    if !books.is_on() {
+        return;
+    }
     for hold in holds
         .into_iter()
         .filter(|h| !h.release_asked() && !h.permit)
     {
         let (name, holder) = (&hold.name, &hold.holder);
-        let looks = fan_out(&engine.masters, |m| requested(m, name, holder)).await;
+        let looks = fan_out(&engine.masters, |m| requested(m, books, name, holder)).await;
         if looks.iter().any(|r| matches!(r, Ok(true))) && hold.ask_release() {
             tracing::warn!(lock = %name, %holder,
                 "release requested (redlatch unlock --ask); the hold is kept: \
@@ -201,8 +225,17 @@ impl Engine {
     /// Asks the holders of `name` to release it (invariant 1: the marker, then the
     /// message), on a majority: how many watches listened, and the holders asked.
     pub(crate) async fn request_release(&self, name: &str) -> Result<(u64, Vec<String>)> {
-        let lease = self.settings.watchdog_timeout;
-        let replies = fan_out(&self.masters, |m| request(m, name, lease)).await;
+        let (lease, books) = (self.settings.watchdog_timeout, &self.settings.books);
+        if !books.is_on() {
+            return Err(Error::Unsupported {
+                what: format!("a request to release {name:?}"),
+                reason: "this client's bookkeeping is off (Config::bookkeeping(false), \
+                         REDLATCH_BOOKKEEPING=off): it writes no release request and \
+                         tells no holder; give it the deployment's bookkeeping prefix"
+                    .into(),
+            });
+        }
+        let replies = fan_out(&self.masters, |m| request(m, books, name, lease)).await;
         let (listeners, holders) = merge(answers(&self.masters, replies, self.quorum)?);
         if !self.is_cluster() {
             return Ok((listeners, holders));
@@ -214,7 +247,7 @@ impl Engine {
         clients.dedup();
         let mut listening = 0;
         for client in clients {
-            listening += listeners_of(&self.masters[0], &keys::notice_channel(client)).await;
+            listening += listeners_of(&self.masters[0], &books.notice_channel(client)).await;
         }
         Ok((listening, holders))
     }

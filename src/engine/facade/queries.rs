@@ -106,7 +106,12 @@ impl Engine {
         forcing(true);
         // Cleared on every way out: a hold the force did not delete stays as it was.
         let _cleared = scopeguard::guard((), |()| forcing(false));
-        let results = fan_out(&self.masters, |m| kinds::force_release(m, kind, name)).await;
+        let notice = self.settings.books.notice_prefix();
+        let notice = notice.as_deref();
+        let results = fan_out(&self.masters, |m| {
+            kinds::force_release(m, kind, name, notice)
+        })
+        .await;
         if let Some(Error::WrongType { .. }) = results.iter().find_map(|r| r.as_ref().err()) {
             return Err(results.into_iter().find_map(Result::err).expect("an error"));
         }

@@ -74,17 +74,22 @@ pub(crate) async fn release(
     judge(engine, name, holder, kind, &results, None, true).map(drop)
 }
 
-/// Releases on every master, then asks those that failed for a passing reason (a
-/// timeout, a dropped connection) again, with backoff, until `decided` says the answers
-/// suffice, none is left to ask, `give_up` comes or the client shuts down. A master that
-/// answers "not held" to a repeated release counts as released: its first release may
-/// have landed unanswered. One answer per master. A request still unanswered at
-/// `give_up` (or one request's bound after the first was sent, if that is later) is
-/// abandoned there: it counts as timed out (waiter/mod.rs invariant 11). Once the
-/// client is closing, `give_up` is the release timeout after `close()` began at the
-/// latest.
+/// Releases on every master, each asked again after a failure that may pass (a
+/// timeout, a request dropped unsent from a busy group-commit queue, a dropped
+/// connection), with backoff, until it answers, `give_up` comes or the client shuts
+/// down ([`reach`]); returns once `decided` says the answers suffice or a majority
+/// released. A master that answers "not held" to a repeated release counts as
+/// released: its first release may have landed unanswered. One answer per master,
+/// `None` for one still being asked: it goes on in the background (fan_out_until), so
+/// a master that the release did not reach while the majority answered is asked again
+/// instead of keeping its grant until the lease ends (a storm of cancelled Redlock
+/// calls under load left such grants after close(), issue 48). A request still
+/// unanswered at `give_up` (or one request's bound after the first was sent, if that
+/// is later) is abandoned there: it counts as timed out (waiter/mod.rs invariant 11).
+/// Once the client is closing, `give_up` is the release timeout after `close()` began
+/// at the latest.
 pub(crate) async fn release_until_answered(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     name: &Arc<str>,
     holder: &Arc<str>,
     lease_ms: u64,
@@ -94,33 +99,51 @@ pub(crate) async fn release_until_answered(
 ) -> Vec<Option<Result<Release>>> {
     let floor = Instant::now().checked_add(engine.request_bound());
     let end = floor.map(|f| tokio::time::Instant::from_std(f.max(give_up)));
-    let mut results = release_results(engine, name, holder, lease_ms, kind, None, end).await;
+    let done = |r: &Release| *r != Release::NotHeld;
+    fan_out_until(
+        &engine.masters,
+        &engine.cleanups,
+        |m| {
+            let call = (name.clone(), holder.clone(), lease_ms, kind);
+            reach(engine.clone(), m, call, end, give_up)
+        },
+        |rs| count(rs, done) >= engine.quorum || decided(rs),
+    )
+    .await
+}
+
+/// One master's part of [`release_until_answered`]: its release, asked again while it
+/// fails for a passing reason, until `give_up` (the release timeout after `close()`
+/// began, at the latest) or the shutdown.
+async fn reach(
+    engine: Arc<Engine>,
+    m: Arc<Master>,
+    (name, holder, lease_ms, kind): (Arc<str>, Arc<str>, u64, Kind),
+    end: Option<tokio::time::Instant>,
+    give_up: Instant,
+) -> Result<Release> {
     let mut pause = Duration::from_millis(5);
+    let mut again = false;
     loop {
-        let unanswered: Vec<usize> = (0..results.len())
-            .filter(|&i| matches!(&results[i], Some(Err(e)) if !e.is_permanent()))
-            .collect();
-        // Once the client is closing, at most the release timeout more: close(t)
-        // returns in that time however long a background undo would have asked.
+        let sent = kinds::release(&m, kind.protocol(), &name, lease_ms, &holder);
+        // A deadline the request cannot outlast needs no timer (Master::may_outlast).
+        let r = match cut(end.filter(|&end| m.may_outlast(end)), m.addr(), sent).await {
+            Ok(Release::NotHeld) if again => Ok(Release::Released),
+            other => other,
+        };
         let closing =
             (engine.closing.get()).and_then(|t| t.checked_add(engine.settings.release_after));
         let give_up = closing.map_or(give_up, |c| c.min(give_up));
-        if decided(&results) || unanswered.is_empty() || Instant::now() + pause >= give_up {
-            return results;
+        let passing = matches!(&r, Err(e) if !e.is_permanent());
+        if !passing || Instant::now() + pause >= give_up {
+            return r;
         }
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
-            _ = engine.shutdown.cancelled() => return results,
+            _ = engine.shutdown.cancelled() => return r,
         }
         pause = (pause * 2).min(Duration::from_millis(250));
-        let only = Some(&unanswered[..]);
-        let again = release_results(engine, name, holder, lease_ms, kind, only, end).await;
-        for (i, r) in unanswered.into_iter().zip(again) {
-            results[i] = match r {
-                Some(Ok(Release::NotHeld)) => Some(Ok(Release::Released)),
-                other => other,
-            };
-        }
+        again = true;
     }
 }
 

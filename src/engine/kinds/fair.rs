@@ -101,8 +101,8 @@ impl Protocol for Fair {
         keys::validate_fair(key)
     }
 
-    fn force_release(&self, name: &str) -> Invocation {
-        force_release(name)
+    fn force_release(&self, name: &str, notice: Option<&str>) -> Invocation {
+        force_release(name, notice)
     }
 }
 
@@ -186,9 +186,12 @@ fn read_hand_over(addr: &str, offered: &[(&str, u64)], v: Value) -> Result<HandO
 }
 
 /// The force-release of a fair lock: deletes it whoever holds it and wakes the head.
-pub(crate) fn force_release(name: &str) -> Invocation {
+pub(crate) fn force_release(name: &str, notice: Option<&str>) -> Invocation {
     let mut inv = call(&FAIR_FORCE, name);
-    inv.arg("0").arg(keys::NOTICE_PREFIX);
+    inv.arg("0");
+    if let Some(notice) = notice {
+        inv.arg(notice);
+    }
     inv
 }
 

@@ -65,8 +65,8 @@ impl Protocol for Fenced {
         }
     }
 
-    fn force_release(&self, name: &str) -> Invocation {
-        plain::force_release(name)
+    fn force_release(&self, name: &str, notice: Option<&str>) -> Invocation {
+        plain::force_release(name, notice)
     }
 }
 

@@ -162,7 +162,7 @@ impl Protocol for Group {
     /// Force-unlocks the values whoever holds them: answers how many had a holder.
     /// Holds of other value sets that shared a value are found lost by their next
     /// renewal (group_renew.lua answers 0).
-    fn force_release(&self, name: &str) -> Invocation {
+    fn force_release(&self, name: &str, _notice: Option<&str>) -> Invocation {
         let (mut inv, _) = call(&FORCE, name, true);
         add_fields(&mut inv, name);
         inv

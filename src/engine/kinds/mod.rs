@@ -191,8 +191,10 @@ pub(crate) trait Protocol: Sync + 'static {
     }
 
     /// Deletes the lock whoever holds it and wakes its waiters: answers how many holds
-    /// (or values) it removed, 0 if none.
-    fn force_release(&self, name: &str) -> Invocation;
+    /// (or values) it removed, 0 if none. A kind whose holders hear of it at once tells
+    /// them on the notice channels under `notice` (keys/books.rs; `None`: bookkeeping
+    /// is off, nobody is told).
+    fn force_release(&self, name: &str, notice: Option<&str>) -> Invocation;
 
     /// A force-release may leave the lock alone although it is held (a read-write
     /// lock in the other mode): then this client's holds of it stay.
@@ -452,9 +454,14 @@ pub(crate) async fn yes(m: &Master, name: &str, inv: &Invocation) -> Result<bool
 }
 
 /// Force-releases `name` of `kind` on one master; true if it removed something.
-pub(crate) async fn force_release(m: &Master, kind: Kind, name: &str) -> Result<bool> {
+pub(crate) async fn force_release(
+    m: &Master,
+    kind: Kind,
+    name: &str,
+    notice: Option<&str>,
+) -> Result<bool> {
     let kind = kind.protocol();
-    let inv = kind.force_release(name);
+    let inv = kind.force_release(name, notice);
     let v = m.eval(Lane::Lock, &inv).await;
     Ok(m.decode::<i64>(v.map_err(|e| typed(kind.key(name), e))?)? > 0)
 }

@@ -136,8 +136,8 @@ impl<P: Guardable> Protocol for NonReentrant<P> {
         self.inner.validate(key)
     }
 
-    fn force_release(&self, name: &str) -> Invocation {
-        self.inner.force_release(name)
+    fn force_release(&self, name: &str, notice: Option<&str>) -> Invocation {
+        self.inner.force_release(name, notice)
     }
 
     fn policy(&self) -> WaitPolicy {

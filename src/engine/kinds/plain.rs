@@ -71,8 +71,8 @@ impl Protocol for Plain {
         POLICY
     }
 
-    fn force_release(&self, name: &str) -> Invocation {
-        force_release(name)
+    fn force_release(&self, name: &str, notice: Option<&str>) -> Invocation {
+        force_release(name, notice)
     }
 }
 
@@ -131,13 +131,15 @@ pub(crate) async fn unwait(m: &Master, name: &str, ticket: &str) -> Result<()> {
 
 /// The force-release of a plain (or fenced) lock: deletes it whoever holds it and
 /// passes it on.
-pub(crate) fn force_release(name: &str) -> Invocation {
+pub(crate) fn force_release(name: &str, notice: Option<&str>) -> Invocation {
     let mut inv = FORCE.call();
     inv.key(name)
         .key(keys::waiters(name))
         .arg(keys::channel(name))
-        .arg("0")
-        .arg(keys::NOTICE_PREFIX);
+        .arg("0");
+    if let Some(notice) = notice {
+        inv.arg(notice);
+    }
     inv
 }
 

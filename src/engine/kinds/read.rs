@@ -77,7 +77,7 @@ impl Protocol for Read {
     }
 
     /// Deletes it if in read mode.
-    fn force_release(&self, name: &str) -> Invocation {
+    fn force_release(&self, name: &str, _notice: Option<&str>) -> Invocation {
         rw_layout::force_call(name, false)
     }
 

@@ -139,7 +139,7 @@ impl Protocol for Simple {
         })
     }
 
-    fn force_release(&self, name: &str) -> Invocation {
+    fn force_release(&self, name: &str, _notice: Option<&str>) -> Invocation {
         let mut inv = FORCE.call();
         inv.key(name).arg(keys::simple_channel(name));
         inv

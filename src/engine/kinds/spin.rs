@@ -72,7 +72,7 @@ impl Protocol for Spin {
     }
 
     /// The plain force-release (its publication wakes nobody).
-    fn force_release(&self, name: &str) -> Invocation {
-        plain::force_release(name)
+    fn force_release(&self, name: &str, notice: Option<&str>) -> Invocation {
+        plain::force_release(name, notice)
     }
 }

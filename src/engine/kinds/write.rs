@@ -88,7 +88,7 @@ impl Protocol for Write {
     }
 
     /// Deletes it if in write mode.
-    fn force_release(&self, name: &str) -> Invocation {
+    fn force_release(&self, name: &str, _notice: Option<&str>) -> Invocation {
         rw_layout::force_call(name, true)
     }
 

@@ -12,6 +12,12 @@
 //!    flight, or a stale wait entry, lasts less than a check), and only if it is the
 //!    youngest waiter of that cycle (the latest waiting since, ties to the greater task
 //!    id): every other task of the cycle goes on.
+//! 4. A task holds a lock when it holds it on a majority of the masters. Under Redlock
+//!    a waiter's attempt that took a minority of them (a split vote, undone at once)
+//!    holds nothing: counted, it closed a second "cycle" through the waiting task's
+//!    own call (its call waits for the lock it "holds", its task holds the lock the
+//!    other waits for), seen by `redlatch deadlocks` when a holder's grant on one master
+//!    had been taken by the waiter's attempt there first.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -20,12 +26,11 @@ use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::fan_out;
 use crate::engine::observe::graph::{Graph, Step};
 use crate::engine::observe::ledger::parse_field;
-use crate::engine::observe::{
-    ledger_key, ledger_uuid, record_key, split_holder, task_of, Wait, Waiting,
-};
-use crate::engine::observe::{Who, DETECT_AFTER, DETECT_EVERY, LEDGER_PREFIX};
+use crate::engine::observe::{split_holder, task_of, Wait, Waiting};
+use crate::engine::observe::{Who, DETECT_AFTER, DETECT_EVERY};
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::keys::books::Books;
 use crate::transport::{Lane, Request};
 
 /// Tasks a waiter's check follows at most.
@@ -48,6 +53,11 @@ pub(crate) struct Task {
 pub(crate) struct Cycle {
     pub(crate) tasks: Vec<Task>,
 }
+
+/// What [`Engine::deadlocks`] says with bookkeeping off: no ledger was read.
+pub(crate) const BOOKS_OFF: &str =
+    "no ledgers read: this client's bookkeeping is off (Config::bookkeeping(false), \
+     REDLATCH_BOOKKEEPING=off); give it the deployment's bookkeeping prefix instead";
 
 /// What reading every ledger found.
 #[derive(Clone, Debug, Default)]
@@ -119,6 +129,12 @@ impl Engine {
     /// Reads every ledger of the deployment (`SCAN` on every primary of every master)
     /// within `timeout` and returns the cycles of the wait-for graph (invariants 1, 2).
     pub(crate) async fn deadlocks(&self, timeout: Duration) -> Deadlocks {
+        if !self.settings.books.is_on() {
+            return Deadlocks {
+                unread: vec![BOOKS_OFF.to_string()],
+                ..Default::default()
+            };
+        }
         let deadline = Instant::now() + timeout;
         let (uuids, mut unread) = self.scan_ledgers(deadline).await;
         let mut ledgers = HashMap::new();
@@ -163,7 +179,7 @@ impl Engine {
         let mut unread = Vec::new();
         for m in &self.masters {
             for addr in m.link().primary_addrs() {
-                match scan_node(m, &addr, deadline).await {
+                match scan_node(m, &self.settings.books, &addr, deadline).await {
                     Ok(keys) => uuids.extend(keys),
                     Err(e) => {
                         tracing::debug!(target: "redlatch", node = %addr, error = %e,
@@ -179,8 +195,8 @@ impl Engine {
     /// Client `uuid`'s ledger and record, merged over every master that answers.
     async fn read_ledger(&self, uuid: &str) -> Ledger {
         let mut pipe = redis::pipe();
-        pipe.cmd("HGETALL").arg(ledger_key(uuid));
-        pipe.cmd("HGETALL").arg(record_key(uuid));
+        pipe.cmd("HGETALL").arg(self.settings.books.ledger(uuid));
+        pipe.cmd("HGETALL").arg(self.settings.books.record(uuid));
         let pipe = &pipe;
         let answers = fan_out(&self.masters, |m| async move {
             let v = m.link().send(Lane::Side, m.timeout(), Request::Pipe(pipe));
@@ -197,13 +213,22 @@ impl Engine {
         out
     }
 
-    /// The tasks holding `lock` on any master that answers (every kind's holders).
+    /// The tasks holding `lock` (every kind's holders) on a majority of the masters
+    /// (invariant 4).
     async fn holder_tasks(&self, lock: &str) -> BTreeSet<String> {
         let answers = self.inspect(lock).await;
-        let holders = answers.into_iter().filter_map(|a| a.state.ok());
-        holders
-            .flat_map(|st| st.holders.into_iter().map(|(h, _)| h))
-            .filter_map(|h| task_of(&h))
+        let mut masters: HashMap<String, usize> = HashMap::new();
+        for st in answers.into_iter().filter_map(|a| a.state.ok()) {
+            let tasks: BTreeSet<String> = (st.holders.into_iter())
+                .filter_map(|(h, _)| task_of(&h))
+                .collect();
+            for task in tasks {
+                *masters.entry(task).or_default() += 1;
+            }
+        }
+        (masters.into_iter())
+            .filter(|(_, on)| *on >= self.quorum)
+            .map(|(task, _)| task)
             .collect()
     }
 
@@ -351,8 +376,13 @@ fn cycle(steps: Vec<Step>, ledgers: &HashMap<String, Ledger>) -> Cycle {
 
 /// Every ledger key on the node `addr` of master `m`, by `SCAN` (never `KEYS`), until
 /// `deadline`.
-async fn scan_node(m: &Master, addr: &str, deadline: Instant) -> crate::error::Result<Vec<String>> {
-    let pattern = format!("{LEDGER_PREFIX}*");
+async fn scan_node(
+    m: &Master,
+    books: &Books,
+    addr: &str,
+    deadline: Instant,
+) -> crate::error::Result<Vec<String>> {
+    let pattern = books.ledger_pattern();
     let mut cursor = 0u64;
     let mut out = Vec::new();
     loop {
@@ -378,7 +408,7 @@ async fn scan_node(m: &Master, addr: &str, deadline: Instant) -> crate::error::R
         let (next, keys): (u64, Vec<String>) = m.decode(reply.await?)?;
         out.extend(
             keys.iter()
-                .filter_map(|k| ledger_uuid(k))
+                .filter_map(|k| books.ledger_owner(k))
                 .map(str::to_string),
         );
         if next == 0 {

@@ -96,7 +96,7 @@ impl Engine {
     /// (invariants 1 and 2).
     pub(in crate::engine) async fn flush_ledger(&self) {
         let mut written = self.observe.written.lock().await;
-        if self.shutdown.is_cancelled() {
+        if self.shutdown.is_cancelled() || !self.settings.books.is_on() {
             return;
         }
         let now = fields(self);
@@ -107,7 +107,7 @@ impl Engine {
         if set.is_empty() && gone.is_empty() {
             return;
         }
-        let key = crate::engine::observe::ledger_key(&self.id.to_string());
+        let key = self.settings.books.ledger(&self.id.to_string());
         let mut pipe = redis::pipe();
         // In commands of at most CHUNK fields: other clients' commands run between them.
         for part in set.chunks(CHUNK) {

@@ -17,6 +17,7 @@ use crate::engine::kinds::{self, inspect};
 use crate::engine::masters::master::Master;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::keys::books::Books;
 use crate::transport::{Lane, Request};
 
 /// Names inspected at once.
@@ -31,16 +32,16 @@ impl Engine {
             return Err(Error::InvalidName("the pattern is empty".into()));
         }
         let deadline = Instant::now() + within;
-        let patterns: &[&str] = match pattern {
-            "*" => &["*"],
-            _ => &[pattern, "redlatch_*"],
-        };
-        let (keys, mut unread) = scan::keys(&self.masters, patterns, deadline).await;
+        let books = &self.settings.books;
+        let patterns = scan_patterns(pattern, books);
+        let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+        let (keys, mut unread) = scan::keys(&self.masters, &patterns, deadline).await;
         let ledger_keys: Vec<String> = (keys.iter())
-            .filter(|k| k.starts_with(records::LEDGER))
+            .filter(|k| books.ledger_owner(k).is_some())
             .cloned()
             .collect();
         let candidates: Vec<Candidate> = (keys.iter())
+            .filter(|k| !books.owns(k))
             .filter_map(|k| classify::candidate(k, pattern))
             .collect();
         let total = candidates.len();
@@ -61,13 +62,13 @@ impl Engine {
                 ),
             });
         }
-        let ledgers = records::ledgers(&self.masters, &ledger_keys, deadline).await;
+        let ledgers = records::ledgers(&self.masters, books, &ledger_keys, deadline).await;
         let mut uuids: HashSet<String> = (found.iter().flat_map(Found::ids))
             .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
             .collect();
         // The waiters the ledgers name are resolved as holders are.
         uuids.extend(ledgers.waiting_clients().map(str::to_string));
-        let records = records::records(&self.masters, uuids.into_iter(), deadline).await;
+        let records = records::records(&self.masters, books, uuids.into_iter(), deadline).await;
         let mut locks: Vec<_> = found
             .iter()
             .map(|f| f.listing(&records, &ledgers))
@@ -93,16 +94,22 @@ impl Engine {
         within: Duration,
     ) -> Vec<Vec<QueuedWaiter>> {
         let deadline = Instant::now() + within;
-        let pattern = format!("{}*", records::LEDGER);
-        let (keys, _) = scan::keys(&self.masters, &[pattern.as_str()], deadline).await;
-        let keys: Vec<String> = keys.into_iter().collect();
-        let ledgers = records::ledgers(&self.masters, &keys, deadline).await;
+        let books = &self.settings.books;
+        let keys: Vec<String> = match books.is_on() {
+            true => {
+                let pattern = books.ledger_pattern();
+                let (keys, _) = scan::keys(&self.masters, &[pattern.as_str()], deadline).await;
+                keys.into_iter().collect()
+            }
+            false => Vec::new(),
+        };
+        let ledgers = records::ledgers(&self.masters, books, &keys, deadline).await;
         let named = ledgers.waiters_of(name);
         let queued = queues.iter().flatten().map(|(id, _)| id.as_str());
         let uuids: HashSet<String> = (named.iter().map(|(id, _)| id.as_str()).chain(queued))
             .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
             .collect();
-        let records = records::records(&self.masters, uuids.into_iter(), deadline).await;
+        let records = records::records(&self.masters, books, uuids.into_iter(), deadline).await;
         let by_ledger: Vec<QueuedWaiter> = (named.iter())
             .map(|(id, since)| assemble::waiter(id, None, Some(*since), &records))
             .collect();
@@ -118,6 +125,20 @@ impl Engine {
             })
             .collect()
     }
+}
+
+/// The `SCAN MATCH` patterns of a listing under `pattern`: the names, redlatch's own
+/// keys (elections, jobs, registries) and the ledgers under this client's bookkeeping
+/// prefix.
+fn scan_patterns(pattern: &str, books: &Books) -> Vec<String> {
+    if pattern == "*" {
+        return vec!["*".into()];
+    }
+    let mut out = vec![pattern.to_string(), "redlatch_*".to_string()];
+    if books.is_on() && !books.ledger_start().starts_with("redlatch_") {
+        out.push(books.ledger_pattern());
+    }
+    out
 }
 
 /// What every master holds under one candidate's key, and its listeners; `None` when

@@ -4,7 +4,9 @@
 //! wait-for graph, cycles), and what locks exist, who holds them and who waits
 //! (`Client::list`, `redlatch list` and `top`).
 //!
-//! * `record`: the client record `redlatch_client:{uuid}` (host, pid, app, version,
+//! * `record`: the client record `redlatch_client:{uuid}` (the prefix is
+//!   `Config::bookkeeping_prefix`, keys/books.rs; with bookkeeping off nothing here is
+//!   written or read) (host, pid, app, version,
 //!   since), written at connect, refreshed by the watchdog's round, deleted by close;
 //!   resolving holder ids to records and acquisition times.
 //! * `ledger`: the ledger `redlatch_ledger:{uuid}` (`h|n|name` -> acquired ms,
@@ -65,32 +67,11 @@ pub(crate) use deadlock::{Cycle, Deadlocks};
 pub(crate) use ledger::run as run_flusher;
 pub(crate) use record::Who;
 
-/// Prefix of a client record's key.
-pub(crate) const RECORD_PREFIX: &str = "redlatch_client:";
-/// Prefix of a ledger's key.
-pub(crate) const LEDGER_PREFIX: &str = "redlatch_ledger:";
 /// How long a call waits before deadlock detection writes its wait entry (a call
 /// granted sooner writes nothing).
 pub(crate) const DETECT_AFTER: Duration = Duration::from_millis(50);
 /// How often a waiter with deadlock detection looks for a cycle through itself.
 pub(crate) const DETECT_EVERY: Duration = Duration::from_secs(1);
-
-/// The record's key for client `uuid`: `redlatch_client:{uuid}`.
-pub(crate) fn record_key(uuid: &str) -> String {
-    format!("{RECORD_PREFIX}{{{uuid}}}")
-}
-
-/// The ledger's key for client `uuid`: `redlatch_ledger:{uuid}`.
-pub(crate) fn ledger_key(uuid: &str) -> String {
-    format!("{LEDGER_PREFIX}{{{uuid}}}")
-}
-
-/// A ledger key's client uuid.
-pub(crate) fn ledger_uuid(key: &str) -> Option<&str> {
-    key.strip_prefix(LEDGER_PREFIX)?
-        .strip_prefix('{')?
-        .strip_suffix('}')
-}
 
 /// `uuid:n` or `uuid:n:write` (or any `uuid:n:…`): `(uuid, n)`.
 pub(crate) fn split_holder(holder: &str) -> Option<(&str, u64)> {
@@ -230,13 +211,10 @@ mod tests {
     #[test]
     fn keys_and_holder_ids_parse() {
         let u = "0b1b7a5e-3a5c-4e4e-9a4b-1c2d3e4f5a6b";
-        assert_eq!(record_key(u), format!("redlatch_client:{{{u}}}"));
-        assert_eq!(ledger_uuid(&ledger_key(u)), Some(u));
         assert_eq!(split_holder(&format!("{u}:42")), Some((u, 42)));
         assert_eq!(split_holder(&format!("{u}:42:write")), Some((u, 42)));
         assert_eq!(task_of(&format!("{u}:7:write")), Some(format!("{u}:7")));
         assert_eq!(split_holder("not-a-uuid:1"), None);
         assert_eq!(split_holder(&format!("{u}:x")), None);
-        assert_eq!(ledger_uuid("redlatch_ledger:nobrace"), None);
     }
 }

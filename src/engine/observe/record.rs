@@ -11,6 +11,9 @@
 //!    them all again.
 //! 3. A holder id whose client has no record resolves to itself alone (a Redisson
 //!    holder, or a client that is gone): never an error.
+//! 4. A write the ACL refuses is logged once as a WARN naming the key and the fix
+//!    (`Config::bookkeeping_prefix` / `bookkeeping(false)`), then at debug level: the
+//!    lock path never depends on it (keys/books.rs invariant 2).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,8 +22,9 @@ use redis::Value;
 
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::fan_out;
-use crate::engine::observe::{ledger_key, now_ms, record_key, split_holder};
+use crate::engine::observe::{now_ms, split_holder};
 use crate::engine::Engine;
+use crate::keys::books::Books;
 use crate::transport::{Lane, Request};
 
 /// This client's record.
@@ -29,6 +33,8 @@ pub(crate) struct Mine {
     pub(crate) pid: u32,
     pub(crate) app: Arc<str>,
     pub(crate) since_ms: i64,
+    /// A refused write was logged (invariant 4).
+    refused: std::sync::atomic::AtomicBool,
 }
 
 impl Mine {
@@ -38,6 +44,7 @@ impl Mine {
             pid: std::process::id(),
             app,
             since_ms: now_ms(),
+            refused: Default::default(),
         }
     }
 }
@@ -75,11 +82,12 @@ impl Engine {
     pub(in crate::engine) async fn write_record(&self) {
         // Never after close() deleted it (remove_record holds the same lock).
         let written = self.observe.written.lock().await;
-        if self.shutdown.is_cancelled() {
+        let books = &self.settings.books;
+        if self.shutdown.is_cancelled() || !books.is_on() {
             return;
         }
         let uuid = self.id.to_string();
-        let (record, ledger) = (record_key(&uuid), ledger_key(&uuid));
+        let (record, ledger) = (books.record(&uuid), books.ledger(&uuid));
         let ttl = self.settings.watchdog_timeout.as_millis() as u64;
         let who = &self.observe.who;
         let mut pipe = redis::pipe();
@@ -108,8 +116,7 @@ impl Engine {
         for (m, r) in self.masters.iter().zip(results) {
             match r {
                 Ok(set) => lost_ledger |= set.first() == Some(&0),
-                Err(e) => tracing::debug!(target: "redlatch", master = m.addr(), error = %e,
-                    "could not write the client record; the next round tries again"),
+                Err(e) => refused_or_failed(who, m.addr(), &record, &e),
             }
         }
         if lost_ledger {
@@ -123,9 +130,13 @@ impl Engine {
         // No flush or record write runs during or after (both check the shutdown
         // under this lock).
         let _written = self.observe.written.lock().await;
+        let books = &self.settings.books;
+        if !books.is_on() {
+            return;
+        }
         let uuid = self.id.to_string();
         let mut cmd = redis::cmd("DEL");
-        cmd.arg(record_key(&uuid)).arg(ledger_key(&uuid));
+        cmd.arg(books.record(&uuid)).arg(books.ledger(&uuid));
         let cmd = &cmd;
         fan_out(&self.masters, |m| async move {
             let v = m.link().send(Lane::Side, m.timeout(), Request::Cmd(cmd));
@@ -140,14 +151,31 @@ impl Engine {
         let Some(m) = self.masters.get(index) else {
             return Vec::new();
         };
-        let calls = holders.iter().map(|h| resolve_one(m, name, h));
+        let books = &self.settings.books;
+        let calls = holders.iter().map(|h| resolve_one(m, books, name, h));
         futures_util::future::join_all(calls).await
+    }
+}
+
+/// Logs a failed write of the record (invariant 4).
+fn refused_or_failed(who: &Mine, addr: &str, record: &str, e: &crate::error::Error) {
+    use std::sync::atomic::Ordering;
+    let denied = matches!(e, crate::error::Error::PermissionDenied { .. });
+    if denied && !who.refused.swap(true, Ordering::Relaxed) {
+        tracing::warn!(target: "redlatch", master = addr, key = record,
+            "the ACL refuses writing this client's record and ledger (NOPERM): locks work, but operators \
+             see its holders and waiters by bare id and deadlock detection does not see \
+             it; allow the key, or set Config::bookkeeping_prefix to keys the ACL allows, \
+             or bookkeeping(false) (docs/errors.md)");
+    } else {
+        tracing::debug!(target: "redlatch", master = addr, error = %e,
+            "could not write the client record; the next round tries again");
     }
 }
 
 /// One holder id on one master: `HGETALL` of its record and `HGET` of its ledger
 /// entry, in one round trip (one slot: the uuid is the hash tag).
-pub(crate) async fn resolve_one(m: &Master, name: &str, holder: &str) -> Who {
+pub(crate) async fn resolve_one(m: &Master, books: &Books, name: &str, holder: &str) -> Who {
     let who = Who {
         id: holder.to_string(),
         ..Default::default()
@@ -161,13 +189,13 @@ pub(crate) async fn resolve_one(m: &Master, name: &str, holder: &str) -> Who {
             ..who
         };
     }
-    let Some((uuid, n)) = split_holder(holder) else {
+    let Some((uuid, n)) = split_holder(holder).filter(|_| books.is_on()) else {
         return who;
     };
     let mut pipe = redis::pipe();
-    pipe.cmd("HGETALL").arg(record_key(uuid));
+    pipe.cmd("HGETALL").arg(books.record(uuid));
     pipe.cmd("HGET")
-        .arg(ledger_key(uuid))
+        .arg(books.ledger(uuid))
         .arg(crate::engine::observe::ledger::hold_field(n, name));
     let answer = m.link().send(Lane::Side, m.timeout(), Request::Pipe(&pipe));
     let Ok(Value::Array(mut parts)) = answer.await else {

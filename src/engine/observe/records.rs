@@ -11,28 +11,14 @@ use futures_util::future::join_all;
 use tokio::time::Instant;
 
 use crate::engine::masters::master::Master;
+use crate::keys::books::Books;
 use crate::transport::{Lane, Request};
-
-/// The prefix of a ledger's key.
-pub(super) const LEDGER: &str = "redlatch_ledger:";
-
-/// A client's record key.
-pub(super) fn record_key(uuid: &str) -> String {
-    format!("redlatch_client:{{{uuid}}}")
-}
 
 /// The client uuid and hold number of a holder id `uuid:n` (`uuid:n:write`).
 pub(super) fn parse_holder(id: &str) -> Option<(&str, &str)> {
     let mut parts = id.splitn(3, ':');
     let (uuid, n) = (parts.next()?, parts.next()?);
     (!uuid.is_empty() && !n.is_empty()).then_some((uuid, n))
-}
-
-/// The client uuid of a ledger's key.
-pub(super) fn ledger_owner(key: &str) -> Option<&str> {
-    key.strip_prefix(LEDGER)?
-        .strip_prefix('{')?
-        .strip_suffix('}')
 }
 
 /// A client's record.
@@ -179,11 +165,13 @@ async fn first_hash(
 /// The ledgers under `keys` (ledger keys found by the scan), read within `deadline`.
 pub(super) async fn ledgers(
     masters: &[Arc<Master>],
+    books: &Books,
     keys: &[String],
     deadline: Instant,
 ) -> Ledgers {
-    let reads = keys.iter().filter_map(|k| {
-        let uuid = ledger_owner(k)?;
+    let keys = keys.iter().filter(|_| books.is_on());
+    let reads = keys.filter_map(|k| {
+        let uuid = books.ledger_owner(k)?;
         Some(async move { (uuid, first_hash(masters, k, deadline).await) })
     });
     let mut all = Ledgers::default();
@@ -196,11 +184,12 @@ pub(super) async fn ledgers(
 /// The records of clients `uuids`, read within `deadline` (missing: no record).
 pub(super) async fn records(
     masters: &[Arc<Master>],
+    books: &Books,
     uuids: impl Iterator<Item = String>,
     deadline: Instant,
 ) -> HashMap<String, Record> {
-    let reads = uuids.map(|uuid| async move {
-        let h = first_hash(masters, &record_key(&uuid), deadline).await;
+    let reads = uuids.filter(|_| books.is_on()).map(|uuid| async move {
+        let h = first_hash(masters, &books.record(&uuid), deadline).await;
         (uuid, h.map(record))
     });
     join_all(reads)
@@ -229,8 +218,6 @@ mod tests {
         assert_eq!(parse_holder("u-1:7"), Some(("u-1", "7")));
         assert_eq!(parse_holder("u-1:7:write"), Some(("u-1", "7")));
         assert_eq!(parse_holder("nocolon"), None);
-        assert_eq!(ledger_owner("redlatch_ledger:{u-1}"), Some("u-1"));
-        assert_eq!(ledger_owner("redlatch_client:{u-1}"), None);
     }
 
     #[test]

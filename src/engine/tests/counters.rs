@@ -315,3 +315,55 @@ async fn latch_waiters_are_woken_by_the_count_down_to_zero_and_a_drop_leaves_not
         nothing_left_locally(engine);
     }
 }
+
+/// As above, in an outage: the first attempt fails, so the wait for the SUBSCRIBE's
+/// confirmation is cut to the back-off pause and the next attempt goes unconfirmed;
+/// the release comes while that attempt is in flight, and the confirmation before its
+/// refusal. The waiter must confirm and attempt again, not sleep on that refusal
+/// (signal.rs invariant 1). Before the fix it slept the idle bound (30 s).
+#[tokio::test(start_paused = true)]
+async fn a_release_while_an_unconfirmed_attempt_flies_still_wakes_it() {
+    let server = Server::new();
+    let (a, b) = (client(&server), client(&server));
+    set(&a, "s", 0).await;
+    set(&a, "other", 0).await;
+    let other = waiter(&b, "other", 1);
+    until(|| server.numsub(&crate::keys::sem_channel("other")) == 1).await;
+    settle(Duration::from_millis(50)).await;
+    let tries = || {
+        server
+            .log()
+            .iter()
+            .filter(|s| **s == "sem_acquire.lua")
+            .count()
+    };
+    let before = tries();
+    server.slow_subscribe(true);
+    server.park(true);
+    server.refuse_next(crate::error::Error::ClusterDown {
+        addr: "fake:1".into(),
+        detail: "CLUSTERDOWN The cluster is down".into(),
+    });
+    let waiting = waiter(&b, "s", 1);
+    // Refused by the outage, then tried unconfirmed: refused (no permit), answer parked.
+    until(|| tries() > before).await;
+    let started = Instant::now();
+    let releasing = tokio::spawn({
+        let a = a.clone();
+        async move { release(&a, "s", 1).await }
+    });
+    until(|| server.counter("s") == Some(1)).await;
+    server.slow_subscribe(false);
+    settle(Duration::from_millis(20)).await;
+    server.park(false);
+    releasing.await.expect("no panic");
+    assert!(waiting.await.expect("no panic"));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "woken by its attempt after the confirmation, not the idle bound: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.counter("s"), Some(0));
+    release(&a, "other", 1).await;
+    assert!(other.await.expect("no panic"));
+}

@@ -182,3 +182,100 @@ async fn under_redlock_a_majority_grants_and_a_minority_cannot() {
     assert!(servers[0].holders("n").is_empty(), "undone where granted");
     nothing_left_locally(&a);
 }
+
+/// Under Redlock a release returns once a majority released; a master whose release
+/// was lost meanwhile (under load a request waits out its bound in a busy group-commit
+/// queue and is dropped unsent) is asked again in the background, not left holding the
+/// grant until the lease ends. Before, nothing asked it again: a storm of cancelled
+/// Redlock calls under a CPU hog left such grants after close() (issue 48).
+#[tokio::test(start_paused = true)]
+async fn under_redlock_a_release_lost_on_a_minority_is_asked_again() {
+    let servers: Vec<Arc<Server>> = (0..3).map(|_| Server::new()).collect();
+    let a = redlock_client(&servers);
+    let me = holder(&a, 1);
+    let held = take(&a, "n", &me).await;
+    settle(Duration::from_millis(10)).await;
+    for s in &servers {
+        assert_eq!(s.holders("n"), vec![(me.to_string(), 1)]);
+    }
+    servers[2].lose_next(1);
+    give_back(&a, &held).await;
+    assert_eq!(
+        servers[2].holders("n"),
+        vec![(me.to_string(), 1)],
+        "returned at a majority, the third release lost"
+    );
+    settle(Duration::from_secs(2)).await;
+    for s in &servers {
+        assert!(
+            s.holders("n").is_empty(),
+            "asked again, well within the lease"
+        );
+    }
+    nothing_left_locally(&a);
+}
+
+/// Waiter invariant 1 in an outage, on a subscriber connection that is up already (every
+/// real client has one: its notice channel). B's first attempt meets an outage, so
+/// its wait for the SUBSCRIBE's confirmation is cut to a back-off pause and its next
+/// attempt goes unconfirmed; A releases while that attempt is in flight (nobody hears
+/// it: B is not subscribed yet), and the confirmation lands before the attempt's
+/// refusal does. B must not sleep on that refusal: no message will come, and no
+/// reconnect wakes it. Before the fix it slept the lease A's hold had left (30 s).
+#[tokio::test(start_paused = true)]
+async fn a_release_while_an_unconfirmed_attempt_flies_still_wakes_the_waiter() {
+    let server = Server::new();
+    let (a, b) = (client(&server), client(&server));
+    let (ma, mb) = (holder(&a, 1), holder(&b, 1));
+    // B's subscriber connection comes up for another lock first.
+    let other = take(&a, "other", &holder(&a, 2)).await;
+    let other_waiter = tokio::spawn({
+        let (b, mb) = (b.clone(), holder(&b, 2));
+        async move { acquire(&b, &call("other", &mb, None)).await }
+    });
+    while server.numsub(&crate::keys::channel("other")) == 0 {
+        settle(Duration::from_millis(1)).await;
+    }
+    settle(Duration::from_millis(50)).await;
+    let held = take(&a, "n", &ma).await;
+    let tries = || server.log().iter().filter(|s| **s == "acquire.lua").count();
+    let before = tries();
+    server.slow_subscribe(true);
+    server.park(true);
+    server.refuse_next(Error::ClusterDown {
+        addr: "fake:1".into(),
+        detail: "CLUSTERDOWN The cluster is down".into(),
+    });
+    let waiting = tokio::spawn({
+        let (b, mb) = (b.clone(), mb.clone());
+        async move { acquire(&b, &call("n", &mb, None)).await }
+    });
+    // The refused attempt, the pause, then the attempt sent unconfirmed: it ran (refused,
+    // A holds the lock) and its answer is parked.
+    while tries() == before {
+        settle(Duration::from_millis(1)).await;
+    }
+    let started = tokio::time::Instant::now();
+    let releasing = tokio::spawn({
+        let a = a.clone();
+        async move { give_back(&a, &held).await }
+    });
+    while !server.holders("n").is_empty() {
+        settle(Duration::from_millis(1)).await;
+    }
+    server.slow_subscribe(false);
+    settle(Duration::from_millis(20)).await;
+    server.park(false);
+    releasing.await.expect("released, no panic");
+    let grant = waiting.await.expect("no panic").expect("no error");
+    assert!(grant.is_some(), "granted");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "woken by an attempt after the confirmation, not the lease: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.holders("n"), vec![(mb.to_string(), 1)]);
+    give_back(&a, &other).await;
+    let other = other_waiter.await.expect("no panic").expect("no error");
+    assert!(other.is_some());
+}

@@ -37,6 +37,7 @@ pub(super) fn settings() -> Settings {
         metrics_names: Default::default(),
         app: "engine-tests".into(),
         deadlock_detection: false,
+        books: Default::default(),
     }
 }
 

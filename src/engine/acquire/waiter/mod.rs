@@ -21,7 +21,10 @@
 //! 1. The subscription exists, confirmed by a majority of masters, before the attempt
 //!    that precedes a wait for a message; the wake counter is marked seen before every
 //!    attempt. (In an outage the waiter retries on a timer without waiting for the
-//!    confirmation, and subscribes again before it waits for a message.)
+//!    confirmation; an attempt sent unconfirmed is followed by the confirmation and
+//!    another attempt, never by a wait, even if the confirmation came while it was in
+//!    flight: a release between the attempt and the confirmation went unheard, and on
+//!    a live connection no reconnect wakes the waiter, transport/pubsub.rs invariant 3.)
 //! 2. An idle waiter sends nothing to Redis: it sleeps until a message or the TTL the
 //!    script returned (fair waiters also refresh their queue deadline every
 //!    stale_timeout/3).
@@ -375,9 +378,13 @@ impl Waiter<'_> {
     /// decided per attempt: an earlier call of this task may have taken the lock while
     /// this one waited in the gate.
     async fn attempt(&mut self, woken: bool) -> Result<State> {
-        if let Some(l) = self.listening.as_mut() {
+        // Confirmed before the attempt is sent, or its refusal is no reason to sleep: a
+        // confirmation that lands while it is in flight may follow a release nobody
+        // heard (invariant 1).
+        let confirmed = self.listening.as_mut().is_some_and(|l| {
             l.mark_seen();
-        }
+            l.is_confirmed()
+        });
         if let Some(grant) = self.handed() {
             return Ok(State::Granted(grant));
         }
@@ -425,8 +432,9 @@ impl Waiter<'_> {
             State::Subscribing
         } else if let Some(pause) = refused.backoff {
             State::BackingOff(pause)
-        } else if !self.listening.as_ref().is_some_and(Listening::is_confirmed) {
-            // Subscribed in an outage, unconfirmed: confirmed before the wait.
+        } else if !confirmed {
+            // Subscribed in an outage, unconfirmed when the attempt went: confirmed,
+            // then attempted again, before any wait.
             State::Subscribing
         } else {
             State::Waiting {
