@@ -12,6 +12,14 @@ redlatch_ensure_moto() {
         return 0
     fi
     echo "redlatch: installing moto[server] with pip into $venv" >&2
+    # Debian's python3 makes virtualenvs only with its python3-venv package.
+    if ! python3 -c 'import ensurepip' >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+        local sudo=""
+        if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+        echo "redlatch: installing python3-venv with apt-get" >&2
+        $sudo apt-get update -qq || true
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null || true
+    fi
     if python3 -m venv "$venv" >/dev/null \
         && "$venv/bin/pip" install -q --disable-pip-version-check 'moto[server]>=5,<6' >&2; then
         return 0
