@@ -43,7 +43,7 @@ pub struct MotoServer {
 
 /// Where `moto_server` is, if anywhere.
 pub fn bin() -> Option<PathBuf> {
-    if let Ok(path) = std::env::var("REDLATCH_MOTO_SERVER") {
+    if let Some(path) = std::env::var_os("REDLATCH_MOTO_SERVER").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(path));
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
