@@ -208,3 +208,93 @@ pub fn confined(server: &RedisServer, rules: &[&str], extra: &[&str]) -> String 
     server.cmd::<String>(&args);
     format!("redis://svc:{PASSWORD}@127.0.0.1:{}", server.port())
 }
+
+/// docs/errors.md, "Minimal ACL per feature", continued: the other kinds, as
+/// [`FEATURES`] (names under `orders:`, bookkeeping off). Every kind with the plain
+/// lock's layout (non-reentrant, spin, multi, fenced under an election or guarded
+/// writes) drops a lost hold with lua/drop.lua, hence the fair queue's keys; the spin
+/// lock subscribes to nothing but publishes on the channel when forced or dropped; an
+/// election's lock is named `redlatch_election:{name}`, so its derived keys carry
+/// that prefix inside theirs. tests/standalone/acl_kinds.rs runs each under exactly
+/// this.
+pub const MORE_FEATURES: &[(&str, &[&str])] = &[
+    ("non-reentrant lock", PLAIN),
+    (
+        "non-reentrant fair lock",
+        &[
+            "~orders:*",
+            "~redisson_lock_queue:{orders:*",
+            "~redisson_lock_timeout:{orders:*",
+            "~redlatch_fair_alive:{orders:*",
+            "~redisson_lock__channel:{orders:*",
+            "&redisson_lock__channel:{orders:*",
+        ],
+    ),
+    ("spin lock", PLAIN),
+    (
+        "simple lock",
+        &["~orders:*", "&redisson_lock__channel:{orders:*", "+strlen"],
+    ),
+    ("multi-lock", PLAIN),
+    (
+        "faster multi-lock",
+        &[
+            "~orders:*",
+            "~redisson_lock__channel:{orders:*",
+            "&redisson_lock__channel:{orders:*",
+        ],
+    ),
+    (
+        "permit-expirable semaphore",
+        &[
+            "~orders:*",
+            "~{orders:*",
+            "~redisson_sc:{orders:*",
+            "&redisson_sc:{orders:*",
+            "+decrby",
+            "+incrby",
+            "+zcard",
+        ],
+    ),
+    (
+        "leader election",
+        &[
+            "~redlatch_election:{orders:*",
+            "~redlatch_election_leader:{orders:*",
+            "~redlatch_election_log:{orders:*",
+            "~redlatch_lock_waiters:redlatch_election:{orders:*",
+            "~redisson_lock_token:redlatch_election:{orders:*",
+            "~redisson_lock_queue:redlatch_election:{orders:*",
+            "~redisson_lock_timeout:redlatch_election:{orders:*",
+            "~redlatch_fair_alive:redlatch_election:{orders:*",
+            "~redisson_lock__channel:redlatch_election:{orders:*",
+            "&redisson_lock__channel:redlatch_election:{orders:*",
+            "&redlatch_election__channel:{orders:*",
+            "+hmget",
+            "+xadd",
+            "+xrange",
+            "+xrevrange",
+        ],
+    ),
+    (
+        "guarded writes on a fenced lock",
+        &[
+            "~orders:*",
+            "~redlatch_lock_waiters:{orders:*",
+            "~redisson_lock_queue:{orders:*",
+            "~redisson_lock_timeout:{orders:*",
+            "~redlatch_fair_alive:{orders:*",
+            "~redisson_lock__channel:{orders:*",
+            "&redisson_lock__channel:{orders:*",
+            "~redisson_lock_token:{orders:*",
+            "~redlatch_fence:{orders:*",
+            "~{orders:*",
+            "+hmget",
+            "+incrby",
+            "+xadd",
+        ],
+    ),
+];
+
+/// The plain lock's line of [`FEATURES`].
+const PLAIN: &[&str] = FEATURES[0].1;

@@ -10,6 +10,7 @@
 
 mod acl;
 mod acl_books;
+mod acl_kinds;
 mod at_risk;
 mod blocking;
 mod blocking_family;
