@@ -132,6 +132,26 @@ async fn a_release_racing_the_waiters_subscribe_still_wakes_it() {
     assert_eq!(server.counter("s"), Some(0));
 }
 
+/// Two clients and an empty semaphore "s"; the second client's subscriber connection is
+/// up already, for a waiter of the semaphore "other" (returned: release "other" to end it).
+async fn live_connection(
+    server: &Arc<Server>,
+) -> (Arc<Engine>, Arc<Engine>, tokio::task::JoinHandle<bool>) {
+    let (a, b) = (client(server), client(server));
+    set(&a, "s", 0).await;
+    set(&a, "other", 0).await;
+    let other = waiter(&b, "other", 1);
+    until(|| server.numsub(&crate::keys::sem_channel("other")) == 1).await;
+    settle(Duration::from_millis(50)).await;
+    (a, b, other)
+}
+
+/// How many acquire attempts the server has seen.
+fn acquire_tries(server: &Server) -> usize {
+    let log = server.log();
+    log.iter().filter(|s| **s == "sem_acquire.lua").count()
+}
+
 /// As above, on a client whose subscriber connection is up already (every real client
 /// has one: its notice channel): the new channel's SUBSCRIBE rides that connection, so
 /// no reconnect wakes the waiter, and only its attempt after the confirmation can see
@@ -140,20 +160,8 @@ async fn a_release_racing_the_waiters_subscribe_still_wakes_it() {
 #[tokio::test(start_paused = true)]
 async fn a_release_racing_the_subscribe_on_a_live_connection_still_wakes_it() {
     let server = Server::new();
-    let (a, b) = (client(&server), client(&server));
-    set(&a, "s", 0).await;
-    set(&a, "other", 0).await;
-    // b's connection comes up for another channel first.
-    let other = waiter(&b, "other", 1);
-    until(|| server.numsub(&crate::keys::sem_channel("other")) == 1).await;
-    settle(Duration::from_millis(50)).await;
-    let tries = || {
-        server
-            .log()
-            .iter()
-            .filter(|s| **s == "sem_acquire.lua")
-            .count()
-    };
+    let (a, b, other) = live_connection(&server).await;
+    let tries = || acquire_tries(&server);
     let before = tries();
     server.slow_subscribe(true);
     let waiting = waiter(&b, "s", 1);
@@ -324,19 +332,8 @@ async fn latch_waiters_are_woken_by_the_count_down_to_zero_and_a_drop_leaves_not
 #[tokio::test(start_paused = true)]
 async fn a_release_while_an_unconfirmed_attempt_flies_still_wakes_it() {
     let server = Server::new();
-    let (a, b) = (client(&server), client(&server));
-    set(&a, "s", 0).await;
-    set(&a, "other", 0).await;
-    let other = waiter(&b, "other", 1);
-    until(|| server.numsub(&crate::keys::sem_channel("other")) == 1).await;
-    settle(Duration::from_millis(50)).await;
-    let tries = || {
-        server
-            .log()
-            .iter()
-            .filter(|s| **s == "sem_acquire.lua")
-            .count()
-    };
+    let (a, b, other) = live_connection(&server).await;
+    let tries = || acquire_tries(&server);
     let before = tries();
     server.slow_subscribe(true);
     server.park(true);
