@@ -395,7 +395,18 @@ impl Error {
     /// True for [`Error::Fenced`]: a newer holder's token reached the resource first.
     ///
     /// # Examples
-    /// See the example on `redlatch::fence::postgres::fence` (feature `postgres`).
+    /// ```
+    /// use redlatch::Error;
+    /// // What a fence returns when a newer holder wrote first (fence::postgres, fence::s3).
+    /// let refused = Error::Fenced {
+    ///     resource: "accounts/42".into(),
+    ///     lock: "billing".into(),
+    ///     presented: 7,
+    ///     newest: 8,
+    /// };
+    /// assert!(refused.is_fenced() && refused.is_permanent()); // retrying cannot cure it
+    /// assert!(!Error::InvalidName(String::new()).is_fenced());
+    /// ```
     pub fn is_fenced(&self) -> bool {
         matches!(self, Error::Fenced { .. })
     }
@@ -507,6 +518,25 @@ impl Error {
 }
 
 /// How the store of a fence failed ([`Error::FenceStore`]).
+///
+/// # Examples
+/// ```
+/// use redlatch::{Error, StoreProblem};
+/// // Whether to retry a fenced write: a read-only store or a conflict may pass.
+/// fn worth_retrying(e: &Error) -> bool {
+///     matches!(
+///         e,
+///         Error::FenceStore { problem: StoreProblem::ReadOnly | StoreProblem::Conflict, .. }
+///     )
+/// }
+/// let e = Error::FenceStore {
+///     store: "postgres",
+///     problem: StoreProblem::Conflict,
+///     detail: "could not serialize access".into(),
+///     source: None,
+/// };
+/// assert!(worth_retrying(&e));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StoreProblem {

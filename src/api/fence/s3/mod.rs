@@ -66,14 +66,21 @@ const MAX_METADATA: usize = 2048;
 /// # let (endpoint, key_id, secret) = (moto.endpoint(), moto.key_id(), moto.secret());
 /// use redlatch::fence::s3::S3Fence;
 /// use redlatch::{Client, Config, Error};
-/// let store = S3Fence::new(&endpoint, "fence", "us-east-1", key_id, secret)?; // your bucket
+/// use std::time::Duration;
+/// let store = S3Fence::new(&endpoint, "fence", "us-east-1", key_id, secret)? // your bucket
+///     .timeout(Duration::from_secs(5)) // each call, its retries included
+///     .attempts(3) // conditional writes tried when others write in between
+///     .virtual_hosted(false); // path-style URLs (moto, MinIO); AWS: true
 /// let client = Client::connect(Config::from_env()?).await?; // REDLATCH_REDIS
 /// let lock = client.fenced_lock("daily-report");
 /// let stale = lock.lock().await?; // a holder that will pause past its lease
 /// lock.force_unlock().await?; // (as its lease running out would)
 /// let guard = lock.lock().await?; // the next holder: a newer token
 ///
-/// store.put("2026/12/02.csv", "day,total\n2026-12-02,42\n", &guard).await?;
+/// // Without the fence, the paused holder's write would land over the next one's:
+/// store.put_unfenced("2026/12/01.csv", "day,total\n", &stale).await?;
+/// let written = store.put("2026/12/02.csv", "day,total\n2026-12-02,42\n", &guard).await?;
+/// assert_eq!(Some(written.token), guard.fencing_token());
 /// // The paused holder wakes up and writes: refused, nothing of it lands.
 /// match store.put("2026/12/02.csv", "day,total\n2026-12-02,0\n", &stale).await {
 ///     Err(Error::Fenced { presented, newest, .. }) => {
@@ -99,6 +106,9 @@ pub struct S3Fence {
 }
 
 /// What a guarded write stored.
+///
+/// # Examples
+/// See the example on [`S3Fence`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Written {
@@ -109,6 +119,9 @@ pub struct Written {
 }
 
 /// An object as read by [`S3Fence::get`].
+///
+/// # Examples
+/// See the example on [`S3Fence`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Object {
@@ -196,6 +209,9 @@ impl S3Fence {
 
     /// Bounds each call, all its requests and retries together (default
     /// [`DEFAULT_TIMEOUT`]); past it the call fails with [`StoreProblem::TimedOut`].
+    ///
+    /// # Examples
+    /// See the example on [`S3Fence`].
     pub fn timeout(mut self, timeout: Duration) -> S3Fence {
         self.timeout = timeout;
         self
@@ -203,6 +219,9 @@ impl S3Fence {
 
     /// How many conditional writes one [`put`](Self::put) tries when others write the
     /// object in between (default [`DEFAULT_ATTEMPTS`]).
+    ///
+    /// # Examples
+    /// See the example on [`S3Fence`].
     pub fn attempts(mut self, attempts: u32) -> S3Fence {
         self.attempts = attempts;
         self
@@ -210,6 +229,9 @@ impl S3Fence {
 
     /// Virtual-hosted URLs (`bucket.endpoint/key`, what AWS recommends) instead of
     /// path-style ones.
+    ///
+    /// # Examples
+    /// See the example on [`S3Fence`].
     pub fn virtual_hosted(mut self, on: bool) -> S3Fence {
         self.virtual_hosted = on;
         self
