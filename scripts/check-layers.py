@@ -19,7 +19,10 @@
    `self.f` inside an `impl Engine` block, or `x.f` where `x` is bound to an
    `Engine` (`engine`, `inner`, a parameter or binding typed `&Engine`,
    `&Arc<Engine>`, `Arc<Engine>`, `Weak<Engine>`, or `….engine()`), `f` one of
-   `Engine`'s fields and not followed by `(`.
+   `Engine`'s fields and not followed by `(`. Nor are `Engine`'s methods written
+   elsewhere: an `impl Engine` (or `impl … for Engine`) block outside engine/mod.rs
+   and engine/facade/ fails by name; a part's work is a method of its state type, or
+   a function of its folder, given what it needs of the engine.
 4. Size: no file over 450 lines of code (blank lines, comments and `#[cfg(test)]`
    modules at the end of a file not counted), no function over 80 lines.
 
@@ -415,13 +418,17 @@ def struct_fields(code, name):
     return out
 
 
+# `impl Engine {`, `impl<T> Engine`, `impl Trait for Engine`, `impl … for crate::engine::Engine`.
+IMPL_ENGINE = re.compile(r"^[ \t]*impl\b(?:\s*<[^>{]*>)?\s+(?:(?:[\w:]+::)?Engine\b(?!\s*::)"
+                         r"|[^{;]*?\bfor\s+(?:[\w:]+::)?Engine\b)", re.M)
+
 ENGINE_BOUND = re.compile(r"\b(\w+)\s*:\s*&?\s*(?:(?:std::sync::)?(?:Arc|Weak)<\s*)?"
                           r"(?:(?:crate|super|engine)::)*Engine\b")
 
 
 def state_errors(engine=ENGINE):
-    """Rule 3: part types keep their fields private; Engine's fields are read only in
-    engine/mod.rs and facade/."""
+    """Rule 3: part types keep their fields private; Engine's fields are read, and its
+    impl blocks written, only in engine/mod.rs and facade/."""
     errs = []
     rel = lambda p: os.path.relpath(p, os.path.join(engine, ".."))
     for folder, ty in sorted(PARTS.items()):
@@ -443,6 +450,11 @@ def state_errors(engine=ENGINE):
         if where in ENGINE_OWN[:1] or where.startswith(ENGINE_OWN[1]):
             continue
         code = strip(open(path).read())
+        for m in IMPL_ENGINE.finditer(code):
+            no = code.count("\n", 0, m.start()) + 1
+            errs.append(f"{rel(path)}:{no}: `{m.group(0).strip()}` block outside "
+                        f"engine/mod.rs and facade/ (make it a method of the part's state "
+                        f"type, or an entry point in facade/)")
         bound = {"engine", "inner"} | set(ENGINE_BOUND.findall(code))
         bound |= set(re.findall(r"let\s+(?:Some\()?(\w+)\)?\s*=\s*\w+\.upgrade\(\)", code))
         recv = r"(?:\b(?:" + "|".join(sorted(bound)) + r")|\.engine\(\))"

@@ -52,9 +52,34 @@ class StateRule(unittest.TestCase):
         self.append("observe/jobs.rs", "\nimpl Engine {\n    fn peek(&self) -> bool {\n"
                     "        self.settings.cluster\n    }\n}\n")
         errs = check.state_errors(self.engine)
-        self.assertEqual(len(errs), 1, errs)
-        self.assertIn("observe/jobs.rs:", errs[0])
-        self.assertIn("`settings`", errs[0])
+        self.assertEqual(len(errs), 2, errs)
+        self.assertTrue(all("observe/jobs.rs:" in e for e in errs), errs)
+        self.assertTrue(any("`settings`" in e for e in errs), errs)
+        self.assertTrue(any("`impl Engine` block outside" in e for e in errs), errs)
+
+    def test_an_impl_engine_block_outside_is_caught(self):
+        self.append("holding/urgent.rs", "\nimpl Engine {\n    fn peek(&self) -> usize {\n"
+                    "        self.masters().len()\n    }\n}\n")
+        self.append("coordination/job.rs", "\nimpl std::fmt::Debug for crate::engine::Engine {\n"
+                    "    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {\n"
+                    "        f.write_str(\"engine\")\n    }\n}\n")
+        self.append("observe/graph.rs", "\n    impl<T> From<T> for Engine {\n    }\n")
+        errs = check.state_errors(self.engine)
+        self.assertEqual(len(errs), 3, errs)
+        self.assertIn("holding/urgent.rs:", errs[0] + errs[1] + errs[2])
+        self.assertTrue(any("coordination/job.rs:" in e and "for crate::engine::Engine" in e
+                            for e in errs), errs)
+        self.assertTrue(any("observe/graph.rs:" in e and "impl<T> From<T> for Engine" in e
+                            for e in errs), errs)
+
+    def test_impl_blocks_in_mod_rs_and_facade_and_other_types_pass(self):
+        self.append("mod.rs", "\nimpl Engine {\n    fn peek(&self) -> bool {\n"
+                    "        self.settings.cluster\n    }\n}\n")
+        self.append("facade/queries.rs", "\nimpl Engine {\n    fn peek2(&self) -> bool {\n"
+                    "        self.settings.cluster\n    }\n}\n")
+        self.append("holding/urgent.rs", "\nimpl EngineLike {}\nimpl Foo for EngineLike {}\n"
+                    "// impl Engine {\n")
+        self.assertEqual(check.state_errors(self.engine), [])
 
     def test_a_weak_upgraded_and_a_held_engine_are_caught(self):
         self.append("holding/urgent.rs", "\nfn peek(w: &std::sync::Weak<Engine>) {\n"

@@ -36,10 +36,12 @@
 //! [`Kind`], [`Settings`], and the types [`facade`] re-exports (the call description,
 //! the handle of an acquisition, what the API needs of the transport). It never names
 //! an inner module (scripts/check-layers.py checks it, and that no engine modules
-//! import each other in a circle). `Engine`'s fields are read only in this file and in
-//! [`facade`]; each part keeps its own state in a type of its folder (`masters::Masters`,
-//! `holding::Holdings`, `acquire::Contenders`, `observe::Observe`) whose fields are
-//! private to it (scripts/check-layers.py checks both).
+//! import each other in a circle). `Engine`'s fields are read, and its `impl` blocks
+//! written, only in this file and in [`facade`]; each part keeps its own state in a
+//! type of its folder (`masters::Masters`, `holding::Holdings`, `acquire::Contenders`,
+//! `observe::Observe`) whose fields are private to it, and its work is a method of that
+//! type or a function of its folder, given what it needs of the engine
+//! (scripts/check-layers.py checks all three).
 //!
 //! [`Held`]: holding::held::Held
 
@@ -227,7 +229,7 @@ impl Engine {
         self.cleanups.close();
         let _ = tokio::time::timeout(timeout, self.cleanups.wait()).await;
         self.shutdown.cancel();
-        let _ = tokio::time::timeout_at(deadline, self.remove_record()).await;
+        let _ = tokio::time::timeout_at(deadline, self.observe.remove_record(self)).await;
         // Nobody renews from now on: live guards report it before close() returns.
         self.holdings.table().lose_all();
     }

@@ -29,14 +29,11 @@
 //!    observer sees the resignation before the next leader's election.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::Value;
 
-use crate::engine::holding::held::Held;
-use crate::engine::kinds::call::LockSpec;
-use crate::engine::masters::clock::deadline_after;
 use crate::engine::masters::master::Master;
 use crate::engine::masters::replies::typed;
 use crate::engine::Engine;
@@ -137,7 +134,7 @@ pub(crate) struct Snapshot {
 /// Records `holder` as the leader of term `term` advertising `value` (`event`:
 /// Elected at the start of the term, Proclaimed for a new value). False when it does
 /// not hold the election's lock any more, or the record is not its term (invariant 1).
-async fn proclaim(
+pub(crate) async fn proclaim(
     m: &Master,
     name: &str,
     holder: &str,
@@ -160,7 +157,7 @@ async fn proclaim(
 
 /// Removes `holder`'s record of term `term` and logs its resignation; false when the
 /// record is another's (invariant 1).
-async fn resign(m: &Master, name: &str, holder: &str, term: u64) -> Result<bool> {
+pub(crate) async fn resign(m: &Master, name: &str, holder: &str, term: u64) -> Result<bool> {
     let mut inv = RESIGN.call();
     inv.key(record_key(name))
         .key(log_key(name))
@@ -185,7 +182,7 @@ async fn written(m: &Master, name: &str, inv: &crate::transport::Invocation) -> 
 
 /// The current leader, the newest log id and the entries after `after` (none when
 /// `after` is `None`).
-async fn read(m: &Master, name: &str, after: Option<&str>) -> Result<Snapshot> {
+pub(crate) async fn read(m: &Master, name: &str, after: Option<&str>) -> Result<Snapshot> {
     let mut inv = READ.call();
     inv.key(lock_name(name))
         .key(record_key(name))
@@ -271,126 +268,24 @@ fn parse_entry(v: &Value) -> Option<Entry> {
 }
 
 /// An observer's wait for the changes of one election (invariant 3).
-impl Engine {
-    /// Checks that the election `name` can be held here: its name, and one
-    /// deployment (a server, Sentinel or Redis Cluster), not Redlock masters.
-    pub(crate) fn election_check(&self, name: &str) -> Result<()> {
-        keys::validate(name)?;
-        if self.settings().cluster {
-            keys::validate_cluster(name)?;
-        }
-        if self.masters().len() > 1 {
-            return Err(Error::Unsupported {
-                what: format!(
-                    "leader election {name:?} over {} Redlock masters",
-                    self.masters().len()
-                ),
-                reason: "the leader record and its change log would be kept on independent \
-                         masters with no order between them, so observers could see changes \
-                         in different orders and a leader read from a minority; use one \
-                         deployment (a server, Sentinel or Redis Cluster)"
-                    .into(),
-            });
-        }
-        Ok(())
+/// Checks that the election `name` can be held here: its name, and one deployment
+/// (a server, Sentinel or Redis Cluster), not Redlock masters (`masters` of them).
+pub(crate) fn check(name: &str, cluster: bool, masters: usize) -> Result<()> {
+    keys::validate(name)?;
+    if cluster {
+        keys::validate_cluster(name)?;
     }
-
-    /// Records `value` for `holder`'s `term` of the election `name` and logs `event`
-    /// (invariant 1); false if `holder` does not hold the election's lock.
-    pub(crate) async fn election_proclaim(
-        &self,
-        name: &str,
-        (holder, term): (&str, u64),
-        value: &str,
-        event: Event,
-    ) -> Result<bool> {
-        proclaim(self.masters().first(), name, holder, term, value, event).await
+    if masters > 1 {
+        return Err(Error::Unsupported {
+            what: format!("leader election {name:?} over {masters} Redlock masters"),
+            reason: "the leader record and its change log would be kept on independent \
+                     masters with no order between them, so observers could see changes \
+                     in different orders and a leader read from a minority; use one \
+                     deployment (a server, Sentinel or Redis Cluster)"
+                .into(),
+        });
     }
-
-    /// Clears the record of `holder`'s `term` of the election `name` and logs the
-    /// resignation (invariant 1); false if another term is recorded.
-    pub(crate) async fn election_resign(
-        &self,
-        name: &str,
-        holder: &str,
-        term: u64,
-    ) -> Result<bool> {
-        resign(self.masters().first(), name, holder, term).await
-    }
-
-    /// Campaigns for the election `name` (invariant 4) with `lock`, the election's
-    /// fenced lock as the API names it: leads with `value` within `wait` (`None`: as
-    /// long as it takes) and returns the lock's hold and the term, or `None` when
-    /// another still led as `wait` ran out.
-    pub(crate) async fn election_campaign(
-        self: &Arc<Self>,
-        name: &str,
-        lock: &LockSpec,
-        value: &str,
-        wait: Option<Duration>,
-    ) -> Result<Option<(Held, u64)>> {
-        self.election_check(name)?;
-        let deadline = wait.and_then(deadline_after);
-        let now = tokio::time::Instant::now;
-        loop {
-            // No deadline although a wait was given: it is beyond what an Instant holds.
-            // A wait that was given stays one (not a single try with a whole
-            // request's bound) when it has run out: 1 ms at least.
-            let left = deadline
-                .map(|d| {
-                    d.saturating_duration_since(now())
-                        .max(Duration::from_millis(1))
-                })
-                .or(wait)
-                .map(|l| {
-                    if wait == Some(Duration::ZERO) {
-                        Duration::ZERO
-                    } else {
-                        l
-                    }
-                });
-            let Some(held) = self.lock(lock, left, None).await? else {
-                return Ok(None);
-            };
-            let term = held.token().expect("a fenced lock's hold has a token");
-            let leader = (held.holder(), term);
-            match self
-                .election_proclaim(name, leader, value, Event::Elected)
-                .await
-            {
-                Ok(true) => return Ok(Some((held, term))),
-                // Lost between the grant and the record (a lease that ran out).
-                Ok(false) => {}
-                Err(e) => {
-                    let _ = held.release().await;
-                    return Err(e);
-                }
-            }
-            if deadline.is_some_and(|d| now() >= d) {
-                return Ok(None);
-            }
-        }
-    }
-
-    /// Steps down from `term` of the election `name` (invariant 4): the record goes,
-    /// then `held` is given back. The record's error is reported first.
-    pub(crate) async fn election_step_down(&self, name: &str, held: Held, term: u64) -> Result<()> {
-        let resigned = self.election_resign(name, held.holder(), term).await;
-        let released = held.release().await;
-        resigned?;
-        released
-    }
-
-    /// The leader of the election `name`, while its holder holds the lock (invariant 2).
-    pub(crate) async fn election_leader(&self, name: &str) -> Result<Option<Current>> {
-        Ok(read(self.masters().first(), name, None).await?.leader)
-    }
-
-    /// Starts watching the election `name` for changes (invariant 3): the watch, and
-    /// the leader when it started.
-    pub(crate) async fn election_watch(&self, name: &str) -> Result<(Watch, Option<Current>)> {
-        Watch::start(self, name).await
-    }
+    Ok(())
 }
 
 pub(crate) struct Watch {
@@ -406,7 +301,7 @@ pub(crate) struct Watch {
 impl Watch {
     /// Subscribes to the election's channel, has it confirmed, then reads where the log
     /// stands: the observer sees the changes after that. Returns the leader then.
-    async fn start(engine: &Engine, name: &str) -> Result<(Watch, Option<Current>)> {
+    pub(crate) async fn start(engine: &Engine, name: &str) -> Result<(Watch, Option<Current>)> {
         let mut sub = engine.pubsub().subscribe(channel(name));
         if let Err((addr, detail)) = sub.ready(engine.settings().connect_timeout).await {
             return Err(Error::PermissionDenied { addr, detail });

@@ -21,7 +21,7 @@
 //!    tries ends on a message (spin_wait.rs invariant 1a). ShedLock publishes nothing:
 //!    its releases are seen at the next try.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::Value;
@@ -30,10 +30,10 @@ use crate::engine::kinds::inspect::text;
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::{addrs, fan_out, no_quorum};
 use crate::engine::masters::replies::{protocol, typed};
-use crate::engine::Engine;
+use crate::engine::masters::Masters;
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::transport::pubsub::Subscription;
+use crate::transport::pubsub::{PubSub, Subscription};
 use crate::transport::script::lua;
 use crate::transport::{Invocation, Lane, Script};
 
@@ -199,188 +199,199 @@ impl JobWake {
     }
 }
 
-impl Engine {
-    /// Subscribes to the job `key`'s wake channel and waits (at most the connect
-    /// timeout, and `within`) for a majority to confirm it (invariant 4). A refusal
-    /// (ACL) is logged: the wait goes on polling.
-    pub(crate) async fn job_listen(&self, key: &str, within: Duration) -> JobWake {
-        let mut sub = self.pubsub().subscribe(keys::simple_channel(key));
-        let within = within.min(self.settings().connect_timeout);
-        if let Err((addr, detail)) = sub.ready(within).await {
-            tracing::debug!(target: "redlatch", job = %key, master = %addr, %detail,
-                "the wake channel is refused: waiting by polling alone");
-        }
-        JobWake(sub)
+/// Subscribes to the job `key`'s wake channel and waits (at most `within`) for a
+/// majority to confirm it (invariant 4). A refusal (ACL) is logged: the wait goes on
+/// polling.
+pub(crate) async fn listen(pubsub: &PubSub, key: &str, within: Duration) -> JobWake {
+    let mut sub = pubsub.subscribe(keys::simple_channel(key));
+    if let Err((addr, detail)) = sub.ready(within).await {
+        tracing::debug!(target: "redlatch", job = %key, master = %addr, %detail,
+            "the wake channel is refused: waiting by polling alone");
     }
+    JobWake(sub)
+}
 
-    /// Checks a job's lock key: a lock name's rules, and on Redis Cluster a key whose
-    /// record can share its slot (no '{' without a `{tag}`, no '}' without a '{').
-    pub(crate) fn job_check(&self, key: &str) -> Result<()> {
-        keys::validate(key)?;
-        keys::validate(&record_key(key))?;
-        if self.settings().cluster {
-            keys::validate_cluster(key)?;
-            if key.contains('}') && !key.contains('{') {
-                return Err(Error::InvalidName(format!(
-                    "on Redis Cluster the job key {key:?} has a '}}' without a '{{': its \
-                     record could not share its hash slot"
-                )));
+/// Checks a job's lock key: a lock name's rules, and on Redis Cluster (`cluster`) a
+/// key whose record can share its slot (no '{' without a `{tag}`, no '}' without a
+/// '{').
+pub(crate) fn check(key: &str, cluster: bool) -> Result<()> {
+    keys::validate(key)?;
+    keys::validate(&record_key(key))?;
+    if cluster {
+        keys::validate_cluster(key)?;
+        if key.contains('}') && !key.contains('{') {
+            return Err(Error::InvalidName(format!(
+                "on Redis Cluster the job key {key:?} has a '}}' without a '{{': its \
+                 record could not share its hash slot"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// This process's host name, as a job records it.
+pub(crate) fn host() -> &'static str {
+    static HOST: LazyLock<String> = LazyLock::new(super::shedlock::host_name);
+    &HOST
+}
+
+/// Who runs a job: this process's host and the client's app name.
+pub(crate) type Identity<'a> = (&'a str, &'a str);
+
+/// Begins a run on `masters` (invariants 1 and 2); `validity` is the lease's Redlock
+/// validity, the time the masters took is taken from it.
+pub(crate) async fn begin(
+    masters: &Masters,
+    call: &JobCall,
+    b: &Begin,
+    (host, app): Identity<'_>,
+    validity: Duration,
+) -> Result<Began> {
+    let inv = begin_call(call, b, host, app);
+    let started = tokio::time::Instant::now();
+    let results = fan_out(masters.all(), |m| {
+        let inv = &inv;
+        async move {
+            let (v, _) = m.eval_acquire(inv).await.map_err(|e| typed(&call.key, e))?;
+            read_answer(m.addr(), v)
+        }
+    })
+    .await;
+    let validity = validity.saturating_sub(started.elapsed());
+    let granted: Vec<usize> = (results.iter().enumerate())
+        .filter(|(_, r)| matches!(r, Ok(Answer::Granted(..))))
+        .map(|(i, _)| i)
+        .collect();
+    let verdict = judge_begin(masters, call, &results, granted.len(), validity);
+    if !matches!(verdict, Ok(Began::Granted { .. })) && !granted.is_empty() {
+        undo(masters, call, &granted, (host, app)).await;
+    }
+    verdict
+}
+
+/// What the masters' answers to a run's beginning make (invariant 2).
+fn judge_begin(
+    masters: &Masters,
+    call: &JobCall,
+    results: &[Result<Answer>],
+    granted: usize,
+    validity: Duration,
+) -> Result<Began> {
+    let mut best = Began::Granted {
+        done: None,
+        abandoned: None,
+        validity,
+    };
+    let mut held = None;
+    let mut done = None;
+    for (m, r) in masters.iter().zip(results) {
+        match r {
+            Ok(Answer::WrongType(which)) => {
+                let name = if *which == 2 { &call.record } else { &call.key };
+                return Err(Error::WrongType {
+                    name: name.clone(),
+                    addr: m.addr().to_string(),
+                });
             }
-        }
-        Ok(())
-    }
-
-    /// This process's host name and the client's app name, as a job records them.
-    pub(crate) fn job_identity(&self) -> (&'static str, Arc<str>) {
-        static HOST: LazyLock<String> = LazyLock::new(super::shedlock::host_name);
-        (&HOST, self.settings().app.clone())
-    }
-
-    /// Begins a run (invariants 1 and 2).
-    pub(crate) async fn job_begin(&self, call: &JobCall, b: &Begin) -> Result<Began> {
-        let (host, app) = self.job_identity();
-        let inv = begin_call(call, b, host, &app);
-        let started = tokio::time::Instant::now();
-        let results = fan_out(self.masters().all(), |m| {
-            let inv = &inv;
-            async move {
-                let (v, _) = m.eval_acquire(inv).await.map_err(|e| typed(&call.key, e))?;
-                read_answer(m.addr(), v)
+            Ok(Answer::Done(t)) => done = done.max(Some(*t)),
+            Ok(Answer::Held(value, pttl_ms, app)) if held.is_none() => {
+                held = Some(Began::Held {
+                    value: value.clone(),
+                    pttl_ms: *pttl_ms,
+                    app: app.clone(),
+                })
             }
-        })
-        .await;
-        let validity = self.validity_of(b.lease).saturating_sub(started.elapsed());
-        let granted: Vec<usize> = (results.iter().enumerate())
-            .filter(|(_, r)| matches!(r, Ok(Answer::Granted(..))))
-            .map(|(i, _)| i)
-            .collect();
-        let verdict = self.judge_begin(call, &results, granted.len(), validity);
-        if !matches!(verdict, Ok(Began::Granted { .. })) && !granted.is_empty() {
-            self.job_undo(call, &granted).await;
-        }
-        verdict
-    }
-
-    /// What the masters' answers to a run's beginning make (invariant 2).
-    fn judge_begin(
-        &self,
-        call: &JobCall,
-        results: &[Result<Answer>],
-        granted: usize,
-        validity: Duration,
-    ) -> Result<Began> {
-        let mut best = Began::Granted {
-            done: None,
-            abandoned: None,
-            validity,
-        };
-        let mut held = None;
-        let mut done = None;
-        for (m, r) in self.masters().iter().zip(results) {
-            match r {
-                Ok(Answer::WrongType(which)) => {
-                    let name = if *which == 2 { &call.record } else { &call.key };
-                    return Err(Error::WrongType {
-                        name: name.clone(),
-                        addr: m.addr().to_string(),
-                    });
+            Ok(Answer::Granted(d, a)) => {
+                if let Began::Granted {
+                    done, abandoned, ..
+                } = &mut best
+                {
+                    *done = (*done).max(*d);
+                    *abandoned = (*abandoned).max(*a);
                 }
-                Ok(Answer::Done(t)) => done = done.max(Some(*t)),
-                Ok(Answer::Held(value, pttl_ms, app)) if held.is_none() => {
-                    held = Some(Began::Held {
-                        value: value.clone(),
-                        pttl_ms: *pttl_ms,
-                        app: app.clone(),
-                    })
-                }
-                Ok(Answer::Granted(d, a)) => {
-                    if let Began::Granted {
-                        done, abandoned, ..
-                    } = &mut best
-                    {
-                        *done = (*done).max(*d);
-                        *abandoned = (*abandoned).max(*a);
-                    }
-                }
-                _ => {}
             }
+            _ => {}
         }
-        if let Some(tick) = done {
-            return Ok(Began::Done { tick });
+    }
+    if let Some(tick) = done {
+        return Ok(Began::Done { tick });
+    }
+    if granted >= masters.quorum() && !validity.is_zero() {
+        return Ok(best);
+    }
+    if let Some(held) = held {
+        return Ok(held);
+    }
+    let results = results.iter().map(|r| match r {
+        Err(e) => Some(Err::<(), _>(e.clone())),
+        Ok(_) => None,
+    });
+    Err(no_quorum(
+        granted,
+        masters.quorum(),
+        &addrs(masters.all()),
+        results,
+    ))
+}
+
+/// Undoes the grants of masters `which` (a minority, or a tick done elsewhere).
+async fn undo(masters: &Masters, call: &JobCall, which: &[usize], (host, app): Identity<'_>) {
+    let undo = Finish {
+        keep: Duration::ZERO,
+        tick: None,
+        outcome: "undo",
+        start_ms: 0,
+        end_ms: 0,
+        missed: 0,
+        record_ttl_ms: 1,
+    };
+    let inv = finish_call(call, &undo, host, app);
+    let undos = which
+        .iter()
+        .map(|&i| flag(&masters.all()[i], &call.key, &inv));
+    for r in futures_util::future::join_all(undos).await {
+        if let Err(e) = r {
+            tracing::debug!(job = %call.key, error = %e, "undoing a minority's grant failed; its lease ends it");
         }
-        if granted >= self.masters().quorum() && !validity.is_zero() {
-            return Ok(best);
-        }
-        if let Some(held) = held {
-            return Ok(held);
-        }
-        let results = results.iter().map(|r| match r {
-            Err(e) => Some(Err::<(), _>(e.clone())),
-            Ok(_) => None,
-        });
-        Err(no_quorum(
-            granted,
-            self.masters().quorum(),
-            &addrs(self.masters().all()),
+    }
+}
+
+/// Ends a run (invariant 3): true when a majority still held the run's value (it was
+/// deleted or kept for `at_least`), false when the run had lost the lock.
+pub(crate) async fn finish(
+    masters: &Masters,
+    call: &JobCall,
+    f: &Finish,
+    (host, app): Identity<'_>,
+) -> Result<bool> {
+    let inv = finish_call(call, f, host, app);
+    let results = fan_out(masters.all(), |m| flag(m, &call.key, &inv)).await;
+    judge_flags(masters, results)
+}
+
+/// Sets a running run's lease to `lease` again (keep-alive): true when a majority
+/// still held it.
+pub(crate) async fn extend(masters: &Masters, call: &JobCall, lease: Duration) -> Result<bool> {
+    let mut inv = EXTEND.call();
+    inv.key(&call.key)
+        .arg(&call.value)
+        .arg(lease.as_millis().max(1) as u64);
+    let results = fan_out(masters.all(), |m| flag(m, &call.key, &inv)).await;
+    judge_flags(masters, results)
+}
+
+/// True when a majority answered true; an error when fewer than a majority answered.
+fn judge_flags(masters: &Masters, results: Vec<Result<bool>>) -> Result<bool> {
+    let answered = results.iter().filter(|r| r.is_ok()).count();
+    if answered < masters.quorum() {
+        let results = results.into_iter().map(Some);
+        return Err(no_quorum(
+            answered,
+            masters.quorum(),
+            &addrs(masters.all()),
             results,
-        ))
+        ));
     }
-
-    /// Undoes the grants of masters `which` (a minority, or a tick done elsewhere).
-    async fn job_undo(&self, call: &JobCall, which: &[usize]) {
-        let (host, app) = self.job_identity();
-        let undo = Finish {
-            keep: Duration::ZERO,
-            tick: None,
-            outcome: "undo",
-            start_ms: 0,
-            end_ms: 0,
-            missed: 0,
-            record_ttl_ms: 1,
-        };
-        let inv = finish_call(call, &undo, host, &app);
-        let masters = which.iter().map(|&i| &self.masters().all()[i]);
-        let undos = masters.map(|m| flag(m, &call.key, &inv));
-        for r in futures_util::future::join_all(undos).await {
-            if let Err(e) = r {
-                tracing::debug!(job = %call.key, error = %e, "undoing a minority's grant failed; its lease ends it");
-            }
-        }
-    }
-
-    /// Ends a run (invariant 3): true when a majority still held the run's value (it
-    /// was deleted or kept for `at_least`), false when the run had lost the lock.
-    pub(crate) async fn job_finish(&self, call: &JobCall, f: &Finish) -> Result<bool> {
-        let (host, app) = self.job_identity();
-        let inv = finish_call(call, f, host, &app);
-        let results = fan_out(self.masters().all(), |m| flag(m, &call.key, &inv)).await;
-        self.judge_flags(results)
-    }
-
-    /// Sets a running run's lease to `lease` again (keep-alive): true when a majority
-    /// still held it.
-    pub(crate) async fn job_extend(&self, call: &JobCall, lease: Duration) -> Result<bool> {
-        let mut inv = EXTEND.call();
-        inv.key(&call.key)
-            .arg(&call.value)
-            .arg(lease.as_millis().max(1) as u64);
-        let results = fan_out(self.masters().all(), |m| flag(m, &call.key, &inv)).await;
-        self.judge_flags(results)
-    }
-
-    /// True when a majority answered true; an error when fewer than a majority answered.
-    fn judge_flags(&self, results: Vec<Result<bool>>) -> Result<bool> {
-        let answered = results.iter().filter(|r| r.is_ok()).count();
-        if answered < self.masters().quorum() {
-            let results = results.into_iter().map(Some);
-            return Err(no_quorum(
-                answered,
-                self.masters().quorum(),
-                &addrs(self.masters().all()),
-                results,
-            ));
-        }
-        let said_true = results.iter().filter(|r| matches!(r, Ok(true))).count();
-        Ok(said_true >= self.masters().quorum())
-    }
+    let said_true = results.iter().filter(|r| matches!(r, Ok(true))).count();
+    Ok(said_true >= masters.quorum())
 }

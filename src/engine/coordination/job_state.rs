@@ -10,7 +10,7 @@ use crate::engine::kinds::inspect::text;
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::{answers, fan_out};
 use crate::engine::masters::replies::typed;
-use crate::engine::Engine;
+use crate::engine::masters::Masters;
 use crate::error::{Error, Result};
 
 /// What one master holds of a job.
@@ -77,20 +77,18 @@ async fn read(m: &Master, key: &str, record: &str) -> Result<JobState> {
     Ok(st)
 }
 
-impl Engine {
-    /// The job `key`'s state (record `record`): a majority must answer; the record
-    /// with the most runs and the first value found count.
-    pub(crate) async fn job_state(&self, key: &str, record: &str) -> Result<JobState> {
-        let results = fan_out(self.masters().all(), |m| read(m, key, record)).await;
-        let states = answers(self.masters().all(), results, self.masters().quorum())?;
-        let value = states.iter().find(|s| s.value.is_some()).cloned();
-        let mut best = (states.into_iter())
-            .max_by_key(|s| s.num("runs").unwrap_or(0))
-            .unwrap_or_default();
-        if let Some(v) = value {
-            best.value = v.value;
-            best.pttl_ms = v.pttl_ms;
-        }
-        Ok(best)
+/// The job `key`'s state (record `record`) on `masters`: a majority must answer; the
+/// record with the most runs and the first value found count.
+pub(crate) async fn state(masters: &Masters, key: &str, record: &str) -> Result<JobState> {
+    let results = fan_out(masters.all(), |m| read(m, key, record)).await;
+    let states = answers(masters.all(), results, masters.quorum())?;
+    let value = states.iter().find(|s| s.value.is_some()).cloned();
+    let mut best = (states.into_iter())
+        .max_by_key(|s| s.num("runs").unwrap_or(0))
+        .unwrap_or_default();
+    if let Some(v) = value {
+        best.value = v.value;
+        best.pttl_ms = v.pttl_ms;
     }
+    Ok(best)
 }

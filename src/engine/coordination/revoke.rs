@@ -39,6 +39,7 @@ use crate::engine::holding::table::HoldEntry;
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::{answers, fan_out};
 use crate::engine::masters::replies::typed;
+use crate::engine::masters::Masters;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::books::Books;
@@ -234,40 +235,38 @@ fn merge(replies: Vec<(u64, Vec<String>)>) -> (u64, Vec<String>) {
     (listeners, holders)
 }
 
-impl Engine {
-    /// Asks the holders of `name` to release it (invariant 1: the marker, then the
-    /// message), on a majority: how many watches listened, and the holders asked.
-    pub(crate) async fn request_release(&self, name: &str) -> Result<(u64, Vec<String>)> {
-        let (lease, books) = (self.settings().watchdog_timeout, &self.settings().books);
-        if !books.is_on() {
-            return Err(Error::Unsupported {
-                what: format!("a request to release {name:?}"),
-                reason: "this client's bookkeeping is off (Config::bookkeeping(false), \
-                         REDLATCH_BOOKKEEPING=off): it writes no release request and \
-                         tells no holder; give it the deployment's bookkeeping prefix"
-                    .into(),
-            });
-        }
-        let replies = fan_out(self.masters().all(), |m| request(m, books, name, lease)).await;
-        let (listeners, holders) = merge(answers(
-            self.masters().all(),
-            replies,
-            self.masters().quorum(),
-        )?);
-        if !self.is_cluster() {
-            return Ok((listeners, holders));
-        }
-        // On a Cluster the script's PUBLISH counts the lock's node only, while each
-        // client listens on the node of its own channel's slot (invariant 1): count
-        // there.
-        let mut clients: Vec<&str> = holders.iter().filter_map(|h| h.split(':').next()).collect();
-        clients.dedup();
-        let mut listening = 0;
-        for client in clients {
-            listening += listeners_of(self.masters().first(), &books.notice_channel(client)).await;
-        }
-        Ok((listening, holders))
+/// Asks the holders of `name` to release it on `masters` (invariant 1: the marker,
+/// then the message), on a majority: how many watches listened, and the holders asked.
+/// The marker lasts `lease` (the watchdog timeout); `cluster`: a Redis Cluster.
+pub(crate) async fn request_release(
+    masters: &Masters,
+    books: &Books,
+    (lease, cluster): (Duration, bool),
+    name: &str,
+) -> Result<(u64, Vec<String>)> {
+    if !books.is_on() {
+        return Err(Error::Unsupported {
+            what: format!("a request to release {name:?}"),
+            reason: "this client's bookkeeping is off (Config::bookkeeping(false), \
+                     REDLATCH_BOOKKEEPING=off): it writes no release request and \
+                     tells no holder; give it the deployment's bookkeeping prefix"
+                .into(),
+        });
     }
+    let replies = fan_out(masters.all(), |m| request(m, books, name, lease)).await;
+    let (listeners, holders) = merge(answers(masters.all(), replies, masters.quorum())?);
+    if !cluster {
+        return Ok((listeners, holders));
+    }
+    // On a Cluster the script's PUBLISH counts the lock's node only, while each client
+    // listens on the node of its own channel's slot (invariant 1): count there.
+    let mut clients: Vec<&str> = holders.iter().filter_map(|h| h.split(':').next()).collect();
+    clients.dedup();
+    let mut listening = 0;
+    for client in clients {
+        listening += listeners_of(masters.first(), &books.notice_channel(client)).await;
+    }
+    Ok((listening, holders))
 }
 
 impl Held {

@@ -8,7 +8,7 @@
 //!    waits for, on the runtime it was acquired on when dropped outside one).
 //! 2. A hold that was lost is never released again (holding/table.rs invariant 2): the
 //!    release reports [`Error::NotHeld`] once what a late renewal kept of it is
-//!    dropped (Engine::lose), and a drop sends nothing.
+//!    dropped (Holdings::lose, holding/watchdog.rs), and a drop sends nothing.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -139,7 +139,7 @@ impl Held {
             Some(left) => give_back(engine, hold, self.lease_ms, left).await,
             None if hold.permit => Err(not_held(hold)),
             None => {
-                // A lost hold is being dropped on the masters (Engine::lose): report
+                // A lost hold is being dropped on the masters (Holdings::lose, holding/watchdog.rs): report
                 // once that is done, so nothing of it is left when unlock returns.
                 let fair = kinds::fair_offers(hold.kind);
                 engine.offers(fair).settled(&hold.name, &hold.holder).await;

@@ -41,6 +41,7 @@ use tracing::Instrument;
 
 use crate::engine::holding::table::HoldEntry;
 use crate::engine::holding::urgent::Urgent;
+use crate::engine::holding::Holdings;
 use crate::engine::kinds::{expirable_semaphore, Renewal};
 use crate::engine::masters::master::Master;
 use crate::engine::Engine;
@@ -77,7 +78,7 @@ pub(crate) async fn run_urgent(
     }
 }
 
-impl Engine {
+impl Holdings {
     /// Declares a hold lost for `reason` and wakes this client's local waiters of its lock, which
     /// may have been waiting for that holder's release (waiter/mod.rs invariant 6).
     ///
@@ -90,22 +91,26 @@ impl Engine {
     ///
     /// False, and nothing done, when the hold is no longer in the table: released
     /// meanwhile (a renewal sent before the release finds it gone) or lost already.
+    ///
+    /// `engine` is the client of these holdings: its pub/sub hub wakes the local
+    /// waiters, its masters are asked and its clean-ups run the drop.
     pub(in crate::engine) fn lose(
         &self,
+        engine: &Engine,
         hold: &Arc<HoldEntry>,
         reason: crate::lost::LostReason,
     ) -> bool {
-        if !self.holdings().table().lose(hold, reason) {
+        if !self.table.lose(hold, reason) {
             return false;
         }
         if !hold.permit {
-            self.pubsub().notify_local(&hold.kind.channel(&hold.name));
+            engine.pubsub().notify_local(&hold.kind.channel(&hold.name));
         }
         let (name, holder) = (hold.name.clone(), hold.holder.clone());
         let settling = [false, true].map(|fair| self.offers(fair).settling(&name, &holder));
-        let masters = self.masters().all().to_vec();
+        let masters = engine.masters().all().to_vec();
         let (kind, permit) = (hold.kind, hold.permit);
-        self.cleanups().spawn(async move {
+        engine.cleanups().spawn(async move {
             let _settling = settling;
             let (n, h) = (&*name, &*holder);
             let dropped = quorum::fan_out(&masters, |m| async move {
@@ -185,7 +190,7 @@ pub(crate) async fn renew_all(engine: &Arc<Engine>) -> Option<Instant> {
     );
     // The client record and the ledger live as long as the holds' leases
     // (engine/observe/record.rs), written beside the renewals.
-    futures_util::future::join(renewals, engine.write_record()).await;
+    futures_util::future::join(renewals, engine.observe().write_record(engine)).await;
     let renewed = renewed.into_inner();
     telemetry::renewed(renewed);
     span.record("renewed", renewed);
@@ -221,7 +226,7 @@ fn expire(engine: &Engine) -> Option<Instant> {
                 None => LostReason::NotRenewed,
             };
             // lose() warns with the reason (holding/table.rs), before the guard's token fires.
-            engine.lose(&hold, reason);
+            engine.holdings().lose(engine, &hold, reason);
         } else {
             due = Some(due.map_or(deadline, |d| d.min(deadline)));
         }
@@ -376,7 +381,7 @@ impl<'a> ChunkAnswers<'a> {
                     };
                     // Not a loss if the holder released it meanwhile (lose() says so).
                     if self.renewed[i] < quorum && n - self.denied[i] == quorum - 1 {
-                        self.engine.lose(hold, reason);
+                        self.engine.holdings().lose(self.engine, hold, reason);
                     }
                 }
                 Err(e) => {

@@ -22,11 +22,13 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+use crate::engine::holding::table::HoldTable;
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::fan_out;
+use crate::engine::masters::Masters;
 use crate::engine::observe::graph::{Graph, Step};
 use crate::engine::observe::ledger::parse_field;
-use crate::engine::observe::{split_holder, task_of, Wait, Waiting};
+use crate::engine::observe::{split_holder, task_of, Observe, Wait, Waiting};
 use crate::engine::observe::{Who, DETECT_AFTER, DETECT_EVERY};
 use crate::engine::Engine;
 use crate::error::Error;
@@ -125,119 +127,127 @@ impl Cycle {
     }
 }
 
-impl Engine {
-    /// Reads every ledger of the deployment (`SCAN` on every primary of every master)
-    /// within `timeout` and returns the cycles of the wait-for graph (invariants 1, 2).
-    pub(crate) async fn deadlocks(&self, timeout: Duration) -> Deadlocks {
-        if !self.settings().books.is_on() {
-            return Deadlocks {
-                unread: vec![BOOKS_OFF.to_string()],
-                ..Default::default()
-            };
+/// Reads every ledger of `engine`'s deployment (`SCAN` on every primary of every
+/// master) within `timeout` and returns the cycles of the wait-for graph (invariants 1,
+/// 2).
+pub(crate) async fn deadlocks(engine: &Engine, timeout: Duration) -> Deadlocks {
+    let (masters, books) = (engine.masters(), &engine.settings().books);
+    if !books.is_on() {
+        return Deadlocks {
+            unread: vec![BOOKS_OFF.to_string()],
+            ..Default::default()
+        };
+    }
+    let deadline = Instant::now() + timeout;
+    let (uuids, mut unread) = scan_ledgers(masters, books, deadline).await;
+    let mut ledgers = HashMap::new();
+    for uuid in &uuids {
+        if Instant::now() >= deadline {
+            let left = uuids.len() - ledgers.len();
+            unread.push(format!("the ledgers of {left} clients (out of time)"));
+            break;
         }
-        let deadline = Instant::now() + timeout;
-        let (uuids, mut unread) = self.scan_ledgers(deadline).await;
-        let mut ledgers = HashMap::new();
-        for uuid in &uuids {
-            if Instant::now() >= deadline {
-                let left = uuids.len() - ledgers.len();
-                unread.push(format!("the ledgers of {left} clients (out of time)"));
-                break;
-            }
-            ledgers.insert(uuid.clone(), self.read_ledger(uuid).await);
-        }
-        let mut graph = Graph::default();
-        for (uuid, ledger) in &ledgers {
-            for (n, name, _) in ledger.waits() {
-                let task = format!("{uuid}:{n}");
-                graph
-                    .waits
-                    .entry(task)
-                    .or_default()
-                    .insert(name.to_string());
-            }
-        }
-        let locks: BTreeSet<String> = graph.waits.values().flatten().cloned().collect();
-        for lock in locks {
-            if Instant::now() >= deadline {
-                break;
-            }
-            let holders = self.holder_tasks(&lock).await;
-            graph.holders.insert(lock, holders);
-        }
-        let cycles = graph.cycles().into_iter();
-        Deadlocks {
-            cycles: cycles.map(|c| cycle(c, &ledgers)).collect(),
-            ledgers: ledgers.len(),
-            unread,
+        ledgers.insert(uuid.clone(), read_ledger(masters, books, uuid).await);
+    }
+    let mut graph = Graph::default();
+    for (uuid, ledger) in &ledgers {
+        for (n, name, _) in ledger.waits() {
+            let task = format!("{uuid}:{n}");
+            graph
+                .waits
+                .entry(task)
+                .or_default()
+                .insert(name.to_string());
         }
     }
+    let locks: BTreeSet<String> = graph.waits.values().flatten().cloned().collect();
+    for lock in locks {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let holders = holder_tasks(engine, &lock).await;
+        graph.holders.insert(lock, holders);
+    }
+    let cycles = graph.cycles().into_iter();
+    Deadlocks {
+        cycles: cycles.map(|c| cycle(c, &ledgers)).collect(),
+        ledgers: ledgers.len(),
+        unread,
+    }
+}
 
-    /// The client uuids of every ledger key, and the servers not fully scanned.
-    async fn scan_ledgers(&self, deadline: Instant) -> (BTreeSet<String>, Vec<String>) {
-        let mut uuids = BTreeSet::new();
-        let mut unread = Vec::new();
-        for m in self.masters().all() {
-            for addr in m.link().primary_addrs() {
-                match scan_node(m, &self.settings().books, &addr, deadline).await {
-                    Ok(keys) => uuids.extend(keys),
-                    Err(e) => {
-                        tracing::debug!(target: "redlatch", node = %addr, error = %e,
+/// The client uuids of every ledger key (under `books`) on `masters`, and the servers
+/// not fully scanned.
+async fn scan_ledgers(
+    masters: &Masters,
+    books: &Books,
+    deadline: Instant,
+) -> (BTreeSet<String>, Vec<String>) {
+    let mut uuids = BTreeSet::new();
+    let mut unread = Vec::new();
+    for m in masters.all() {
+        for addr in m.link().primary_addrs() {
+            match scan_node(m, books, &addr, deadline).await {
+                Ok(keys) => uuids.extend(keys),
+                Err(e) => {
+                    tracing::debug!(target: "redlatch", node = %addr, error = %e,
                             "could not scan for ledgers");
-                        unread.push(addr);
-                    }
+                    unread.push(addr);
                 }
             }
         }
-        (uuids, unread)
     }
+    (uuids, unread)
+}
 
-    /// Client `uuid`'s ledger and record, merged over every master that answers.
-    async fn read_ledger(&self, uuid: &str) -> Ledger {
-        let mut pipe = redis::pipe();
-        pipe.cmd("HGETALL").arg(self.settings().books.ledger(uuid));
-        pipe.cmd("HGETALL").arg(self.settings().books.record(uuid));
-        let pipe = &pipe;
-        let answers = fan_out(self.masters().all(), |m| async move {
-            let v = m.link().send(Lane::Side, m.timeout(), Request::Pipe(pipe));
-            m.decode::<(HashMap<String, i64>, HashMap<String, String>)>(v.await?)
-        })
-        .await;
-        let mut out = Ledger::default();
-        for (fields, record) in answers.into_iter().flatten() {
-            out.fields.extend(fields);
-            if out.record.is_empty() {
-                out.record = record;
-            }
+/// Client `uuid`'s ledger and record (under `books`), merged over every master of
+/// `masters` that answers.
+async fn read_ledger(masters: &Masters, books: &Books, uuid: &str) -> Ledger {
+    let mut pipe = redis::pipe();
+    pipe.cmd("HGETALL").arg(books.ledger(uuid));
+    pipe.cmd("HGETALL").arg(books.record(uuid));
+    let pipe = &pipe;
+    let answers = fan_out(masters.all(), |m| async move {
+        let v = m.link().send(Lane::Side, m.timeout(), Request::Pipe(pipe));
+        m.decode::<(HashMap<String, i64>, HashMap<String, String>)>(v.await?)
+    })
+    .await;
+    let mut out = Ledger::default();
+    for (fields, record) in answers.into_iter().flatten() {
+        out.fields.extend(fields);
+        if out.record.is_empty() {
+            out.record = record;
         }
-        out
     }
+    out
+}
 
-    /// The tasks holding `lock` (every kind's holders) on a majority of the masters
-    /// (invariant 4).
-    async fn holder_tasks(&self, lock: &str) -> BTreeSet<String> {
-        let answers = self.inspect(lock).await;
-        let mut masters: HashMap<String, usize> = HashMap::new();
-        for st in answers.into_iter().filter_map(|a| a.state.ok()) {
-            let tasks: BTreeSet<String> = (st.holders.into_iter())
-                .filter_map(|(h, _)| task_of(&h))
-                .collect();
-            for task in tasks {
-                *masters.entry(task).or_default() += 1;
-            }
+/// The tasks holding `lock` (every kind's holders, as `engine` inspects it) on a
+/// majority of the masters (invariant 4).
+async fn holder_tasks(engine: &Engine, lock: &str) -> BTreeSet<String> {
+    let answers = engine.inspect(lock).await;
+    let mut masters: HashMap<String, usize> = HashMap::new();
+    for st in answers.into_iter().filter_map(|a| a.state.ok()) {
+        let tasks: BTreeSet<String> = (st.holders.into_iter())
+            .filter_map(|(h, _)| task_of(&h))
+            .collect();
+        for task in tasks {
+            *masters.entry(task).or_default() += 1;
         }
-        (masters.into_iter())
-            .filter(|(_, on)| *on >= self.masters().quorum())
-            .map(|(task, _)| task)
-            .collect()
     }
+    (masters.into_iter())
+        .filter(|(_, on)| *on >= engine.masters().quorum())
+        .map(|(task, _)| task)
+        .collect()
+}
 
+impl Observe {
     /// A cycle through `wait`'s task, if its check finds one: what follows the lock it
     /// waits for from holder to ledger to lock, at most [`MAX_TASKS`] tasks.
-    async fn cycle_of(&self, wait: &Wait) -> Option<Cycle> {
-        let me = self.id().to_string();
-        let start: BTreeSet<String> = self
-            .task_ids(wait)
+    async fn cycle_of(&self, engine: &Engine, wait: &Wait) -> Option<Cycle> {
+        let (masters, books) = (engine.masters(), &engine.settings().books);
+        let me = engine.id().to_string();
+        let start: BTreeSet<String> = task_ids(engine.holdings().table(), wait)
             .into_iter()
             .map(|n| format!("{me}:{n}"))
             .collect();
@@ -255,13 +265,13 @@ impl Engine {
             if graph.holders.contains_key(&lock) || ledgers.len() >= MAX_TASKS {
                 continue;
             }
-            let holders = self.holder_tasks(&lock).await;
+            let holders = holder_tasks(engine, &lock).await;
             for task in &holders {
                 let Some((uuid, n)) = split_holder(task) else {
                     continue;
                 };
                 if !ledgers.contains_key(uuid) {
-                    let ledger = self.read_ledger(uuid).await;
+                    let ledger = read_ledger(masters, books, uuid).await;
                     ledgers.insert(uuid.to_string(), ledger);
                 }
                 for (_, name, _) in ledgers[uuid].waits().filter(|(wn, ..)| *wn == n) {
@@ -286,18 +296,8 @@ impl Engine {
         Some(found)
     }
 
-    /// The `n`s of `wait`'s task: its call's, and those of the holds its task took.
-    fn task_ids(&self, wait: &Wait) -> BTreeSet<u64> {
-        let held = (self.holdings().table().all().into_iter())
-            .filter(|h| !h.permit && h.context == wait.context)
-            .filter_map(|h| split_holder(&h.holder).map(|(_, n)| n))
-            .take(crate::engine::observe::ledger::TASK_IDS);
-        let own = split_holder(&wait.holder).map(|(_, n)| n);
-        held.chain(own).collect()
-    }
-
     fn own_who(&self, task: &str) -> Who {
-        let who = &self.observe().who;
+        let who = &self.who;
         Who {
             id: task.to_string(),
             host: Some(who.host.clone()),
@@ -313,23 +313,23 @@ impl Engine {
     /// after [`DETECT_AFTER`], then checks every [`DETECT_EVERY`]; returns the error
     /// when this task is the youngest waiter of a cycle seen twice. Never returns
     /// otherwise (the wait it races ends it).
-    pub(in crate::engine) async fn detect(&self, waiting: &mut Waiting) -> Error {
+    pub(in crate::engine) async fn detect(&self, engine: &Engine, waiting: &mut Waiting) -> Error {
         tokio::time::sleep(DETECT_AFTER).await;
         waiting.written = true;
-        self.flush_ledger().await;
+        self.flush_ledger(engine).await;
         let mut seen: Option<BTreeSet<String>> = None;
         loop {
             tokio::time::sleep(DETECT_EVERY).await;
             let Some(wait) = waiting.get() else {
                 continue;
             };
-            let Some(cycle) = self.cycle_of(&wait).await else {
+            let Some(cycle) = self.cycle_of(engine, &wait).await else {
                 seen = None;
                 continue;
             };
             let members = cycle.members();
             if seen.as_ref() == Some(&members)
-                && youngest_is_me(&cycle, &wait, &self.id().to_string())
+                && youngest_is_me(&cycle, &wait, &engine.id().to_string())
             {
                 return Error::Deadlock {
                     name: wait.name.to_string(),
@@ -339,6 +339,17 @@ impl Engine {
             seen = Some(members);
         }
     }
+}
+
+/// The `n`s of `wait`'s task: its call's, and those of the holds its task took (in
+/// `table`).
+fn task_ids(table: &HoldTable, wait: &Wait) -> BTreeSet<u64> {
+    let held = (table.all().into_iter())
+        .filter(|h| !h.permit && h.context == wait.context)
+        .filter_map(|h| split_holder(&h.holder).map(|(_, n)| n))
+        .take(crate::engine::observe::ledger::TASK_IDS);
+    let own = split_holder(&wait.holder).map(|(_, n)| n);
+    held.chain(own).collect()
 }
 
 /// Whether the youngest waiter of `cycle` (latest waiting since, ties to the greater

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::holding::holder_id::Context;
+use crate::engine::holding::table::HoldTable;
 use crate::engine::masters::quorum::fan_out;
 use crate::engine::observe::{now_ms, split_holder, Observe, Wait, DETECT_AFTER};
 use crate::engine::Engine;
@@ -60,18 +61,13 @@ pub(crate) fn parse_field(field: &str) -> Option<(char, u64, &str)> {
     Some((tag, n, parts.next()?))
 }
 
-/// What the ledger should hold now (invariant 3).
-fn fields(engine: &Engine) -> HashMap<String, i64> {
+/// What the ledger should hold now (invariant 3): the holds of `table` and the waits
+/// of `observe`.
+fn fields(observe: &Observe, table: &HoldTable) -> HashMap<String, i64> {
     let (now_ms, now) = (now_ms(), Instant::now());
     let mut out = HashMap::new();
     let mut tasks: HashMap<Context, Vec<u64>> = HashMap::new();
-    for hold in engine
-        .holdings()
-        .table()
-        .all()
-        .into_iter()
-        .filter(|h| !h.permit)
-    {
+    for hold in table.all().into_iter().filter(|h| !h.permit) {
         let Some((_, n)) = split_holder(&hold.holder) else {
             continue;
         };
@@ -85,7 +81,7 @@ fn fields(engine: &Engine) -> HashMap<String, i64> {
     // A call is a waiter once it has waited DETECT_AFTER: an acquisition granted at
     // once (its registration lasts one round trip) is never listed as one.
     let waiting = |w: &Wait| now_ms - w.since_ms >= DETECT_AFTER.as_millis() as i64;
-    for wait in engine.observe().waits().into_iter().filter(waiting) {
+    for wait in observe.waits().into_iter().filter(waiting) {
         let Some((_, own)) = split_holder(&wait.holder) else {
             continue;
         };
@@ -97,15 +93,15 @@ fn fields(engine: &Engine) -> HashMap<String, i64> {
     out
 }
 
-impl Engine {
-    /// Writes the difference between what the ledger should hold and what was written
-    /// (invariants 1 and 2).
-    pub(in crate::engine) async fn flush_ledger(&self) {
-        let mut written = self.observe().written.lock().await;
-        if self.stopping().is_cancelled() || !self.settings().books.is_on() {
+impl Observe {
+    /// Writes the difference between what the ledger should hold (`engine`'s holds and
+    /// this client's waits) and what was written (invariants 1 and 2).
+    pub(in crate::engine) async fn flush_ledger(&self, engine: &Engine) {
+        let mut written = self.written.lock().await;
+        if engine.stopping().is_cancelled() || !engine.settings().books.is_on() {
             return;
         }
-        let now = fields(self);
+        let now = fields(self, engine.holdings().table());
         let set: Vec<(&String, &i64)> = (now.iter())
             .filter(|(f, v)| written.get(*f) != Some(v))
             .collect();
@@ -113,7 +109,7 @@ impl Engine {
         if set.is_empty() && gone.is_empty() {
             return;
         }
-        let key = self.settings().books.ledger(&self.id().to_string());
+        let key = engine.settings().books.ledger(&engine.id().to_string());
         let mut pipe = redis::pipe();
         // In commands of at most CHUNK fields: other clients' commands run between them.
         for part in set.chunks(CHUNK) {
@@ -122,10 +118,10 @@ impl Engine {
         for part in gone.chunks(CHUNK) {
             pipe.cmd("HDEL").arg(&key).arg(part).ignore();
         }
-        let ttl = self.settings().watchdog_timeout.as_millis() as u64;
+        let ttl = engine.settings().watchdog_timeout.as_millis() as u64;
         pipe.cmd("PEXPIRE").arg(&key).arg(ttl).ignore();
         let pipe = &pipe;
-        let results = fan_out(self.masters().all(), |m| async move {
+        let results = fan_out(engine.masters().all(), |m| async move {
             m.link()
                 .send(Lane::Side, m.timeout(), Request::Pipe(pipe))
                 .await
@@ -153,7 +149,7 @@ pub(crate) async fn run(engine: Weak<Engine>, observe: Arc<Observe>, shutdown: C
         let Some(engine) = engine.upgrade() else {
             break;
         };
-        engine.flush_ledger().await;
+        observe.flush_ledger(&engine).await;
     }
 }
 

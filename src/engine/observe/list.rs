@@ -1,4 +1,5 @@
-//! `Engine::list`: scan, classify, inspect, resolve, all within the call's one deadline.
+//! Listing a deployment (`Engine::list` and `Engine::waiting`, facade/observe.rs): scan,
+//! classify, inspect, resolve, all within the call's one deadline.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,7 +16,6 @@ use super::listing::{Listing, QueuedWaiter, Unread};
 use super::{assemble, classify, records, scan, waiters};
 use crate::engine::kinds::{self, inspect};
 use crate::engine::masters::master::Master;
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::books::Books;
 use crate::transport::{Lane, Request};
@@ -23,111 +23,108 @@ use crate::transport::{Lane, Request};
 /// Names inspected at once.
 const IN_FLIGHT: usize = 32;
 
-impl Engine {
-    /// Every lock, semaphore, latch and election whose name matches the glob
-    /// `pattern`, on every master, read within `within`: what could not be read by
-    /// then is named in [`Listing::unread`].
-    pub(crate) async fn list(&self, pattern: &str, within: Duration) -> Result<Listing> {
-        if pattern.is_empty() {
-            return Err(Error::InvalidName("the pattern is empty".into()));
-        }
-        let deadline = Instant::now() + within;
-        let books = &self.settings().books;
-        let patterns = scan_patterns(pattern, books);
-        let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
-        let (keys, mut unread) = scan::keys(self.masters().all(), &patterns, deadline).await;
-        let ledger_keys: Vec<String> = (keys.iter())
-            .filter(|k| books.ledger_owner(k).is_some())
-            .cloned()
-            .collect();
-        let candidates: Vec<Candidate> = (keys.iter())
-            .filter(|k| !books.owns(k))
-            .filter_map(|k| classify::candidate(k, pattern))
-            .collect();
-        let total = candidates.len();
-        let mut inspections = stream::iter(candidates)
-            .map(|c| inspect_name(self.masters().all(), c, deadline))
-            .buffer_unordered(IN_FLIGHT);
-        let (mut found, mut read) = (Vec::new(), 0);
-        while let Ok(Some(next)) = tokio::time::timeout_at(deadline, inspections.next()).await {
-            read += 1;
-            found.extend(next);
-        }
-        if read < total {
-            unread.push(Unread {
-                master: "*".into(),
-                error: format!(
-                    "the listing's deadline passed before {} of {total} names were read",
-                    total - read
-                ),
-            });
-        }
-        let ledgers = records::ledgers(self.masters().all(), books, &ledger_keys, deadline).await;
-        let mut uuids: HashSet<String> = (found.iter().flat_map(Found::ids))
-            .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
-            .collect();
-        // The waiters the ledgers name are resolved as holders are.
-        uuids.extend(ledgers.waiting_clients().map(str::to_string));
-        let records =
-            records::records(self.masters().all(), books, uuids.into_iter(), deadline).await;
-        let mut locks: Vec<_> = found
-            .iter()
-            .map(|f| f.listing(&records, &ledgers))
-            .collect();
-        locks.sort_by(|a, b| a.name.cmp(&b.name).then(a.key.cmp(&b.key)));
-        Ok(Listing {
-            locks,
-            incomplete: !unread.is_empty(),
-            unread,
-        })
+/// Every lock, semaphore, latch and election whose name matches the glob `pattern`, on
+/// every master of `masters`, read within `within` (`books`: where this client's
+/// bookkeeping is): what could not be read by then is named in [`Listing::unread`].
+pub(crate) async fn list(
+    masters: &[Arc<Master>],
+    books: &Books,
+    pattern: &str,
+    within: Duration,
+) -> Result<Listing> {
+    if pattern.is_empty() {
+        return Err(Error::InvalidName("the pattern is empty".into()));
     }
+    let deadline = Instant::now() + within;
+    let patterns = scan_patterns(pattern, books);
+    let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+    let (keys, mut unread) = scan::keys(masters, &patterns, deadline).await;
+    let ledger_keys: Vec<String> = (keys.iter())
+        .filter(|k| books.ledger_owner(k).is_some())
+        .cloned()
+        .collect();
+    let candidates: Vec<Candidate> = (keys.iter())
+        .filter(|k| !books.owns(k))
+        .filter_map(|k| classify::candidate(k, pattern))
+        .collect();
+    let total = candidates.len();
+    let mut inspections = stream::iter(candidates)
+        .map(|c| inspect_name(masters, c, deadline))
+        .buffer_unordered(IN_FLIGHT);
+    let (mut found, mut read) = (Vec::new(), 0);
+    while let Ok(Some(next)) = tokio::time::timeout_at(deadline, inspections.next()).await {
+        read += 1;
+        found.extend(next);
+    }
+    if read < total {
+        unread.push(Unread {
+            master: "*".into(),
+            error: format!(
+                "the listing's deadline passed before {} of {total} names were read",
+                total - read
+            ),
+        });
+    }
+    let ledgers = records::ledgers(masters, books, &ledger_keys, deadline).await;
+    let mut uuids: HashSet<String> = (found.iter().flat_map(Found::ids))
+        .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
+        .collect();
+    // The waiters the ledgers name are resolved as holders are.
+    uuids.extend(ledgers.waiting_clients().map(str::to_string));
+    let records = records::records(masters, books, uuids.into_iter(), deadline).await;
+    let mut locks: Vec<_> = found
+        .iter()
+        .map(|f| f.listing(&records, &ledgers))
+        .collect();
+    locks.sort_by(|a, b| a.name.cmp(&b.name).then(a.key.cmp(&b.key)));
+    Ok(Listing {
+        locks,
+        incomplete: !unread.is_empty(),
+        unread,
+    })
 }
 
-impl Engine {
-    /// The redlatch waiters of lock `name`, named, for each master's entry of a status:
-    /// where `queues[i]` (master i's fair queue) is not empty, that queue in order;
-    /// else the waits the clients' ledgers record (the same on every entry). Each is
-    /// resolved against its client's record as a holder is; read within `within`.
-    pub(crate) async fn waiting(
-        &self,
-        name: &str,
-        queues: &[Vec<(String, Option<i64>)>],
-        within: Duration,
-    ) -> Vec<Vec<QueuedWaiter>> {
-        let deadline = Instant::now() + within;
-        let books = &self.settings().books;
-        let keys: Vec<String> = match books.is_on() {
-            true => {
-                let pattern = books.ledger_pattern();
-                let (keys, _) =
-                    scan::keys(self.masters().all(), &[pattern.as_str()], deadline).await;
-                keys.into_iter().collect()
-            }
-            false => Vec::new(),
-        };
-        let ledgers = records::ledgers(self.masters().all(), books, &keys, deadline).await;
-        let named = ledgers.waiters_of(name);
-        let queued = queues.iter().flatten().map(|(id, _)| id.as_str());
-        let uuids: HashSet<String> = (named.iter().map(|(id, _)| id.as_str()).chain(queued))
-            .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
-            .collect();
-        let records =
-            records::records(self.masters().all(), books, uuids.into_iter(), deadline).await;
-        let by_ledger: Vec<QueuedWaiter> = (named.iter())
-            .map(|(id, since)| assemble::waiter(id, None, Some(*since), &records))
-            .collect();
-        (queues.iter())
-            .map(|queue| match queue.is_empty() {
-                true => by_ledger.clone(),
-                false => (queue.iter())
-                    .map(|(id, deadline)| {
-                        let since = ledgers.waiting_since(id, name);
-                        assemble::waiter(id, *deadline, since, &records)
-                    })
-                    .collect(),
-            })
-            .collect()
-    }
+/// The redlatch waiters of lock `name` on `masters`, named, for each master's entry of a
+/// status: where `queues[i]` (master i's fair queue) is not empty, that queue in order;
+/// else the waits the clients' ledgers (under `books`) record (the same on every entry).
+/// Each is resolved against its client's record as a holder is; read within `within`.
+pub(crate) async fn waiting(
+    masters: &[Arc<Master>],
+    books: &Books,
+    name: &str,
+    queues: &[Vec<(String, Option<i64>)>],
+    within: Duration,
+) -> Vec<Vec<QueuedWaiter>> {
+    let deadline = Instant::now() + within;
+    let keys: Vec<String> = match books.is_on() {
+        true => {
+            let pattern = books.ledger_pattern();
+            let (keys, _) = scan::keys(masters, &[pattern.as_str()], deadline).await;
+            keys.into_iter().collect()
+        }
+        false => Vec::new(),
+    };
+    let ledgers = records::ledgers(masters, books, &keys, deadline).await;
+    let named = ledgers.waiters_of(name);
+    let queued = queues.iter().flatten().map(|(id, _)| id.as_str());
+    let uuids: HashSet<String> = (named.iter().map(|(id, _)| id.as_str()).chain(queued))
+        .filter_map(|id| records::parse_holder(id).map(|(uuid, _)| uuid.to_string()))
+        .collect();
+    let records = records::records(masters, books, uuids.into_iter(), deadline).await;
+    let by_ledger: Vec<QueuedWaiter> = (named.iter())
+        .map(|(id, since)| assemble::waiter(id, None, Some(*since), &records))
+        .collect();
+    (queues.iter())
+        .map(|queue| match queue.is_empty() {
+            true => by_ledger.clone(),
+            false => (queue.iter())
+                .map(|(id, deadline)| {
+                    let since = ledgers.waiting_since(id, name);
+                    assemble::waiter(id, *deadline, since, &records)
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// The `SCAN MATCH` patterns of a listing under `pattern`: the names, redlatch's own

@@ -23,7 +23,8 @@
 //! * [`records`]: the records and ledgers as a listing reads them: who a holder is,
 //!   since when it holds, who waits.
 //! * [`assemble`]: one name's listing from all of it; [`listing`]: the public types;
-//!   [`list`]: `Engine::list`, all of it within one deadline.
+//!   [`list`]: a listing, all of it within one deadline (`Engine::list`,
+//!   facade/observe.rs).
 //!
 //! Invariants:
 //! 1. Nothing here is sent on an acquisition's path: a wait registers in memory (and,
@@ -39,13 +40,13 @@
 
 pub(crate) mod assemble;
 pub(crate) mod classify;
-mod deadlock;
+pub(crate) mod deadlock;
 pub(crate) mod graph;
-mod jobs;
+pub(crate) mod jobs;
 mod ledger;
 pub(crate) mod list;
 pub(crate) mod listing;
-mod record;
+pub(crate) mod record;
 pub(crate) mod records;
 pub(crate) mod scan;
 pub(crate) mod waiters;
@@ -175,20 +176,21 @@ impl Drop for Waiting {
     }
 }
 
-impl Engine {
-    /// Runs `acquire` (the acquisition of `call`) as a registered wait; with deadlock
-    /// detection, raced against [`detect`](Engine::detect).
+impl Observe {
+    /// Runs `acquire` (the acquisition of `call` by `engine`) as a registered wait;
+    /// with deadlock detection, raced against [`detect`](Observe::detect).
     ///
     /// Not an `async fn`: without detection the returned future is `acquire` and the
     /// registration, not a state machine holding `acquire` twice (its argument and its
     /// awaited copy); the race with detection is boxed.
     pub(in crate::engine) fn observed<'a, T: Send + 'a>(
-        &'a self,
+        self: &'a Arc<Self>,
+        engine: &'a Engine,
         call: &'a Call,
         acquire: impl Future<Output = Result<T>> + Send + 'a,
     ) -> impl Future<Output = Result<T>> + Send + 'a {
-        let mut waiting = self.observe().wait(&call.holder, &call.name);
-        if !self.observe().detection {
+        let mut waiting = self.wait(&call.holder, &call.name);
+        if !self.detection {
             return Either::Left(acquire.map(move |r| {
                 drop(waiting);
                 r
@@ -198,7 +200,7 @@ impl Engine {
             tokio::select! {
                 biased;
                 r = acquire => r,
-                e = self.detect(&mut waiting) => Err(e),
+                e = self.detect(engine, &mut waiting) => Err(e),
             }
         }))
     }

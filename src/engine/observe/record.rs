@@ -22,7 +22,7 @@ use redis::Value;
 
 use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::fan_out;
-use crate::engine::observe::{now_ms, split_holder};
+use crate::engine::observe::{now_ms, split_holder, Observe};
 use crate::engine::Engine;
 use crate::keys::books::Books;
 use crate::transport::{Lane, Request};
@@ -76,20 +76,21 @@ impl Who {
     }
 }
 
-impl Engine {
-    /// Writes this client's record (and the ledger's expiry) on every master;
-    /// failures are logged (the next round writes it again). Invariants 1 and 2.
-    pub(in crate::engine) async fn write_record(&self) {
+impl Observe {
+    /// Writes this client's record (and the ledger's expiry) on every master of
+    /// `engine`; failures are logged (the next round writes it again). Invariants 1
+    /// and 2.
+    pub(in crate::engine) async fn write_record(&self, engine: &Engine) {
         // Never after close() deleted it (remove_record holds the same lock).
-        let written = self.observe().written.lock().await;
-        let books = &self.settings().books;
-        if self.stopping().is_cancelled() || !books.is_on() {
+        let written = self.written.lock().await;
+        let books = &engine.settings().books;
+        if engine.stopping().is_cancelled() || !books.is_on() {
             return;
         }
-        let uuid = self.id().to_string();
+        let uuid = engine.id().to_string();
         let (record, ledger) = (books.record(&uuid), books.ledger(&uuid));
-        let ttl = self.settings().watchdog_timeout.as_millis() as u64;
-        let who = &self.observe().who;
+        let ttl = engine.settings().watchdog_timeout.as_millis() as u64;
+        let who = &self.who;
         let mut pipe = redis::pipe();
         pipe.cmd("HSET")
             .arg(&record)
@@ -107,13 +108,13 @@ impl Engine {
         pipe.cmd("PEXPIRE").arg(&record).arg(ttl).ignore();
         pipe.cmd("PEXPIRE").arg(&ledger).arg(ttl);
         let pipe = &pipe;
-        let results = fan_out(self.masters().all(), |m| async move {
+        let results = fan_out(engine.masters().all(), |m| async move {
             let v = m.link().send(Lane::Side, m.timeout(), Request::Pipe(pipe));
             m.decode::<Vec<i64>>(v.await?)
         })
         .await;
         let mut lost_ledger = false;
-        for (m, r) in self.masters().iter().zip(results) {
+        for (m, r) in engine.masters().iter().zip(results) {
             match r {
                 Ok(set) => lost_ledger |= set.first() == Some(&0),
                 Err(e) => refused_or_failed(who, m.addr(), &record, &e),
@@ -125,36 +126,33 @@ impl Engine {
         }
     }
 
-    /// Deletes this client's record and ledger on every master (close).
-    pub(in crate::engine) async fn remove_record(&self) {
+    /// Deletes this client's record and ledger on every master of `engine` (close).
+    pub(in crate::engine) async fn remove_record(&self, engine: &Engine) {
         // No flush or record write runs during or after (both check the shutdown
         // under this lock).
-        let _written = self.observe().written.lock().await;
-        let books = &self.settings().books;
+        let _written = self.written.lock().await;
+        let books = &engine.settings().books;
         if !books.is_on() {
             return;
         }
-        let uuid = self.id().to_string();
+        let uuid = engine.id().to_string();
         let mut cmd = redis::cmd("DEL");
         cmd.arg(books.record(&uuid)).arg(books.ledger(&uuid));
         let cmd = &cmd;
-        fan_out(self.masters().all(), |m| async move {
+        fan_out(engine.masters().all(), |m| async move {
             let v = m.link().send(Lane::Side, m.timeout(), Request::Cmd(cmd));
             v.await
         })
         .await;
     }
+}
 
-    /// Resolves the holder ids `holders` of lock `name` as master `index` knows them:
-    /// its record and the hold's acquisition time there (invariant 3).
-    pub(crate) async fn resolve(&self, index: usize, name: &str, holders: &[String]) -> Vec<Who> {
-        let Some(m) = self.masters().all().get(index) else {
-            return Vec::new();
-        };
-        let books = &self.settings().books;
-        let calls = holders.iter().map(|h| resolve_one(m, books, name, h));
-        futures_util::future::join_all(calls).await
-    }
+/// Resolves the holder ids `holders` of lock `name` as master `m` knows them (`books`:
+/// where the records are): its record and the hold's acquisition time there
+/// (invariant 3).
+pub(crate) async fn resolve(m: &Master, books: &Books, name: &str, holders: &[String]) -> Vec<Who> {
+    let calls = holders.iter().map(|h| resolve_one(m, books, name, h));
+    futures_util::future::join_all(calls).await
 }
 
 /// Logs a failed write of the record (invariant 4).
