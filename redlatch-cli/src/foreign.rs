@@ -11,7 +11,7 @@
 //!
 //! A node-redlock token looks like a redis-py one by chance once in 64 (the two fixed
 //! digits of a UUID v1); both are named then. A ShedLock value the library reads (its
-//! host and start, coordination/shedlock.rs) is named by `status` from those; this
+//! host and start, kinds/shedlock.rs) is named by `status` from those; this
 //! names the others.
 
 /// What `token` says about its holder, when it is one of the formats above.

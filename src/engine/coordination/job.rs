@@ -1,5 +1,5 @@
 //! Scheduled jobs (docs/jobs.md): a run takes ShedLock's lock for the job
-//! (coordination/shedlock.rs: the string key, its value) and keeps redlatch's record
+//! (kinds/shedlock.rs: the string key, its value) and keeps redlatch's record
 //! beside it (`redlatch_job:{<key>}`, a hash in the same hash slot): the last completed
 //! tick, the run in progress, the last run. The scripts: `lua/job_acquire.lua`,
 //! `lua/job_release.lua`, `lua/job_extend.lua`.
@@ -231,7 +231,7 @@ pub(crate) fn check(key: &str, cluster: bool) -> Result<()> {
 
 /// This process's host name, as a job records it.
 pub(crate) fn host() -> &'static str {
-    static HOST: LazyLock<String> = LazyLock::new(super::shedlock::host_name);
+    static HOST: LazyLock<String> = LazyLock::new(crate::engine::kinds::shedlock::host_name);
     &HOST
 }
 

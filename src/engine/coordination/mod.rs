@@ -1,5 +1,5 @@
 //! What is built on holding a lock: leader election, writes guarded by a lock, scheduled
-//! jobs (ShedLock's wire and a record of ticks), and
+//! jobs (a record of ticks beside ShedLock's lock, whose wire is kinds/shedlock.rs), and
 //! asking a lock's holders to release it.
 
 pub(crate) mod election;
@@ -7,4 +7,3 @@ pub(crate) mod guarded;
 pub(crate) mod job;
 pub(crate) mod job_state;
 pub(crate) mod revoke;
-pub(crate) mod shedlock;

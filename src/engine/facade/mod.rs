@@ -76,10 +76,6 @@ pub(crate) use crate::engine::coordination::job::{
     record_key as job_record_key, Began, Begin, Finish, JobCall, JobWake,
 };
 pub(crate) use crate::engine::coordination::job_state::JobState;
-pub(crate) use crate::engine::coordination::shedlock::{
-    key as job_key, parse as parse_job_value, value as job_value, DEFAULT_ENV as JOB_ENV,
-    DEFAULT_PREFIX as JOB_PREFIX,
-};
 pub(crate) use crate::engine::facade::counters::Set;
 pub(crate) use crate::engine::facade::queries::Inspected;
 pub(crate) use crate::engine::holding::held::Held;
@@ -87,6 +83,10 @@ pub(crate) use crate::engine::holding::holder_id::{fresh_number, Scope};
 pub(crate) use crate::engine::kinds::call::{Holding, LockSpec};
 pub(crate) use crate::engine::kinds::group::{
     composite as group_name, field as group_field, Status as GroupStatus,
+};
+pub(crate) use crate::engine::kinds::shedlock::{
+    key as job_key, parse as parse_job_value, value as job_value, DEFAULT_ENV as JOB_ENV,
+    DEFAULT_PREFIX as JOB_PREFIX,
 };
 pub(crate) use crate::engine::observe::listing::{HolderInfo, Listing};
 pub(crate) use crate::engine::observe::{Cycle as FoundCycle, Deadlocks as FoundDeadlocks, Who};

@@ -8,6 +8,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use crate::engine::kinds::inspect::{hex, scored, scores, Section};
+use crate::engine::kinds::listed::{self, Listed, ListedKind};
 use crate::engine::kinds::renew::renew_pairs;
 use crate::engine::kinds::semaphore::run;
 use crate::engine::masters::master::Master;
@@ -174,6 +175,22 @@ pub(crate) async fn permits_state(m: &Master, name: &str) -> Result<(i64, i64)> 
 
 /// Its part of an inspection (kinds/inspect.rs): the acquired permits (id in hex) with
 /// their expiry.
+/// An expirable semaphore's listing: a string of permits left beside its permits'
+/// sorted set; each permit taken is a holder, with its expiry.
+pub(crate) static LISTED: Listed = Listed {
+    kind: ListedKind::ExpirableSemaphore,
+    name: "expirable_semaphore",
+    is: |st, _| st.key_type == "string" && !st.permits.is_empty(),
+    part: listed::no_part,
+    channels: |name, _| vec![keys::sem_channel(name)],
+    holders: |st| {
+        (st.permits.iter())
+            .map(|(id, at)| (id.as_str(), 1, *at))
+            .collect()
+    },
+    queued: false,
+};
+
 pub(crate) static INSPECT: Section = Section {
     reads: |name, pipe| scores(pipe, keys::permit_timeouts(name)),
     replies: 1,

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 use redis::Value;
 
 use crate::engine::kinds::inspect::{scored, scores, text, Section};
+use crate::engine::kinds::listed::{self, Listed, ListedKind};
 use crate::engine::kinds::{
     AcquireParams, Gate, OfferPolicy, Protocol, Queue, ScriptOrBatch, WaitPolicy,
 };
@@ -51,6 +52,10 @@ pub(crate) struct Fair;
 impl Protocol for Fair {
     fn label(&self) -> &'static str {
         "fair"
+    }
+
+    fn listed(&self) -> &'static Listed {
+        &LISTED
     }
 
     fn wake_channel(&self, name: &str, holder: &str) -> String {
@@ -199,6 +204,20 @@ pub(crate) fn force_release(name: &str, notice: Option<&str>) -> Invocation {
 
 /// Its part of an inspection (kinds/inspect.rs): the queue in order, each waiter with
 /// its deadline.
+/// A fair lock's listing: a lock's hash with a waiter queue, whose waiters are its
+/// queue; its queue and timeout keys are parts of its layout.
+pub(crate) static LISTED: Listed = Listed {
+    kind: ListedKind::Fair,
+    name: "fair",
+    is: |st, _| listed::lock_hash(st) && !st.queue.is_empty(),
+    part: |key| {
+        key.starts_with("redisson_lock_queue:") || key.starts_with("redisson_lock_timeout:")
+    },
+    channels: listed::no_channel,
+    holders: listed::hold_counts,
+    queued: true,
+};
+
 pub(crate) static INSPECT: Section = Section {
     reads: |name, pipe| {
         pipe.cmd("LRANGE").arg(keys::queue(name)).arg(0).arg(-1);

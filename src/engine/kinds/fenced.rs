@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::LazyLock;
 
 use crate::engine::kinds::inspect::{int, Section};
+use crate::engine::kinds::listed::{self, Listed, ListedKind};
 use crate::engine::kinds::{fair, plain, AcquireParams, Protocol, ScriptOrBatch, WaitPolicy};
 use crate::engine::masters::master::Master;
 use crate::engine::masters::plain_ops::Waiting;
@@ -31,6 +32,10 @@ pub(crate) struct Fenced;
 impl Protocol for Fenced {
     fn label(&self) -> &'static str {
         "fenced"
+    }
+
+    fn listed(&self) -> &'static Listed {
+        &LISTED
     }
 
     fn acquire(
@@ -86,6 +91,31 @@ pub(crate) async fn sync(m: &Master, name: &str, holder: &str, token: u64) -> Re
 
 /// Its part of an inspection (kinds/inspect.rs): the fencing counter, if the name was
 /// ever used as a fenced lock.
+/// A fenced lock's listing: a lock's hash with a fencing counter (its token key, a
+/// part of its layout).
+pub(crate) static LISTED: Listed = Listed {
+    kind: ListedKind::Fenced,
+    name: "fenced",
+    is: |st, _| listed::lock_hash(st) && st.fencing_counter.is_some(),
+    part: |key| key.starts_with("redisson_lock_token:"),
+    channels: listed::key_channel,
+    holders: listed::hold_counts,
+    queued: false,
+};
+
+/// A leader election's listing (coordination/election.rs): its lock is a fenced lock
+/// under `redlatch_election:{name}`, listed under the election's name with its leader
+/// as holder.
+pub(crate) static LISTED_ELECTION: Listed = Listed {
+    kind: ListedKind::Election,
+    name: "election",
+    is: |st, election| election && st.key_type == "hash",
+    part: listed::no_part,
+    channels: listed::key_channel,
+    holders: listed::hold_counts,
+    queued: false,
+};
+
 pub(crate) static INSPECT: Section = Section {
     reads: |name, pipe| {
         pipe.cmd("GET").arg(keys::token(name));

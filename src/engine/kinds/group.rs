@@ -20,6 +20,8 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use highway::{HighwayHash, HighwayHasher, Key};
 
+use crate::engine::kinds::inspect::State;
+use crate::engine::kinds::listed::{self, Holder, Listed, ListedKind};
 use crate::engine::kinds::{read_release, AcquireParams, Protocol, Renewal, ScriptOrBatch};
 use crate::engine::masters::master::Master;
 use crate::engine::masters::plain_ops::Waiting;
@@ -111,9 +113,56 @@ fn add_fields(inv: &mut Invocation, name: &str) {
 /// Redisson `RedissonFasterMultiLock`.
 pub(crate) struct Group;
 
+/// The suffix of a group's expiry fields (`<value>:<holder>:expire_time`,
+/// lua/group_common.lua).
+pub(crate) const EXPIRY: &str = ":expire_time";
+
+/// A faster multi-lock's listing: one hash of many values, with expiry fields.
+pub(crate) static LISTED: Listed = Listed {
+    kind: ListedKind::FasterMulti,
+    name: "faster_multi",
+    is: |st, _| st.key_type == "hash" && st.holders.iter().any(|(f, _)| f.ends_with(EXPIRY)),
+    part: listed::no_part,
+    channels: listed::key_channel,
+    holders: group_holders,
+    queued: false,
+};
+
+/// A faster multi-lock's holders: `<value>:<holder>:expire_time` fields whose time has
+/// not passed (by this machine's clock), counted per holder, with their latest expiry.
+fn group_holders(st: &State) -> Vec<Holder<'_>> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let now = now.map_or(0, |d: Duration| d.as_millis() as i64);
+    let mut out: Vec<Holder<'_>> = Vec::new();
+    for (field, until) in &st.holders {
+        let Some(entry) = field.strip_suffix(EXPIRY) else {
+            continue;
+        };
+        // A value's field is a 22-character digest, with no ':'.
+        let Some((_, holder)) = entry.split_once(':') else {
+            continue;
+        };
+        if (*until as i64) < now {
+            continue;
+        }
+        match out.iter_mut().find(|(h, _, _)| *h == holder) {
+            Some((_, n, at)) => {
+                *n += 1;
+                *at = (*at).max(Some(*until as i64));
+            }
+            None => out.push((holder, 1, Some(*until as i64))),
+        }
+    }
+    out
+}
+
 impl Protocol for Group {
     fn label(&self) -> &'static str {
         "group"
+    }
+
+    fn listed(&self) -> &'static Listed {
+        &LISTED
     }
 
     /// The group's lock channel (Redisson's `redisson_lock__channel:{group}`).

@@ -23,11 +23,17 @@
 //!   [`latch`] (`RCountDownLatch`); their waits are signal.rs's.
 //! * [`inspect`]: every layout read at once for `Lock::status`, each kind's
 //!   [`Section`](inspect::Section) composed ([`SECTIONS`]).
+//! * [`listed`]: the one list of what a listing finds ([`LISTED`]): each kind's
+//!   [`Listed`](listed::Listed) entry, declared in its file, names it and tells how to
+//!   recognise and read it; observe/ lists from it. [`shedlock`]: ShedLock's wire (a
+//!   scheduled job's lock, coordination/job.rs).
 //!
 //! Adding a kind: its Lua in `lua/`, one file here implementing [`Protocol`] (its
 //! scripts declared beside their calls and listed in facade/catalogue.rs), its `Kind` variant
-//! and its arm in [`Kind::protocol`], and its getter in api/handles.rs (with its
-//! per-thread twin in api/blocking/client.rs) (docs/kinds.md, "How a kind is added").
+//! and its arm in [`Kind::protocol`], its listing (an existing [`listed::Listed`]
+//! entry, or a new one in its file, in [`LISTED`] and in `ListedKind`), and its getter
+//! in api/handles.rs (with its per-thread twin in api/blocking/client.rs)
+//! (docs/kinds.md, "How a kind is added").
 
 pub(crate) mod backoff;
 pub(crate) mod call;
@@ -38,12 +44,14 @@ pub(crate) mod group;
 pub(crate) mod inspect;
 pub(crate) mod kind;
 pub(crate) mod latch;
+pub(crate) mod listed;
 pub(crate) mod nonreentrant;
 pub(crate) mod plain;
 pub(crate) mod read;
 pub(crate) mod renew;
 pub(crate) mod rw_layout;
 pub(crate) mod semaphore;
+pub(crate) mod shedlock;
 pub(crate) mod simple;
 pub(crate) mod spin;
 pub(crate) mod write;
@@ -97,13 +105,20 @@ pub(crate) enum OfferPolicy {
 }
 
 /// A lock kind: everything the engine does differently per kind. Required: its
-/// label and its four calls (acquire, release, drop a lost hold, force-release); the
+/// label, its entry in the listing's one list and its four calls (acquire, release,
+/// drop a lost hold, force-release); the
 /// defaults of the rest are the plain lock's (its channel, its name as key and
 /// holder id, the field renewal, the exists probe) with a [`WaitPolicy::CONSERVATIVE`]
 /// wait.
 pub(crate) trait Protocol: Sync + 'static {
     /// The `kind` of spans and metrics.
     fn label(&self) -> &'static str;
+
+    /// Its entry in [`LISTED`]: what a listing calls a name of this kind and how it
+    /// reads one (listed.rs). Required, so that a new kind says how it lists; a
+    /// listing tells kinds apart by their layouts, so only listed.rs's test asks it.
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn listed(&self) -> &'static listed::Listed;
 
     /// The channel its releases publish on.
     fn channel(&self, name: &str) -> String {
@@ -360,6 +375,24 @@ impl WaitPolicy {
         matches!(self.wait, Wait::Spin | Wait::SpinWoken)
     }
 }
+
+/// The one list of what a listing finds (listed.rs), in the order a key's inspection is
+/// asked (the first entry that says yes names it): an election's lock before any
+/// hash, the layouts with a mark of their own (a mode, a group's expiry fields, a
+/// queue, a fencing counter) before the plain hash, strings with permits or a
+/// ShedLock value before a simple lock's token, a counter's number last.
+pub(crate) static LISTED: [&listed::Listed; 10] = [
+    &fenced::LISTED_ELECTION,
+    &rw_layout::LISTED,
+    &group::LISTED,
+    &fair::LISTED,
+    &fenced::LISTED,
+    &plain::LISTED,
+    &expirable_semaphore::LISTED,
+    &shedlock::LISTED,
+    &simple::LISTED,
+    &semaphore::LISTED,
+];
 
 /// Every layout's part of an inspection (inspect.rs), in pipeline order: the plain
 /// lock's first (the others' reads use its key type).

@@ -96,6 +96,10 @@ impl<P: Guardable> Protocol for NonReentrant<P> {
         self.label
     }
 
+    fn listed(&self) -> &'static crate::engine::kinds::listed::Listed {
+        self.inner.listed()
+    }
+
     fn channel(&self, name: &str) -> String {
         self.inner.channel(name)
     }

@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 use redis::Value;
 
 use crate::engine::kinds::inspect::{int, lease_left, text, Section};
+use crate::engine::kinds::listed::{self, Listed, ListedKind};
 use crate::engine::kinds::{fair, AcquireParams, OfferPolicy, Protocol, ScriptOrBatch, WaitPolicy};
 use crate::engine::masters::master::Master;
 use crate::engine::masters::plain_ops::{PlainOp, PlainScripts, Waiting};
@@ -48,6 +49,10 @@ pub(crate) struct Plain;
 impl Protocol for Plain {
     fn label(&self) -> &'static str {
         "plain"
+    }
+
+    fn listed(&self) -> &'static Listed {
+        &LISTED
     }
 
     fn acquire(
@@ -159,6 +164,18 @@ pub(crate) fn force_release(name: &str, notice: Option<&str>) -> Invocation {
 
 /// Its part of an inspection (kinds/inspect.rs): the key's type, its lease and the
 /// holders of the lock hash (every hash-kept lock's: plain, fenced, fair, read-write).
+/// A plain lock's listing (a spin or non-reentrant lock's too: one layout): a hash of
+/// hold counts with a lease.
+pub(crate) static LISTED: Listed = Listed {
+    kind: ListedKind::Lock,
+    name: "lock",
+    is: |st, _| listed::lock_hash(st),
+    part: listed::no_part,
+    channels: listed::key_channel,
+    holders: listed::hold_counts,
+    queued: false,
+};
+
 pub(crate) static INSPECT: Section = Section {
     reads: |name, pipe| {
         pipe.cmd("TYPE").arg(name);

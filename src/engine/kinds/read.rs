@@ -3,6 +3,7 @@
 //! (waiter/mod.rs invariant 9); each read hold has its own timeout key, renewed by the
 //! watchdog's per-pair renewal (kinds/rw_layout.rs `renew_reads`).
 
+use crate::engine::kinds::listed::Listed;
 use crate::engine::kinds::rw_layout;
 use crate::engine::kinds::{
     read_release, AcquireParams, Gate, Probe, Protocol, Renewal, ScriptOrBatch, WaitPolicy,
@@ -20,6 +21,10 @@ pub(crate) struct Read;
 impl Protocol for Read {
     fn label(&self) -> &'static str {
         "read"
+    }
+
+    fn listed(&self) -> &'static Listed {
+        &rw_layout::LISTED
     }
 
     fn channel(&self, name: &str) -> String {

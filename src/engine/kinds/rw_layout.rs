@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use redis::Value;
 
+use crate::engine::kinds::listed::{self, Listed, ListedKind};
 use crate::engine::kinds::renew::renew_pairs;
 use crate::engine::masters::master::Master;
 use crate::error::Result;
@@ -36,6 +37,18 @@ static LEAVE: LazyLock<Script> = lua!("rw_leave.lua");
 const UNLOCK: &str = "0";
 /// Redisson's `READ_UNLOCK_MESSAGE`, published when a writer leaves: every waiter retries.
 const READ_UNLOCK: &str = "1";
+
+/// A read-write lock's listing (both sides: one layout): a hash with its mode; each
+/// reader's timeout key is a part of its layout.
+pub(crate) static LISTED: Listed = Listed {
+    kind: ListedKind::ReadWrite,
+    name: "read_write",
+    is: |st, _| st.key_type == "hash" && st.mode.is_some(),
+    part: |key| key.contains(":rwlock_timeout"),
+    channels: |name, _| vec![keys::rw_channel(name)],
+    holders: listed::hold_counts,
+    queued: false,
+};
 
 /// The read-write lock's scripts, for the catalogue (facade/catalogue.rs).
 #[cfg(test)]

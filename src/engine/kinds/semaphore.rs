@@ -6,6 +6,7 @@
 use std::sync::LazyLock;
 
 use crate::engine::kinds::inspect::{int, Section};
+use crate::engine::kinds::listed::{self, Listed, ListedKind};
 use crate::engine::masters::master::Master;
 use crate::engine::masters::replies::typed;
 use crate::error::Result;
@@ -111,6 +112,18 @@ pub(crate) async fn available(m: &Master, name: &str) -> Result<i64> {
 
 /// Its part of an inspection (kinds/inspect.rs): the value of a string key, a
 /// semaphore's available permits or a latch's count (the same layout).
+/// A semaphore's or a count-down latch's listing (kinds/latch.rs: one layout, a
+/// number): a counter, with no holder; its waiters listen on both kinds' channels.
+pub(crate) static LISTED: Listed = Listed {
+    kind: ListedKind::Counter,
+    name: "counter",
+    is: |st, _| st.key_type == "string" && st.counter.is_some(),
+    part: listed::no_part,
+    channels: |name, _| vec![keys::sem_channel(name), keys::latch_channel(name)],
+    holders: listed::hold_counts,
+    queued: false,
+};
+
 pub(crate) static INSPECT: Section = Section {
     reads: |name, pipe| {
         pipe.cmd("GET").arg(name);

@@ -24,6 +24,7 @@ use std::sync::LazyLock;
 use redis::Value;
 
 use crate::engine::kinds::inspect::{text, Section};
+use crate::engine::kinds::listed::{self, Listed, ListedKind};
 use crate::engine::kinds::{
     AcquireParams, PairRenewal, Probe, Protocol, Renewal, ScriptOrBatch, Wait, WaitPolicy,
 };
@@ -83,6 +84,10 @@ fn read_release(addr: &str, _name: &str, v: Value) -> Result<Release> {
 impl Protocol for Simple {
     fn label(&self) -> &'static str {
         "simple"
+    }
+
+    fn listed(&self) -> &'static Listed {
+        &LISTED
     }
 
     fn acquire(
@@ -163,6 +168,18 @@ fn drop_lost(name: &str, holder: &str) -> Invocation {
 /// Its part of an inspection (kinds/inspect.rs): a string key with a lease holds its
 /// holder's token (a counter's value is a number, and stays the counter's; a string
 /// without expiry is nobody's lock).
+/// A simple lock's listing: a string holding its holder's token, with a lease
+/// (waiters poll: no channel).
+pub(crate) static LISTED: Listed = Listed {
+    kind: ListedKind::Simple,
+    name: "simple",
+    is: |st, _| st.key_type == "string" && !st.holders.is_empty(),
+    part: listed::no_part,
+    channels: listed::no_channel,
+    holders: listed::hold_counts,
+    queued: false,
+};
+
 pub(crate) static INSPECT: Section = Section {
     reads: |name, pipe| {
         pipe.cmd("GET").arg(name);

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::sync::LazyLock;
 
+use crate::engine::kinds::listed::Listed;
 use crate::engine::kinds::{
     fair, plain, read_release, AcquireParams, Protocol, ScriptOrBatch, Wait, WaitPolicy,
 };
@@ -29,6 +30,10 @@ pub(crate) struct Spin;
 impl Protocol for Spin {
     fn label(&self) -> &'static str {
         "spin"
+    }
+
+    fn listed(&self) -> &'static Listed {
+        &super::plain::LISTED
     }
 
     /// Redisson's spin acquire is the reentrant lock's: create, re-enter or answer

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use crate::engine::kinds::inspect::{scored, scores, text, Section};
+use crate::engine::kinds::listed::Listed;
 use crate::engine::kinds::rw_layout;
 use crate::engine::kinds::{
     read_release, AcquireParams, Probe, Protocol, Queue, ScriptOrBatch, WaitPolicy,
@@ -23,6 +24,10 @@ pub(crate) struct Write;
 impl Protocol for Write {
     fn label(&self) -> &'static str {
         "write"
+    }
+
+    fn listed(&self) -> &'static Listed {
+        &rw_layout::LISTED
     }
 
     fn channel(&self, name: &str) -> String {

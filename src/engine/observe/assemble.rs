@@ -2,18 +2,18 @@
 //! [`State`]s), its waiter counts, and the clients' records and ledgers.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-use super::classify::GROUP_EXPIRY;
-use super::listing::{HolderInfo, ListedHolder, ListedKind, LockListing, QueuedWaiter};
+use super::listing::{HolderInfo, ListedHolder, LockListing, QueuedWaiter};
 use super::records::{parse_holder, Ledgers, Record};
 use crate::engine::kinds::inspect::State;
+use crate::engine::kinds::listed::{Holder, Listed};
 
 /// What the masters said of one name, before records are resolved.
 pub(super) struct Found {
     pub(super) name: String,
     pub(super) key: String,
-    pub(super) kind: ListedKind,
+    /// Its entry in the one list of kinds (kinds/listed.rs).
+    pub(super) kind: &'static Listed,
     /// Each master's state where the key exists there.
     pub(super) states: Vec<State>,
     /// The most listeners any master counted.
@@ -66,9 +66,9 @@ impl Found {
                 waiter(id, *deadline, since, records)
             })
             .collect();
-        let (waiters, waiting) = match self.kind {
-            ListedKind::Fair => (queue.len() as u64, queue.clone()),
-            _ => {
+        let (waiters, waiting) = match self.kind.queued {
+            true => (queue.len() as u64, queue.clone()),
+            false => {
                 let named = ledgers.waiters_of(&self.name);
                 let waiting = (named.iter())
                     .map(|(id, since)| waiter(id, None, Some(*since), records))
@@ -78,7 +78,7 @@ impl Found {
         };
         LockListing {
             name: self.name.clone(),
-            kind: self.kind,
+            kind: self.kind.kind,
             key: self.key.clone(),
             holders,
             ttl: self.states.iter().filter_map(|s| s.ttl).max(),
@@ -114,7 +114,7 @@ pub(super) fn waiter(
 /// A client's record on a holder; a job's holder (ShedLock's value) names its host
 /// and start.
 fn resolve(h: &mut ListedHolder, records: &HashMap<String, Record>) {
-    if let Some(job) = crate::engine::coordination::shedlock::parse(&h.holder.id) {
+    if let Some(job) = crate::engine::kinds::shedlock::parse(&h.holder.id) {
         h.holder.host = Some(job.host);
         h.holder.acquired = (job.since.duration_since(std::time::UNIX_EPOCH))
             .ok()
@@ -141,51 +141,9 @@ fn longest_queue(states: &[State]) -> &[(String, Option<i64>)] {
         .unwrap_or(&[])
 }
 
-/// The holders a state names, with their counts and (a permit) expiry: a faster
-/// multi-lock's live holders with the number of values each holds, an expirable
-/// semaphore's permits, else the hold counts.
-fn holder_counts(kind: ListedKind, st: &State) -> Vec<(&str, u64, Option<i64>)> {
-    match kind {
-        ListedKind::FasterMulti => group_holders(st),
-        ListedKind::ExpirableSemaphore => (st.permits.iter())
-            .map(|(id, at)| (id.as_str(), 1, *at))
-            .collect(),
-        _ => (st.holders.iter())
-            .filter(|(id, _)| id.contains(':'))
-            .map(|(id, n)| (id.as_str(), *n, None))
-            .collect(),
-    }
-}
-
-/// A faster multi-lock's holders: `<value>:<holder>:expire_time` fields whose time has
-/// not passed (by this machine's clock), counted per holder.
-fn group_holders(st: &State) -> Vec<(&str, u64, Option<i64>)> {
-    let now = now_ms();
-    let mut out: Vec<(&str, u64, Option<i64>)> = Vec::new();
-    for (field, until) in &st.holders {
-        let Some(entry) = field.strip_suffix(GROUP_EXPIRY) else {
-            continue;
-        };
-        // A value's field is a 22-character digest, with no ':'.
-        let Some((_, holder)) = entry.split_once(':') else {
-            continue;
-        };
-        if (*until as i64) < now {
-            continue;
-        }
-        match out.iter_mut().find(|(h, _, _)| *h == holder) {
-            Some((_, n, at)) => {
-                *n += 1;
-                *at = (*at).max(Some(*until as i64));
-            }
-            None => out.push((holder, 1, Some(*until as i64))),
-        }
-    }
-    out
-}
-
-/// Now, in ms since the epoch.
-pub(super) fn now_ms() -> i64 {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    since.map_or(0, |d: Duration| d.as_millis() as i64)
+/// The holders a state names, with their counts and (a permit) expiry, as its kind's
+/// entry reads them (a faster multi-lock's live holders with the number of values each
+/// holds, an expirable semaphore's permits, else the hold counts).
+fn holder_counts<'a>(kind: &Listed, st: &'a State) -> Vec<Holder<'a>> {
+    (kind.holders)(st)
 }

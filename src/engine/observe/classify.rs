@@ -1,20 +1,16 @@
-//! Which keys a listing reads, and what each is: by name shape first (a derived key,
-//! such as a fair lock's queue or a fencing counter, is part of another name's
-//! layout and is skipped; an election lives under `redlatch_election:{name}`), then by
-//! what its inspection read (kinds/inspect.rs): its type and its layout.
+//! Which keys a listing reads, and what each is, both from the one list of kinds
+//! (kinds/listed.rs, `kinds::LISTED`): by name shape first (a key that is a part of
+//! another name's layout, such as a fair lock's queue or a fencing counter, is skipped;
+//! an election lives under `redlatch_election:{name}`), then by what its inspection
+//! read (kinds/inspect.rs): the first entry whose layout it is.
 
-use super::listing::ListedKind;
-use crate::engine::coordination::shedlock::parse;
 use crate::engine::kinds::inspect::State;
+use crate::engine::kinds::listed::Listed;
+use crate::engine::kinds::LISTED;
 
-/// Prefixes of keys that belong to another name's layout, or are no lock at all
-/// (redlatch's own records, ledgers, registries): never listed themselves.
-const DERIVED: [&str; 4] = [
-    "redisson_lock_queue:",
-    "redisson_lock_timeout:",
-    "redisson_lock_token:",
-    "redlatch_",
-];
+/// The prefix of redlatch's own keys (records, ledgers, registries, an election's
+/// parts): no lock of their own, never listed themselves.
+const OWN: &str = "redlatch_";
 
 /// The prefix of an election's lock (engine/election.rs).
 const ELECTION: &str = "redlatch_election:";
@@ -38,8 +34,8 @@ pub(super) fn candidate(key: &str, pattern: &str) -> Option<Candidate> {
             election: true,
         });
     }
-    let derived = DERIVED.iter().any(|p| key.starts_with(p))
-        || key.contains(":rwlock_timeout")
+    let derived = key.starts_with(OWN)
+        || LISTED.iter().any(|l| (l.part)(key))
         || !glob(pattern.as_bytes(), key.as_bytes());
     (!derived).then(|| Candidate {
         key: key.to_string(),
@@ -57,32 +53,13 @@ pub(crate) fn underived(suffix: &str) -> &str {
     }
 }
 
-/// What a key's inspection says it is; `None`: gone, or no lock of any kind (another
-/// type, a hash that holds no hold counts or has no lease, a string that is no number).
-pub(super) fn kind(st: &State, election: bool) -> Option<ListedKind> {
-    match st.key_type.as_str() {
-        "hash" if election => Some(ListedKind::Election),
-        "hash" if st.mode.is_some() => Some(ListedKind::ReadWrite),
-        "hash" if st.holders.iter().any(|(f, _)| f.ends_with(GROUP_EXPIRY)) => {
-            Some(ListedKind::FasterMulti)
-        }
-        "hash" if st.ttl.is_none() || !st.holders.iter().any(|(h, _)| h.contains(':')) => None,
-        "hash" if !st.queue.is_empty() => Some(ListedKind::Fair),
-        "hash" if st.fencing_counter.is_some() => Some(ListedKind::Fenced),
-        "hash" => Some(ListedKind::Lock),
-        "string" if !st.permits.is_empty() => Some(ListedKind::ExpirableSemaphore),
-        // kinds/simple.rs reads a string with a lease and a token as its holder; a
-        // ShedLock value is a scheduled job's (coordination/shedlock.rs).
-        "string" if st.holders.iter().any(|(h, _)| parse(h).is_some()) => Some(ListedKind::Job),
-        "string" if !st.holders.is_empty() => Some(ListedKind::Simple),
-        "string" if st.counter.is_some() => Some(ListedKind::Counter),
-        _ => None,
-    }
+/// What a key's inspection says it is (`election`: the key is an election's lock): the
+/// first entry of the one list whose layout it is; `None`: gone, or no lock of any kind
+/// (another type, a hash that holds no hold counts or has no lease, a string that is no
+/// number).
+pub(crate) fn kind(st: &State, election: bool) -> Option<&'static Listed> {
+    LISTED.iter().copied().find(|l| (l.is)(st, election))
 }
-
-/// The suffix of a faster multi-lock's expiry fields (`<value>:<holder>:expire_time`,
-/// lua/group_common.lua).
-pub(super) const GROUP_EXPIRY: &str = ":expire_time";
 
 /// Whether `text` matches the glob `pattern` as Redis's `SCAN MATCH` does: `*`, `?`,
 /// `[abc]`, `[^a-z]`, and `\` quoting the next character.

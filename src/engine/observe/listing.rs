@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+pub use crate::engine::kinds::listed::ListedKind;
+
 /// Every lock found under a pattern, on every master, and what could not be read.
 ///
 /// With the `serde` feature it implements `Serialize` as `{"locks": [...],
@@ -35,65 +37,6 @@ pub struct Unread {
     pub master: String,
     /// Why: its error, or that the listing's deadline passed.
     pub error: String,
-}
-
-/// What a name found by a listing is, told by its keys' types and shapes.
-///
-/// A plain lock, a spin lock and a non-reentrant lock share one layout, and so do a
-/// semaphore and a count-down latch: each pair lists as one kind. A multi-lock is
-/// its locks, each listed under its own name.
-///
-/// # Examples
-/// See the example on [`Client::list`](crate::Client::list).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-#[non_exhaustive]
-pub enum ListedKind {
-    /// A plain, spin or non-reentrant lock (one hash of hold counts).
-    Lock,
-    /// A fair lock: a lock with a waiter queue.
-    Fair,
-    /// A fenced lock: a lock with a fencing counter.
-    Fenced,
-    /// A read-write lock (its mode in `mode`).
-    ReadWrite,
-    /// A faster multi-lock's group (one hash of many values).
-    FasterMulti,
-    /// A semaphore or a count-down latch: a number (in `count`).
-    Counter,
-    /// A permit-expirable semaphore (permits left in `count`, taken in `holders`).
-    ExpirableSemaphore,
-    /// A leader election (its leader in `holders`).
-    Election,
-    /// A simple lock (`SET NX PX`, the Redlock reference clients' wire): a string
-    /// holding its holder's token, with a lease.
-    Simple,
-    /// A scheduled job's lock (ShedLock's wire, [`Client::job`](crate::Client::job)):
-    /// a string holding `ADDED:<instant>@<host>:<uuid>`, with a lease; its holder's
-    /// host and start are read from the value.
-    Job,
-}
-
-impl ListedKind {
-    /// The name `--json` and the table print (`lock`, `fair`, `read_write`, ...).
-    ///
-    /// # Examples
-    /// See the example on [`Client::list`](crate::Client::list).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ListedKind::Lock => "lock",
-            ListedKind::Fair => "fair",
-            ListedKind::Fenced => "fenced",
-            ListedKind::ReadWrite => "read_write",
-            ListedKind::FasterMulti => "faster_multi",
-            ListedKind::Counter => "counter",
-            ListedKind::ExpirableSemaphore => "expirable_semaphore",
-            ListedKind::Election => "election",
-            ListedKind::Simple => "simple",
-            ListedKind::Job => "job",
-        }
-    }
 }
 
 /// One name found by a listing: its kind, holders, lease and waiters, merged over the

@@ -18,7 +18,8 @@
 //! * [`scan`]: every master's (every cluster primary's) keys under a pattern, by
 //!   `SCAN`, within the listing's one deadline.
 //! * [`classify`]: which keys are names of their own (not part of another name's
-//!   layout) and what kind each is, from its inspection (kinds/inspect.rs).
+//!   layout) and what kind each is, from its inspection (kinds/inspect.rs), both as
+//!   the one list of kinds says (kinds/listed.rs, `kinds::LISTED`).
 //! * [`waiters`]: a name's listeners, counted by pub/sub.
 //! * [`records`]: the records and ledgers as a listing reads them: who a holder is,
 //!   since when it holds, who waits.

@@ -40,7 +40,7 @@ pub(crate) struct Mine {
 impl Mine {
     pub(crate) fn new(app: Arc<str>) -> Mine {
         Mine {
-            host: crate::engine::coordination::shedlock::host_name(),
+            host: crate::engine::kinds::shedlock::host_name(),
             pid: std::process::id(),
             app,
             since_ms: now_ms(),
@@ -179,7 +179,7 @@ pub(crate) async fn resolve_one(m: &Master, books: &Books, name: &str, holder: &
         ..Default::default()
     };
     // A scheduled job's run (ShedLock's value) names its host and start itself.
-    if let Some(job) = crate::engine::coordination::shedlock::parse(holder) {
+    if let Some(job) = crate::engine::kinds::shedlock::parse(holder) {
         let at = job.since.duration_since(std::time::UNIX_EPOCH);
         return Who {
             host: Some(job.host),

@@ -8,10 +8,9 @@ use std::sync::LazyLock;
 use tokio::time::Instant;
 
 use super::classify;
-use super::listing::ListedKind;
 use crate::engine::kinds::inspect::State;
+use crate::engine::kinds::listed::Listed;
 use crate::engine::masters::master::Master;
-use crate::keys;
 use crate::transport::script::lua;
 use crate::transport::{Lane, Request, Script};
 
@@ -23,31 +22,17 @@ pub(crate) fn scripts() -> [&'static LazyLock<Script>; 1] {
     [&WAITERS]
 }
 
-/// The channels waiters of `name` (kept under `key`) listen on; none for a fair lock
-/// (each waiter listens on its own: its queue says who waits).
-fn channels(kind: ListedKind, name: &str, key: &str) -> Vec<String> {
-    match kind {
-        ListedKind::Lock | ListedKind::Fenced | ListedKind::FasterMulti => {
-            vec![keys::channel(key)]
-        }
-        ListedKind::Election => vec![keys::channel(key)],
-        ListedKind::ReadWrite => vec![keys::rw_channel(name)],
-        ListedKind::Counter => vec![keys::sem_channel(name), keys::latch_channel(name)],
-        ListedKind::ExpirableSemaphore => vec![keys::sem_channel(name)],
-        // Fair waiters listen each on their own channel; simple and job waiters poll, on none.
-        ListedKind::Fair | ListedKind::Simple | ListedKind::Job => vec![],
-    }
-}
-
 /// The connections listening for `name`'s releases on `m`, within `deadline`; 0 if
 /// they cannot be counted.
 pub(super) async fn count(
     m: &Master,
-    kind: ListedKind,
+    kind: &Listed,
     (name, key): (&str, &str),
     deadline: Instant,
 ) -> u64 {
-    let channels = channels(kind, name, key);
+    // Where its kind's waiters listen (kinds/listed.rs): none for a fair lock (each
+    // waiter listens on its own, its queue says who waits) or a polling kind.
+    let channels = (kind.channels)(name, key);
     let left = deadline.saturating_duration_since(Instant::now());
     if channels.is_empty() || left.is_zero() {
         return 0;

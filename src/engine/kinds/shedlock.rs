@@ -10,6 +10,20 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::engine::kinds::listed::{self, Listed, ListedKind};
+
+/// A scheduled job's listing: a string holding ShedLock's value, with a lease; its
+/// runs poll (no channel), its holder's host and start are read from the value.
+pub(crate) static LISTED: Listed = Listed {
+    kind: ListedKind::Job,
+    name: "job",
+    is: |st, _| st.key_type == "string" && st.holders.iter().any(|(h, _)| parse(h).is_some()),
+    part: listed::no_part,
+    channels: listed::no_channel,
+    holders: listed::hold_counts,
+    queued: false,
+};
+
 /// The machine's name: the kernel's, else `$HOSTNAME` / `$COMPUTERNAME`, else
 /// `unknown`.
 pub(crate) fn host_name() -> String {
