@@ -191,7 +191,7 @@ async fn scan_ledgers(
                 Ok(keys) => uuids.extend(keys),
                 Err(e) => {
                     tracing::debug!(target: "redlatch", node = %addr, error = %e,
-                            "could not scan for ledgers");
+                        "could not scan for ledgers");
                     unread.push(addr);
                 }
             }
