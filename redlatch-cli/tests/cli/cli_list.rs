@@ -44,27 +44,10 @@ fn holder(server: &RedisServer, dir: &TempDir, name: &str, opts: &[&str], tag: &
     bg
 }
 
-#[test]
-fn list_json_names_each_lock_its_holders_and_waiters_across_processes() {
-    let server = RedisServer::start();
-    let dir = TempDir::new();
-    let _a = holder(&server, &dir, "cl:a", &[], "a");
-    let _r1 = holder(&server, &dir, "cl:rw", &["--read"], "r1");
-    let _r2 = holder(&server, &dir, "cl:rw", &["--read"], "r2");
-    let _p = holder(&server, &dir, "cl:gpu", &["--permits", "3"], "p");
-    // A waiter for cl:a, in a fourth process.
-    let _w = Bg::start(
-        &run_args("cl:a", &[&server], &["--wait", "60s"], "true"),
-        &dir,
-        "w",
-    );
-    let channel = "redisson_lock__channel:{cl:a}";
-    assert!(eventually(Duration::from_secs(20), || common::numsub(
-        &server, channel
-    ) == 1));
-    let _: () = server.cmd(&["SET", "other:x", "1"]);
-
-    let doc = list_json(&[&server], "cl:*", 0);
+/// The listing of `cl:*`: `cl:a` (a holder with its record's fields, one waiter),
+/// `cl:gpu` (one permit of three taken) and `cl:rw` (two readers), in name order and
+/// complete; returns `cl:a`'s holder id.
+fn assert_the_three_locks(doc: &Value) -> String {
     assert_eq!(doc["incomplete"], false, "{doc:#}");
     let names: Vec<&str> = (doc["locks"].as_array().unwrap().iter())
         .map(|l| l["name"].as_str().unwrap())
@@ -103,6 +86,31 @@ fn list_json_names_each_lock_its_holders_and_waiters_across_processes() {
         "{gpu:#}"
     );
     assert_eq!(gpu["holders"].as_array().unwrap().len(), 1, "{gpu:#}");
+    id
+}
+
+#[test]
+fn list_json_names_each_lock_its_holders_and_waiters_across_processes() {
+    let server = RedisServer::start();
+    let dir = TempDir::new();
+    let _a = holder(&server, &dir, "cl:a", &[], "a");
+    let _r1 = holder(&server, &dir, "cl:rw", &["--read"], "r1");
+    let _r2 = holder(&server, &dir, "cl:rw", &["--read"], "r2");
+    let _p = holder(&server, &dir, "cl:gpu", &["--permits", "3"], "p");
+    // A waiter for cl:a, in a fourth process.
+    let _w = Bg::start(
+        &run_args("cl:a", &[&server], &["--wait", "60s"], "true"),
+        &dir,
+        "w",
+    );
+    let channel = "redisson_lock__channel:{cl:a}";
+    assert!(eventually(Duration::from_secs(20), || common::numsub(
+        &server, channel
+    ) == 1));
+    let _: () = server.cmd(&["SET", "other:x", "1"]);
+
+    let doc = list_json(&[&server], "cl:*", 0);
+    let id = assert_the_three_locks(&doc);
 
     // The holder's client record (as redlatch clients write it) resolves it.
     let uuid = id.split(':').next().unwrap();
