@@ -53,7 +53,7 @@ fn assert_the_three_locks(doc: &Value) -> String {
         .map(|l| l["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["cl:a", "cl:gpu", "cl:rw"], "{doc:#}");
-    let a = lock(&doc, "cl:a");
+    let a = lock(doc, "cl:a");
     assert_eq!(a["kind"], "lock");
     assert_eq!(a["waiters"], 1, "{a:#}");
     assert_eq!(a["holders"].as_array().unwrap().len(), 1);
@@ -68,7 +68,7 @@ fn assert_the_three_locks(doc: &Value) -> String {
         a["ttl_ms"].as_u64().is_some_and(|t| t > 0 && t <= 30_000),
         "{a:#}"
     );
-    let rw = lock(&doc, "cl:rw");
+    let rw = lock(doc, "cl:rw");
     assert_eq!(
         (rw["kind"].as_str(), rw["mode"].as_str()),
         (Some("read_write"), Some("read"))
@@ -78,7 +78,7 @@ fn assert_the_three_locks(doc: &Value) -> String {
         2,
         "two reader processes: {rw:#}"
     );
-    let gpu = lock(&doc, "cl:gpu");
+    let gpu = lock(doc, "cl:gpu");
     // `run --permits` takes a permit of an expirable semaphore: two left, one taken.
     assert_eq!(
         (gpu["kind"].as_str(), gpu["count"].as_i64()),
