@@ -4,11 +4,11 @@
 //! strikes, then every call of the matrix runs at once on that client and each must
 //! return within its bound:
 //!
-//! * a lock's bounded wait (`try_lock(wait)` of every kind but the multi-lock,
-//!   `try_campaign`, the blocking API's): `wait` + the wait slack (`WAIT_SLACK`, 250 ms,
-//!   or one master timeout where that is shorter);
-//! * the other bounded acquisitions (the multi-lock's `try_lock`, `try_acquire`, the
-//!   latch's `wait_timeout`): `wait` + one master timeout;
+//! * a bounded wait (`try_lock(wait)` of every kind but the multi-lock, `try_campaign`,
+//!   the blocking API's, both semaphores' `try_acquire`, the latch's `wait_timeout`):
+//!   `wait` + the wait slack (`WAIT_SLACK`, 250 ms, or one master timeout where that is
+//!   shorter);
+//! * the multi-lock's `try_lock`: `wait` + one master timeout;
 //! * `lock()` and `unlock()`: `unavailable_timeout` (here `wait`) + one master timeout;
 //! * `status`: one master timeout; `close(t)`: `t`;
 //!

@@ -328,7 +328,21 @@ fn list_on_a_cluster_reads_every_primary() {
     assert!(eventually(Duration::from_secs(20), || cluster
         .channel_subscribers(&channel)
         == 1));
-    let doc = list_json_at(seed.to_vec(), "clc:*", 0);
+    // A holder that had to wait (a slow first attempt under load) is listed as waiting
+    // until its client's ledger drops the wait, one round trip after it ended: read
+    // until the listing settles, then check all of it.
+    let mut doc = list_json_at(seed.to_vec(), "clc:*", 0);
+    let settled = |doc: &Value| {
+        (names.iter().enumerate()).all(|(i, n)| {
+            let mut locks = doc["locks"].as_array().into_iter().flatten();
+            locks.any(|l| l["name"] == n.as_str() && l["waiters"] == u64::from(i == 1))
+        })
+    };
+    let started = std::time::Instant::now();
+    while !settled(&doc) && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+        doc = list_json_at(seed.to_vec(), "clc:*", 0);
+    }
     assert_eq!(doc["incomplete"], false, "{doc:#}");
     let mut want = names.clone();
     want.sort();

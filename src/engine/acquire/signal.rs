@@ -21,6 +21,11 @@
 //!    unbounded wait tries until it has been in the outage for `unavailable_after`
 //!    (the lock waiter's rule, waiter/mod.rs invariant 11). Any other error is returned at
 //!    once.
+//! 5. A bounded wait returns by its deadline and the lock waiter's floor
+//!    ([`first_floor`]: the wait slack, or one request for a single try): an attempt
+//!    still unanswered then (a hung master) is abandoned, with the outage's error if the
+//!    wait was in one, else a timeout naming the master. A call run by [`completed`]
+//!    still runs to its end and gives back what it took (invariant 3).
 
 use std::future::Future;
 use std::time::Duration;
@@ -29,6 +34,8 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::engine::acquire::attempt;
+use crate::engine::acquire::waiter::{first_floor, timed_out};
+use crate::engine::masters::clock::{deadline_after, until};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::telemetry;
@@ -43,12 +50,13 @@ pub(crate) enum Attempt<T> {
 }
 
 /// Attempts until done, waiting for messages on `channel` in between; `Ok(None)` when
-/// `deadline` passed first (`None`: no deadline). `kind` labels the metrics. An outage
-/// is tried again (invariant 4).
+/// `wait` ran out first (`None`: as long as it takes). `kind` labels the metrics. An
+/// outage is tried again (invariant 4); an attempt unanswered past the deadline is
+/// abandoned (invariant 5).
 pub(crate) async fn wait_for<T, F, Fut>(
     engine: &Engine,
     channel: String,
-    deadline: Option<Instant>,
+    wait: Option<Duration>,
     kind: &'static str,
     mut attempt: F,
 ) -> Result<Option<T>>
@@ -56,6 +64,9 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Attempt<T>>>,
 {
+    let started = Instant::now();
+    let deadline = wait.and_then(deadline_after);
+    let abandon = deadline.and_then(|d| d.checked_add(first_floor(engine, wait)));
     let mut outage = Outage::default();
     let mut sub: Option<Subscription> = None;
     loop {
@@ -64,7 +75,11 @@ where
             sub.mark_seen();
             sub.is_confirmed()
         });
-        let hint = match outage.judge(engine, deadline, attempt().await)? {
+        let Some(answer) = until(abandon, attempt()).await else {
+            // Invariant 5: the master did not answer within the wait and its floor.
+            return Err(outage.last.unwrap_or_else(|| timed_out(engine, started)));
+        };
+        let hint = match outage.judge(engine, deadline, answer)? {
             Attempt::Done(v) => return Ok(Some(v)),
             Attempt::Retry(hint) => hint,
         };

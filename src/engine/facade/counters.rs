@@ -10,7 +10,6 @@
 use std::time::Duration;
 
 use crate::engine::acquire::signal::{completed, wait_for, Attempt};
-use crate::engine::acquire::waiter::deadline_after;
 use crate::engine::kinds::{latch, semaphore};
 use crate::engine::Engine;
 use crate::error::Result;
@@ -31,9 +30,8 @@ impl Engine {
         wait: Option<Duration>,
     ) -> Result<bool> {
         let master = self.single_master(name, SEMAPHORE)?;
-        let deadline = wait.and_then(deadline_after);
         let channel = keys::sem_channel(name);
-        let taken = wait_for(self, channel, deadline, SEMAPHORE, || {
+        let taken = wait_for(self, channel, wait, SEMAPHORE, || {
             let (m, name) = (master.clone(), name.to_string());
             async move {
                 let (undo_m, undo_name) = (m.clone(), name.clone());
@@ -125,8 +123,7 @@ impl Engine {
     /// reach zero; false if the wait ran out first.
     pub(crate) async fn latch_wait(&self, name: &str, wait: Option<Duration>) -> Result<bool> {
         let master = self.single_master(name, LATCH)?;
-        let deadline = wait.and_then(deadline_after);
-        let done = wait_for(self, keys::latch_channel(name), deadline, "latch", || {
+        let done = wait_for(self, keys::latch_channel(name), wait, "latch", || {
             let m = master.clone();
             async move {
                 Ok(match latch::count(&m, name).await? {

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use crate::engine::acquire::signal::{completed, wait_for, Attempt};
-use crate::engine::acquire::waiter::deadline_after;
 use crate::engine::holding::held::Held;
 use crate::engine::kinds::{expirable_semaphore, semaphore};
 use crate::engine::Engine;
@@ -46,9 +45,8 @@ impl Engine {
         let ids: Arc<[Arc<str>]> = (0..n)
             .map(|_| Uuid::new_v4().simple().to_string().into())
             .collect();
-        let deadline = wait.and_then(deadline_after);
         let channel = keys::sem_channel(name);
-        let taken = wait_for(self, channel, deadline, "permit", || {
+        let taken = wait_for(self, channel, wait, "permit", || {
             let (m, name, ids) = (master.clone(), name.clone(), ids.clone());
             async move {
                 let started = Instant::now();

@@ -4,7 +4,8 @@
 //!
 //! Invariants:
 //! 1. The flusher writes at most once per [`PERIOD`] (and when a waiter with deadlock
-//!    detection asks, [`Observe::flush_now`]), only the difference between what the
+//!    detection asks, or a wait that may have been written ends:
+//!    [`Observe::flush_now`]), only the difference between what the
 //!    client holds and waits for now and what it wrote last, in one round trip per
 //!    master with the key's expiry; nothing when nothing changed. A hold taken and
 //!    given back between two flushes is never written.

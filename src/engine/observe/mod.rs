@@ -168,8 +168,13 @@ impl Waiting {
 
 impl Drop for Waiting {
     fn drop(&mut self) {
-        self.observe.waits.lock().remove(&self.id);
-        if self.written {
+        let ended = self.observe.waits.lock().remove(&self.id);
+        // A wait old enough to have been flushed is taken off the ledger at once, not
+        // at the next period: listed, it would show a task waiting for the lock it
+        // now holds.
+        let flushable = (ended.as_ref())
+            .is_some_and(|w| now_ms() - w.since_ms >= DETECT_AFTER.as_millis() as i64);
+        if self.written || flushable {
             self.observe.flush_now.notify_one();
         }
     }

@@ -364,3 +364,40 @@ async fn a_release_while_an_unconfirmed_attempt_flies_still_wakes_it() {
     release(&a, "other", 1).await;
     assert!(other.await.expect("no panic"));
 }
+
+/// A bounded wait on a master that stops answering (replies parked: a hung master)
+/// returns by its wait and the wait slack, not a master timeout later, with a timeout
+/// naming the master (signal.rs invariant 5). A single try keeps a request's bound.
+#[tokio::test(start_paused = true)]
+async fn a_bounded_wait_on_a_hung_master_ends_at_its_wait_and_the_slack() {
+    let server = Server::new();
+    let a = client(&server);
+    set(&a, "s", 1).await;
+    server.park(true);
+    for (wait, bound) in [
+        (
+            Duration::from_millis(300),
+            Duration::from_millis(300) + crate::WAIT_SLACK,
+        ),
+        (Duration::ZERO, Duration::from_secs(1)),
+    ] {
+        let started = Instant::now();
+        let err = a.semaphore_acquire("s", 1, Some(wait)).await.unwrap_err();
+        assert!(err.is_unavailable(), "{err}");
+        assert!(err.to_string().contains("fake:1"), "{err}");
+        assert!(
+            started.elapsed() <= bound,
+            "{:?} for {wait:?}",
+            started.elapsed()
+        );
+        let started = Instant::now();
+        let err = a.latch_wait("l", Some(wait)).await.unwrap_err();
+        assert!(err.is_unavailable(), "{err}");
+        assert!(
+            started.elapsed() <= bound,
+            "{:?} for {wait:?}",
+            started.elapsed()
+        );
+    }
+    server.park(false);
+}

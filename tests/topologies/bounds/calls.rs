@@ -188,19 +188,15 @@ fn multi_and_spin_calls(client: &Client, b: Bounds) -> Vec<Call> {
     ]
 }
 
-/// The counters' and the election's bounded calls on `client`: the semaphores'
-/// `try_acquire`, the latch's `wait_timeout` and `try_campaign`.
+/// The counters' and the election's bounded waits on `client` (each within `locking`):
+/// the semaphores' `try_acquire`, the latch's `wait_timeout` and `try_campaign`.
 fn counter_and_election_calls(client: &Client, b: Bounds) -> Vec<Call> {
-    let Bounds {
-        wait,
-        locking,
-        bounded,
-    } = b;
+    let Bounds { wait, locking, .. } = b;
     let c = client.clone();
     vec![
         timed(
             "semaphore try_acquire",
-            bounded,
+            locking,
             true,
             async move { c.semaphore("bounds:sem").try_acquire(wait).await },
             held,
@@ -209,7 +205,7 @@ fn counter_and_election_calls(client: &Client, b: Bounds) -> Vec<Call> {
             let c = client.clone();
             timed(
                 "expirable semaphore try_acquire",
-                bounded,
+                locking,
                 true,
                 async move {
                     c.permit_expirable_semaphore("bounds:permits")
@@ -223,7 +219,7 @@ fn counter_and_election_calls(client: &Client, b: Bounds) -> Vec<Call> {
             let c = client.clone();
             timed(
                 "latch wait_timeout",
-                bounded,
+                locking,
                 true,
                 async move { c.count_down_latch("bounds:latch").wait_timeout(wait).await },
                 reached,
