@@ -24,7 +24,8 @@
    and engine/facade/ fails by name; a part's work is a method of its state type, or
    a function of its folder, given what it needs of the engine.
 4. Size: no file over 450 lines of code (blank lines, comments and `#[cfg(test)]`
-   modules at the end of a file not counted), no function over 80 lines.
+   modules at the end of a file not counted), no function over 80 lines; in src/ of
+   every crate and in tests/ and examples/ of every workspace member alike.
 
 Prints what breaks a rule and exits 1; prints a summary and exits 0 otherwise.
 Usage: scripts/check-layers.py [--graph]   (from the repository root)
@@ -320,13 +321,13 @@ FN_RE = re.compile(r"^\s*(?:pub(?:\([\w:]+\))?\s+)?(?:const\s+)?(?:async\s+)?(?:
                    r"fn\s+(\w+)")
 
 
-# Every crate's sources (the test binaries' own files, tests/, are not sized).
+# Every crate's sources (tests/ and examples/ of each member: test_size_errors).
 SIZED = ("src", "redlatch-cli/src", "redlatch-bench/src", "redlatch-testkit/src")
 
 
-def size_errors():
+def size_errors(folders=SIZED):
     errs = []
-    for path in (p for folder in SIZED for p in rust_files(os.path.join(REPO, folder))):
+    for path in (p for folder in folders for p in rust_files(os.path.join(REPO, folder))):
         code = strip(open(path).read())
         lines = code.split("\n")
         # A test module at the end of the file is not counted.
@@ -368,6 +369,18 @@ def size_errors():
             if length > MAX_FN:
                 errs.append(f"{rel}:{i + 1}: fn {m.group(1)} is {length} lines (over {MAX_FN})")
     return errs
+
+
+# The workspace's crates (Cargo.toml's members), whose tests/ and examples/ are sized too.
+MEMBERS = (".", "redlatch-cli", "redlatch-bench", "redlatch-testkit")
+
+
+def test_size_errors():
+    """Rule 4 for the test binaries' and examples' own files: every member's tests/ and
+    examples/ (with sub-folders), counted as src/ is."""
+    folders = [os.path.normpath(os.path.join(m, sub)) for m in MEMBERS
+               for sub in ("tests", "examples") if os.path.isdir(os.path.join(REPO, m, sub))]
+    return size_errors(folders)
 
 
 def facade_index_errors():
@@ -485,13 +498,14 @@ def main():
                 cyc = shortest_cycle(graph, comp)
                 errs.append(f"{crate}: import circle in {where} among {{{', '.join(comp)}}}: "
                             + " -> ".join(cyc))
-    errs += size_errors()
+    errs += size_errors() + test_size_errors()
     for e in errs:
         print(e)
     if errs:
         return 1
     print(f"layers ok; {len(CRATES)} crates, {modules} modules, no import circles; "
-          f"no file over {MAX_LOC} lines of code, no fn over {MAX_FN} lines")
+          f"no file over {MAX_LOC} lines of code, no fn over {MAX_FN} lines "
+          f"(src/, tests/, examples/)")
     return 0
 
 

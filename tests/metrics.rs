@@ -29,18 +29,15 @@ fn render(handle: &PrometheusHandle) -> String {
     handle.render()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn counters_and_histograms_after_a_contended_run() {
-    let handle = PrometheusBuilder::new().install_recorder().unwrap();
-    let server = RedisServer::start();
-    // Renewed every 0.5 s: no hold is lost to a renewal a loaded machine delays.
-    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(1500));
-    let client = Client::connect(config).await.unwrap();
+/// Tasks that take the lock of [`contend`].
+const CONTENDERS: usize = 4;
+/// How many times each of them takes it.
+const ROUNDS: usize = 5;
 
-    // Four tasks take one lock five times each, holding it a little: they contend.
-    const TASKS: usize = 4;
-    const ROUNDS: usize = 5;
-    let tasks: Vec<_> = (0..TASKS)
+/// [`CONTENDERS`] tasks take one lock [`ROUNDS`] times each, holding it a little: they
+/// contend.
+async fn contend(client: &Client) {
+    let tasks: Vec<_> = (0..CONTENDERS)
         .map(|_| {
             let lock = client.lock("metrics:contended");
             tokio::spawn(async move {
@@ -55,8 +52,76 @@ async fn counters_and_histograms_after_a_contended_run() {
     for t in tasks {
         t.await.unwrap();
     }
+}
+
+/// The counters and histograms after the run: `acquired` plain acquisitions (each
+/// waited for), contention and wake-ups, one time-out, one fair hold, one lost, every
+/// hold ended, an error on `server`.
+fn assert_counts(text: &str, server: &RedisServer, acquired: f64) {
+    let plain = |name: &str| sample(text, &format!("{name}{{kind=\"plain\"}}"));
+    assert_eq!(plain("redlatch_acquired_total"), acquired, "{text}");
+    assert_eq!(
+        plain("redlatch_acquire_wait_seconds_count"),
+        acquired,
+        "{text}"
+    );
+    assert!(plain("redlatch_contended_total") >= 1.0, "{text}");
+    assert!(plain("redlatch_woken_total") >= 1.0, "{text}");
+    assert_eq!(plain("redlatch_timed_out_total"), 1.0, "{text}");
+    assert_eq!(
+        sample(text, "redlatch_acquired_total{kind=\"fair\"}"),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(sample(text, "redlatch_lost_total"), 1.0, "{text}");
+    // Every hold ended: the plain ones released, the fair one lost.
+    assert_eq!(
+        sample(text, "redlatch_hold_seconds_count"),
+        acquired + 1.0,
+        "{text}"
+    );
+    let errors = format!("redlatch_errors_total{{master=\"{}\"}}", server.addr());
+    assert!(sample(text, &errors) >= 1.0, "{text}");
+    assert!(text.contains("# HELP redlatch_acquired_total"), "{text}");
+}
+
+/// Replica sync: per primary, how many replicas each acquisition waited for.
+async fn replicas_waited(handle: &PrometheusHandle, server: &RedisServer) {
+    let port = server.port().to_string();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let up = eventually_async(Duration::from_secs(10), || {
+        let info: String = replica.cmd(&["INFO", "replication"]);
+        info.contains("master_link_status:up")
+    })
+    .await;
+    assert!(up, "the replica never synced");
+    server.set_replicated("metrics:warm", "1", 1);
+    let synced = Client::connect(Config::single(server.url())).await.unwrap();
+    let g = synced.lock("metrics:synced").lock().await.unwrap();
+    g.unlock().await.unwrap();
+    let text = render(handle);
+    let primary = format!("{{primary=\"{}\"}}", server.addr());
+    let count = sample(&text, &format!("redlatch_replicas_waited_count{primary}"));
+    let sum = sample(&text, &format!("redlatch_replicas_waited_sum{primary}"));
+    assert!(count >= 1.0, "{text}");
+    assert!(
+        sum >= 1.0,
+        "the acquisition did not wait for the replica: {text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_and_histograms_after_a_contended_run() {
+    let handle = PrometheusBuilder::new().install_recorder().unwrap();
+    let server = RedisServer::start();
+    // Renewed every 0.5 s: no hold is lost to a renewal a loaded machine delays.
+    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(1500));
+    let client = Client::connect(config).await.unwrap();
+
+    // Four tasks take one lock five times each, holding it a little: they contend.
+    contend(&client).await;
     // The other client's lock below counts too: the recorder is the process's.
-    let acquired = (TASKS * ROUNDS + 1) as f64;
+    let acquired = (CONTENDERS * ROUNDS + 1) as f64;
 
     // One try_lock that gives up, on a lock held by another client.
     let other = Client::connect(Config::single(server.url())).await.unwrap();
@@ -86,31 +151,7 @@ async fn counters_and_histograms_after_a_contended_run() {
 
     held.unlock().await.unwrap();
     let text = render(&handle);
-    let plain = |name: &str| sample(&text, &format!("{name}{{kind=\"plain\"}}"));
-    assert_eq!(plain("redlatch_acquired_total"), acquired, "{text}");
-    assert_eq!(
-        plain("redlatch_acquire_wait_seconds_count"),
-        acquired,
-        "{text}"
-    );
-    assert!(plain("redlatch_contended_total") >= 1.0, "{text}");
-    assert!(plain("redlatch_woken_total") >= 1.0, "{text}");
-    assert_eq!(plain("redlatch_timed_out_total"), 1.0, "{text}");
-    assert_eq!(
-        sample(&text, "redlatch_acquired_total{kind=\"fair\"}"),
-        1.0,
-        "{text}"
-    );
-    assert_eq!(sample(&text, "redlatch_lost_total"), 1.0, "{text}");
-    // Every hold ended: the plain ones released, the fair one lost.
-    assert_eq!(
-        sample(&text, "redlatch_hold_seconds_count"),
-        acquired + 1.0,
-        "{text}"
-    );
-    let errors = format!("redlatch_errors_total{{master=\"{}\"}}", server.addr());
-    assert!(sample(&text, &errors) >= 1.0, "{text}");
-    assert!(text.contains("# HELP redlatch_acquired_total"), "{text}");
+    assert_counts(&text, &server, acquired);
     // Gauges (issue 26): every hold ended and no call waits; the client subscribed to
     // channels while it waited.
     assert_eq!(sample(&text, "redlatch_held_locks"), 0.0, "{text}");
@@ -121,28 +162,7 @@ async fn counters_and_histograms_after_a_contended_run() {
     one.unlock().await.unwrap();
     assert_eq!(sample(&render(&handle), "redlatch_held_locks"), 0.0);
 
-    // Replica sync: per primary, how many replicas each acquisition waited for.
-    let port = server.port().to_string();
-    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
-    let up = eventually_async(Duration::from_secs(10), || {
-        let info: String = replica.cmd(&["INFO", "replication"]);
-        info.contains("master_link_status:up")
-    })
-    .await;
-    assert!(up, "the replica never synced");
-    server.set_replicated("metrics:warm", "1", 1);
-    let synced = Client::connect(Config::single(server.url())).await.unwrap();
-    let g = synced.lock("metrics:synced").lock().await.unwrap();
-    g.unlock().await.unwrap();
-    let text = render(&handle);
-    let primary = format!("{{primary=\"{}\"}}", server.addr());
-    let count = sample(&text, &format!("redlatch_replicas_waited_count{primary}"));
-    let sum = sample(&text, &format!("redlatch_replicas_waited_sum{primary}"));
-    assert!(count >= 1.0, "{text}");
-    assert!(
-        sum >= 1.0,
-        "the acquisition did not wait for the replica: {text}"
-    );
+    replicas_waited(&handle, &server).await;
 
     by_name(&handle, &server).await;
     jobs(&handle, &server).await;

@@ -73,6 +73,46 @@ fn mode((classic, sharded): (i64, i64)) -> &'static str {
     }
 }
 
+/// A mixed run on the cluster: `kind` on `name`, 6 rounds each of 3 Java threads, 3
+/// tasks of `client` and a redlatch process (`spec`), checked by `checker` and
+/// reported as `context`.
+async fn mixed_run(
+    java: &Arc<Jvm>,
+    client: Client,
+    spec: &str,
+    checker: &Checker,
+    kind: Kind,
+    name: &str,
+    context: &str,
+) -> mixed::Report {
+    let run = Run {
+        kind,
+        name: name.into(),
+        rounds: 6,
+        hold: Duration::from_millis(3),
+        java_threads: 3,
+        redlatch_tasks: 3,
+        processes: 1,
+        cli: 0,
+        deadline: Duration::from_secs(90),
+    };
+    let clients = vec![client];
+    let report = mixed::run(
+        &run,
+        java,
+        &clients,
+        Some((
+            redlatch_testkit::test_name!("helper_mixed_participant").as_str(),
+            spec,
+        )),
+        None,
+        checker,
+    )
+    .await;
+    report.check(&run, context, checker);
+    report
+}
+
 async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
     let id = format!("redisson_jvm_cluster-rlock-{version}");
     jvm::clear_record(&id);
@@ -139,36 +179,18 @@ async fn rlock_both_ways_and_a_mixed_run_on_a_cluster(version: &str) {
     );
 
     // Mixed run: 3 Java threads, 3 redlatch tasks, a redlatch process.
-    let clients = vec![client];
     let checker = Checker::new(Kind::Plain, "mixed", None);
-    let run = Run {
-        kind: Kind::Plain,
-        name: "mixed".into(),
-        rounds: 6,
-        hold: Duration::from_millis(3),
-        java_threads: 3,
-        redlatch_tasks: 3,
-        processes: 1,
-        cli: 0,
-        deadline: Duration::from_secs(90),
-    };
-    let report = mixed::run(
-        &run,
+    let context = format!("Redisson {version} cluster mixed run");
+    let report = mixed_run(
         &java,
-        &clients,
-        Some((
-            redlatch_testkit::test_name!("helper_mixed_participant").as_str(),
-            &spec,
-        )),
-        None,
+        client,
+        &spec,
         &checker,
+        Kind::Plain,
+        "mixed",
+        &context,
     )
     .await;
-    report.check(
-        &run,
-        &format!("Redisson {version} cluster mixed run"),
-        &checker,
-    );
     assert_eq!(report.errors, 0);
     jvm::record(&id, "RLock", version, "cluster", "pass");
 }
@@ -244,30 +266,7 @@ async fn the_family_wakes_across_the_two_on_a_cluster_4_7() {
         }) as Arc<dyn Fn() -> Vec<String> + Send + Sync>
     };
     let checker = Checker::new(Kind::Fair, "fair", Some(queue));
-    let run = Run {
-        kind: Kind::Fair,
-        name: "fair".into(),
-        rounds: 6,
-        hold: Duration::from_millis(3),
-        java_threads: 3,
-        redlatch_tasks: 3,
-        processes: 1,
-        cli: 0,
-        deadline: Duration::from_secs(90),
-    };
-    let clients = vec![client];
-    let report = mixed::run(
-        &run,
-        &java,
-        &clients,
-        Some((
-            redlatch_testkit::test_name!("helper_mixed_participant").as_str(),
-            &spec,
-        )),
-        None,
-        &checker,
-    )
-    .await;
-    report.check(&run, "Redisson 4.7 cluster fair mixed run", &checker);
+    let context = "Redisson 4.7 cluster fair mixed run";
+    mixed_run(&java, client, &spec, &checker, Kind::Fair, "fair", context).await;
     jvm::record(&id, "RFairLock", version, "cluster", "pass");
 }

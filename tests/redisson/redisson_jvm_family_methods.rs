@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::jvm::{self, addr_of, Deployment, Jvm};
 use common::{eventually_async, RedisServer};
-use redlatch::{Client, Config};
+use redlatch::{Client, Config, PermitExpirableSemaphore};
 
 struct Setup {
     server: RedisServer,
@@ -102,13 +102,11 @@ async fn semaphore_drain_release_if_exists_and_ttl_both_ways() {
     assert_eq!(ours.available().await.unwrap(), 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expirable_many_permits_leases_and_lists_both_ways() {
-    let Some(s) = setup().await else { return };
-    let (java, server) = (&s.java, &s.server);
-    let sem = s.client.permit_expirable_semaphore("xs");
-    assert!(java.call("j", "xsem xs trysetpermits 4").await.bool());
-    // Our two permits, given back by Java's tryRelease(List): all or none.
+/// A permit id nobody holds.
+const BOGUS: &str = "00112233445566778899aabbccddeeff";
+
+/// Our two permits, given back by Java's tryRelease(List): all or none.
+async fn java_releases_our_list_all_or_none(java: &Jvm, sem: &PermitExpirableSemaphore) {
     let ours = sem.acquire_many(2).await.unwrap();
     let ids: Vec<String> = ours.iter().map(|p| p.id().to_string()).collect();
     assert_eq!(java.call("j", "xsem xs acquired").await.val(), "2");
@@ -120,9 +118,8 @@ async fn expirable_many_permits_leases_and_lists_both_ways() {
         left > 0,
         "a watchdog-kept permit has a lease in Redis: {left}"
     );
-    let bogus = "00112233445566778899aabbccddeeff";
     let none = java
-        .call("j", &format!("xsem xs tryreleaselist {},{bogus}", ids[0]))
+        .call("j", &format!("xsem xs tryreleaselist {},{BOGUS}", ids[0]))
         .await;
     assert_eq!(none.val(), "0", "Java released part of a list");
     assert_eq!(sem.acquired().await.unwrap(), 2);
@@ -134,8 +131,10 @@ async fn expirable_many_permits_leases_and_lists_both_ways() {
     for p in ours {
         assert!(p.release().await.unwrap_err().is_not_held());
     }
+}
 
-    // Java's two, leased: we read and change their leases and give them back.
+/// Java's two, leased: we read and change their leases and give them back.
+async fn we_read_change_and_release_javas_leases(java: &Jvm, sem: &PermitExpirableSemaphore) {
     let reply = java.call("j", "xsem xs acquiren 2 5000").await;
     let java_ids: Vec<String> = reply.val().split(',').map(str::to_string).collect();
     assert_eq!(java_ids.len(), 2);
@@ -159,14 +158,17 @@ async fn expirable_many_permits_leases_and_lists_both_ways() {
     let ours_seen = sem.lease_time(&java_ids[1]).await.unwrap().unwrap();
     assert!(ours_seen > Duration::from_secs(25), "{ours_seen:?}");
     assert!(!sem
-        .release_many(&[java_ids[0].as_str(), bogus])
+        .release_many(&[java_ids[0].as_str(), BOGUS])
         .await
         .unwrap());
     assert_eq!(java.call("j", "xsem xs acquired").await.val(), "2");
     assert!(sem.release_many(&java_ids).await.unwrap());
     assert_eq!(java.call("j", "xsem xs available").await.val(), "4");
+}
 
-    // A Java permit without a lease never expires: None for us.
+/// A Java permit without a lease never expires: None for us; setPermits counts the
+/// acquired ones on both sides.
+async fn unleased_permits_and_set_permits(java: &Jvm, sem: &PermitExpirableSemaphore) {
     let forever = java.call("j", "xsem xs acquire").await;
     assert_eq!(sem.lease_time(forever.val()).await.unwrap(), None);
     // setPermits counts the acquired ones on both sides: 1 acquired.
@@ -179,6 +181,17 @@ async fn expirable_many_permits_leases_and_lists_both_ways() {
     assert_eq!(java.call("j", "xsem xs permits").await.val(), "3");
     assert_eq!(java.call("j", "xsem xs available").await.val(), "2");
     assert!(sem.release(forever.val()).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expirable_many_permits_leases_and_lists_both_ways() {
+    let Some(s) = setup().await else { return };
+    let (java, server) = (&s.java, &s.server);
+    let sem = s.client.permit_expirable_semaphore("xs");
+    assert!(java.call("j", "xsem xs trysetpermits 4").await.bool());
+    java_releases_our_list_all_or_none(java, &sem).await;
+    we_read_change_and_release_javas_leases(java, &sem).await;
+    unleased_permits_and_set_permits(java, &sem).await;
 
     // Wake-ups: Java's list release wakes our acquire_many(2); ours wakes Java's acquire(2).
     let held = sem.acquire_many(3).await.unwrap();

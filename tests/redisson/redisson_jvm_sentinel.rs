@@ -28,6 +28,20 @@ fn has_hash(set: &SentinelSet, i: usize, name: &str) -> bool {
     set.server(i).cmd::<String>(&["TYPE", name]) == "hash"
 }
 
+/// Each side's acquisition is on the replica by the time it returns.
+async fn each_sides_acquisition_is_on_the_replica(set: &SentinelSet, java: &Jvm, client: &Client) {
+    let replica = 1 - set.primary_index();
+    java.call("t1", "lock lock synced-java").await.ok();
+    assert!(
+        has_hash(set, replica, "synced-java"),
+        "Redisson's lock returned before the replica had it (checkLockSyncedSlaves)"
+    );
+    java.call("t1", "unlock lock synced-java").await.ok();
+    let g = client.lock("synced-ours").lock().await.unwrap();
+    assert!(has_hash(set, replica, "synced-ours"));
+    g.unlock().await.unwrap();
+}
+
 async fn failover_during_a_mixed_run(version: &str) {
     let id = format!("redisson_jvm_sentinel-{version}");
     jvm::clear_record(&id);
@@ -49,17 +63,7 @@ async fn failover_during_a_mixed_run(version: &str) {
         Client::connect(mixed::config_of(&spec)).await.unwrap(),
     ];
 
-    // Each side's acquisition is on the replica by the time it returns.
-    let replica = 1 - set.primary_index();
-    java.call("t1", "lock lock synced-java").await.ok();
-    assert!(
-        has_hash(&set, replica, "synced-java"),
-        "Redisson's lock returned before the replica had it (checkLockSyncedSlaves)"
-    );
-    java.call("t1", "unlock lock synced-java").await.ok();
-    let g = clients[0].lock("synced-ours").lock().await.unwrap();
-    assert!(has_hash(&set, replica, "synced-ours"));
-    g.unlock().await.unwrap();
+    each_sides_acquisition_is_on_the_replica(&set, &java, &clients[0]).await;
 
     let checker = Checker::new(Kind::Plain, "mixed", None);
     let run = Run {

@@ -238,37 +238,61 @@ async fn config_durations_are_validated_or_saturated() {
     no_panics();
 }
 
-/// The rest of the family (semaphores, latch, multi-locks, the spin lock's back-off,
-/// elections): a free resource's call works or is refused typed, a busy one's gives up
-/// within its wait or waits on; none panics.
-#[tokio::test]
-async fn family_apis_accept_or_refuse_every_duration() {
-    count_panics();
-    let server = RedisServer::start();
-    let client = Client::connect(Config::single(server.url())).await.unwrap();
-    let other = Client::connect(Config::single(server.url())).await.unwrap();
-    let busy_name = "durations:family:busy";
-    let _busy = other.lock(busy_name).lock().await.unwrap();
-    let semaphore = client.semaphore("durations:family:sem");
-    semaphore.set_permits(1).await.unwrap();
-    let expirable = client.permit_expirable_semaphore("durations:family:exp");
-    expirable.set_permits(1).await.unwrap();
-    let latch = client.count_down_latch("durations:family:latch");
-    assert!(latch.try_set_count(1).await.unwrap());
-    let multi = client.multi_lock(["durations:family:m1", "durations:family:m2"]);
-    let busy_multi = client.multi_lock(["durations:family:m3", busy_name]);
-    let group = client
-        .faster_multi_lock("durations:family:group", ["a", "b"])
-        .unwrap();
-    let election = client.election("durations:family:election");
-    let _leading = other
-        .election("durations:family:led")
-        .campaign("other")
-        .await
-        .unwrap();
-    let led = client.election("durations:family:led");
-    for d in durations() {
-        // Free resources: at once, or refused typed.
+/// The family's resources of [`family_apis_accept_or_refuse_every_duration`], made
+/// once: each free but `busy_multi`, `busy` (a lock `other` holds) and `led`.
+struct Family {
+    client: Client,
+    semaphore: redlatch::Semaphore,
+    expirable: redlatch::PermitExpirableSemaphore,
+    latch: redlatch::CountDownLatch,
+    multi: redlatch::MultiLock,
+    busy_multi: redlatch::MultiLock,
+    group: redlatch::FasterMultiLock,
+    election: redlatch::Election,
+    led: redlatch::Election,
+}
+
+const BUSY: &str = "durations:family:busy";
+
+impl Family {
+    /// Sets the resources up; `other` holds [`BUSY`] and leads `durations:family:led`
+    /// for as long as the returned guards live.
+    async fn new(
+        client: Client,
+        other: &Client,
+    ) -> (Self, redlatch::LockGuard, redlatch::Leadership) {
+        let busy = other.lock(BUSY).lock().await.unwrap();
+        let semaphore = client.semaphore("durations:family:sem");
+        semaphore.set_permits(1).await.unwrap();
+        let expirable = client.permit_expirable_semaphore("durations:family:exp");
+        expirable.set_permits(1).await.unwrap();
+        let latch = client.count_down_latch("durations:family:latch");
+        assert!(latch.try_set_count(1).await.unwrap());
+        let leading = other
+            .election("durations:family:led")
+            .campaign("other")
+            .await
+            .unwrap();
+        let family = Family {
+            multi: client.multi_lock(["durations:family:m1", "durations:family:m2"]),
+            busy_multi: client.multi_lock(["durations:family:m3", BUSY]),
+            group: client
+                .faster_multi_lock("durations:family:group", ["a", "b"])
+                .unwrap(),
+            election: client.election("durations:family:election"),
+            led: client.election("durations:family:led"),
+            semaphore,
+            expirable,
+            latch,
+            client,
+        };
+        (family, busy, leading)
+    }
+
+    /// The semaphores: a free permit at once or refused typed, a second of one waits
+    /// within its wait; a TTL, a lease and its update work or are refused typed.
+    async fn semaphores(&self, d: Duration) {
+        let semaphore = &self.semaphore;
         let permit = within_patience("semaphore.try_acquire", d, semaphore.try_acquire(d)).await;
         assert!(
             matches!(permit, Some(Some(_))),
@@ -284,12 +308,13 @@ async fn family_apis_accept_or_refuse_every_duration() {
         if let Some(p) = held {
             p.release().await.unwrap();
         }
-        let r = client
+        let r = (self.client)
             .semaphore(format!("durations:family:ttl:{}", rand::random::<u32>()))
             .try_set_permits_with_ttl(1, d)
             .await;
         ok_or_typed("try_set_permits_with_ttl", d, &r);
 
+        let expirable = &self.expirable;
         let r = expirable.acquire_with_lease(d).await;
         ok_or_typed("acquire_with_lease", d, &r);
         if let Ok(p) = r {
@@ -302,33 +327,43 @@ async fn family_apis_accept_or_refuse_every_duration() {
         if let Some(Some(p)) = r {
             p.release().await.unwrap();
         }
+    }
 
+    /// The latch and the multi-locks: an open latch is never counted down, a free
+    /// multi-lock works or is refused typed, one over a busy lock gives up.
+    async fn latch_and_multi_locks(&self, d: Duration) {
+        let latch = &self.latch;
         let r = within_patience("latch.wait_timeout", d, latch.wait_timeout(d)).await;
         assert!(
             r != Some(true),
             "latch.wait_timeout({d:?}) of an open latch"
         );
 
-        let r = multi.lock_with_lease(d).await;
+        let r = self.multi.lock_with_lease(d).await;
         ok_or_typed("multi.lock_with_lease", d, &r);
         drop(r);
-        let r = within_patience("multi.try_lock", d, multi.try_lock(d)).await;
+        let r = within_patience("multi.try_lock", d, self.multi.try_lock(d)).await;
         drop(r);
+        let busy_multi = &self.busy_multi;
         let r = within_patience("busy multi.try_lock", d, busy_multi.try_lock(d)).await;
         assert!(
             matches!(r, None | Some(None)),
             "a multi-lock over a busy lock: {r:?}"
         );
 
-        let r = group.lock_with_lease(d).await;
+        let r = self.group.lock_with_lease(d).await;
         ok_or_typed("group.lock_with_lease", d, &r);
         drop(r);
-        let r = within_patience("group.try_lock", d, group.try_lock(d)).await;
+        let r = within_patience("group.try_lock", d, self.group.try_lock(d)).await;
         drop(r);
+    }
 
+    /// The spin lock's back-offs over a busy lock give up; a free election is won or
+    /// refused typed, a led one is not won.
+    async fn spin_locks_and_elections(&self, d: Duration) {
         for backoff in [BackOff::constant(d), BackOff::exponential(d, d, 2)] {
             let Ok(backoff) = backoff else { continue };
-            let spin = client.spin_lock_with(busy_name, backoff);
+            let spin = self.client.spin_lock_with(BUSY, backoff);
             let r = within_patience("spin try_lock", d, spin.try_lock(d)).await;
             assert!(
                 matches!(r, None | Some(None)),
@@ -336,12 +371,31 @@ async fn family_apis_accept_or_refuse_every_duration() {
             );
         }
 
+        let election = &self.election;
         let r = within_patience("try_campaign", d, election.try_campaign("me", d)).await;
         if let Some(Some(leading)) = r {
             leading.resign().await.unwrap();
         }
+        let led = &self.led;
         let r = within_patience("busy try_campaign", d, led.try_campaign("me", d)).await;
         assert!(matches!(r, None | Some(None)), "a led election: {r:?}");
+    }
+}
+
+/// The rest of the family (semaphores, latch, multi-locks, the spin lock's back-off,
+/// elections): a free resource's call works or is refused typed, a busy one's gives up
+/// within its wait or waits on; none panics.
+#[tokio::test]
+async fn family_apis_accept_or_refuse_every_duration() {
+    count_panics();
+    let server = RedisServer::start();
+    let client = Client::connect(Config::single(server.url())).await.unwrap();
+    let other = Client::connect(Config::single(server.url())).await.unwrap();
+    let (family, _busy, _leading) = Family::new(client, &other).await;
+    for d in durations() {
+        family.semaphores(d).await;
+        family.latch_and_multi_locks(d).await;
+        family.spin_locks_and_elections(d).await;
         tokio::task::yield_now().await;
     }
     no_panics();

@@ -30,6 +30,88 @@ async fn listeners(server: &RedisServer, channel: &str, n: i64) {
     );
 }
 
+/// Starts a fair waiter for `k:fair` in client `b` and returns once it is queued.
+async fn fair_waiter_queued(
+    server: &RedisServer,
+    b: &Client,
+) -> tokio::task::JoinHandle<redlatch::Result<redlatch::LockGuard>> {
+    let fair_b = b.fair_lock("k:fair");
+    let queued = tokio::spawn(async move { fair_b.lock().await });
+    let queue_key = "redisson_lock_queue:{k:fair}";
+    let in_queue = eventually_async(Duration::from_secs(10), || {
+        server.cmd::<i64>(&["LLEN", queue_key]) == 1
+    });
+    assert!(in_queue.await, "the fair waiter never queued");
+    queued
+}
+
+/// The listing of `k:*` names each kind once, as what it is, in name order.
+fn assert_each_kind(listing: &Listing) {
+    let kinds: Vec<(&str, ListedKind)> = listing
+        .locks
+        .iter()
+        .map(|l| (l.name.as_str(), l.kind))
+        .collect();
+    use ListedKind::*;
+    assert_eq!(
+        kinds,
+        [
+            ("k:elect", Election),
+            ("k:fair", Fair),
+            ("k:fenced", Fenced),
+            ("k:group", FasterMulti),
+            ("k:latch", Counter),
+            ("k:m1", Lock),
+            ("k:m2", Lock),
+            ("k:plain", Lock),
+            ("k:rw", ReadWrite),
+            ("k:sem", Counter),
+            ("k:simple", Simple),
+            ("k:spin", Lock),
+            ("k:xsem", ExpirableSemaphore),
+        ],
+        "{listing:#?}"
+    );
+}
+
+/// The counters' counts, the election's key, and a TTL within the lease on each held kind.
+fn assert_counts_keys_and_ttls(found: &HashMap<&str, &LockListing>) {
+    assert_eq!(found["k:elect"].key, "redlatch_election:{k:elect}");
+    assert_eq!(found["k:sem"].count, Some(5));
+    assert_eq!(found["k:latch"].count, Some(3));
+    assert!(found["k:sem"].holders.is_empty() && found["k:sem"].ttl.is_none());
+    for name in [
+        "k:plain", "k:simple", "k:fair", "k:rw", "k:group", "k:elect",
+    ] {
+        let ttl = found[name].ttl.unwrap_or_else(|| panic!("{name}: no ttl"));
+        assert!(
+            ttl > Duration::ZERO && ttl <= Duration::from_secs(30),
+            "{name}: {ttl:?}"
+        );
+    }
+}
+
+/// The fair queue holds `b`'s waiter with its deadline (counted as its waiters); every
+/// lock holder of `a` resolves to a's record (a permit's id has none).
+fn assert_fair_queue_and_records(listing: &Listing, a: &Client, b: &Client) {
+    let found = by_name(listing);
+    let fair_found = found["k:fair"];
+    assert_eq!(fair_found.waiters, 1);
+    assert_eq!(fair_found.queue.len(), 1);
+    assert!(
+        fair_found.queue[0].id.starts_with(&b.id().to_string()),
+        "{:?}",
+        fair_found.queue
+    );
+    assert!(fair_found.queue[0].deadline_ms.is_some());
+    let a_id = a.id().to_string();
+    for h in listing.locks.iter().flat_map(|l| &l.holders) {
+        let ours = h.holder.id.starts_with(&a_id);
+        assert_eq!(h.record, ours, "{h:?}");
+        assert_eq!(h.holder.pid.is_some(), ours, "{h:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_is_listed_once_as_what_it_is() {
     let server = RedisServer::start();
@@ -59,13 +141,7 @@ async fn every_kind_is_listed_once_as_what_it_is() {
         .unwrap());
     let leader = a.election("k:elect").campaign("me").await.unwrap();
     // A fair waiter in another client, so the fair lock has its queue keys too.
-    let fair_b = b.fair_lock("k:fair");
-    let queued = tokio::spawn(async move { fair_b.lock().await });
-    let queue_key = "redisson_lock_queue:{k:fair}";
-    let in_queue = eventually_async(Duration::from_secs(10), || {
-        server.cmd::<i64>(&["LLEN", queue_key]) == 1
-    });
-    assert!(in_queue.await, "the fair waiter never queued");
+    let queued = fair_waiter_queued(&server, &b).await;
     // Not locks: a foreign string and a hash without hold counts.
     let _: () = server.cmd(&["SET", "k:text", "hello"]);
     let _: () = server.cmd(&["HSET", "k:hash", "field", "value"]);
@@ -73,31 +149,7 @@ async fn every_kind_is_listed_once_as_what_it_is() {
     let listing = a.list("k:*").await.unwrap();
     assert!(!listing.incomplete, "{:?}", listing.unread);
     let found = by_name(&listing);
-    let kinds: Vec<(&str, ListedKind)> = listing
-        .locks
-        .iter()
-        .map(|l| (l.name.as_str(), l.kind))
-        .collect();
-    use ListedKind::*;
-    assert_eq!(
-        kinds,
-        [
-            ("k:elect", Election),
-            ("k:fair", Fair),
-            ("k:fenced", Fenced),
-            ("k:group", FasterMulti),
-            ("k:latch", Counter),
-            ("k:m1", Lock),
-            ("k:m2", Lock),
-            ("k:plain", Lock),
-            ("k:rw", ReadWrite),
-            ("k:sem", Counter),
-            ("k:simple", Simple),
-            ("k:spin", Lock),
-            ("k:xsem", ExpirableSemaphore),
-        ],
-        "{listing:#?}"
-    );
+    assert_each_kind(&listing);
     let holder = |name: &str| -> Vec<String> {
         found[name]
             .holders
@@ -118,40 +170,12 @@ async fn every_kind_is_listed_once_as_what_it_is() {
     assert_eq!(holder("k:xsem"), [permit.id().to_string()]);
     assert_eq!(found["k:xsem"].count, Some(1), "one permit left");
     assert_eq!(holder("k:elect"), [leader.holder().to_string()]);
-    assert_eq!(found["k:elect"].key, "redlatch_election:{k:elect}");
-    assert_eq!(found["k:sem"].count, Some(5));
-    assert_eq!(found["k:latch"].count, Some(3));
-    assert!(found["k:sem"].holders.is_empty() && found["k:sem"].ttl.is_none());
     assert_eq!(
         found["k:fenced"].fencing_counter,
         Some(fenced.fencing_token().unwrap())
     );
-    for name in [
-        "k:plain", "k:simple", "k:fair", "k:rw", "k:group", "k:elect",
-    ] {
-        let ttl = found[name].ttl.unwrap_or_else(|| panic!("{name}: no ttl"));
-        assert!(
-            ttl > Duration::ZERO && ttl <= Duration::from_secs(30),
-            "{name}: {ttl:?}"
-        );
-    }
-    // The fair queue, in order, with its deadline; counted as its waiters.
-    let fair_found = found["k:fair"];
-    assert_eq!(fair_found.waiters, 1);
-    assert_eq!(fair_found.queue.len(), 1);
-    assert!(
-        fair_found.queue[0].id.starts_with(&b.id().to_string()),
-        "{:?}",
-        fair_found.queue
-    );
-    assert!(fair_found.queue[0].deadline_ms.is_some());
-    // Every lock holder of `a` resolves to a's record (a permit's id has none).
-    let a_id = a.id().to_string();
-    for h in listing.locks.iter().flat_map(|l| &l.holders) {
-        let ours = h.holder.id.starts_with(&a_id);
-        assert_eq!(h.record, ours, "{h:?}");
-        assert_eq!(h.holder.pid.is_some(), ours, "{h:?}");
-    }
+    assert_counts_keys_and_ttls(&found);
+    assert_fair_queue_and_records(&listing, &a, &b);
 
     fair.unlock().await.unwrap();
     let next = queued.await.unwrap().unwrap();
@@ -225,6 +249,30 @@ async fn a_plain_locks_waiters_are_counted_per_client() {
     );
 }
 
+/// The listing of `r:*` once the ledgers show the plain lock's acquisition, the spin
+/// lock's two waiters and the fair waiter's start (at most 10 s: ledgers are written at
+/// most once a second; the assertions that follow say what is missing after that).
+async fn listing_with_ledgers(a: &Client) -> Listing {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let listing = a.list("r:*").await.unwrap();
+        let found = by_name(&listing);
+        let acquired = |name: &str| {
+            found
+                .get(name)
+                .is_some_and(|l| l.holders[0].holder.acquired.is_some())
+        };
+        let ready = acquired("r:plain")
+            && found.get("r:spin").is_some_and(|l| l.waiters == 2)
+            && (found.get("r:fair"))
+                .is_some_and(|l| l.queue.iter().all(|q| q.waiting_since.is_some()));
+        if ready || Instant::now() >= until {
+            break listing;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Holders resolve to their clients' records and ledgers (which every redlatch client
 /// writes: its record at connect, its ledger at most once a second): a host, pid, app
 /// and the time it took the lock; a queued fair waiter to the time it began waiting; a
@@ -252,25 +300,7 @@ async fn holders_resolve_to_their_clients_records() {
             tokio::spawn(async move { lock.lock().await.map(drop) })
         })
         .collect();
-    // The ledgers are written at most once a second: the listing catches up.
-    let until = Instant::now() + Duration::from_secs(10);
-    let listing = loop {
-        let listing = a.list("r:*").await.unwrap();
-        let found = by_name(&listing);
-        let acquired = |name: &str| {
-            found
-                .get(name)
-                .is_some_and(|l| l.holders[0].holder.acquired.is_some())
-        };
-        let ready = acquired("r:plain")
-            && found.get("r:spin").is_some_and(|l| l.waiters == 2)
-            && (found.get("r:fair"))
-                .is_some_and(|l| l.queue.iter().all(|q| q.waiting_since.is_some()));
-        if ready || Instant::now() >= until {
-            break listing;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let listing = listing_with_ledgers(&a).await;
     let found = by_name(&listing);
     let h = &found["r:plain"].holders[0];
     assert!(h.record, "{h:?}");

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 use common::{calls, eventually_async, numsub, RedisServer};
 use redlatch::{Client, Config, Error};
 
+mod leases;
+mod redlock;
+
 async fn client(server: &RedisServer) -> Client {
     Client::connect(Config::single(server.url())).await.unwrap()
 }
@@ -344,132 +347,6 @@ async fn a_waiting_writer_is_not_starved_by_a_steady_stream_of_readers() {
 }
 
 #[tokio::test]
-async fn a_dead_readers_hold_lapses_on_its_lease_without_cutting_the_others_short() {
-    let server = RedisServer::start();
-    let (dead, live) = (client(&server).await, client(&server).await);
-    let g = dead
-        .read_write_lock("lapse")
-        .read()
-        .lock_with_lease(Duration::from_millis(300))
-        .await
-        .unwrap();
-    let dead_holder = g.holder().to_string();
-    std::mem::forget(g); // the holder dies without releasing
-    let live_guard = live.read_write_lock("lapse").read().lock().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    assert!(!exists(
-        &server,
-        &format!("{{lapse}}:{dead_holder}:rwlock_timeout:1")
-    ));
-    assert!(live
-        .read_write_lock("lapse")
-        .read()
-        .is_held_by_current_task()
-        .await
-        .is_ok());
-    assert_eq!(
-        server.cmd::<i64>(&["HGET", "lapse", live_guard.holder()]),
-        1
-    );
-    assert!(!live_guard.lost().is_cancelled());
-    live_guard.unlock().await.unwrap();
-    // The dead reader's field does not keep the lock: its hold key is gone.
-    assert!(!exists(&server, "lapse"));
-    let writer = client(&server).await;
-    let w = writer
-        .read_write_lock("lapse")
-        .write()
-        .try_lock(Duration::ZERO)
-        .await
-        .unwrap();
-    assert!(w.is_some());
-}
-
-#[tokio::test]
-async fn a_dead_writer_is_freed_by_its_lease() {
-    let server = RedisServer::start();
-    let (dead, other) = (client(&server).await, client(&server).await);
-    let g = dead
-        .read_write_lock("dead-w")
-        .write()
-        .lock_with_lease(Duration::from_millis(400))
-        .await
-        .unwrap();
-    std::mem::forget(g);
-    let started = Instant::now();
-    let r = other
-        .read_write_lock("dead-w")
-        .read()
-        .try_lock(Duration::from_secs(10))
-        .await
-        .unwrap();
-    assert!(r.is_some());
-    assert!(started.elapsed() < Duration::from_secs(5));
-}
-
-#[tokio::test]
-async fn the_watchdog_renews_read_and_write_holds() {
-    let server = RedisServer::start();
-    // Renewed every 0.5 s: a loaded machine may delay a renewal by a second.
-    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(1500));
-    let client = Client::connect(config).await.unwrap();
-    let rw = client.read_write_lock("kept");
-    let w = rw.write().lock().await.unwrap();
-    let r = w.scope(rw.read().lock()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(3000)).await;
-    assert!(!w.lost().is_cancelled() && !r.lost().is_cancelled());
-    let key = format!("{{kept}}:{}:rwlock_timeout:1", r.holder());
-    assert!(exists(&server, &key), "the read hold's key lapsed");
-    w.unlock().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(3000)).await;
-    assert!(exists(&server, &key));
-    assert!(!r.lost().is_cancelled());
-    r.unlock().await.unwrap();
-    assert!(!exists(&server, "kept"));
-}
-
-#[tokio::test]
-async fn a_read_hold_whose_key_vanished_is_reported_lost() {
-    let server = RedisServer::start();
-    let config = Config::single(server.url()).watchdog_timeout(Duration::from_millis(600));
-    let client = Client::connect(config).await.unwrap();
-    let r = client
-        .read_write_lock("vanish")
-        .read()
-        .lock()
-        .await
-        .unwrap();
-    let key = format!("{{vanish}}:{}:rwlock_timeout:1", r.holder());
-    let _: i64 = server.cmd(&["DEL", &key]);
-    let lost = r.lost();
-    assert!(
-        tokio::time::timeout(Duration::from_secs(5), lost.cancelled())
-            .await
-            .is_ok()
-    );
-    assert!(r.unlock().await.unwrap_err().is_not_held());
-    // The lost hold was dropped: nothing keeps the lock.
-    assert!(eventually_async(Duration::from_secs(2), || !exists(&server, "vanish")).await);
-}
-
-#[tokio::test]
-async fn force_unlock_breaks_only_its_own_mode_and_reports_guards_lost() {
-    let server = RedisServer::start();
-    let client = client(&server).await;
-    let rw = client.read_write_lock("force");
-    let w = rw.write().lock().await.unwrap();
-    assert!(!rw.read().force_unlock().await.unwrap(), "not in read mode");
-    assert!(!w.lost().is_cancelled());
-    assert!(rw.write().force_unlock().await.unwrap());
-    assert!(w.lost().is_cancelled());
-    assert!(w.unlock().await.unwrap_err().is_not_held());
-    let r = rw.read().lock().await.unwrap();
-    assert!(rw.read().force_unlock().await.unwrap());
-    assert!(r.lost().is_cancelled());
-    assert!(!exists(&server, "force"));
-}
-
-#[tokio::test]
 async fn cancelled_waits_leave_no_hold_intent_or_subscription() {
     let server = RedisServer::start();
     let (a, b) = (client(&server).await, client(&server).await);
@@ -557,63 +434,4 @@ async fn bad_input_is_typed() {
         Err(Error::WrongType { .. })
     ));
     assert_eq!(server.cmd::<String>(&["GET", "bad"]), "text");
-}
-
-#[tokio::test]
-async fn under_redlock_read_and_write_locks_go_by_majority() {
-    let mut servers = common::start_many(3);
-    let config = common::redlock::config(&servers);
-    let (a, b) = (
-        Client::connect(config.clone()).await.unwrap(),
-        Client::connect(config).await.unwrap(),
-    );
-    let r = a.read_write_lock("rl").read().lock().await.unwrap();
-    let r2 = b
-        .read_write_lock("rl")
-        .read()
-        .try_lock(Duration::ZERO)
-        .await
-        .unwrap();
-    assert!(r2.is_some(), "readers share under Redlock too");
-    // Both grants came from a majority; a master answering past the master timeout
-    // (a loaded machine) runs the script just after.
-    let both_read = |s: &common::RedisServer| {
-        s.cmd::<Option<String>>(&["HGET", "rl", "mode"]).as_deref() == Some("read")
-            && s.cmd::<i64>(&["HLEN", "rl"]) == 3
-    };
-    assert!(
-        eventually_async(Duration::from_secs(5), || servers.iter().all(both_read)).await,
-        "two readers on every master: {:?}",
-        (servers.iter())
-            .map(|s| s.cmd::<Vec<String>>(&["HKEYS", "rl"]))
-            .collect::<Vec<_>>()
-    );
-    r2.unwrap().unlock().await.unwrap();
-    assert!(b
-        .read_write_lock("rl")
-        .write()
-        .try_lock(Duration::ZERO)
-        .await
-        .unwrap()
-        .is_none());
-    r.unlock().await.unwrap();
-    // One master down: a majority still grants and excludes.
-    servers[2].kill();
-    let w = a.read_write_lock("rl").write().lock().await.unwrap();
-    assert!(b
-        .read_write_lock("rl")
-        .read()
-        .try_lock(Duration::from_millis(200))
-        .await
-        .unwrap()
-        .is_none());
-    assert!(b.read_write_lock("rl").write().is_locked().await.unwrap());
-    w.unlock().await.unwrap();
-    let r = b
-        .read_write_lock("rl")
-        .read()
-        .try_lock(Duration::from_secs(5))
-        .await
-        .unwrap();
-    assert!(r.is_some());
 }

@@ -118,16 +118,9 @@ fn state(conn: &mut redis::Connection, key: &str) -> (String, Value, bool) {
     (kind, fields, pttl > 0 && pttl <= 10_000)
 }
 
-#[test]
-fn a_node_batch_answers_each_operation_as_the_single_scripts_do() {
-    if common::older_than(7, "batch_node.lua (allow-cross-slot-keys)") {
-        return;
-    }
-    let cluster = RedisCluster::start(3, 0);
-    let [p, other] = [cluster.primaries()[0], cluster.primaries()[1]];
-    let mut conn = cluster.node(p).conn();
-    // Twin names on primary p, for the single scripts and for the batch; every name in
-    // its own slot.
+/// Twin names on primary `p`, for the single scripts and for the batch (`a`, a string
+/// key `s`, `b`); every name in its own slot.
+fn twin_names(cluster: &RedisCluster, p: usize) -> (Vec<String>, Vec<String>) {
     let names = |prefix: &str| -> Vec<String> {
         ["a", "s", "b"]
             .iter()
@@ -141,34 +134,39 @@ fn a_node_batch_answers_each_operation_as_the_single_scripts_do() {
     slots.sort();
     slots.dedup();
     assert_eq!(slots.len(), 6, "every name in its own slot");
-    let ops = |n: &[String]| -> Vec<Op> {
-        let (a, s, b) = (n[0].clone(), n[1].clone(), n[2].clone());
-        vec![
-            (true, a.clone(), "h:1"),  // fresh
-            (true, a.clone(), "h:1"),  // re-entered, count 2
-            (true, a.clone(), "h:2"),  // busy
-            (false, a.clone(), "h:2"), // not held
-            (false, a.clone(), "h:1"), // still held
-            (false, a.clone(), "h:1"), // released
-            (false, a.clone(), "h:1"), // not held any more
-            (true, s.clone(), "h:1"),  // a string key: WRONGTYPE
-            (false, s, "h:1"),         // WRONGTYPE on release too
-            (true, b.clone(), "h:3"),  // fresh, left held
-            (true, b, "h:3"),          // re-entered
-        ]
-    };
+    (singles_names, batch_names)
+}
+
+/// The operations run on each twin set `n` (`a`, `s`, `b`), each commented with what it meets.
+fn every_answer(n: &[String]) -> Vec<Op> {
+    let (a, s, b) = (n[0].clone(), n[1].clone(), n[2].clone());
+    vec![
+        (true, a.clone(), "h:1"),  // fresh
+        (true, a.clone(), "h:1"),  // re-entered, count 2
+        (true, a.clone(), "h:2"),  // busy
+        (false, a.clone(), "h:2"), // not held
+        (false, a.clone(), "h:1"), // still held
+        (false, a.clone(), "h:1"), // released
+        (false, a.clone(), "h:1"), // not held any more
+        (true, s.clone(), "h:1"),  // a string key: WRONGTYPE
+        (false, s, "h:1"),         // WRONGTYPE on release too
+        (true, b.clone(), "h:3"),  // fresh, left held
+        (true, b, "h:3"),          // re-entered
+    ]
+}
+
+/// [`every_answer`]'s operations once through the single scripts and once in one node
+/// batch, on twin names of primary `p`: the same answers and the same state left.
+fn assert_twins_answer_alike(cluster: &RedisCluster, p: usize, conn: &mut redis::Connection) {
+    let (singles_names, batch_names) = twin_names(cluster, p);
     for n in [&singles_names, &batch_names] {
-        let _: () = redis::cmd("SET")
-            .arg(&n[1])
-            .arg("x")
-            .query(&mut conn)
-            .unwrap();
+        let _: () = redis::cmd("SET").arg(&n[1]).arg("x").query(conn).unwrap();
     }
-    let singles: Vec<(i64, i64)> = ops(&singles_names)
+    let singles: Vec<(i64, i64)> = every_answer(&singles_names)
         .iter()
-        .map(|op| single(&mut conn, op))
+        .map(|op| single(conn, op))
         .collect();
-    let mut batched = node_batch(&mut conn, &batch_names[0], &ops(&batch_names));
+    let mut batched = node_batch(conn, &batch_names[0], &every_answer(&batch_names));
     // The busy answer carries the holder's PTTL, which ticks between the two runs.
     assert!(batched[2].1 > 0 && batched[2].1 <= 10_000, "{batched:?}");
     batched[2].1 = singles[2].1;
@@ -190,14 +188,20 @@ fn a_node_batch_answers_each_operation_as_the_single_scripts_do() {
         ]
     );
     for (s, b) in singles_names.iter().zip(&batch_names) {
-        assert_eq!(state(&mut conn, s), state(&mut conn, b), "{s} / {b}");
+        assert_eq!(state(conn, s), state(conn, b), "{s} / {b}");
     }
+}
 
-    // Leases that differ (ARGV[2] is "", each operation carries its own): a fresh lock
-    // takes its own; a re-entry and a partial release extend the lease to theirs.
+/// Leases that differ (ARGV[2] is "", each operation carries its own): a fresh lock
+/// takes its own; a re-entry and a partial release extend the lease to theirs.
+fn assert_each_operation_has_its_lease(
+    cluster: &RedisCluster,
+    p: usize,
+    conn: &mut redis::Connection,
+) {
     let (short, long) = (cluster.key_on(p, "short-"), cluster.key_on(p, "long-"));
     let leased = node_batch_leased(
-        &mut conn,
+        conn,
         &short,
         &[
             (true, short.clone(), "h:1"),
@@ -211,25 +215,31 @@ fn a_node_batch_answers_each_operation_as_the_single_scripts_do() {
     let pttl = |conn: &mut redis::Connection, key: &str| -> i64 {
         redis::cmd("PTTL").arg(key).query(conn).unwrap()
     };
-    let (s, l) = (pttl(&mut conn, &short), pttl(&mut conn, &long));
+    let (s, l) = (pttl(conn, &short), pttl(conn, &long));
     assert!((120_000..=150_000).contains(&s), "{s}");
     assert!((500_000..=600_000).contains(&l), "{l}");
+}
 
-    // A lock of another primary, and one in a slot of p being migrated: "not here" for
-    // every operation of theirs, nothing written; their neighbours run.
+/// A lock of another primary, and one in a slot of `p` being migrated to `other`:
+/// "not here" for every operation of theirs, nothing written; their neighbours run.
+fn assert_other_slots_are_not_here(
+    cluster: &RedisCluster,
+    [p, other]: [usize; 2],
+    conn: &mut redis::Connection,
+) {
     let away = cluster.key_on(other, "away-");
     let moving = cluster.key_on(p, "moving-");
     let fresh = cluster.key_on(p, "fresh-");
     let slot = key_slot(moving.as_bytes());
     // Held before the migration starts: its key is here, the slot is not settled.
     assert_eq!(
-        single(&mut conn, &(true, moving.clone(), "h:9")),
+        single(conn, &(true, moving.clone(), "h:9")),
         (1, 1),
         "{moving}"
     );
     cluster.begin_migration(slot, p, other);
     let answers = node_batch(
-        &mut conn,
+        conn,
         &fresh,
         &[
             (true, away.clone(), "h:1"),
@@ -244,12 +254,25 @@ fn a_node_batch_answers_each_operation_as_the_single_scripts_do() {
     let held: Option<i64> = redis::cmd("HGET")
         .arg(&moving)
         .arg("h:9")
-        .query(&mut conn)
+        .query(conn)
         .unwrap();
     assert_eq!(held, Some(1));
-    assert_eq!(state(&mut conn, &fresh).0, "hash");
+    assert_eq!(state(conn, &fresh).0, "hash");
     let mut away_conn = cluster.node(other).conn();
     assert_eq!(state(&mut away_conn, &away).0, "none");
+}
+
+#[test]
+fn a_node_batch_answers_each_operation_as_the_single_scripts_do() {
+    if common::older_than(7, "batch_node.lua (allow-cross-slot-keys)") {
+        return;
+    }
+    let cluster = RedisCluster::start(3, 0);
+    let [p, other] = [cluster.primaries()[0], cluster.primaries()[1]];
+    let mut conn = cluster.node(p).conn();
+    assert_twins_answer_alike(&cluster, p, &mut conn);
+    assert_each_operation_has_its_lease(&cluster, p, &mut conn);
+    assert_other_slots_are_not_here(&cluster, [p, other], &mut conn);
 }
 
 /// The next message a classic subscription hears (within its read timeout), if any.

@@ -94,25 +94,17 @@ fn classic_publishes(cluster: &RedisCluster) -> u64 {
         .sum()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_a_redis_7_cluster_classic_and_sharded_listeners_hear_each_other() {
-    if common::older_than(7, "sharded pub/sub") {
-        return;
-    }
-    let cluster = RedisCluster::start(3, 0);
-    let client = Client::connect(Config::cluster(cluster.urls()))
-        .await
-        .unwrap();
-    let other = Client::connect(Config::cluster(cluster.urls()))
-        .await
-        .unwrap();
-
-    // redlatch alone, contended: every wake-up goes sharded, nothing classic.
-    let before = classic_publishes(&cluster);
+/// redlatch alone, contended: every wake-up goes sharded, nothing classic.
+async fn alone_redlatch_never_publishes_classic(
+    cluster: &RedisCluster,
+    client: &Client,
+    other: &Client,
+) {
+    let before = classic_publishes(cluster);
     for round in 0..5 {
         let g = client.lock("alone").lock().await.unwrap();
         let waiter = common::timed_waiter(other.lock("alone"), Duration::ZERO);
-        listening_both_ways(&cluster, "redisson_lock__channel:{alone}").await;
+        listening_both_ways(cluster, "redisson_lock__channel:{alone}").await;
         let released = Instant::now();
         g.unlock().await.unwrap();
         let got = tokio::time::timeout(WOKEN, waiter)
@@ -122,12 +114,14 @@ async fn on_a_redis_7_cluster_classic_and_sharded_listeners_hear_each_other() {
         assert!(got.duration_since(released) <= WOKEN);
     }
     assert_eq!(
-        classic_publishes(&cluster),
+        classic_publishes(cluster),
         before,
         "redlatch published classic with only redlatch listening"
     );
+}
 
-    // Our releases reach a classic listener, every kind.
+/// Our releases reach a classic listener, every kind.
+async fn every_kinds_release_reaches_a_classic_listener(cluster: &RedisCluster, client: &Client) {
     let url_of = |channel: &str| cluster.node(cluster.primary_for_key(channel)).url();
     let ch = "redisson_lock__channel:{plain}";
     let rx = classic_listener(&url_of(ch), ch);
@@ -165,13 +159,16 @@ async fn on_a_redis_7_cluster_classic_and_sharded_listeners_hear_each_other() {
     let t = Instant::now();
     latch.count_down().await.unwrap();
     heard(&rx, t, "the latch's count-down");
+}
 
-    // A classic release (Redisson's: delete, PUBLISH "0") wakes our lock waiter.
+/// A classic release (Redisson's: delete, PUBLISH "0") wakes our lock waiter; and
+/// our semaphore waiter (Redisson's release: INCRBY, PUBLISH the permits).
+async fn classic_releases_wake_our_waiters(cluster: &RedisCluster, client: &Client) {
     let node = cluster.node(cluster.primary_for_key("java"));
     let _: i64 = node.cmd(&["HSET", "java", "java-client:1", "1"]);
     let _: i64 = node.cmd(&["PEXPIRE", "java", "30000"]);
     let waiter = common::timed_waiter(client.lock("java"), Duration::ZERO);
-    listening_both_ways(&cluster, "redisson_lock__channel:{java}").await;
+    listening_both_ways(cluster, "redisson_lock__channel:{java}").await;
     let released = Instant::now();
     let _: i64 = node.cmd(&["DEL", "java"]);
     let _: i64 = node.cmd(&["PUBLISH", "redisson_lock__channel:{java}", "0"]);
@@ -181,11 +178,10 @@ async fn on_a_redis_7_cluster_classic_and_sharded_listeners_hear_each_other() {
         .unwrap();
     assert!(got.duration_since(released) <= WOKEN);
 
-    // And our semaphore waiter (Redisson's release: INCRBY, PUBLISH the permits).
     let sem = client.semaphore("javasem");
     assert!(sem.try_set_permits(0).await.unwrap());
     let ours = tokio::spawn(async move { sem.acquire().await.unwrap().forget() });
-    listening_both_ways(&cluster, "redisson_sc:{javasem}").await;
+    listening_both_ways(cluster, "redisson_sc:{javasem}").await;
     let node = cluster.node(cluster.primary_for_key("javasem"));
     let released = Instant::now();
     let _: i64 = node.cmd(&["INCRBY", "javasem", "1"]);
@@ -195,6 +191,23 @@ async fn on_a_redis_7_cluster_classic_and_sharded_listeners_hear_each_other() {
         .expect("a classic release did not wake our semaphore waiter")
         .unwrap();
     assert!(released.elapsed() <= WOKEN);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_redis_7_cluster_classic_and_sharded_listeners_hear_each_other() {
+    if common::older_than(7, "sharded pub/sub") {
+        return;
+    }
+    let cluster = RedisCluster::start(3, 0);
+    let client = Client::connect(Config::cluster(cluster.urls()))
+        .await
+        .unwrap();
+    let other = Client::connect(Config::cluster(cluster.urls()))
+        .await
+        .unwrap();
+    alone_redlatch_never_publishes_classic(&cluster, &client, &other).await;
+    every_kinds_release_reaches_a_classic_listener(&cluster, &client).await;
+    classic_releases_wake_our_waiters(&cluster, &client).await;
 }
 
 /// Kills every pub/sub connection on `node` (`CLIENT KILL TYPE pubsub` misses RESP3

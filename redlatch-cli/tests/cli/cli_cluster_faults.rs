@@ -6,6 +6,7 @@
 use redlatch_testkit as common;
 
 use std::io::Write as _;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,6 +41,51 @@ fn overlaps(log: &str) -> usize {
     overlaps
 }
 
+/// Runner `i`: `redlatch run NAME` through `seed` in a loop until `stop` (or
+/// [`RUN_FOR`] after `started`, or [`MAX_ROUNDS`]), each section logged to `log`;
+/// returns its runs that succeeded and failed.
+fn runner(
+    i: usize,
+    name: &str,
+    seed: &str,
+    log: &Path,
+    stop: &AtomicBool,
+    started: Instant,
+) -> (usize, usize) {
+    let (mut ok, mut failed) = (0, 0);
+    for round in 0..MAX_ROUNDS {
+        if stop.load(Ordering::Relaxed) || started.elapsed() > RUN_FOR {
+            break;
+        }
+        // A SIGTERM from redlatch (the lock lost, or at risk with less
+        // than --kill-grace left, as an early renewal failing during the
+        // failover makes it) ends the section at once, logged.
+        let script = format!(
+            "trap 'echo end {i}.{round} >> {l}; exit 143' TERM; \
+             echo start {i}.{round} >> {l}; sleep 0.02 & wait; \
+             echo end {i}.{round} >> {l}",
+            l = log.display()
+        );
+        let status = Command::new(env!("CARGO_BIN_EXE_redlatch"))
+            .args(["run", name, "--wait", "20s", "--redis", seed])
+            .args(["--", "sh", "-c", &script])
+            .env_remove("REDLATCH_REDIS")
+            // A release sent to the dying primary is lost with it: the
+            // lock then waits out its lease on the promoted replica.
+            .env("REDLATCH_WATCHDOG_TIMEOUT", "3s")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        if status.success() {
+            ok += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    (ok, failed)
+}
+
 #[test]
 fn no_two_runners_overlap_while_the_primary_fails_over() {
     let mut cluster = RedisCluster::start(3, 1);
@@ -55,40 +101,7 @@ fn no_two_runners_overlap_while_the_primary_fails_over() {
     let runners: Vec<_> = (0..RUNNERS)
         .map(|i| {
             let (name, seed, log, stop) = (name.clone(), seed.clone(), log.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let (mut ok, mut failed) = (0, 0);
-                for round in 0..MAX_ROUNDS {
-                    if stop.load(Ordering::Relaxed) || started.elapsed() > RUN_FOR {
-                        break;
-                    }
-                    // A SIGTERM from redlatch (the lock lost, or at risk with less
-                    // than --kill-grace left, as an early renewal failing during the
-                    // failover makes it) ends the section at once, logged.
-                    let script = format!(
-                        "trap 'echo end {i}.{round} >> {l}; exit 143' TERM; \
-                         echo start {i}.{round} >> {l}; sleep 0.02 & wait; \
-                         echo end {i}.{round} >> {l}",
-                        l = log.display()
-                    );
-                    let status = Command::new(env!("CARGO_BIN_EXE_redlatch"))
-                        .args(["run", &name, "--wait", "20s", "--redis", &seed])
-                        .args(["--", "sh", "-c", &script])
-                        .env_remove("REDLATCH_REDIS")
-                        // A release sent to the dying primary is lost with it: the
-                        // lock then waits out its lease on the promoted replica.
-                        .env("REDLATCH_WATCHDOG_TIMEOUT", "3s")
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .status()
-                        .unwrap();
-                    if status.success() {
-                        ok += 1;
-                    } else {
-                        failed += 1;
-                    }
-                }
-                (ok, failed)
-            })
+            std::thread::spawn(move || runner(i, &name, &seed, &log, &stop, started))
         })
         .collect();
     std::thread::sleep(Duration::from_secs(2));

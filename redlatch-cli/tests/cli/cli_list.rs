@@ -44,6 +44,51 @@ fn holder(server: &RedisServer, dir: &TempDir, name: &str, opts: &[&str], tag: &
     bg
 }
 
+/// The listing of `cl:*`: `cl:a` (a holder with its record's fields, one waiter),
+/// `cl:gpu` (one permit of three taken) and `cl:rw` (two readers), in name order and
+/// complete; returns `cl:a`'s holder id.
+fn assert_the_three_locks(doc: &Value) -> String {
+    assert_eq!(doc["incomplete"], false, "{doc:#}");
+    let names: Vec<&str> = (doc["locks"].as_array().unwrap().iter())
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cl:a", "cl:gpu", "cl:rw"], "{doc:#}");
+    let a = lock(doc, "cl:a");
+    assert_eq!(a["kind"], "lock");
+    assert_eq!(a["waiters"], 1, "{a:#}");
+    assert_eq!(a["holders"].as_array().unwrap().len(), 1);
+    let id = a["holders"][0]["id"].as_str().unwrap().to_string();
+    for field in ["host", "pid", "app", "since", "acquired"] {
+        assert!(
+            a["holders"][0].get(field).is_some(),
+            "{field} missing: {a:#}"
+        );
+    }
+    assert!(
+        a["ttl_ms"].as_u64().is_some_and(|t| t > 0 && t <= 30_000),
+        "{a:#}"
+    );
+    let rw = lock(doc, "cl:rw");
+    assert_eq!(
+        (rw["kind"].as_str(), rw["mode"].as_str()),
+        (Some("read_write"), Some("read"))
+    );
+    assert_eq!(
+        rw["holders"].as_array().unwrap().len(),
+        2,
+        "two reader processes: {rw:#}"
+    );
+    let gpu = lock(doc, "cl:gpu");
+    // `run --permits` takes a permit of an expirable semaphore: two left, one taken.
+    assert_eq!(
+        (gpu["kind"].as_str(), gpu["count"].as_i64()),
+        (Some("expirable_semaphore"), Some(2)),
+        "{gpu:#}"
+    );
+    assert_eq!(gpu["holders"].as_array().unwrap().len(), 1, "{gpu:#}");
+    id
+}
+
 #[test]
 fn list_json_names_each_lock_its_holders_and_waiters_across_processes() {
     let server = RedisServer::start();
@@ -65,44 +110,7 @@ fn list_json_names_each_lock_its_holders_and_waiters_across_processes() {
     let _: () = server.cmd(&["SET", "other:x", "1"]);
 
     let doc = list_json(&[&server], "cl:*", 0);
-    assert_eq!(doc["incomplete"], false, "{doc:#}");
-    let names: Vec<&str> = (doc["locks"].as_array().unwrap().iter())
-        .map(|l| l["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["cl:a", "cl:gpu", "cl:rw"], "{doc:#}");
-    let a = lock(&doc, "cl:a");
-    assert_eq!(a["kind"], "lock");
-    assert_eq!(a["waiters"], 1, "{a:#}");
-    assert_eq!(a["holders"].as_array().unwrap().len(), 1);
-    let id = a["holders"][0]["id"].as_str().unwrap().to_string();
-    for field in ["host", "pid", "app", "since", "acquired"] {
-        assert!(
-            a["holders"][0].get(field).is_some(),
-            "{field} missing: {a:#}"
-        );
-    }
-    assert!(
-        a["ttl_ms"].as_u64().is_some_and(|t| t > 0 && t <= 30_000),
-        "{a:#}"
-    );
-    let rw = lock(&doc, "cl:rw");
-    assert_eq!(
-        (rw["kind"].as_str(), rw["mode"].as_str()),
-        (Some("read_write"), Some("read"))
-    );
-    assert_eq!(
-        rw["holders"].as_array().unwrap().len(),
-        2,
-        "two reader processes: {rw:#}"
-    );
-    let gpu = lock(&doc, "cl:gpu");
-    // `run --permits` takes a permit of an expirable semaphore: two left, one taken.
-    assert_eq!(
-        (gpu["kind"].as_str(), gpu["count"].as_i64()),
-        (Some("expirable_semaphore"), Some(2)),
-        "{gpu:#}"
-    );
-    assert_eq!(gpu["holders"].as_array().unwrap().len(), 1, "{gpu:#}");
+    let id = assert_the_three_locks(&doc);
 
     // The holder's client record (as redlatch clients write it) resolves it.
     let uuid = id.split(':').next().unwrap();

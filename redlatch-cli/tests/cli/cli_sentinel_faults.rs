@@ -103,6 +103,31 @@ fn runner(
     (ok, failed)
 }
 
+/// [`FAILOVERS`] times: the replica cut off (frozen, its link killed on the primary),
+/// the primary killed 0.4 s later, the switch marked in every log, and the old primary
+/// back as the new one's replica.
+fn fail_over_repeatedly(set: &mut SentinelSet, logs: &[PathBuf]) {
+    for f in 0..FAILOVERS {
+        let p = set.primary_index();
+        let r = 1 - p;
+        // The replica frozen and its link killed on the primary: what the primary
+        // writes from now on (grants, renewals) never reaches it.
+        set.server(r).pause();
+        let _: i64 = set.server(p).cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
+        std::thread::sleep(Duration::from_millis(400));
+        let old = set.kill_primary();
+        set.server(r).resume();
+        let new = set.wait_for_switch(&old);
+        for log in logs {
+            mark(log, &format!("failover {f} to {new}"));
+        }
+        // The old primary comes back empty; Sentinel makes it the new one's replica.
+        set.server_mut(p).restart();
+        set.wait_until_ready();
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 #[test]
 fn no_two_runners_of_a_name_overlap_through_repeated_failovers() {
     let mut set = SentinelSet::start("cli-failovers");
@@ -134,25 +159,7 @@ fn no_two_runners_of_a_name_overlap_through_repeated_failovers() {
         })
         .collect();
     std::thread::sleep(Duration::from_secs(2));
-    for f in 0..FAILOVERS {
-        let p = set.primary_index();
-        let r = 1 - p;
-        // The replica frozen and its link killed on the primary: what the primary
-        // writes from now on (grants, renewals) never reaches it.
-        set.server(r).pause();
-        let _: i64 = set.server(p).cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
-        std::thread::sleep(Duration::from_millis(400));
-        let old = set.kill_primary();
-        set.server(r).resume();
-        let new = set.wait_for_switch(&old);
-        for log in &logs {
-            mark(log, &format!("failover {f} to {new}"));
-        }
-        // The old primary comes back empty; Sentinel makes it the new one's replica.
-        set.server_mut(p).restart();
-        set.wait_until_ready();
-        std::thread::sleep(Duration::from_secs(1));
-    }
+    fail_over_repeatedly(&mut set, &logs);
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::Relaxed);
     let results: Vec<(usize, usize)> = runners.into_iter().map(|r| r.join().unwrap()).collect();

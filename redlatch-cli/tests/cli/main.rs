@@ -26,6 +26,7 @@ mod cli_secrets;
 mod cli_sentinel;
 mod cli_sentinel_faults;
 mod cli_signals;
+mod cli_status;
 mod cli_tls;
 mod cli_tty;
 mod cli_util;
