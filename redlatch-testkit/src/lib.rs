@@ -432,3 +432,22 @@ pub fn assert_no_holds(server: &RedisServer, pattern: &str, client_id: &str, con
         }
     }
 }
+
+/// Asserts that `ttl_ms` (a `PTTL` read just now) is what is left of a lease of `lease`
+/// set at some point since `since`: at most `lease`, and at least `lease` less the time
+/// since `since` (10 ms of rounding), so a loaded machine's slower steps never fail it.
+/// A lease that may have run out by now is only checked for its upper bound.
+pub fn assert_lease_left(ttl_ms: i64, lease: Duration, since: Instant, what: &str) {
+    let lease_ms = lease.as_millis() as i64;
+    assert!(
+        ttl_ms <= lease_ms,
+        "{what}: {ttl_ms} ms left of a {lease_ms} ms lease"
+    );
+    let elapsed = since.elapsed().as_millis() as i64;
+    if elapsed + 10 < lease_ms {
+        assert!(
+            ttl_ms >= lease_ms - elapsed - 10,
+            "{what}: {ttl_ms} ms left of a {lease_ms} ms lease set {elapsed} ms ago at most"
+        );
+    }
+}
