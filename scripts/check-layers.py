@@ -35,6 +35,13 @@ import os
 import re
 import sys
 
+
+def read_text(path):
+    """The text of `path`, the file closed after."""
+    with open(path) as f:
+        return f.read()
+
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 ENGINE = os.path.join(ROOT, "engine")
 TEST_ONLY = {"fake", "tests"}
@@ -108,7 +115,7 @@ def crate_modules(root_file):
     mods = {}
 
     def walk(path, file, is_dir_owner):
-        code = strip(open(file).read())
+        code = strip(read_text(file))
         kids, test_kids = [], set()
         for m in MOD_DECL.finditer(code):
             kids.append(m.group(2))
@@ -180,7 +187,7 @@ def references(code, here, kids):
 def reexports(mods, path):
     """Items a module's own file re-exports from its children: item -> child."""
     file, kids, _ = mods[path]
-    code = strip(open(file).read())
+    code = strip(read_text(file))
     out = {}
     for m in re.finditer(r"pub(?:\([\w:]+\))?\s+use\s+(?:self::)?(\w+)::([^;]+);", code):
         if m.group(1) in kids:
@@ -198,7 +205,7 @@ def module_graphs(root_file):
     for here, (file, kids, _) in mods.items():
         if any(here[:i] in test_only for i in range(1, len(here) + 1)):
             continue
-        code = without_tests(strip(open(file).read()))
+        code = without_tests(strip(read_text(file)))
         for ref in references(code, here, kids):
             target = ()
             for seg in ref:  # the longest prefix that is a module
@@ -296,7 +303,7 @@ def layer_errors():
                           ("engine", ("crate::api",)),
                           ("api", ("crate::transport",))):
         for path in rust_files(os.path.join(ROOT, layer)):
-            code = strip(open(path).read())
+            code = strip(read_text(path))
             for no, line in enumerate(code.split("\n"), 1):
                 for b in banned:
                     if re.search(r"\b" + b + r"\b", line):
@@ -328,7 +335,7 @@ SIZED = ("src", "redlatch-cli/src", "redlatch-bench/src", "redlatch-testkit/src"
 def size_errors(folders=SIZED):
     errs = []
     for path in (p for folder in folders for p in rust_files(os.path.join(REPO, folder))):
-        code = strip(open(path).read())
+        code = strip(read_text(path))
         lines = code.split("\n")
         # A test module at the end of the file is not counted.
         end = len(lines)
@@ -387,11 +394,11 @@ def facade_index_errors():
     """Every `pub(crate) fn` of an `impl Engine` or `impl Held` block in the engine is
     named in the method table of engine/facade/mod.rs: Engine's methods are found from
     that one file."""
-    index = open(os.path.join(ENGINE, "facade", "mod.rs")).read()
+    index = read_text(os.path.join(ENGINE, "facade", "mod.rs"))
     listed = set(re.findall(r"`(\w+)`", "\n".join(l for l in index.splitlines() if l.startswith("//! |"))))
     errs = []
     for path in rust_files(ENGINE):
-        text = without_tests(open(path).read())
+        text = without_tests(read_text(path))
         for block in re.finditer(r"^impl (Engine|Held) \{\n(.*?)^\}", text, re.S | re.M):
             for m in re.finditer(r"^    pub\(crate\) (?:async )?fn (\w+)", block.group(2), re.M):
                 if m.group(1) not in listed:
@@ -446,7 +453,7 @@ def state_errors(engine=ENGINE):
     rel = lambda p: os.path.relpath(p, os.path.join(engine, ".."))
     for folder, ty in sorted(PARTS.items()):
         path = os.path.join(engine, folder, "mod.rs")
-        fields = struct_fields(strip(open(path).read()), ty) if os.path.exists(path) else None
+        fields = struct_fields(strip(read_text(path)), ty) if os.path.exists(path) else None
         if fields is None:
             errs.append(f"{rel(path)}: the {folder} part's state type {ty} is not defined here")
             continue
@@ -454,7 +461,7 @@ def state_errors(engine=ENGINE):
             if vis:
                 errs.append(f"{rel(path)}: {ty}::{f} is `{vis}`: a part's state is private "
                             f"to its folder (give {ty} a method instead)")
-    own = struct_fields(strip(open(os.path.join(engine, "mod.rs")).read()), "Engine") or []
+    own = struct_fields(strip(read_text(os.path.join(engine, "mod.rs"))), "Engine") or []
     names = "|".join(f for f, _ in own)
     if not names:
         return errs + [f"{rel(os.path.join(engine, 'mod.rs'))}: struct Engine not found"]
@@ -462,7 +469,7 @@ def state_errors(engine=ENGINE):
         where = os.path.relpath(path, engine)
         if where in ENGINE_OWN[:1] or where.startswith(ENGINE_OWN[1]):
             continue
-        code = strip(open(path).read())
+        code = strip(read_text(path))
         for m in IMPL_ENGINE.finditer(code):
             no = code.count("\n", 0, m.start()) + 1
             errs.append(f"{rel(path)}:{no}: `{m.group(0).strip()}` block outside "

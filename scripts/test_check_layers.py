@@ -12,6 +12,18 @@ import shutil
 import tempfile
 import unittest
 
+
+def read_text(path):
+    """The text of `path`, the file closed after."""
+    with open(path) as f:
+        return f.read()
+
+
+def write_text(path, text):
+    """Writes `text` to `path`, the file closed after."""
+    with open(path, "w") as f:
+        f.write(text)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("check_layers", os.path.join(HERE, "check-layers.py"))
 check = importlib.util.module_from_spec(spec)
@@ -33,9 +45,9 @@ class StateRule(unittest.TestCase):
 
     def edit(self, rel, old, new):
         path = os.path.join(self.engine, rel)
-        code = open(path).read()
+        code = read_text(path)
         self.assertIn(old, code)
-        open(path, "w").write(code.replace(old, new, 1))
+        write_text(path, code.replace(old, new, 1))
 
     def test_the_tree_as_it_is_passes(self):
         self.assertEqual(check.state_errors(self.engine), [])
