@@ -106,12 +106,14 @@ impl LockGuard {
     }
 
     /// Cancelled when the lock is known to be lost: the watchdog found it gone or could
-    /// not renew it on a majority within its validity, it was force-unlocked by this
-    /// client, or the client shut down. Select on `lost().cancelled()` to abort work.
+    /// not renew it on a majority within its validity, it was force-unlocked (by this
+    /// client, or by another redlatch client, which tells this one at once), or the
+    /// client shut down. Select on `lost().cancelled()` to abort work.
     ///
-    /// With an explicit lease (no watchdog) nothing renews the lock, so nothing finds
-    /// it lost: the lease simply ends [`validity`](Self::validity) after acquisition.
-    /// Bound such work with `tokio::time::timeout(guard.validity(), ...)`.
+    /// With an explicit lease (no watchdog) nothing renews the lock: a force-unlock by
+    /// a redlatch client is still told, but an expiry is not; the lease simply ends
+    /// [`validity`](Self::validity) after acquisition. Bound such work with
+    /// `tokio::time::timeout(guard.validity(), ...)`.
     ///
     /// # Examples
     /// ```

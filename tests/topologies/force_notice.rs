@@ -32,14 +32,19 @@ fn quantile(xs: &[Duration], q: f64) -> Duration {
     xs[((xs.len() - 1) as f64 * q).round() as usize]
 }
 
-/// Runs the rounds on `config`, prints the window's p50 and p99, and checks each round.
-async fn rounds(what: &str, config: Config, name: &str) {
+/// Runs the rounds on `config`, prints the window's p50 and p99, and checks each round:
+/// the holds under the watchdog, or with a fixed `lease` (nothing renews them: the
+/// notice makes the client read them).
+async fn rounds(what: &str, config: Config, name: &str, lease: Option<Duration>) {
     let holder = Client::connect(config.clone()).await.unwrap();
     let forcer = Client::connect(config).await.unwrap();
     let mut windows = Vec::with_capacity(ROUNDS);
     for round in 0..ROUNDS {
         let lock = holder.lock(format!("{name}:{round}"));
-        let guard = lock.lock().await.unwrap();
+        let guard = match lease {
+            Some(lease) => lock.lock_with_lease(lease).await.unwrap(),
+            None => lock.lock().await.unwrap(),
+        };
         let started = Instant::now();
         assert!(forcer.lock(lock.name()).force_unlock().await.unwrap());
         let heard = tokio::time::timeout(Duration::from_secs(10), guard.lost().cancelled()).await;
@@ -73,14 +78,20 @@ async fn rounds(what: &str, config: Config, name: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_force_unlock_is_heard_within_100ms_on_one_master() {
     let server = RedisServer::start();
-    rounds("one master", Config::single(server.url()), "fn-single").await;
+    rounds(
+        "one master",
+        Config::single(server.url()),
+        "fn-single",
+        None,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_force_unlock_is_heard_within_100ms_under_sentinel() {
     let set = SentinelSet::start("force-notice");
     let config = Config::sentinel(set.master_name(), set.sentinel_urls());
-    rounds("sentinel", config, "fn-sentinel").await;
+    rounds("sentinel", config, "fn-sentinel", None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,5 +100,29 @@ async fn a_force_unlock_is_heard_within_100ms_on_a_cluster() {
     let name = format!("fn-cluster-{}", std::process::id());
     // The names spread over the slots, so most locks live on another node than the
     // holder's notice channel: the notice crosses the cluster bus.
-    rounds("cluster", Config::cluster(cluster.urls()), &name).await;
+    rounds("cluster", Config::cluster(cluster.urls()), &name, None).await;
+}
+
+/// A hold with a fixed lease (no watchdog) is told as fast: before, it learned of the
+/// force-unlock only at its unlock (`NotHeld`), up to its whole lease later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_force_unlock_is_heard_within_100ms_by_a_fixed_lease_hold() {
+    let server = RedisServer::start();
+    let lease = Some(Duration::from_secs(60));
+    rounds(
+        "fixed lease, one master",
+        Config::single(server.url()),
+        "fn-lease",
+        lease,
+    )
+    .await;
+    let cluster = shared_cluster();
+    let name = format!("fn-lease-cluster-{}", std::process::id());
+    rounds(
+        "fixed lease, cluster",
+        Config::cluster(cluster.urls()),
+        &name,
+        lease,
+    )
+    .await;
 }

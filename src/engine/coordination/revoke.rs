@@ -21,7 +21,9 @@
 //! 4. A force-unlock's notice names the lock without a marker: the client renews its
 //!    holds of that name at once (the watchdog's urgent task), which finds them gone
 //!    and declares them lost, instead of at the next renewal round up to a third of the
-//!    watchdog timeout later. A reconnect's wake renews nothing: during a failover that
+//!    watchdog timeout later. A hold with a fixed lease, which nothing renews, is read
+//!    instead (its lease left as it is) and declared lost when a majority no longer has
+//!    it; before, it learned only at its unlock (`NotHeld`). A reconnect's wake renews nothing: during a failover that
 //!    renewal could fail and put a sound hold at risk. A force-unlock published while
 //!    the connection was down is noticed at the next round.
 //! 5. The hook that reads notices runs on the pub/sub actor's task: it only flags holds
@@ -29,7 +31,7 @@
 //! 6. With bookkeeping off (`Config::bookkeeping(false)`) none of this runs: no
 //!    subscription, no marker read, and a request is refused with `Unsupported`.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -40,7 +42,7 @@ use crate::engine::masters::master::Master;
 use crate::engine::masters::quorum::{answers, fan_out};
 use crate::engine::masters::replies::typed;
 use crate::engine::masters::Masters;
-use crate::engine::Engine;
+use crate::engine::{Engine, Kind};
 use crate::error::{Error, Result};
 use crate::keys::books::Books;
 use crate::transport::script::lua;
@@ -79,7 +81,7 @@ async fn requested(m: &Master, books: &Books, name: &str, holder: &str) -> Resul
 
 /// The pub/sub hook's part (invariants 2, 4, 5): a notice for this client (`"!revoke|<holder>|<name>"`
 /// or `"!deleted|<client>|<name>"`) is acted on; whether `payload` was one.
-pub(crate) fn notice(engine: &Engine, payload: &[u8]) -> bool {
+pub(crate) fn notice(engine: &Arc<Engine>, payload: &[u8]) -> bool {
     let Some(text) = payload
         .strip_prefix(b"!")
         .and_then(|p| std::str::from_utf8(p).ok())
@@ -111,15 +113,42 @@ pub(crate) fn notice(engine: &Engine, payload: &[u8]) -> bool {
                 .table()
                 .all()
                 .iter()
-                .filter(|h| &*h.name == name)
+                .filter(|h| &*h.name == name && !h.permit)
             {
-                tracing::debug!(lock = %name, holder = %hold.holder, "force-unlocked: renewing now");
-                engine.holdings().urgent().now(hold);
+                if hold.watchdog_state().0 > 0 {
+                    tracing::debug!(lock = %name, holder = %hold.holder, "force-unlocked: renewing now");
+                    engine.holdings().urgent().now(hold);
+                } else if hold.kind != Kind::Group {
+                    // A fixed lease: nothing renews it, so it is read (invariant 4).
+                    let (e, hold) = (engine.clone(), hold.clone());
+                    engine
+                        .cleanups()
+                        .spawn(async move { check_fixed(&e, hold).await });
+                }
             }
         }
         _ => {}
     }
     true
+}
+
+/// A hold with a fixed lease whose lock was force-unlocked (invariant 4): read on every
+/// master, its lease left alone; gone on a majority, it is declared lost. A hold the
+/// client took again meanwhile is found and kept.
+async fn check_fixed(engine: &Arc<Engine>, hold: Arc<HoldEntry>) {
+    let (cmd, count) = hold.kind.protocol().hold_query(&hold.name, &hold.holder);
+    let (cmd, holder) = (&cmd, &*hold.holder);
+    let counts = fan_out(engine.masters().all(), |m| async move {
+        m.query::<redis::Value>(cmd)
+            .await
+            .map(|v| count(&v, holder))
+    })
+    .await;
+    let gone = counts.iter().filter(|c| matches!(c, Ok(0))).count();
+    if gone >= engine.masters().quorum() {
+        let lost = crate::lost::LostReason::ExpiredOrDeleted;
+        engine.holdings().lose(engine, &hold, lost);
+    }
 }
 
 /// Keeps this client's one notice subscription (invariant 1) until shutdown; after a
