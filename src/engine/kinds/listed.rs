@@ -1,7 +1,7 @@
 //! The one list of what a listing (`Client::list`, `redlatch list` and `top`) finds:
 //! [`ListedKind`], the public name of each, and its entry, a [`Listed`], declared in
 //! the file of the kind it lists (beside its inspection's `Section`) and gathered in
-//! [`LISTED`](super::LISTED) (kinds/mod.rs). observe/ derives everything it lists from
+//! [`LISTED`] (kinds/mod.rs). observe/ derives everything it lists from
 //! these entries: which keys are parts of another name's layout, what a key's
 //! inspection is, where its waiters listen and who holds it. A lock [`Kind`](super::Kind)
 //! names its entry ([`Protocol::listed`](super::Protocol::listed)); kinds that share a
