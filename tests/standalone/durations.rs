@@ -149,14 +149,14 @@ async fn lock_apis_accept_or_refuse_every_duration() {
         // load, not within a 10 ms wait).
         // A lease as short as 10 ms may run out before the unlock under load, which
         // then finds it gone: NotHeld, and only then.
-        if let Ok(g) = r {
-            if let Err(e) = g.unlock().await {
-                let ran_out = asked.elapsed() >= d;
-                assert!(
-                    e.is_not_held() && ran_out,
-                    "unlock after lock_with_lease({d:?}): {e}"
-                );
-            }
+        if let Ok(g) = r
+            && let Err(e) = g.unlock().await
+        {
+            let ran_out = asked.elapsed() >= d;
+            assert!(
+                e.is_not_held() && ran_out,
+                "unlock after lock_with_lease({d:?}): {e}"
+            );
         }
         let r = free.try_lock(d).await;
         assert!(
